@@ -1,0 +1,31 @@
+# Two commands do all the set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch pinned to the CPU build in the same command: an unpinned torch pulls CUDA.
+	$(BIN)/python -m pip install --quiet "torch==2.13.0" -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/mtgym run --scenario default
+
+test: $(STAMP)
+	$(BIN)/ruff check mtgym baselines agents tests scripts
+	$(BIN)/python -m pytest -q -n 2
+
+lint: $(STAMP)
+	$(BIN)/ruff check mtgym baselines agents tests scripts
+	$(BIN)/ruff format --check mtgym baselines agents tests scripts
+
+bench: $(STAMP)
+	$(BIN)/python scripts/bench_sim.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

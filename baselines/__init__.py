@@ -1,0 +1,3 @@
+"""Baseline policies (FreeTrain, MalleTrain, PAL, PM-First, heuristics), registered as
+``mtgym.policies`` entry points; ``mtgym`` itself never imports this package.
+"""

@@ -1,0 +1,7 @@
+"""``python -m mtgym``."""
+
+import sys
+
+from mtgym.cli import main
+
+sys.exit(main())

@@ -1,0 +1,145 @@
+"""The ``mtgym`` command line (also ``python -m mtgym``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from mtgym.errors import MtgymError
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "n/a"
+        if abs(v) >= 1e5 or (0 < abs(v) < 1e-3):
+            return f"{v:.4g}"
+        return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
+    return str(v)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from mtgym.policy.registry import make_policy
+    from mtgym.scenarios import get_generator
+    from mtgym.sim.runner import run_episode
+
+    console = Console()
+    gen = get_generator(args.scenario)
+    instance = gen(args.seed)
+    policy = make_policy(args.policy)
+    result = run_episode(
+        instance, policy, decision_interval_s=args.decision_interval, debug=args.debug
+    )
+    m = result.metrics.as_dict()
+    m["decision_ms"] = result.decision_ms
+    m["wall_s"] = result.wall_s
+    if args.json:
+        print(json.dumps(m, indent=2, allow_nan=True))
+        return 0
+    table = Table(
+        title=f"mtgym: scenario {instance.name!r}, seed {args.seed}, policy {policy.name!r}"
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for k, v in m.items():
+        table.add_row(k, _fmt(v))
+    console.print(table)
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from mtgym.scenarios import get_generator
+
+    inst = get_generator(args.scenario)(args.seed)
+    cl, jobs = inst.cluster, inst.jobs
+    span = inst.t_end - inst.t_start
+    offered = inst.supply.offered_node_seconds(inst.t_start, inst.t_end)
+    table = Table(title=f"scenario {inst.name!r} (seed {args.seed})")
+    table.add_column("item")
+    table.add_column("value", justify="right")
+    rows = [
+        ("nodes x GPUs", f"{cl.num_nodes} x {cl.gpus_per_node}"),
+        ("GPU types", ", ".join(cl.gpu_type_names)),
+        ("topology levels", " -> ".join(cl.topology.level_names)),
+        ("idle windows", f"{inst.supply.num_windows:,}"),
+        ("horizon (h)", f"{span / 3600:.2f}"),
+        ("mean idle nodes", f"{offered / span:.1f}"),
+        ("jobs", f"{jobs.num_jobs}"),
+        ("campaigns", f"{inst.campaigns.num_campaigns}"),
+        (
+            "cost model",
+            f"rescale={inst.costs.rescale.value}, preemption={inst.costs.preemption.value}",
+        ),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    Console().print(table)
+    return 0
+
+
+def _cmd_policies(args: argparse.Namespace) -> int:
+    from mtgym.policy.registry import available_policies
+
+    for name, target in available_policies().items():
+        print(f"{name}\t{target}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (every subcommand has --help)."""
+    p = argparse.ArgumentParser(
+        prog="mtgym",
+        description="Simulate malleable DL training on scavenged idle supercomputer nodes.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="simulate a scenario with a policy and print the metrics")
+    r.add_argument(
+        "--scenario", default="default", help="built-in scenario name (default: %(default)s)"
+    )
+    r.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    r.add_argument(
+        "--policy", default="equal-share", help="registered policy name (default: %(default)s)"
+    )
+    r.add_argument(
+        "--decision-interval",
+        type=float,
+        default=None,
+        metavar="S",
+        help="decide every S seconds instead of at every event",
+    )
+    r.add_argument("--debug", action="store_true", help="check every invariant after each step")
+    r.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    r.set_defaults(func=_cmd_run)
+
+    i = sub.add_parser("info", help="describe a scenario's instance")
+    i.add_argument(
+        "--scenario", default="default", help="built-in scenario name (default: %(default)s)"
+    )
+    i.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    i.set_defaults(func=_cmd_info)
+
+    pol = sub.add_parser("policies", help="list the registered policies")
+    pol.set_defaults(func=_cmd_policies)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (MtgymError, KeyError, ValueError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        Console(stderr=True).print(f"[bold red]error:[/] {msg}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

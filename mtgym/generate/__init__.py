@@ -1,0 +1,1 @@
+"""Generators: seeded callables that build an immutable ``Instance``."""

@@ -1,0 +1,193 @@
+"""Idle-node supply: synthetic windows calibrated to Summit, and replay of window tables.
+
+**Synthetic** (``SyntheticSupply``): each node alternates busy and idle periods (an
+alternating renewal process). Idle windows are lognormal with the Summit trace's median
+(475 s) and mean (1,192 s); busy gaps are exponential with the mean that gives the target
+time-weighted idle fraction (Summit: 8.3 % of 4,734 nodes). Optionally, *drains* add the
+correlated releases the trace shows (median 4 nodes per event, p90 50, up to 2,780): a block of
+consecutive nodes idles together until a reserved job starts, so its end is known.
+
+**Replay** (``supply_from_windows``): a table of windows (e.g. ``mtgym.readers`` output for
+``summit-idle-fragments.csv.gz``) restricted to a node subset and a time span.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mtgym.errors import ConfigError
+from mtgym.generate.instance import Supply
+
+#: Summit idle-window statistics (BFTrainer/Replayer trace, 14.9 days, 423,502 windows).
+SUMMIT_WINDOW_MEDIAN_S = 475.0
+SUMMIT_WINDOW_MEAN_S = 1191.6
+SUMMIT_IDLE_FRACTION = 0.083
+SUMMIT_MIN_WINDOW_S = 50.0
+
+
+@dataclass(frozen=True)
+class SyntheticSupply:
+    """Parameters of the synthetic supply (defaults: the Summit trace's statistics).
+
+    Attributes:
+        idle_fraction: time-weighted mean share of nodes idle.
+        window_median_s: median idle-window length.
+        window_mean_s: mean idle-window length (> median: the lognormal's tail).
+        min_window_s: shorter windows are lengthened to this (the trace has none below 50 s).
+        end_known_prob: probability that an ordinary window's end is known when it opens.
+        drains_per_hour: rate of correlated drains (0 = none).
+        drain_nodes_median: median block size of a drain (lognormal, sigma 1).
+        drain_median_s: median drain length (lognormal, sigma 0.8); drain ends are known.
+    """
+
+    idle_fraction: float = SUMMIT_IDLE_FRACTION
+    window_median_s: float = SUMMIT_WINDOW_MEDIAN_S
+    window_mean_s: float = SUMMIT_WINDOW_MEAN_S
+    min_window_s: float = SUMMIT_MIN_WINDOW_S
+    end_known_prob: float = 0.0
+    drains_per_hour: float = 0.0
+    drain_nodes_median: float = 8.0
+    drain_median_s: float = 1800.0
+
+    def __post_init__(self) -> None:
+        if not (0 < self.idle_fraction < 1):
+            raise ConfigError("idle_fraction", self.idle_fraction, "0 < idle_fraction < 1")
+        if not (0 < self.window_median_s <= self.window_mean_s):
+            raise ConfigError(
+                "window_median_s/window_mean_s",
+                (self.window_median_s, self.window_mean_s),
+                "0 < median <= mean",
+            )
+        if not (0 <= self.min_window_s < self.window_median_s):
+            raise ConfigError("min_window_s", self.min_window_s, "0 <= min_window_s < median")
+        if not (0 <= self.end_known_prob <= 1):
+            raise ConfigError("end_known_prob", self.end_known_prob, "a probability in [0, 1]")
+        if self.drains_per_hour < 0 or self.drain_nodes_median < 1 or self.drain_median_s <= 0:
+            raise ConfigError(
+                "drains",
+                (self.drains_per_hour, self.drain_nodes_median, self.drain_median_s),
+                "rate >= 0, median nodes >= 1, median length > 0",
+            )
+
+    @property
+    def sigma(self) -> float:
+        """Lognormal sigma from mean/median = exp(sigma^2 / 2)."""
+        return float(np.sqrt(2.0 * np.log(self.window_mean_s / self.window_median_s)))
+
+    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
+        """Windows of ``num_nodes`` nodes on [t0, t1) (clipped to the span)."""
+        if num_nodes < 1 or not (t1 > t0):
+            raise ConfigError("num_nodes/span", (num_nodes, t0, t1), "num_nodes >= 1, t1 > t0")
+        f = self.idle_fraction
+        mu, sig = np.log(self.window_median_s), self.sigma
+        mean_idle = self.window_mean_s
+        mean_busy = mean_idle * (1.0 - f) / f
+        span = t1 - t0
+        cycles = int(
+            np.ceil(
+                span / (mean_idle + mean_busy) * 1.5
+                + 6 * np.sqrt(span / (mean_idle + mean_busy))
+                + 8
+            )
+        )
+        idle = np.maximum(rng.lognormal(mu, sig, size=(num_nodes, cycles)), self.min_window_s)
+        busy = rng.exponential(mean_busy, size=(num_nodes, cycles))
+        # Stationary start: idle at t0 with probability f, inside a window of random phase.
+        start_idle = rng.random(num_nodes) < f
+        phase = rng.random(num_nodes)
+        first_busy = np.where(start_idle, 0.0, busy[:, 0] * phase)
+        busy[:, 0] = first_busy
+        idle[:, 0] = np.where(start_idle, np.maximum(idle[:, 0] * phase, 1.0), idle[:, 0])
+        # Window k starts after busy[0..k] and idle[0..k-1].
+        ends = t0 + np.cumsum(busy + idle, axis=1)
+        starts = ends - idle
+        known = rng.random((num_nodes, cycles)) < self.end_known_prob
+        keep = starts < t1
+        if np.any(keep[:, -1]):
+            raise ConfigError("horizon", span, "a shorter span (too many cycles to sample)")
+        node = np.broadcast_to(np.arange(num_nodes)[:, None], keep.shape)[keep]
+        s, e, k = starts[keep], np.minimum(ends[keep], t1), known[keep]
+        if self.drains_per_hour > 0:
+            s, e, k, node = self._add_drains(rng, num_nodes, t0, t1, s, e, k, node)
+        ok = e > s
+        return Supply.from_windows(node[ok], s[ok], e[ok], k[ok], num_nodes=num_nodes)
+
+    def _add_drains(self, rng, num_nodes, t0, t1, s, e, k, node):
+        n_drains = rng.poisson(self.drains_per_hour * (t1 - t0) / 3600.0)
+        if n_drains == 0:
+            return s, e, k, node
+        order = np.lexsort((s, node))
+        s, e, k, node = s[order], e[order], k[order], node[order]
+        first = np.searchsorted(node, np.arange(num_nodes + 1))
+        new_s, new_e, new_n = [], [], []
+        for _ in range(n_drains):
+            size = int(
+                np.clip(np.round(rng.lognormal(np.log(self.drain_nodes_median), 1.0)), 1, num_nodes)
+            )
+            lo = int(rng.integers(0, num_nodes - size + 1))
+            ds = t0 + rng.random() * (t1 - t0)
+            de = min(t1, ds + rng.lognormal(np.log(self.drain_median_s), 0.8))
+            for n in range(lo, lo + size):
+                a, b = first[n], first[n + 1]
+                # only where the node is busy for the whole drain
+                if np.any((s[a:b] < de) & (e[a:b] > ds)):
+                    continue
+                new_s.append(ds)
+                new_e.append(de)
+                new_n.append(n)
+        taken = set()
+        keep = []
+        # two drains may hit one node: keep the first, drop overlaps
+        for i, (n, a, b) in enumerate(zip(new_n, new_s, new_e, strict=True)):
+            if any(n == m and a < d and c < b for (m, c, d) in taken):
+                continue
+            taken.add((n, a, b))
+            keep.append(i)
+        if not keep:
+            return s, e, k, node
+        idx = np.array(keep)
+        return (
+            np.concatenate([s, np.asarray(new_s)[idx]]),
+            np.concatenate([e, np.asarray(new_e)[idx]]),
+            np.concatenate([k, np.ones(idx.size, dtype=bool)]),
+            np.concatenate([node, np.asarray(new_n, dtype=np.int64)[idx]]),
+        )
+
+
+def supply_from_windows(
+    node: np.ndarray,
+    start_s: np.ndarray,
+    end_s: np.ndarray,
+    end_known: np.ndarray | None = None,
+    *,
+    nodes: np.ndarray | None = None,
+    t0: float = -np.inf,
+    t1: float = np.inf,
+) -> tuple[Supply, np.ndarray]:
+    """Replay recorded windows, optionally for a node subset and a time span.
+
+    Args:
+        node, start_s, end_s, end_known: the windows (any order).
+        nodes: original node indices to keep, in the order they get new indices 0..n-1
+            (default: all nodes 0..max).
+        t0, t1: clip windows to [t0, t1).
+
+    Returns:
+        The supply (node indices renumbered) and the original index of each new node.
+    """
+    node = np.asarray(node, dtype=np.int64)
+    if nodes is None:
+        nodes = np.arange(int(node.max()) + 1 if node.size else 0)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    remap = np.full(
+        int(max(node.max() if node.size else 0, nodes.max() if nodes.size else 0)) + 1, -1
+    )
+    remap[nodes] = np.arange(nodes.size)
+    new = remap[node]
+    s = np.maximum(np.asarray(start_s, dtype=np.float64), t0)
+    e = np.minimum(np.asarray(end_s, dtype=np.float64), t1)
+    keep = (new >= 0) & (e > s)
+    known = None if end_known is None else np.asarray(end_known, dtype=bool)[keep]
+    return Supply.from_windows(new[keep], s[keep], e[keep], known, num_nodes=nodes.size), nodes

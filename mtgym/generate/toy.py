@@ -1,0 +1,127 @@
+"""Toy instances whose optimal schedule is known (for tests of the env, MILPs and agents).
+
+Each docstring states the optimum. Table jobs with linear curves, identical devices, lambda 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mtgym.generate.cluster import build_cluster
+from mtgym.generate.instance import CostModel, Instance, Supply
+from mtgym.generate.workload import JobRow, build_jobs
+from mtgym.model.topology import Topology
+from mtgym.types import AppClass
+
+
+def _cluster(num_nodes: int, group_size: int = 2):
+    topo = Topology.uniform(num_nodes, group_size)
+    return build_cluster(
+        np.random.default_rng(0),
+        gpus_per_node=1,
+        gpu_type_names=("V100",),
+        gpu_type=np.zeros(num_nodes, dtype=int),
+        topology=topo,
+        variability=None,
+        profile_noise=0.0,
+    )
+
+
+@dataclass(frozen=True)
+class LinearToy:
+    """``num_nodes`` identical nodes idle on [0, horizon); one job, linear curve.
+
+    The job scales linearly (``rate`` samples/s per node) up to ``num_nodes`` nodes, needs
+    ``work`` samples, costs nothing to start or rescale. **Optimum:** run it on every node
+    from t = 0; it completes at ``work / (num_nodes * rate)``, and no schedule does better.
+    """
+
+    name: str = "toy-linear"
+    num_nodes: int = 4
+    rate: float = 100.0
+    work: float = 1.2e6
+    horizon_s: float = 10_000.0
+
+    def __call__(self, seed: int = 0) -> Instance:
+        """The instance (the seed is unused: the toy is deterministic)."""
+        cl = _cluster(self.num_nodes)
+        n = np.arange(self.num_nodes + 1, dtype=float)
+        row = JobRow(
+            name="linear",
+            model="toy",
+            app_class=AppClass.D,
+            submit_s=0.0,
+            min_nodes=1,
+            max_nodes=self.num_nodes,
+            work=self.work,
+            r_up_s=0.0,
+            r_down_s=0.0,
+            curve_nodes=n,
+            curve_tput=n * self.rate,
+        )
+        jobs = build_jobs([row], cl)
+        N = self.num_nodes
+        supply = Supply.from_windows(
+            np.arange(N), np.zeros(N), np.full(N, self.horizon_s), num_nodes=N
+        )
+        return Instance(self.name, cl, supply, jobs, t_end=self.horizon_s, seed=seed).validate()
+
+
+@dataclass(frozen=True)
+class TwoJobToy:
+    """Two jobs on ``num_nodes`` always-idle nodes for ``horizon_s`` seconds, no costs.
+
+    Job 0 scales linearly (100 samples/s per node, up to all nodes). Job 1 gains nothing
+    beyond one node (100 samples/s at 1..N nodes). Both have more work than the horizon
+    allows. **Optimum** (max samples in the horizon): job 1 on one node, job 0 on the
+    other ``N - 1``: ``100 * N * horizon_s`` samples. Equal share gets
+    ``100 * (N / 2 + 1) * horizon_s``.
+    """
+
+    name: str = "toy-two-jobs"
+    num_nodes: int = 4
+    horizon_s: float = 3600.0
+
+    def __call__(self, seed: int = 0) -> Instance:
+        """The instance (deterministic)."""
+        N = self.num_nodes
+        cl = _cluster(N)
+        n = np.arange(N + 1, dtype=float)
+        big = 1e12
+        rows = [
+            JobRow(
+                "linear",
+                "toy",
+                AppClass.D,
+                0.0,
+                1,
+                N,
+                work=big,
+                r_up_s=0,
+                r_down_s=0,
+                curve_nodes=n,
+                curve_tput=100.0 * n,
+            ),
+            JobRow(
+                "flat",
+                "toy",
+                AppClass.D,
+                0.0,
+                1,
+                N,
+                work=big,
+                r_up_s=0,
+                r_down_s=0,
+                curve_nodes=n,
+                curve_tput=np.where(n > 0, 100.0, 0.0),
+            ),
+        ]
+        jobs = build_jobs(rows, cl)
+        supply = Supply.from_windows(
+            np.arange(N), np.zeros(N), np.full(N, self.horizon_s), num_nodes=N
+        )
+        return Instance(
+            self.name, cl, supply, jobs, costs=CostModel(), t_end=self.horizon_s, seed=seed
+        ).validate()

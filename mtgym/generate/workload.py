@@ -1,0 +1,424 @@
+"""Workloads: job rows, user declarations, synthetic job mixes and NAS/HPO campaigns.
+
+A workload is a list of ``JobRow`` turned into a ``Jobs`` table by ``build_jobs``. Rows are
+either *table* jobs (a measured throughput curve, e.g. BFTrainer's ImageNet jobs) or
+*parametric* jobs (a ``ModelProfile``). For parametric jobs ``build_jobs`` also tabulates the
+true curve on the cluster (packed placement on median devices of the fastest type), so every
+job has a curve that users can declare and oracles can read.
+
+User declarations (what FreeTrain is given) are the true curve and costs times
+``Declaration`` noise and bias: users who profiled on another machine, or guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from mtgym.errors import ConfigError
+from mtgym.generate.catalog import CATALOG, ModelProfile
+from mtgym.generate.instance import Campaigns, Cluster, Jobs, frozen
+from mtgym.model.throughput import ThroughputModel
+from mtgym.types import AppClass, PerfKind
+
+#: BFTrainer's measured rescale costs (s): scale-up about 18, scale-down about 12.
+BFTRAINER_R_UP_S = 18.0
+BFTRAINER_R_DOWN_S = 12.0
+
+
+@dataclass
+class JobRow:
+    """One job before tabulation. Give ``work`` in samples, or ``work_hours`` to size it as
+    that many hours on ``work_ref_nodes`` nodes (parametric jobs).
+    """
+
+    name: str
+    model: str
+    app_class: AppClass
+    submit_s: float
+    min_nodes: int = 1
+    max_nodes: int = 1
+    work: float | None = None
+    work_hours: float | None = None
+    work_ref_nodes: int = 1
+    r_up_s: float = BFTRAINER_R_UP_S
+    r_down_s: float = BFTRAINER_R_DOWN_S
+    startup_s: float = 0.0
+    ckpt_every: float = np.inf
+    # table form
+    curve_nodes: Sequence[float] | None = None
+    curve_tput: Sequence[float] | None = None
+    type_speed: Mapping[str, float] | None = None  # table jobs: speed of each type vs the table's
+    # parametric form
+    profile: ModelProfile | None = None
+    rate_scale: float = 1.0  # multiplies the profile's per-GPU rates (a NAS architecture)
+    params_scale: float = 1.0  # multiplies the profile's gradient size
+    local_batch: int | None = None
+    # campaign
+    campaign: int = -1
+    rungs: Sequence[float] = ()
+    quality: float = 0.0
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """How users misdeclare: declared = true x bias x lognormal(0, sigma) (per breakpoint for
+    curves, per job for costs). The default is exact declarations.
+    """
+
+    curve_bias: float = 1.0
+    curve_sigma: float = 0.0
+    cost_bias: float = 1.0
+    cost_sigma: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("curve_bias", "cost_bias"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(name, getattr(self, name), "> 0")
+        for name in ("curve_sigma", "cost_sigma"):
+            if not (0 <= getattr(self, name) < 3):
+                raise ConfigError(name, getattr(self, name), "0 <= sigma < 3")
+
+
+def _breakpoints(max_nodes: int) -> np.ndarray:
+    pts = [0, 1]
+    while pts[-1] * 2 < max_nodes:
+        pts.append(pts[-1] * 2)
+    if pts[-1] != max_nodes:
+        pts.append(max_nodes)
+    return np.array(pts, dtype=np.float64)
+
+
+def build_jobs(
+    rows: Sequence[JobRow],
+    cluster: Cluster,
+    rng: np.random.Generator | None = None,
+    declaration: Declaration | None = None,
+) -> Jobs:
+    """Tabulate rows (sorted by submission, stable) into a validated ``Jobs``."""
+    rows = sorted(rows, key=lambda r: r.submit_s)
+    J = len(rows)
+    types = cluster.gpu_type_names
+    T = len(types)
+    curves: list[tuple[np.ndarray, np.ndarray]] = []
+    kind = np.zeros(J, dtype=np.int8)
+    type_rate = np.ones((J, T))
+    local_batch = np.zeros(J)
+    grad = np.zeros(J)
+    overlap = np.zeros(J)
+    for j, r in enumerate(rows):
+        if r.min_nodes < 1 or r.max_nodes < r.min_nodes:
+            raise ConfigError(
+                f"jobs[{j}] ({r.name}).min/max_nodes", (r.min_nodes, r.max_nodes), "1 <= min <= max"
+            )
+        if r.profile is None:
+            if r.curve_nodes is None or r.curve_tput is None:
+                raise ConfigError(f"jobs[{j}] ({r.name})", "no curve and no profile", "one of them")
+            kind[j] = PerfKind.TABLE
+            cn = np.asarray(r.curve_nodes, dtype=np.float64)
+            ct = np.asarray(r.curve_tput, dtype=np.float64)
+            if cn.shape != ct.shape or cn.ndim != 1 or cn.size == 0:
+                raise ConfigError(
+                    f"jobs[{j}] ({r.name}).curve", (cn.shape, ct.shape), "equal 1-D shapes"
+                )
+            if cn[0] != 0:
+                cn, ct = np.r_[0.0, cn], np.r_[0.0, ct]
+            curves.append((cn, ct))
+            if r.type_speed is not None:
+                for t, name in enumerate(types):
+                    type_rate[j, t] = float(r.type_speed.get(name, 1.0))
+        else:
+            kind[j] = PerfKind.PARAMETRIC
+            p = r.profile
+            for t, name in enumerate(types):
+                type_rate[j, t] = p.rate_on(name) * r.rate_scale
+            local_batch[j] = p.local_batch if r.local_batch is None else r.local_batch
+            grad[j] = p.grad_bytes * r.params_scale
+            overlap[j] = p.overlap
+            curves.append((_breakpoints(r.max_nodes), np.zeros(0)))
+    K = max((c[0].size for c in curves), default=1)
+    curve_nodes = np.zeros((J, K))
+    curve_tput = np.zeros((J, K))
+    for j, (cn, ct) in enumerate(curves):
+        curve_nodes[j, : cn.size] = cn
+        curve_nodes[j, cn.size :] = cn[-1]
+        if ct.size:
+            curve_tput[j, : ct.size] = ct
+            curve_tput[j, ct.size :] = ct[-1]
+    R = max((len(r.rungs) for r in rows), default=0)
+    rungs = np.full((J, max(R, 1)), np.nan)
+    for j, r in enumerate(rows):
+        if len(r.rungs):
+            rs = np.asarray(r.rungs, dtype=np.float64)
+            if np.any(rs <= 0) or np.any(rs >= 1) or np.any(np.diff(rs) <= 0):
+                raise ConfigError(
+                    f"jobs[{j}] ({r.name}).rungs", list(rs), "increasing fractions in (0, 1)"
+                )
+            rungs[j, : rs.size] = rs
+    col = lambda attr, dt=np.float64: np.array([getattr(r, attr) for r in rows], dtype=dt)  # noqa: E731
+    jobs = Jobs(
+        name=tuple(r.name for r in rows),
+        model=tuple(r.model for r in rows),
+        app_class=col("app_class", np.int8),
+        submit_s=col("submit_s"),
+        min_nodes=col("min_nodes", np.int32),
+        max_nodes=col("max_nodes", np.int32),
+        work=np.ones(J),
+        r_up_s=col("r_up_s"),
+        r_down_s=col("r_down_s"),
+        startup_s=col("startup_s"),
+        ckpt_every=col("ckpt_every"),
+        perf_kind=kind,
+        curve_nodes=curve_nodes,
+        curve_tput=curve_tput,
+        type_rate=type_rate,
+        local_batch=local_batch,
+        grad_bytes=grad,
+        overlap=overlap,
+        declared_curve_tput=curve_tput,
+        declared_r_up_s=col("r_up_s"),
+        declared_r_down_s=col("r_down_s"),
+        campaign=col("campaign", np.int32),
+        rungs=rungs,
+        quality=col("quality"),
+    )
+    # Tabulate parametric curves and size work, with the model of this very cluster.
+    model = ThroughputModel(cluster, jobs)
+    param = np.flatnonzero(kind == PerfKind.PARAMETRIC)
+    if param.size:
+        best_type = np.argmax(type_rate[param], axis=1)
+        slow = 1.0 / type_rate[param, best_type]
+        for i, j in enumerate(param):
+            n = curve_nodes[j]
+            curve_tput[j] = model.formula(
+                np.full(n.size, j), n, np.full(n.size, slow[i]), model.packed_spread(n)
+            )
+    work = np.empty(J)
+    for j, r in enumerate(rows):
+        if r.work is not None:
+            work[j] = r.work
+        elif r.work_hours is not None:
+            ref = np.interp(r.work_ref_nodes, curve_nodes[j], curve_tput[j])
+            work[j] = r.work_hours * 3600.0 * ref
+        else:
+            raise ConfigError(f"jobs[{j}] ({r.name}).work", None, "work (samples) or work_hours")
+    decl = declaration or Declaration()
+    d_curve, d_up, d_down = curve_tput, jobs.r_up_s, jobs.r_down_s
+    if decl != Declaration():
+        if rng is None:
+            raise ConfigError("rng", None, "a generator when declarations are noisy")
+        d_curve = (
+            curve_tput
+            * decl.curve_bias
+            * np.exp(decl.curve_sigma * rng.standard_normal(curve_tput.shape))
+        )
+        cost_noise = decl.cost_bias * np.exp(decl.cost_sigma * rng.standard_normal((2, J)))
+        d_up, d_down = jobs.r_up_s * cost_noise[0], jobs.r_down_s * cost_noise[1]
+    # Checkpoint periods given in seconds (stored negative by the generators) become samples
+    # at the job's one-node rate.
+    ckpt = np.array(jobs.ckpt_every, copy=True)
+    neg = ckpt < 0
+    if neg.any():
+        one_node = np.array([np.interp(1.0, curve_nodes[j], curve_tput[j]) for j in range(J)])
+        ckpt[neg] = -ckpt[neg] * np.maximum(one_node[neg], 1e-12)
+    jobs = replace(
+        jobs,
+        work=work,
+        ckpt_every=ckpt,
+        curve_tput=curve_tput,
+        declared_curve_tput=np.array(d_curve, copy=True),
+        declared_r_up_s=np.array(d_up, copy=True),
+        declared_r_down_s=np.array(d_down, copy=True),
+    )
+    for f in jobs.__dataclass_fields__:
+        v = getattr(jobs, f)
+        if isinstance(v, np.ndarray):
+            frozen(v)
+    jobs.validate(T)
+    return jobs
+
+
+# ---------------------------------------------------------------------------------------
+# Synthetic workloads
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JobMix:
+    """Independent jobs arriving as a Poisson process.
+
+    Attributes:
+        num_jobs: number of jobs.
+        arrival_rate_per_h: Poisson rate; arrivals start at ``start_s``.
+        models: model name -> weight (names from ``mtgym.generate.catalog.CATALOG``).
+        min_nodes: choices of minimum nodes (uniform).
+        max_nodes: choices of maximum nodes (uniform; raised to min if below).
+        work_hours: (low, high) uniform hours of work on ``work_ref_nodes`` nodes.
+        r_up_s, r_down_s: (low, high) uniform rescale costs (BFTrainer measured ~18 / ~12 s).
+        startup_s: launch cost from 0 nodes.
+        ckpt_every_s: checkpoint period in seconds of work at the reference rate (inf = none).
+    """
+
+    num_jobs: int = 30
+    arrival_rate_per_h: float = 10.0
+    start_s: float = 0.0
+    models: Mapping[str, float] = field(
+        default_factory=lambda: {
+            "resnet50": 3,
+            "resnet18": 2,
+            "transformer": 2,
+            "lm": 1,
+            "recommendation": 1,
+            "cyclegan": 1,
+        }
+    )
+    min_nodes: Sequence[int] = (1, 1, 2)
+    max_nodes: Sequence[int] = (4, 8, 16)
+    work_hours: tuple[float, float] = (0.5, 2.0)
+    work_ref_nodes: int = 4
+    r_up_s: tuple[float, float] = (17.0, 19.0)
+    r_down_s: tuple[float, float] = (11.0, 13.0)
+    startup_s: float = 30.0
+    ckpt_every_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.num_jobs < 0 or self.arrival_rate_per_h <= 0:
+            raise ConfigError(
+                "num_jobs/arrival_rate_per_h",
+                (self.num_jobs, self.arrival_rate_per_h),
+                ">= 0 and > 0",
+            )
+        unknown = [m for m in self.models if m not in CATALOG]
+        if unknown or not self.models or any(w <= 0 for w in self.models.values()):
+            raise ConfigError(
+                "models", unknown or dict(self.models), f"positive weights over {sorted(CATALOG)}"
+            )
+
+    def rows(self, rng: np.random.Generator, prefix: str = "job") -> list[JobRow]:
+        """Draw the jobs."""
+        names = list(self.models)
+        w = np.array([self.models[m] for m in names], dtype=np.float64)
+        gaps = rng.exponential(3600.0 / self.arrival_rate_per_h, self.num_jobs)
+        submit = self.start_s + np.cumsum(gaps) - gaps[0]
+        pick = rng.choice(len(names), size=self.num_jobs, p=w / w.sum())
+        lo = rng.choice(np.asarray(self.min_nodes), size=self.num_jobs)
+        hi = np.maximum(rng.choice(np.asarray(self.max_nodes), size=self.num_jobs), lo)
+        hours = rng.uniform(*self.work_hours, size=self.num_jobs)
+        up = rng.uniform(*self.r_up_s, size=self.num_jobs)
+        down = rng.uniform(*self.r_down_s, size=self.num_jobs)
+        rows = []
+        for i in range(self.num_jobs):
+            p = CATALOG[names[pick[i]]]
+            rows.append(
+                JobRow(
+                    name=f"{prefix}{i:04d}-{p.name}",
+                    model=p.name,
+                    app_class=p.app_class,
+                    submit_s=float(submit[i]),
+                    min_nodes=int(lo[i]),
+                    max_nodes=int(hi[i]),
+                    work_hours=float(hours[i]),
+                    work_ref_nodes=int(min(self.work_ref_nodes, hi[i])),
+                    r_up_s=float(up[i]),
+                    r_down_s=float(down[i]),
+                    startup_s=self.startup_s,
+                    profile=p,
+                )
+            )
+        _set_ckpt(rows, self.ckpt_every_s)
+        return rows
+
+
+def _set_ckpt(rows: list[JobRow], every_s: float) -> None:
+    # A checkpoint every `every_s` seconds of one-node work: stored negative (seconds) and
+    # turned into samples by build_jobs once the curve is known.
+    for r in rows:
+        r.ckpt_every = np.inf if not np.isfinite(every_s) else -float(every_s)
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A NAS or HPO campaign: ``num_trials`` trials of one model family.
+
+    HPO trials share the architecture and differ in hyper-parameters (batch size scales the
+    per-GPU batch); NAS trials differ in architecture (per-GPU rate and gradient size vary
+    lognormally with ``arch_sigma``). Every trial has a hidden quality; at each rung (a
+    fraction of its work) a trial continues only if it is among the best ``1/eta`` of the
+    trials that reached that rung (asynchronous successive halving). No rungs = no stopping.
+    """
+
+    kind: str = "hpo"
+    model: str = "resnet18"
+    num_trials: int = 16
+    start_s: float = 0.0
+    interarrival_s: float = 60.0
+    eta: float = 3.0
+    rungs: Sequence[float] = (1 / 9, 1 / 3)
+    work_hours: tuple[float, float] = (0.25, 0.5)
+    work_ref_nodes: int = 1
+    min_nodes: int = 1
+    max_nodes: int = 8
+    arch_sigma: float = 0.3
+    batch_choices: Sequence[int] = (32, 64, 128, 256)
+    r_up_s: float = BFTRAINER_R_UP_S
+    r_down_s: float = BFTRAINER_R_DOWN_S
+    startup_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("hpo", "nas"):
+            raise ConfigError("kind", self.kind, "'hpo' or 'nas'")
+        if self.model not in CATALOG:
+            raise ConfigError("model", self.model, f"one of {sorted(CATALOG)}")
+        if self.num_trials < 1 or self.eta < 1 or self.interarrival_s < 0:
+            raise ConfigError(
+                "num_trials/eta/interarrival_s",
+                (self.num_trials, self.eta, self.interarrival_s),
+                ">= 1, >= 1, >= 0",
+            )
+
+    def rows(self, rng: np.random.Generator, campaign_id: int, prefix: str) -> list[JobRow]:
+        """Draw the trials."""
+        p = CATALOG[self.model]
+        n = self.num_trials
+        quality = rng.standard_normal(n)
+        hours = rng.uniform(*self.work_hours, size=n)
+        rows = []
+        for i in range(n):
+            rate_scale, params_scale, batch = 1.0, 1.0, None
+            if self.kind == "nas":
+                rate_scale = float(np.exp(self.arch_sigma * rng.standard_normal()))
+                params_scale = float(np.exp(self.arch_sigma * rng.standard_normal()))
+            else:
+                batch = int(rng.choice(np.asarray(self.batch_choices)))
+            rows.append(
+                JobRow(
+                    name=f"{prefix}-t{i:03d}",
+                    model=p.name,
+                    app_class=p.app_class,
+                    submit_s=self.start_s + i * self.interarrival_s,
+                    min_nodes=self.min_nodes,
+                    max_nodes=self.max_nodes,
+                    work_hours=float(hours[i]),
+                    work_ref_nodes=min(self.work_ref_nodes, self.max_nodes),
+                    r_up_s=self.r_up_s,
+                    r_down_s=self.r_down_s,
+                    startup_s=self.startup_s,
+                    profile=p,
+                    rate_scale=rate_scale,
+                    params_scale=params_scale,
+                    local_batch=batch,
+                    campaign=campaign_id,
+                    rungs=tuple(self.rungs),
+                    quality=float(quality[i]),
+                )
+            )
+        return rows
+
+
+def campaigns_table(campaigns: Sequence[Campaign], names: Sequence[str]) -> Campaigns:
+    """The instance's campaign table."""
+    return Campaigns(
+        name=tuple(names),
+        kind=tuple(c.kind for c in campaigns),
+        eta=frozen(np.array([c.eta for c in campaigns], dtype=np.float64)),
+    )

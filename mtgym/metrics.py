@@ -1,0 +1,106 @@
+"""Episode metrics, computed from a final state (pure; the same for every policy).
+
+The **upper bound** is every offered node-second at the best per-node rate of any job, with
+perfect linear scaling and no overhead (capped at the total work that was submitted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from mtgym.generate.instance import Instance
+from mtgym.sim.dynamics import throughput_model
+from mtgym.sim.state import ClusterState
+from mtgym.types import JobStatus
+
+
+@dataclass(frozen=True)
+class EpisodeMetrics:
+    """One episode's results. Times in seconds, samples in the jobs' own units."""
+
+    duration_s: float
+    samples: float  # useful samples processed
+    throughput: float  # samples / duration
+    offered_node_s: float
+    allocated_node_s: float
+    productive_node_s: float
+    utilisation: float  # allocated / offered node-seconds
+    productive_utilisation: float  # productive (progressing) / offered
+    jobs_total: int
+    jobs_completed: int
+    jobs_stopped: int
+    jct_mean: float  # completion - submission, completed jobs (nan if none)
+    jct_p50: float
+    jct_p99: float
+    jct_geomean: float
+    makespan: float  # last completion - first submission (nan unless all finished)
+    rescales: int
+    starts: int
+    preemptions: int
+    lost_rescale_s: float  # nominal seconds charged to rescales and starts
+    lost_preempt_s: float  # nominal seconds charged to pre-emptions
+    preempt_lost_samples: float  # progress since checkpoint lost to reclaims
+    stalled_job_s: float  # job-seconds holding nodes without useful progress
+    upper_bound_samples: float
+    upper_bound_fraction: float  # samples / upper bound
+    decisions: int
+    events: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        """Plain dict (JSON-friendly)."""
+        return asdict(self)
+
+
+def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
+    """Metrics of the episode that ended in ``state``."""
+    jobs = instance.jobs
+    duration = state.time - instance.t_start
+    samples = float(state.progress.sum())
+    done = state.status == JobStatus.COMPLETED
+    jct = state.finish_time[done] - jobs.submit_s[done]
+    finished = state.status >= JobStatus.COMPLETED
+
+    def q(p: float) -> float:
+        return float(np.percentile(jct, p)) if jct.size else float("nan")
+
+    best = throughput_model(instance).best_node_rate()
+    ub_rate = float(best.max()) if best.size else 0.0
+    ub = min(state.offered_node_s * ub_rate, float(jobs.work.sum()))
+    if finished.all() and finished.size:
+        makespan = float(np.nanmax(state.finish_time) - jobs.submit_s.min())
+    else:
+        makespan = float("nan")
+    off = state.offered_node_s
+    return EpisodeMetrics(
+        duration_s=float(duration),
+        samples=samples,
+        throughput=samples / duration if duration > 0 else 0.0,
+        offered_node_s=off,
+        allocated_node_s=state.allocated_node_s,
+        productive_node_s=state.productive_node_s,
+        utilisation=state.allocated_node_s / off if off > 0 else 0.0,
+        productive_utilisation=state.productive_node_s / off if off > 0 else 0.0,
+        jobs_total=instance.num_jobs,
+        jobs_completed=int(done.sum()),
+        jobs_stopped=int((state.status == JobStatus.STOPPED).sum()),
+        jct_mean=float(jct.mean()) if jct.size else float("nan"),
+        jct_p50=q(50),
+        jct_p99=q(99),
+        jct_geomean=float(np.exp(np.log(np.maximum(jct, 1e-9)).mean()))
+        if jct.size
+        else float("nan"),
+        makespan=makespan,
+        rescales=int(state.rescales.sum()),
+        starts=int(state.starts.sum()),
+        preemptions=int(state.preemptions.sum()),
+        lost_rescale_s=float(state.rescale_cost_s.sum()),
+        lost_preempt_s=float(state.preempt_cost_s.sum()),
+        preempt_lost_samples=float(state.preempt_lost_samples.sum()),
+        stalled_job_s=float(state.stalled_s.sum()),
+        upper_bound_samples=ub,
+        upper_bound_fraction=samples / ub if ub > 0 else float("nan"),
+        decisions=state.decisions,
+        events=state.events,
+    )

@@ -1,0 +1,1 @@
+"""The physics: topology, per-device speed variability, and job throughput (pure, vectorised)."""

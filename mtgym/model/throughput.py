@@ -1,0 +1,186 @@
+"""Throughput of a synchronous data-parallel job on a node set.
+
+Two forms, chosen per job by ``Jobs.perf_kind``:
+
+**Parametric** (straggler + ring all-reduce). With ``g = |S| * gpus_per_node`` workers,
+``slow = max over n in S of sf[n, class] / type_rate[job, type(n)]`` (seconds per sample of
+the slowest device) and the spread level ``l`` of S::
+
+    t_compute = local_batch * slow
+    t_comm    = 2 (g - 1) / g * grad_bytes / bw[l] + 2 (g - 1) * lat[l]    (0 when g = 1)
+    rate      = g * local_batch / (t_compute + (1 - overlap) * t_comm)    samples/s
+
+**Table** (measured curve; the form that replays BFTrainer's ImageNet jobs exactly). The curve
+is linearly interpolated at |S| (held flat beyond its last breakpoint), then PAL's multipliers
+apply: the slowest device's factor relative to the measured type and the spread's locality
+factor (lambda)::
+
+    rate = interp(|S|; curve_nodes, curve_tput) / slow / locality_factor[l]
+
+With identical median devices of the reference type and lambda = 1 this is the table itself.
+All functions broadcast over jobs; ``ThroughputModel`` caches per-instance constants.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from mtgym.generate.instance import Cluster, Jobs
+from mtgym.types import PerfKind
+
+
+def interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """Row-wise linear interpolation: ``x[i]`` on the breakpoints ``xp[i], fp[i]``.
+
+    ``xp`` rows are sorted and may repeat their last point (padding); values beyond the last
+    breakpoint are held at the last value. Shapes: x (M,), xp and fp (M, K).
+    """
+    K = xp.shape[1]
+    if K == 1:
+        return fp[:, 0].copy()
+    idx = np.clip((xp <= x[:, None]).sum(axis=1) - 1, 0, K - 2)
+    rows = np.arange(x.shape[0])
+    x0, x1 = xp[rows, idx], xp[rows, idx + 1]
+    y0, y1 = fp[rows, idx], fp[rows, idx + 1]
+    dx = x1 - x0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(dx > 0, (np.minimum(x, x1) - x0) / np.where(dx > 0, dx, 1.0), 0.0)
+    y = y0 + np.clip(w, 0.0, 1.0) * (y1 - y0)
+    last = xp[:, -1]
+    return np.where(x >= last, fp[:, -1], y)
+
+
+class ThroughputModel:
+    """Vectorised throughput for one (cluster, jobs) pair, with cached constants."""
+
+    def __init__(self, cluster: Cluster, jobs: Jobs) -> None:
+        self.cluster = cluster
+        self.jobs = jobs
+        topo = cluster.topology
+        self._gpn = cluster.gpus_per_node
+        self._bw = topo.bandwidth_gbps * 1e9
+        self._lat = topo.latency_s
+        self._lam = topo.locality_factor
+        self._is_table = jobs.perf_kind == PerfKind.TABLE
+        # Largest group at each level: a packed set of n nodes can stay within level l when
+        # n <= capacity[l] (used for best-case predictions).
+        self._capacity = np.array(
+            [np.bincount(topo.coords[:, k]).max() for k in range(topo.num_levels)], dtype=np.int64
+        )
+
+    # -- the formula -------------------------------------------------------------------
+    def formula(
+        self, job: np.ndarray, count: np.ndarray, slow: np.ndarray, spread: np.ndarray
+    ) -> np.ndarray:
+        """Rates (samples/s) of jobs ``job`` on ``count`` nodes with the given slowest-device
+        factor ``slow`` (sf / type_rate) and spread level; all arrays broadcast to (M,).
+        """
+        job, count, slow, spread = np.broadcast_arrays(
+            np.asarray(job, dtype=np.int64),
+            np.asarray(count, dtype=np.float64),
+            np.asarray(slow, dtype=np.float64),
+            np.asarray(spread, dtype=np.int64),
+        )
+        jb = self.jobs
+        out = np.zeros(job.shape, dtype=np.float64)
+        pos = count > 0
+        table = self._is_table[job] & pos
+        if table.any():
+            j = job[table]
+            base = interp_rows(count[table], jb.curve_nodes[j], jb.curve_tput[j])
+            out[table] = base / slow[table] / self._lam[spread[table]]
+        param = ~self._is_table[job] & pos
+        if param.any():
+            j = job[param]
+            g = count[param] * self._gpn
+            lb = jb.local_batch[j]
+            lvl = spread[param]
+            t_comp = lb * slow[param]
+            t_comm = np.where(
+                g > 1,
+                2.0 * (g - 1.0) / g * jb.grad_bytes[j] / self._bw[lvl]
+                + 2.0 * (g - 1.0) * self._lat[lvl],
+                0.0,
+            )
+            out[param] = g * lb / (t_comp + (1.0 - jb.overlap[j]) * t_comm)
+        return out
+
+    # -- on actual node sets -----------------------------------------------------------
+    def node_slowness(
+        self, job: np.ndarray, nodes: np.ndarray, slowdown: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Per (job, node) pair: sf[node, class(job)] / type_rate[job, type(node)]."""
+        sf = self.cluster.slowdown if slowdown is None else slowdown
+        jb = self.jobs
+        return sf[nodes, jb.app_class[job]] / jb.type_rate[job, self.cluster.gpu_type[nodes]]
+
+    def job_rates(self, node_job: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rates, node counts and spreads of every job under a node-to-job map.
+
+        Returns three (J,) arrays: samples/s (0 for jobs without nodes), counts (int32) and
+        spread levels (int8). Cost: one sort of the assigned nodes, then ``reduceat``.
+        """
+        J = self.jobs.num_jobs
+        rate = np.zeros(J)
+        count = np.zeros(J, dtype=np.int32)
+        spread = np.zeros(J, dtype=np.int8)
+        nodes = np.flatnonzero(node_job >= 0)
+        if nodes.size == 0:
+            return rate, count, spread
+        owners = node_job[nodes]
+        order = np.argsort(owners, kind="stable")
+        nodes, owners = nodes[order], owners[order]
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+        jobs = owners[starts]
+        slow = np.maximum.reduceat(self.node_slowness(owners, nodes), starts)
+        cnt = np.diff(np.r_[starts, nodes.size])
+        spr = self.cluster.topology.spreads_by_job(nodes, starts)
+        rate[jobs] = self.formula(jobs, cnt, slow, spr)
+        count[jobs] = cnt
+        spread[jobs] = spr
+        return rate, count, spread
+
+    def rate_on(self, job: int, nodes: np.ndarray) -> float:
+        """Rate of one job on an explicit node set."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if nodes.size == 0:
+            return 0.0
+        slow = self.node_slowness(np.full(nodes.size, job), nodes).max()
+        spr = self.cluster.topology.spread(nodes)
+        return float(
+            self.formula(
+                np.array([job]), np.array([nodes.size]), np.array([slow]), np.array([spr])
+            )[0]
+        )
+
+    # -- predictions (cached) ----------------------------------------------------------
+    def packed_spread(self, count: np.ndarray) -> np.ndarray:
+        """Lowest level whose largest group holds ``count`` nodes (best-case placement)."""
+        count = np.asarray(count)
+        lvl = np.searchsorted(self._capacity, np.maximum(count, 1), side="left")
+        return np.minimum(lvl, len(self._capacity) - 1)
+
+    @lru_cache(maxsize=65536)  # noqa: B019 - the model lives as long as its instance
+    def ideal_curve(self, job: int, slow: float | None = None) -> np.ndarray:
+        """Rate of ``job`` at 0..max_nodes nodes, packed, on devices of slowness ``slow``.
+
+        ``slow`` defaults to the job's best node (the fastest type at slowdown 1). Read-only.
+        """
+        jb = self.jobs
+        n = np.arange(int(jb.max_nodes[job]) + 1)
+        s = float(np.min(1.0 / jb.type_rate[job])) if slow is None else slow
+        out = self.formula(np.full(n.size, job), n, np.full(n.size, s), self.packed_spread(n))
+        out.flags.writeable = False
+        return out
+
+    def best_node_rate(self) -> np.ndarray:
+        """(J,) each job's rate on the single fastest node of the cluster."""
+        J = self.jobs.num_jobs
+        if J == 0:
+            return np.zeros(0)
+        sf = self.cluster.slowdown[:, self.jobs.app_class]  # (N, J)
+        tr = self.jobs.type_rate[:, self.cluster.gpu_type].T  # (N, J)
+        best = (sf / tr).min(axis=0)
+        return self.formula(np.arange(J), np.ones(J), best, np.zeros(J, dtype=np.int64))

@@ -1,0 +1,37 @@
+"""Find policies by name without importing ``baselines`` or ``agents``.
+
+Policies are declared as entry points in the ``mtgym.policies`` group (see
+``pyproject.toml``); a third-party package adds its own the same way::
+
+    [project.entry-points."mtgym.policies"]
+    my-policy = "my_pkg.policy:MyPolicy"
+
+``make_policy("name", **kwargs)`` loads the entry point and calls it with ``kwargs``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any
+
+from mtgym.policy.base import Policy
+
+GROUP = "mtgym.policies"
+
+
+def available_policies() -> dict[str, str]:
+    """Name -> ``module:attr`` of every registered policy, sorted by name."""
+    return {ep.name: ep.value for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name)}
+
+
+def make_policy(name: str, **kwargs: Any) -> Policy:
+    """Instantiate the policy registered as ``name``."""
+    eps = {ep.name: ep for ep in entry_points(group=GROUP)}
+    if name not in eps:
+        known = ", ".join(sorted(eps)) or "none (is mtgym installed with `pip install -e .`?)"
+        raise KeyError(f"unknown policy {name!r}; registered policies: {known}")
+    factory = eps[name].load()
+    policy = factory(**kwargs)
+    if not isinstance(policy, Policy):
+        raise TypeError(f"entry point {name!r} ({eps[name].value}) did not build a Policy")
+    return policy

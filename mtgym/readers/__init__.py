@@ -1,0 +1,44 @@
+"""Readers of the real data sets.
+
+Each reader is a pure function ``read_*(path)`` returning a frozen dataclass of read-only numpy
+arrays, and raising :class:`mtgym.errors.DataError` on bad input.
+"""
+
+from mtgym.readers.bftrainer import BFTrainerJobs, read_bftrainer_jobs
+from mtgym.readers.gavel import GavelThroughputs, UnknownThroughputError, read_gavel_throughputs
+from mtgym.readers.philly import (
+    PAL_APP_CLASS,
+    PAL_ITER_TIME_S,
+    PhillyTrace,
+    pal_app_class,
+    read_philly_trace,
+)
+from mtgym.readers.summit import (
+    IdleWindowTable,
+    NodeTable,
+    parse_summit_name,
+    read_idle_windows,
+    read_summit_nodes,
+)
+from mtgym.readers.variability import GpuVariability, read_variability, slowdown_samples
+
+__all__ = [
+    "PAL_APP_CLASS",
+    "PAL_ITER_TIME_S",
+    "BFTrainerJobs",
+    "GavelThroughputs",
+    "GpuVariability",
+    "IdleWindowTable",
+    "NodeTable",
+    "PhillyTrace",
+    "UnknownThroughputError",
+    "pal_app_class",
+    "parse_summit_name",
+    "read_bftrainer_jobs",
+    "read_gavel_throughputs",
+    "read_idle_windows",
+    "read_philly_trace",
+    "read_summit_nodes",
+    "read_variability",
+    "slowdown_samples",
+]

@@ -1,0 +1,186 @@
+"""Reader of the per-GPU performance-variability measurements of blox-pal (PAL).
+
+Three layouts are detected by their columns:
+
+* ``PerfVar_class<X>`` columns (``32gpu-variability.csv``): ready-made slowdown factors,
+  one class per column, kept as given; the node is ``Node_ID``.
+* ``norm_perf`` (``ls6/``): per-GPU median of ``norm_perf``, divided by its median over GPUs.
+* ``perf`` and ``uuid`` (``sim/``, ``frontera/``): per-GPU median of ``perf`` (a time, so
+  higher = slower), divided by the median over GPUs; rows with ``warmup`` True are dropped.
+
+Only the columns used are parsed (``train_time`` of bert-longhorn holds text).
+The result is normalised so the median GPU is 1.0. blox-pal (and the data README) divide
+by the median over *rows* instead, so their per-GPU quantiles equal these times the README's
+per-GPU p50 (e.g. 1.0024 for resnet-longhorn).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mtgym.errors import DataError
+from mtgym.readers._csv import (
+    FIRST_DATA_ROW,
+    Table,
+    bools,
+    check,
+    floats,
+    read_table,
+    readonly,
+    require,
+    strs,
+    unique_check,
+)
+
+CLASS_PATTERN = re.compile(r"PerfVar_class(\w+)")
+UNKNOWN = "-1"
+SITE_TOKENS = frozenset({"agg", "longhorn", "frontera", "ls6"})
+_OPTIONAL = (
+    "GPU_UUID", "Node_ID", "norm_perf", "perf", "uuid", "warmup", "cabinet", "node", "exp",
+    "model",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GpuVariability:
+    """Per-GPU slowdown factors of one measurement file.
+
+    Attributes:
+        source: File name the values come from.
+        classes: Workload classes, one column of ``slowdown`` each.
+        gpu_id: str (G,), the GPU's NVIDIA UUID or its ``cabinet-node-device`` string.
+        node_id: str (G,), the host of the GPU: ``cabinet-node`` (node number without
+            leading zeros, so ``c005-004`` reads ``c005-4``), or ``Node_ID`` for the 32-GPU
+            table; ``unknown:<gpu_id>`` when the file never names its location (``-1``).
+        slowdown: float64 (G, len(classes)), > 1 = slower than the median GPU (1.0).
+        n_runs: int32 (G,), measurements (rows) behind each GPU's value; 1 for the
+            ready-made table.
+    """
+
+    source: str
+    classes: tuple[str, ...]
+    gpu_id: np.ndarray
+    node_id: np.ndarray
+    slowdown: np.ndarray
+    n_runs: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.gpu_id)
+
+
+def slowdown_samples(var: GpuVariability, cls: str) -> np.ndarray:
+    """Per-GPU slowdown factors of class ``cls`` (read-only, shape (G,)).
+
+    Raises:
+        DataError: ``cls`` is not one of ``var.classes``.
+    """
+    if cls not in var.classes:
+        raise DataError(var.source, "class", cls, f"one of {list(var.classes)}")
+    return var.slowdown[:, var.classes.index(cls)]
+
+
+def read_variability(path: str | Path) -> GpuVariability:
+    """Read one blox-pal variability file (layout detected from its columns).
+
+    Raises:
+        DataError: missing file, no known layout, a missing column, a bad or non-positive
+            number, or a GPU listed on two different nodes.
+    """
+    t = read_table(path, (), _OPTIONAL, keep=lambda h: CLASS_PATTERN.fullmatch(h) is not None)
+    classes = {c: m.group(1) for c in t.columns if (m := CLASS_PATTERN.fullmatch(c))}
+    if classes:
+        return _ready_made(t, classes)
+    if t.has("norm_perf"):
+        return _per_gpu(t, "norm_perf")
+    if t.has("perf") and t.has("uuid"):
+        return _per_gpu(t, "perf")
+    raise DataError(
+        t.path,
+        "columns",
+        ", ".join(t.header),
+        "PerfVar_class<X> columns, a norm_perf column, or perf and uuid columns",
+        row=1,
+    )
+
+
+def _ready_made(t: Table, classes: dict[str, str]) -> GpuVariability:
+    """Layout (a): slowdown factors given per GPU and class (column -> class name)."""
+    require(t, ("GPU_UUID", "Node_ID", *classes))
+    slow = np.empty((t.n_rows, len(classes)), dtype=np.float64)
+    for j, name in enumerate(classes):
+        slow[:, j] = floats(t, name)
+        check(t, name, slow[:, j] > 0, "a finite number > 0")
+    gpu = strs(t, "GPU_UUID")
+    unique_check(t, "GPU_UUID", gpu)
+    return GpuVariability(
+        source=t.path.name,
+        classes=tuple(classes.values()),
+        gpu_id=readonly(gpu),
+        node_id=readonly(strs(t, "Node_ID")),
+        slowdown=readonly(slow),
+        n_runs=readonly(np.ones(t.n_rows, dtype=np.int32)),
+    )
+
+
+def _per_gpu(t: Table, column: str) -> GpuVariability:
+    """Layouts (b) and (c): per-GPU median of ``column`` over the median GPU."""
+    require(t, ("uuid", column))
+    value = floats(t, column)
+    check(t, column, value > 0, "a finite number > 0")
+    gpu = strs(t, "uuid")
+    keep = ~bools(t, "warmup") if t.has("warmup") else np.ones(t.n_rows, dtype=bool)
+    if not keep.any():
+        raise DataError(t.path, "warmup", "True in every row", "at least one non-warm-up row")
+    rows = np.flatnonzero(keep)
+    names, inverse, counts = np.unique(gpu[rows], return_inverse=True, return_counts=True)
+    order = np.lexsort((value[rows], inverse))
+    sorted_vals = value[rows][order]
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    medians = 0.5 * (sorted_vals[starts + (counts - 1) // 2] + sorted_vals[starts + counts // 2])
+    slow = medians / np.median(medians)
+    return GpuVariability(
+        source=t.path.name,
+        classes=(_workload(t),),
+        gpu_id=readonly(names),
+        node_id=readonly(_nodes(t, gpu, names)),
+        slowdown=readonly(slow[:, None].copy()),
+        n_runs=readonly(counts.astype(np.int32)),
+    )
+
+
+def _nodes(t: Table, gpu: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """Node id ``cabinet-node`` of each GPU in ``names``, from all rows (warm-up included)."""
+    if not (t.has("cabinet") and t.has("node")):
+        return np.array([f"unknown:{g}" for g in names.tolist()], dtype=str)
+    where: dict[str, tuple[str, int]] = {}
+    cabinet, node = strs(t, "cabinet"), strs(t, "node")
+    for i, (g, c, n) in enumerate(zip(gpu.tolist(), cabinet.tolist(), node.tolist(), strict=True)):
+        if UNKNOWN in (c, n):
+            continue
+        host = f"{c}-{int(n)}" if n.isdigit() else f"{c}-{n}"
+        seen = where.setdefault(g, (host, i))
+        if seen[0] != host:
+            raise t.fail(
+                "node",
+                i,
+                f"{seen[0]!r}, where GPU {g} is on row {seen[1] + FIRST_DATA_ROW}",
+                value=host,
+            )
+    return np.array([where.get(g, (f"unknown:{g}", 0))[0] for g in names.tolist()], dtype=str)
+
+
+def _workload(t: Table) -> str:
+    """Workload name: the single value of ``exp`` or ``model``, else from the file name."""
+    for name in ("exp", "model"):
+        if t.has(name):
+            values = set(strs(t, name).tolist())
+            if len(values) == 1:
+                return values.pop()
+    stem = t.path.name.split(".")[0]
+    tokens = [s for s in stem.split("-") if s.lower() not in SITE_TOKENS]
+    return "-".join(tokens) or stem

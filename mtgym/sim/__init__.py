@@ -1,0 +1,1 @@
+"""The evolving state and its exact, event-driven dynamics."""

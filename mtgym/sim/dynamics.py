@@ -1,0 +1,474 @@
+"""Exact, event-driven dynamics: ``initial_state``, ``apply_allocation`` and ``advance``.
+
+Rules (see ``docs/model.md`` and ``ClusterState``):
+
+- A node runs at most one job; a job runs with 0 nodes or between its min and max.
+- Changing a job's node set costs, per ``CostModel.rescale``: adding any node -> ``r_up_s``,
+  only removing nodes -> ``r_down_s``, starting from 0 nodes -> ``startup_s`` (always a
+  pause). Voluntary changes checkpoint first.
+- A reclaimed node leaves at once. Its job, once per event, pays ``r_down_s`` (``rdown``) or
+  redoes its progress since the last checkpoint and pauses ``r_down_s`` (``checkpoint``); a
+  job left below its minimum releases its other nodes too.
+- Between events every rate is constant, so progress is integrated exactly and completion
+  times are exact (not rounded to ticks).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from mtgym.generate.instance import Instance
+from mtgym.model.throughput import ThroughputModel
+from mtgym.sim.state import ClusterState
+from mtgym.types import (
+    DECISION_EVENTS,
+    Allocation,
+    EventKind,
+    JobStatus,
+    PreemptionMode,
+    Repair,
+    RescaleMode,
+)
+
+_MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
+
+
+def throughput_model(instance: Instance) -> ThroughputModel:
+    """The (cached) throughput model of an instance."""
+    model = _MODELS.get(instance)
+    if model is None:
+        model = ThroughputModel(instance.cluster, instance.jobs)
+        _MODELS[instance] = model
+    return model
+
+
+@dataclass
+class StepInfo:
+    """What happened during one ``advance`` call."""
+
+    t0: float
+    t1: float
+    kinds: EventKind = EventKind.NONE  # kinds of the events processed at t1 (and before)
+    reclaimed_nodes: int = 0
+    idle_nodes: int = 0
+    arrivals: int = 0
+    completions: int = 0
+    stops: int = 0
+    preempted_jobs: int = 0
+    rescaled_jobs: int = 0
+    samples: float = 0.0  # useful samples processed during the call
+    repair: Repair | None = None
+    all_done: bool = False  # every job completed or stopped, none left to arrive
+    horizon: bool = False  # t1 reached the instance's t_end
+
+    @property
+    def terminated(self) -> bool:
+        """The workload is finished."""
+        return self.all_done
+
+
+# ---------------------------------------------------------------------------------------
+# Allocation: validate, repair, charge
+# ---------------------------------------------------------------------------------------
+def validate_allocation(node_job: np.ndarray, num_nodes: int, num_jobs: int) -> np.ndarray:
+    """Check an allocation is in range; return it as int32. Raises ``ValueError``."""
+    a = np.asarray(node_job)
+    if a.shape != (num_nodes,):
+        raise ValueError(
+            f"allocation has shape {a.shape}; expected ({num_nodes},), one job per node"
+        )
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"allocation dtype {a.dtype} is not an integer type")
+    bad = np.flatnonzero((a < -1) | (a >= num_jobs))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"allocation[{i}] = {int(a[i])} is out of range; allowed -1 (idle) .. {num_jobs - 1}"
+        )
+    return a.astype(np.int32, copy=True)
+
+
+def repair_allocation(state: ClusterState, instance: Instance, a: np.ndarray) -> Repair:
+    """Make an in-range allocation feasible, in place, deterministically.
+
+    1. Nodes that are not idle now are left unassigned.
+    2. Nodes given to jobs that are not active are left unassigned.
+    3. A job above ``max_nodes`` keeps the nodes it already holds first, then the
+       lowest-indexed new ones.
+    4. A job given 1..min-1 nodes gets none.
+    """
+    rep = Repair()
+    jobs = instance.jobs
+    m = (a >= 0) & ~state.available
+    if m.any():
+        rep.unavailable_nodes = int(m.sum())
+        rep.jobs.extend(np.unique(a[m]).tolist())
+        a[m] = -1
+    m = (a >= 0) & (state.status[np.maximum(a, 0)] != JobStatus.ACTIVE)
+    if m.any():
+        rep.inactive_job_nodes = int(m.sum())
+        rep.jobs.extend(np.unique(a[m]).tolist())
+        a[m] = -1
+    cnt = np.bincount(a[a >= 0], minlength=instance.num_jobs)
+    for j in np.flatnonzero(cnt > jobs.max_nodes):
+        nodes = np.flatnonzero(a == j)
+        held = state.node_job[nodes] == j
+        keep_order = np.concatenate([nodes[held], nodes[~held]])
+        drop = keep_order[int(jobs.max_nodes[j]) :]
+        a[drop] = -1
+        rep.over_max_nodes += int(drop.size)
+        rep.jobs.append(int(j))
+    cnt = np.bincount(a[a >= 0], minlength=instance.num_jobs)
+    below = np.flatnonzero((cnt > 0) & (cnt < jobs.min_nodes))
+    if below.size:
+        a[np.isin(a, below)] = -1
+        rep.below_min_jobs = int(below.size)
+        rep.jobs.extend(below.tolist())
+    rep.jobs = sorted(set(rep.jobs))
+    return rep
+
+
+def _charge(
+    state: ClusterState,
+    instance: Instance,
+    jobs: np.ndarray,
+    cost_s: np.ndarray,
+    old_rate: np.ndarray,
+    *,
+    pause: bool,
+) -> None:
+    """Charge ``cost_s`` seconds to ``jobs``: a pause, or BFTrainer's lost samples."""
+    if jobs.size == 0:
+        return
+    t = state.time
+    if pause or instance.costs.rescale == RescaleMode.PAUSE:
+        state.stall_until[jobs] = np.maximum(state.stall_until[jobs], t + cost_s)
+    else:
+        state.debt[jobs] += cost_s * old_rate
+
+
+def apply_allocation(
+    state: ClusterState, instance: Instance, allocation: Allocation | np.ndarray
+) -> tuple[Repair, int]:
+    """Validate, repair and apply an allocation at ``state.time``, in place.
+
+    Returns the repair record and the number of jobs whose node set changed.
+    """
+    node_job = allocation.node_job if isinstance(allocation, Allocation) else allocation
+    a = validate_allocation(node_job, instance.num_nodes, instance.num_jobs)
+    rep = repair_allocation(state, instance, a)
+    state.decisions += 1
+    old = state.node_job
+    changed = old != a
+    if not changed.any():
+        return rep, 0
+    J = instance.num_jobs
+    gained = np.zeros(J, dtype=bool)
+    gained[a[changed & (a >= 0)]] = True
+    lost = np.zeros(J, dtype=bool)
+    lost[old[changed & (old >= 0)]] = True
+    touched = gained | lost
+    old_rate, old_n = state.rate.copy(), state.n_nodes.copy()
+    state.node_job = a
+    _refresh_rates(state, instance)
+    new_n = state.n_nodes
+    jobs = instance.jobs
+    t = state.time
+    stopped = touched & (new_n == 0)
+    started = touched & (old_n == 0) & (new_n > 0)
+    grown = touched & (old_n > 0) & (new_n > 0) & gained
+    shrunk = touched & (old_n > 0) & (new_n > 0) & ~gained
+    # Voluntary changes checkpoint first.
+    state.ckpt_progress[touched] = np.maximum(
+        state.ckpt_progress[touched], state.progress[touched] - state.debt[touched]
+    )
+    state.stall_until[stopped] = -np.inf
+    idx = np.flatnonzero(started)
+    state.starts[idx] += 1
+    fresh = idx[np.isnan(state.first_start[idx])]
+    state.first_start[fresh] = t
+    _charge(state, instance, idx, jobs.startup_s[idx], old_rate[idx], pause=True)
+    state.rescale_cost_s[idx] += jobs.startup_s[idx]
+    for mask, cost in ((grown, jobs.r_up_s), (shrunk, jobs.r_down_s)):
+        idx = np.flatnonzero(mask)
+        state.rescales[idx] += 1
+        state.rescale_cost_s[idx] += cost[idx]
+        _charge(state, instance, idx, cost[idx], old_rate[idx], pause=False)
+    return rep, int(touched.sum())
+
+
+def _refresh_rates(state: ClusterState, instance: Instance) -> None:
+    state.rate, state.n_nodes, state.spread = throughput_model(instance).job_rates(state.node_job)
+
+
+# ---------------------------------------------------------------------------------------
+# Integration and events
+# ---------------------------------------------------------------------------------------
+def _milestone_times(state: ClusterState) -> np.ndarray:
+    """Absolute time at which each running job reaches its next milestone (inf if never)."""
+    rate = state.rate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_hit = (
+            state.time
+            + np.maximum(state.stall_until - state.time, 0.0)
+            + (state.debt + state.milestone - state.progress) / rate
+        )
+    return np.where(rate > 0, t_hit, np.inf)
+
+
+def _integrate(state: ClusterState, instance: Instance, t1: float) -> float:
+    """Advance progress and accumulators from ``state.time`` to ``t1`` (no event inside)."""
+    dt = t1 - state.time
+    if dt <= 0:
+        state.time = max(state.time, t1)
+        return 0.0
+    rate = state.rate
+    run = rate > 0
+    stall = np.clip(state.stall_until - state.time, 0.0, dt)
+    gross = np.where(run, (dt - stall) * rate, 0.0)
+    pay = np.minimum(gross, state.debt)
+    gain = gross - pay
+    state.debt -= pay
+    state.progress = np.minimum(state.progress + gain, state.milestone)
+    every = instance.jobs.ckpt_every
+    with np.errstate(invalid="ignore"):
+        periodic = np.where(np.isfinite(every), np.floor(state.progress / every) * every, 0.0)
+    state.ckpt_progress = np.where(
+        state.debt > 0, state.ckpt_progress, np.maximum(state.ckpt_progress, periodic)
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        useful_t = np.where(run, gain / rate, 0.0)
+    held = state.n_nodes > 0
+    state.stalled_s += np.where(held, dt - useful_t, 0.0)
+    state.node_s += state.n_nodes * dt
+    n_avail = float(np.count_nonzero(state.available))
+    n_alloc = float(state.n_nodes.sum())
+    state.offered_node_s += n_avail * dt
+    state.allocated_node_s += n_alloc * dt
+    # Counted independently of the two above, so check_state can verify
+    # offered = allocated + unused (it fails if a job holds a node that is not idle).
+    state.unused_node_s += float(np.count_nonzero(state.available & (state.node_job < 0))) * dt
+    state.productive_node_s += float(np.dot(state.n_nodes, useful_t))
+    state.time = t1
+    return float(gain.sum())
+
+
+def _release(state: ClusterState, jobs: np.ndarray) -> None:
+    """Take every node away from ``jobs`` (finished or below their minimum)."""
+    if jobs.size == 0:
+        return
+    mask = np.isin(state.node_job, jobs)
+    state.node_job[mask] = -1
+    state.n_nodes[jobs] = 0
+    state.rate[jobs] = 0.0
+    state.spread[jobs] = 0
+    state.stall_until[jobs] = -np.inf
+
+
+def _process_milestones(
+    state: ClusterState, instance: Instance, t_hit: np.ndarray, info: StepInfo
+) -> None:
+    t = state.time
+    due = np.flatnonzero(t_hit <= t + 1e-9 * max(1.0, abs(t)))
+    if due.size == 0:
+        return
+    jobs = instance.jobs
+    state.progress[due] = state.milestone[due]
+    state.debt[due] = 0.0
+    done = due[state.milestone[due] >= jobs.work[due]]
+    state.status[done] = JobStatus.COMPLETED
+    state.finish_time[done] = t
+    _release(state, done)
+    if done.size:
+        info.completions += int(done.size)
+        info.kinds |= EventKind.JOB_COMPLETED
+    stopped = []
+    for j in due[state.milestone[due] < jobs.work[due]]:  # campaign rungs: rare
+        info.kinds |= EventKind.RUNG_REACHED
+        r = int(state.rung[j])
+        state.rung[j] = r + 1
+        c = int(jobs.campaign[j])
+        keep = True
+        if c >= 0:
+            eta = float(instance.campaigns.eta[c])
+            peers = (jobs.campaign == c) & (state.rung >= r + 1)
+            m = int(peers.sum())
+            rank = int(np.count_nonzero(peers & (jobs.quality > jobs.quality[j])))
+            keep = rank < int(np.ceil(m / eta))
+        if keep:
+            nxt = jobs.rungs[j, r + 1] if r + 1 < jobs.rungs.shape[1] else np.nan
+            state.milestone[j] = jobs.work[j] * (1.0 if np.isnan(nxt) else min(float(nxt), 1.0))
+        else:
+            stopped.append(int(j))
+    if stopped:
+        arr = np.array(stopped, dtype=np.int64)
+        state.status[arr] = JobStatus.STOPPED
+        state.finish_time[arr] = t
+        _release(state, arr)
+        info.stops += len(stopped)
+        info.kinds |= EventKind.TRIAL_STOPPED
+    _refresh_rates(state, instance)
+
+
+def _process_reclaims(state: ClusterState, instance: Instance, t: float, info: StepInfo) -> None:
+    sup = instance.supply
+    lo = state.end_cursor
+    hi = lo + int(np.searchsorted(sup.end_s[sup.end_order[lo:]], t, side="right"))
+    if hi == lo:
+        return
+    ws = sup.end_order[lo:hi]
+    state.end_cursor = hi
+    nodes = sup.node[ws]
+    live = state.window[nodes] == ws  # windows that opened (always, unless before t_start)
+    nodes = nodes[live]
+    if nodes.size == 0:
+        return
+    state.events += int(nodes.size)
+    info.reclaimed_nodes += int(nodes.size)
+    info.kinds |= EventKind.NODE_RECLAIMED
+    owners = state.node_job[nodes]
+    state.available[nodes] = False
+    state.window[nodes] = -1
+    state.node_job[nodes] = -1
+    hit = np.unique(owners[owners >= 0])
+    if hit.size == 0:
+        return
+    old_rate = state.rate.copy()
+    _refresh_rates(state, instance)
+    jobs = instance.jobs
+    info.preempted_jobs += int(hit.size)
+    state.preemptions[hit] += 1
+    # A job left below its minimum cannot run: it releases the rest of its nodes.
+    below = hit[(state.n_nodes[hit] > 0) & (state.n_nodes[hit] < jobs.min_nodes[hit])]
+    if below.size:
+        _release(state, below)
+    state.preempt_cost_s[hit] += jobs.r_down_s[hit]
+    if instance.costs.preemption == PreemptionMode.CHECKPOINT:
+        # Back to the last checkpoint: everything since must be redone.
+        new_debt = np.maximum(state.progress[hit] - state.ckpt_progress[hit], state.debt[hit])
+        state.preempt_lost_samples[hit] += new_debt - state.debt[hit]
+        state.debt[hit] = new_debt
+        still = hit[state.n_nodes[hit] > 0]
+        _charge(state, instance, still, jobs.r_down_s[still], old_rate[still], pause=True)
+    elif instance.costs.rescale == RescaleMode.BFTRAINER:
+        _charge(state, instance, hit, jobs.r_down_s[hit], old_rate[hit], pause=False)
+    else:
+        still = hit[state.n_nodes[hit] > 0]
+        _charge(state, instance, still, jobs.r_down_s[still], old_rate[still], pause=True)
+
+
+def _process_idle(state: ClusterState, instance: Instance, t: float, info: StepInfo) -> None:
+    sup = instance.supply
+    lo = state.start_cursor
+    hi = lo + int(np.searchsorted(sup.start_s[lo:], t, side="right"))
+    if hi == lo:
+        return
+    state.start_cursor = hi
+    ws = np.arange(lo, hi)
+    ws = ws[sup.end_s[ws] > t]  # a window that also ended by now never shows (t_start case)
+    nodes = sup.node[ws]
+    state.available[nodes] = True
+    state.window[nodes] = ws
+    state.events += int(nodes.size)
+    info.idle_nodes += int(nodes.size)
+    if nodes.size:
+        info.kinds |= EventKind.NODE_IDLE
+
+
+def _process_arrivals(state: ClusterState, instance: Instance, t: float, info: StepInfo) -> None:
+    sub = instance.jobs.submit_s
+    lo = state.arrival_cursor
+    hi = lo + int(np.searchsorted(sub[lo:], t, side="right"))
+    if hi == lo:
+        return
+    state.arrival_cursor = hi
+    state.status[lo:hi] = JobStatus.ACTIVE
+    state.events += hi - lo
+    info.arrivals += hi - lo
+    info.kinds |= EventKind.JOB_ARRIVED
+
+
+def _next_time(state: ClusterState, instance: Instance, t_hit: np.ndarray) -> float:
+    sup, jobs = instance.supply, instance.jobs
+    cand = [instance.t_end, state.timers.peek_time()]
+    if state.start_cursor < sup.num_windows:
+        cand.append(float(sup.start_s[state.start_cursor]))
+    if state.end_cursor < sup.num_windows:
+        cand.append(float(sup.end_s[sup.end_order[state.end_cursor]]))
+    if state.arrival_cursor < jobs.num_jobs:
+        cand.append(float(jobs.submit_s[state.arrival_cursor]))
+    if t_hit.size:
+        cand.append(float(t_hit.min()))
+    return min(cand)
+
+
+def _all_done(state: ClusterState, instance: Instance) -> bool:
+    return state.arrival_cursor >= instance.num_jobs and bool(
+        np.all(state.status >= JobStatus.COMPLETED)
+    )
+
+
+def _events_at(state: ClusterState, instance: Instance, t_hit: np.ndarray, info: StepInfo) -> None:
+    """Process every event due at ``state.time``, in the fixed order of kinds."""
+    t = state.time
+    _process_reclaims(state, instance, t, info)
+    _process_milestones(state, instance, t_hit, info)
+    _process_idle(state, instance, t, info)
+    _process_arrivals(state, instance, t, info)
+    due = state.timers.pop_until(t)
+    if due:
+        state.events += len(due)
+        info.kinds |= EventKind.TIMER
+
+
+def initial_state(instance: Instance) -> ClusterState:
+    """The state at ``t_start`` with every event due by then applied (nodes already idle,
+    jobs already submitted), ready for the first decision.
+    """
+    state = ClusterState.initial(instance)
+    info = StepInfo(state.time, state.time)
+    _events_at(state, instance, np.full(instance.num_jobs, np.inf), info)
+    return state
+
+
+def advance(
+    state: ClusterState,
+    instance: Instance,
+    allocation: Allocation | np.ndarray | None = None,
+    *,
+    until: float = float("inf"),
+    stop_on: EventKind = DECISION_EVENTS,
+    copy: bool = True,
+) -> tuple[ClusterState, StepInfo]:
+    """Apply ``allocation`` now, then run events until one of ``stop_on`` or ``until``.
+
+    Pure when ``copy`` is True (the input state is untouched). Events that do not stop the
+    call are handled with the standing allocation (reclaimed nodes drop out, new idle nodes
+    stay free). Returns the state at the stopping time and what happened.
+    """
+    s = state.copy() if copy else state
+    info = StepInfo(s.time, s.time)
+    if allocation is not None:
+        info.repair, info.rescaled_jobs = apply_allocation(s, instance, allocation)
+    limit = min(until, instance.t_end)
+    while True:
+        t_hit = _milestone_times(s)
+        t_next = _next_time(s, instance, t_hit)
+        if t_next > limit:
+            t_next = limit
+        if not np.isfinite(t_next):  # nothing will ever happen again
+            info.all_done = _all_done(s, instance)
+            break
+        info.samples += _integrate(s, instance, t_next)
+        _events_at(s, instance, t_hit, info)
+        if s.time >= instance.t_end:
+            info.kinds |= EventKind.HORIZON
+            info.horizon = True
+        info.all_done = _all_done(s, instance)
+        if (info.kinds & stop_on) or s.time >= limit or info.all_done:
+            break
+    info.t1 = s.time
+    return s, info

@@ -1,0 +1,86 @@
+"""``check_state``: the model's invariants, used by the tests and by the debug flag.
+
+Set ``MTGYM_DEBUG=1`` (or pass ``debug=True`` to ``mtgym.sim.runner.run_episode``) to check
+them after every step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mtgym.errors import InvariantError
+from mtgym.generate.instance import Instance
+from mtgym.sim.state import ClusterState
+from mtgym.types import JobStatus
+
+
+def check_state(state: ClusterState, instance: Instance, prev: ClusterState | None = None) -> None:
+    """Raise ``InvariantError`` naming the first broken invariant.
+
+    - a node runs at most one job, and only while it is idle (a reclaimed node is released
+      at once), and only for an active job;
+    - node counts agree with the node map; a running job is within [min_nodes, max_nodes];
+    - progress is within [0, work], and never decreases (with ``prev``);
+    - offered node-time = allocated + unallocated, and productive <= allocated <= offered.
+    """
+    jobs = instance.jobs
+    nj = state.node_job
+    if np.any((nj >= 0) & ~state.available):
+        n = int(np.flatnonzero((nj >= 0) & ~state.available)[0])
+        raise InvariantError(
+            f"node {n} runs job {int(nj[n])} but is not idle (reclaimed nodes must be released)"
+        )
+    if np.any(nj >= instance.num_jobs) or np.any(nj < -1):
+        raise InvariantError("node_job holds an out-of-range job id")
+    counts = np.bincount(nj[nj >= 0], minlength=instance.num_jobs)
+    if not np.array_equal(counts, state.n_nodes):
+        j = int(np.flatnonzero(counts != state.n_nodes)[0])
+        raise InvariantError(
+            f"job {j}: n_nodes={int(state.n_nodes[j])} but the node map gives {int(counts[j])}"
+        )
+    running = counts > 0
+    if np.any(running & (state.status != JobStatus.ACTIVE)):
+        j = int(np.flatnonzero(running & (state.status != JobStatus.ACTIVE))[0])
+        raise InvariantError(
+            f"job {j} holds nodes with status {JobStatus(int(state.status[j])).name}"
+        )
+    bad = running & ((counts < jobs.min_nodes) | (counts > jobs.max_nodes))
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise InvariantError(
+            f"job {j} runs on {int(counts[j])} nodes, outside "
+            f"[{int(jobs.min_nodes[j])}, {int(jobs.max_nodes[j])}]"
+        )
+    if np.any(state.rate[~running] != 0):
+        raise InvariantError("a job without nodes has a non-zero rate")
+    tol = 1e-9 * np.maximum(1.0, jobs.work)
+    if np.any(state.progress < -tol) or np.any(state.progress > jobs.work + tol):
+        raise InvariantError("progress outside [0, work]")
+    if np.any(state.debt < -tol):
+        raise InvariantError("negative debt")
+    done = state.status == JobStatus.COMPLETED
+    if np.any(np.abs(state.progress[done] - jobs.work[done]) > tol[done]):
+        raise InvariantError("a completed job has progress != work")
+    if prev is not None:
+        dec = state.progress < prev.progress - tol
+        if dec.any():
+            j = int(np.flatnonzero(dec)[0])
+            raise InvariantError(
+                f"job {j}: progress decreased {prev.progress[j]} -> {state.progress[j]}"
+            )
+        if state.time < prev.time:
+            raise InvariantError("time went backwards")
+    eps = 1e-6 * max(1.0, state.offered_node_s)
+    if abs(state.offered_node_s - state.allocated_node_s - state.unused_node_s) > eps:
+        raise InvariantError(
+            f"offered node-s {state.offered_node_s} != allocated {state.allocated_node_s}"
+            f" + unused {state.unused_node_s}"
+        )
+    if state.allocated_node_s > state.offered_node_s + eps:
+        raise InvariantError(
+            f"allocated node-s {state.allocated_node_s} > offered {state.offered_node_s}"
+        )
+    if state.productive_node_s > state.allocated_node_s + eps:
+        raise InvariantError("productive node-s exceed allocated node-s")
+    if abs(state.node_s.sum() - state.allocated_node_s) > eps:
+        raise InvariantError("per-job node-seconds do not add up to the allocated node-seconds")

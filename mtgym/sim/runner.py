@@ -1,0 +1,89 @@
+"""``run_episode``: drive one policy through one instance, decision epoch by epoch."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mtgym.generate.instance import Instance
+from mtgym.metrics import EpisodeMetrics, compute_metrics
+from mtgym.policy.base import Policy
+from mtgym.sim.dynamics import StepInfo, advance, initial_state
+from mtgym.sim.invariants import check_state
+from mtgym.sim.state import ClusterState
+from mtgym.sim.view import ViewBuilder
+from mtgym.types import DECISION_EVENTS, EventKind
+
+
+@dataclass
+class EpisodeResult:
+    """Metrics plus the final state and timing of one episode."""
+
+    metrics: EpisodeMetrics
+    state: ClusterState
+    wall_s: float
+    policy_s: float  # time spent in policy.decide
+    decisions: int
+    repairs: int  # decisions that needed a repair
+
+    @property
+    def decision_ms(self) -> float:
+        """Mean decision latency of the policy, milliseconds."""
+        return 1e3 * self.policy_s / max(self.decisions, 1)
+
+
+def run_episode(
+    instance: Instance,
+    policy: Policy,
+    *,
+    until: float | None = None,
+    decision_interval_s: float | None = None,
+    debug: bool | None = None,
+    on_step: Callable[[ClusterState, StepInfo], None] | None = None,
+) -> EpisodeResult:
+    """Run ``policy`` from ``instance.t_start`` until the workload is done or the horizon.
+
+    The policy decides at every decision event (BFTrainer re-solves on each node and job
+    event) or, with ``decision_interval_s``, only every that many seconds (events in
+    between are handled with the standing allocation). ``debug`` (default: the
+    ``MTGYM_DEBUG`` environment variable) checks every invariant after each step.
+    """
+    if debug is None:
+        debug = os.environ.get("MTGYM_DEBUG", "") not in ("", "0")
+    t_wall = time.perf_counter()
+    state = initial_state(instance)
+    views = ViewBuilder(instance, policy.info_mode)
+    policy.reset(views(state))
+    limit = instance.t_end if until is None else min(until, instance.t_end)
+    policy_s = 0.0
+    decisions = repairs = 0
+    stop_on = DECISION_EVENTS if decision_interval_s is None else EventKind.HORIZON
+    prev = state.copy() if debug else None
+    while state.time < limit:
+        t0 = time.perf_counter()
+        alloc = policy.decide(views(state))
+        policy_s += time.perf_counter() - t0
+        decisions += 1
+        step_until = (
+            limit if decision_interval_s is None else min(limit, state.time + decision_interval_s)
+        )
+        state, info = advance(state, instance, alloc, until=step_until, stop_on=stop_on, copy=False)
+        if info.repair is not None and info.repair.repaired:
+            repairs += 1
+        if debug:
+            check_state(state, instance, prev)
+            prev = state.copy()
+        if on_step is not None:
+            on_step(state, info)
+        if info.all_done or (info.t1 == info.t0 and info.kinds == EventKind.NONE):
+            break
+    return EpisodeResult(
+        metrics=compute_metrics(state, instance),
+        state=state,
+        wall_s=time.perf_counter() - t_wall,
+        policy_s=policy_s,
+        decisions=decisions,
+        repairs=repairs,
+    )

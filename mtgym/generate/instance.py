@@ -94,6 +94,7 @@ class Supply:
     end_s: np.ndarray  # (W,) float64
     end_known: np.ndarray  # (W,) bool
     end_order: np.ndarray  # (W,) int64
+    end_sorted_s: np.ndarray  # (W,) float64 = end_s[end_order], for O(log W) look-ups
 
     @property
     def num_windows(self) -> int:
@@ -142,7 +143,14 @@ class Supply:
                 "non-overlapping windows per node",
             )
         end_order = np.lexsort((node, end)).astype(np.int64)
-        return cls(frozen(node), frozen(start), frozen(end), frozen(known), frozen(end_order))
+        return cls(
+            frozen(node),
+            frozen(start),
+            frozen(end),
+            frozen(known),
+            frozen(end_order),
+            frozen(end[end_order]),
+        )
 
     def offered_node_seconds(self, t0: float, t1: float) -> float:
         """Idle node-seconds offered on [t0, t1)."""

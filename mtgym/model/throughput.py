@@ -132,10 +132,10 @@ class ThroughputModel:
         owners = node_job[nodes]
         order = np.argsort(owners, kind="stable")
         nodes, owners = nodes[order], owners[order]
-        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+        starts = np.concatenate(([0], np.flatnonzero(owners[1:] != owners[:-1]) + 1))
         jobs = owners[starts]
         slow = np.maximum.reduceat(self.node_slowness(owners, nodes), starts)
-        cnt = np.diff(np.r_[starts, nodes.size])
+        cnt = np.diff(np.append(starts, nodes.size))
         spr = self.cluster.topology.spreads_by_job(nodes, starts)
         rate[jobs] = self.formula(jobs, cnt, slow, spr)
         count[jobs] = cnt
@@ -180,7 +180,13 @@ class ThroughputModel:
         J = self.jobs.num_jobs
         if J == 0:
             return np.zeros(0)
-        sf = self.cluster.slowdown[:, self.jobs.app_class]  # (N, J)
-        tr = self.jobs.type_rate[:, self.cluster.gpu_type].T  # (N, J)
-        best = (sf / tr).min(axis=0)
+        cl = self.cluster
+        T = cl.num_gpu_types
+        # Smallest slowdown per (type, class), then the best type for each job.
+        min_sf = np.full((T, cl.slowdown.shape[1]), np.inf)
+        for t in range(T):
+            mask = cl.gpu_type == t
+            if mask.any():
+                min_sf[t] = cl.slowdown[mask].min(axis=0)
+        best = (min_sf[:, self.jobs.app_class].T / self.jobs.type_rate).min(axis=1)
         return self.formula(np.arange(J), np.ones(J), best, np.zeros(J, dtype=np.int64))

@@ -50,8 +50,8 @@ def realise_targets(view: SchedulerView, jobs: np.ndarray, target: np.ndarray) -
     # rank of each held node within its job, counting from the lowest index
     order = np.lexsort((held, owners))
     held, owners = held[order], owners[order]
-    first = np.r_[0, np.flatnonzero(owners[1:] != owners[:-1]) + 1]
-    rank = np.arange(held.size) - np.repeat(first, np.diff(np.r_[first, held.size]))
+    first = np.concatenate(([0], np.flatnonzero(owners[1:] != owners[:-1]) + 1))
+    rank = np.arange(held.size) - np.repeat(first, np.diff(np.append(first, held.size)))
     a[held[rank >= keep[owners]]] = -1
     have = np.bincount(a[a >= 0], minlength=view.num_jobs)
     need = keep - have

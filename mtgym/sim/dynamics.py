@@ -82,9 +82,8 @@ def validate_allocation(node_job: np.ndarray, num_nodes: int, num_jobs: int) -> 
         )
     if a.size and not np.issubdtype(a.dtype, np.integer):
         raise ValueError(f"allocation dtype {a.dtype} is not an integer type")
-    bad = np.flatnonzero((a < -1) | (a >= num_jobs))
-    if bad.size:
-        i = int(bad[0])
+    if a.size and (a.min() < -1 or a.max() >= num_jobs):
+        i = int(np.flatnonzero((a < -1) | (a >= num_jobs))[0])
         raise ValueError(
             f"allocation[{i}] = {int(a[i])} is out of range; allowed -1 (idle) .. {num_jobs - 1}"
         )
@@ -102,32 +101,38 @@ def repair_allocation(state: ClusterState, instance: Instance, a: np.ndarray) ->
     """
     rep = Repair()
     jobs = instance.jobs
-    m = (a >= 0) & ~state.available
-    if m.any():
-        rep.unavailable_nodes = int(m.sum())
-        rep.jobs.extend(np.unique(a[m]).tolist())
-        a[m] = -1
-    m = (a >= 0) & (state.status[np.maximum(a, 0)] != JobStatus.ACTIVE)
-    if m.any():
-        rep.inactive_job_nodes = int(m.sum())
-        rep.jobs.extend(np.unique(a[m]).tolist())
-        a[m] = -1
-    cnt = np.bincount(a[a >= 0], minlength=instance.num_jobs)
-    for j in np.flatnonzero(cnt > jobs.max_nodes):
-        nodes = np.flatnonzero(a == j)
+    idx = np.flatnonzero(a >= 0)  # assigned nodes only: usually a small share of N
+    owners = a[idx]
+    bad = ~state.available[idx]
+    if bad.any():
+        rep.unavailable_nodes = int(bad.sum())
+        rep.jobs.extend(np.unique(owners[bad]).tolist())
+        a[idx[bad]] = -1
+        idx, owners = idx[~bad], owners[~bad]
+    bad = state.status[owners] != JobStatus.ACTIVE
+    if bad.any():
+        rep.inactive_job_nodes = int(bad.sum())
+        rep.jobs.extend(np.unique(owners[bad]).tolist())
+        a[idx[bad]] = -1
+        idx, owners = idx[~bad], owners[~bad]
+    cnt = np.bincount(owners, minlength=instance.num_jobs)
+    over = np.flatnonzero(cnt > jobs.max_nodes)
+    for j in over:
+        nodes = idx[owners == j]
         held = state.node_job[nodes] == j
         keep_order = np.concatenate([nodes[held], nodes[~held]])
         drop = keep_order[int(jobs.max_nodes[j]) :]
         a[drop] = -1
+        cnt[j] = jobs.max_nodes[j]
         rep.over_max_nodes += int(drop.size)
         rep.jobs.append(int(j))
-    cnt = np.bincount(a[a >= 0], minlength=instance.num_jobs)
     below = np.flatnonzero((cnt > 0) & (cnt < jobs.min_nodes))
     if below.size:
-        a[np.isin(a, below)] = -1
+        a[idx[np.isin(owners, below)]] = -1
         rep.below_min_jobs = int(below.size)
         rep.jobs.extend(below.tolist())
-    rep.jobs = sorted(set(rep.jobs))
+    if rep.jobs:
+        rep.jobs = sorted(set(rep.jobs))
     return rep
 
 
@@ -207,51 +212,58 @@ def _refresh_rates(state: ClusterState, instance: Instance) -> None:
 # ---------------------------------------------------------------------------------------
 # Integration and events
 # ---------------------------------------------------------------------------------------
-def _milestone_times(state: ClusterState) -> np.ndarray:
-    """Absolute time at which each running job reaches its next milestone (inf if never)."""
-    rate = state.rate
+def _milestone_times(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
+    """Jobs that progress now (they hold nodes) and when each reaches its next milestone."""
+    held = np.flatnonzero(state.n_nodes > 0)
+    rate = state.rate[held]
     with np.errstate(divide="ignore", invalid="ignore"):
         t_hit = (
             state.time
-            + np.maximum(state.stall_until - state.time, 0.0)
-            + (state.debt + state.milestone - state.progress) / rate
+            + np.maximum(state.stall_until[held] - state.time, 0.0)
+            + (state.debt[held] + state.milestone[held] - state.progress[held]) / rate
         )
-    return np.where(rate > 0, t_hit, np.inf)
+    return held, np.where(rate > 0, t_hit, np.inf)
 
 
-def _integrate(state: ClusterState, instance: Instance, t1: float) -> float:
-    """Advance progress and accumulators from ``state.time`` to ``t1`` (no event inside)."""
+def _integrate(state: ClusterState, instance: Instance, t1: float, held: np.ndarray) -> float:
+    """Advance progress and accumulators from ``state.time`` to ``t1`` (no event inside).
+
+    ``held`` lists the jobs holding nodes (the only ones that progress or cost anything).
+    """
     dt = t1 - state.time
     if dt <= 0:
         state.time = max(state.time, t1)
         return 0.0
-    rate = state.rate
-    run = rate > 0
-    stall = np.clip(state.stall_until - state.time, 0.0, dt)
-    gross = np.where(run, (dt - stall) * rate, 0.0)
-    pay = np.minimum(gross, state.debt)
-    gain = gross - pay
-    state.debt -= pay
-    state.progress = np.minimum(state.progress + gain, state.milestone)
-    every = instance.jobs.ckpt_every
-    with np.errstate(invalid="ignore"):
-        periodic = np.where(np.isfinite(every), np.floor(state.progress / every) * every, 0.0)
-    state.ckpt_progress = np.where(
-        state.debt > 0, state.ckpt_progress, np.maximum(state.ckpt_progress, periodic)
-    )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        useful_t = np.where(run, gain / rate, 0.0)
-    held = state.n_nodes > 0
-    state.stalled_s += np.where(held, dt - useful_t, 0.0)
-    state.node_s += state.n_nodes * dt
     n_avail = float(np.count_nonzero(state.available))
-    n_alloc = float(state.n_nodes.sum())
     state.offered_node_s += n_avail * dt
-    state.allocated_node_s += n_alloc * dt
-    # Counted independently of the two above, so check_state can verify
+    # Counted independently of the node counts, so check_state can verify
     # offered = allocated + unused (it fails if a job holds a node that is not idle).
     state.unused_node_s += float(np.count_nonzero(state.available & (state.node_job < 0))) * dt
-    state.productive_node_s += float(np.dot(state.n_nodes, useful_t))
+    if held.size == 0:
+        state.time = t1
+        return 0.0
+    rate = state.rate[held]
+    n = state.n_nodes[held]
+    stall = np.clip(state.stall_until[held] - state.time, 0.0, dt)
+    gross = np.where(rate > 0, (dt - stall) * rate, 0.0)
+    debt = state.debt[held]
+    pay = np.minimum(gross, debt)
+    gain = gross - pay
+    debt = debt - pay
+    state.debt[held] = debt
+    progress = np.minimum(state.progress[held] + gain, state.milestone[held])
+    state.progress[held] = progress
+    every = instance.jobs.ckpt_every[held]
+    with np.errstate(invalid="ignore"):
+        periodic = np.where(np.isfinite(every), np.floor(progress / every) * every, 0.0)
+    ck = state.ckpt_progress[held]
+    state.ckpt_progress[held] = np.where(debt > 0, ck, np.maximum(ck, periodic))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        useful_t = np.where(rate > 0, gain / rate, 0.0)
+    state.stalled_s[held] += dt - useful_t
+    state.node_s[held] += n * dt
+    state.allocated_node_s += float(n.sum()) * dt
+    state.productive_node_s += float(np.dot(n, useful_t))
     state.time = t1
     return float(gain.sum())
 
@@ -269,10 +281,11 @@ def _release(state: ClusterState, jobs: np.ndarray) -> None:
 
 
 def _process_milestones(
-    state: ClusterState, instance: Instance, t_hit: np.ndarray, info: StepInfo
+    state: ClusterState, instance: Instance, hit: tuple[np.ndarray, np.ndarray], info: StepInfo
 ) -> None:
     t = state.time
-    due = np.flatnonzero(t_hit <= t + 1e-9 * max(1.0, abs(t)))
+    held, t_hit = hit
+    due = held[t_hit <= t + 1e-9 * max(1.0, abs(t))]
     if due.size == 0:
         return
     jobs = instance.jobs
@@ -316,7 +329,7 @@ def _process_milestones(
 def _process_reclaims(state: ClusterState, instance: Instance, t: float, info: StepInfo) -> None:
     sup = instance.supply
     lo = state.end_cursor
-    hi = lo + int(np.searchsorted(sup.end_s[sup.end_order[lo:]], t, side="right"))
+    hi = lo + int(np.searchsorted(sup.end_sorted_s[lo:], t, side="right"))
     if hi == lo:
         return
     ws = sup.end_order[lo:hi]
@@ -392,12 +405,13 @@ def _process_arrivals(state: ClusterState, instance: Instance, t: float, info: S
 
 
 def _next_time(state: ClusterState, instance: Instance, t_hit: np.ndarray) -> float:
+    """The earliest pending event time (t_end included)."""
     sup, jobs = instance.supply, instance.jobs
     cand = [instance.t_end, state.timers.peek_time()]
     if state.start_cursor < sup.num_windows:
         cand.append(float(sup.start_s[state.start_cursor]))
     if state.end_cursor < sup.num_windows:
-        cand.append(float(sup.end_s[sup.end_order[state.end_cursor]]))
+        cand.append(float(sup.end_sorted_s[state.end_cursor]))
     if state.arrival_cursor < jobs.num_jobs:
         cand.append(float(jobs.submit_s[state.arrival_cursor]))
     if t_hit.size:
@@ -411,11 +425,13 @@ def _all_done(state: ClusterState, instance: Instance) -> bool:
     )
 
 
-def _events_at(state: ClusterState, instance: Instance, t_hit: np.ndarray, info: StepInfo) -> None:
+def _events_at(
+    state: ClusterState, instance: Instance, hit: tuple[np.ndarray, np.ndarray], info: StepInfo
+) -> None:
     """Process every event due at ``state.time``, in the fixed order of kinds."""
     t = state.time
     _process_reclaims(state, instance, t, info)
-    _process_milestones(state, instance, t_hit, info)
+    _process_milestones(state, instance, hit, info)
     _process_idle(state, instance, t, info)
     _process_arrivals(state, instance, t, info)
     due = state.timers.pop_until(t)
@@ -430,7 +446,7 @@ def initial_state(instance: Instance) -> ClusterState:
     """
     state = ClusterState.initial(instance)
     info = StepInfo(state.time, state.time)
-    _events_at(state, instance, np.full(instance.num_jobs, np.inf), info)
+    _events_at(state, instance, (np.zeros(0, np.int64), np.zeros(0)), info)
     return state
 
 
@@ -455,20 +471,23 @@ def advance(
         info.repair, info.rescaled_jobs = apply_allocation(s, instance, allocation)
     limit = min(until, instance.t_end)
     while True:
-        t_hit = _milestone_times(s)
-        t_next = _next_time(s, instance, t_hit)
+        hit = _milestone_times(s)
+        t_next = _next_time(s, instance, hit[1])
         if t_next > limit:
             t_next = limit
         if not np.isfinite(t_next):  # nothing will ever happen again
             info.all_done = _all_done(s, instance)
             break
-        info.samples += _integrate(s, instance, t_next)
-        _events_at(s, instance, t_hit, info)
+        info.samples += _integrate(s, instance, t_next, hit[0])
+        _events_at(s, instance, hit, info)
         if s.time >= instance.t_end:
             info.kinds |= EventKind.HORIZON
             info.horizon = True
         info.all_done = _all_done(s, instance)
-        if (info.kinds & stop_on) or s.time >= limit or info.all_done:
+        finished_now = info.all_done and info.kinds & (
+            EventKind.JOB_COMPLETED | EventKind.TRIAL_STOPPED
+        )
+        if (info.kinds & stop_on) or s.time >= limit or finished_now:
             break
     info.t1 = s.time
     return s, info

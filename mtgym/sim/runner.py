@@ -42,6 +42,7 @@ def run_episode(
     decision_interval_s: float | None = None,
     debug: bool | None = None,
     on_step: Callable[[ClusterState, StepInfo], None] | None = None,
+    to_horizon: bool = False,
 ) -> EpisodeResult:
     """Run ``policy`` from ``instance.t_start`` until the workload is done or the horizon.
 
@@ -49,6 +50,7 @@ def run_episode(
     event) or, with ``decision_interval_s``, only every that many seconds (events in
     between are handled with the standing allocation). ``debug`` (default: the
     ``MTGYM_DEBUG`` environment variable) checks every invariant after each step.
+    ``to_horizon`` keeps replaying the supply after the workload is done (benchmarks).
     """
     if debug is None:
         debug = os.environ.get("MTGYM_DEBUG", "") not in ("", "0")
@@ -77,7 +79,9 @@ def run_episode(
             prev = state.copy()
         if on_step is not None:
             on_step(state, info)
-        if info.all_done or (info.t1 == info.t0 and info.kinds == EventKind.NONE):
+        if (info.all_done and not to_horizon) or (
+            info.t1 == info.t0 and info.kinds == EventKind.NONE
+        ):
             break
     return EpisodeResult(
         metrics=compute_metrics(state, instance),

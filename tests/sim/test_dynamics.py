@@ -53,7 +53,7 @@ def test_advance__completion_time_is_exact_linear_job():
 def test_advance__scale_up_cost_by_mode(mode, expected):
     inst = tiny_instance(4, [linear_job("j", 100.0, 4, W, r_up_s=10.0, r_down_s=5.0)], costs=CostModel(rescale=mode))
     s = initial_state(inst)
-    s, info = advance(s, inst, alloc(4, {0: 0, 1: 0}), until=100.0)
+    s, _ = advance(s, inst, alloc(4, {0: 0, 1: 0}), until=100.0)
     assert s.time == 100.0 and s.progress[0] == 20_000.0
     s = run_to_end(s, inst, alloc(4, {0: 0, 1: 0, 2: 0, 3: 0}))
     assert s.finish_time[0] == pytest.approx(expected, rel=1e-12)

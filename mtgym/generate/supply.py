@@ -94,15 +94,21 @@ class SyntheticSupply:
         )
         idle = np.maximum(rng.lognormal(mu, sig, size=(num_nodes, cycles)), self.min_window_s)
         busy = rng.exponential(mean_busy, size=(num_nodes, cycles))
-        # Stationary start: idle at t0 with probability f, inside a window of random phase.
+        # Stationary start (alternating renewal process observed at t0): a node is idle with
+        # probability f; an idle node sits in a length-biased window (lognormal(mu + sig^2,
+        # sig)) at a uniform phase; a busy node's residual gap is a fresh exponential
+        # (memoryless).
         start_idle = rng.random(num_nodes) < f
-        phase = rng.random(num_nodes)
-        first_busy = np.where(start_idle, 0.0, busy[:, 0] * phase)
-        busy[:, 0] = first_busy
-        idle[:, 0] = np.where(start_idle, np.maximum(idle[:, 0] * phase, 1.0), idle[:, 0])
-        # Window k starts after busy[0..k] and idle[0..k-1].
-        ends = t0 + np.cumsum(busy + idle, axis=1)
-        starts = ends - idle
+        covering = rng.lognormal(mu + sig * sig, sig, size=num_nodes)
+        residual = np.maximum(covering * rng.random(num_nodes), 1.0)
+        busy[:, 0] = np.where(start_idle, 0.0, busy[:, 0])
+        idle[:, 0] = np.where(start_idle, residual, idle[:, 0])
+        # Window k starts after busy[0..k] and idle[0..k-1]; computed forward from t0 so no
+        # window starts before t0 by a rounding error.
+        cycle_end = np.cumsum(busy + idle, axis=1)
+        prev_end = np.concatenate([np.zeros((num_nodes, 1)), cycle_end[:, :-1]], axis=1)
+        starts = t0 + (prev_end + busy)
+        ends = starts + idle
         known = rng.random((num_nodes, cycles)) < self.end_known_prob
         keep = starts < t1
         if np.any(keep[:, -1]):

@@ -200,7 +200,16 @@ def build_jobs(
         if r.work is not None:
             work[j] = r.work
         elif r.work_hours is not None:
-            ref = np.interp(r.work_ref_nodes, curve_nodes[j], curve_tput[j])
+            if kind[j] == PerfKind.PARAMETRIC:  # exact rate at the reference count
+                i = int(np.searchsorted(param, j))
+                n_ref = np.array([float(r.work_ref_nodes)])
+                ref = float(
+                    model.formula(
+                        np.array([j]), n_ref, np.array([slow[i]]), model.packed_spread(n_ref)
+                    )[0]
+                )
+            else:  # the table is the truth, interpolated as the simulator does
+                ref = float(np.interp(r.work_ref_nodes, curve_nodes[j], curve_tput[j]))
             work[j] = r.work_hours * 3600.0 * ref
         else:
             raise ConfigError(f"jobs[{j}] ({r.name}).work", None, "work (samples) or work_hours")
@@ -213,6 +222,12 @@ def build_jobs(
             curve_tput
             * decl.curve_bias
             * np.exp(decl.curve_sigma * rng.standard_normal(curve_tput.shape))
+        )
+        # padding repeats the last real breakpoint: repeat its declared value too
+        last = np.argmax(curve_nodes == curve_nodes[:, -1:], axis=1)
+        cols = np.arange(curve_nodes.shape[1])
+        d_curve = np.where(
+            cols[None, :] > last[:, None], d_curve[np.arange(J), last][:, None], d_curve
         )
         cost_noise = decl.cost_bias * np.exp(decl.cost_sigma * rng.standard_normal((2, J)))
         d_up, d_down = jobs.r_up_s * cost_noise[0], jobs.r_down_s * cost_noise[1]

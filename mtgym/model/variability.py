@@ -61,7 +61,7 @@ class ClassVariability:
 def _longhorn_like() -> dict[AppClass, ClassVariability]:
     return {
         AppClass.A: ClassVariability(
-            sigma=0.025, outlier_prob=0.02, outlier_min=1.1, outlier_max=2.6
+            sigma=0.029, outlier_prob=0.017, outlier_min=1.1, outlier_max=2.6
         ),
         AppClass.B: ClassVariability(
             sigma=0.012, outlier_prob=0.005, outlier_min=1.05, outlier_max=1.3

@@ -6,14 +6,16 @@
    only with ``bftrainer_quirk=True``.)
 3. Leftover nodes go FCFS to jobs below their maximum, skipping a job that would still be
    below its minimum.
-4. Realise the targets without migration: a shrinking job releases its highest-indexed
-   nodes, a growing job takes free nodes packed by topology group (fewest groups first).
+4. Realise the targets without migration with ``mtgym.policy.placement.pack_targets``
+   (a shrinking job releases its slowest nodes; growing jobs take free nodes packed by
+   topology group, fastest first).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from mtgym.policy.placement import pack_targets
 from mtgym.sim.view import InfoMode, SchedulerView
 from mtgym.types import Allocation, JobStatus
 
@@ -37,38 +39,6 @@ def equal_share_targets(
             target[i] += add
             left -= add
     return target
-
-
-def realise_targets(view: SchedulerView, jobs: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """A node map giving ``jobs[i]`` exactly ``target[i]`` nodes, keeping held nodes (sticky)."""
-    a = np.where(view.available, view.node_job, -1).astype(np.int32)
-    keep = np.zeros(view.num_jobs, dtype=np.int64)
-    keep[jobs] = target
-    # Release nodes of jobs that are not admitted, and surplus nodes (highest index first).
-    held = np.flatnonzero(a >= 0)
-    owners = a[held]
-    # rank of each held node within its job, counting from the lowest index
-    order = np.lexsort((held, owners))
-    held, owners = held[order], owners[order]
-    first = np.concatenate(([0], np.flatnonzero(owners[1:] != owners[:-1]) + 1))
-    rank = np.arange(held.size) - np.repeat(first, np.diff(np.append(first, held.size)))
-    a[held[rank >= keep[owners]]] = -1
-    have = np.bincount(a[a >= 0], minlength=view.num_jobs)
-    need = keep - have
-    free = np.flatnonzero(view.available & (a < 0))
-    if free.size and np.any(need[jobs] > 0):
-        # Pack by topology: visit free nodes group by group, largest free groups first.
-        coords = view.topology_coords
-        grp = coords[free, 1] if coords.shape[1] > 2 else np.zeros(free.size, dtype=np.int64)
-        sizes = np.bincount(grp)
-        free = free[np.lexsort((free, -sizes[grp]))]
-        pos = 0
-        for j in jobs:
-            k = int(need[j])
-            if k > 0:
-                a[free[pos : pos + k]] = j
-                pos += k
-    return a
 
 
 class EqualShare:
@@ -95,4 +65,14 @@ class EqualShare:
         target = equal_share_targets(
             n_free, view.min_nodes[admitted], view.max_nodes[admitted], quirk=self.quirk
         )
-        return Allocation(realise_targets(view, admitted, target))
+        return Allocation(
+            pack_targets(
+                view.available,
+                view.node_job,
+                view.slowdown,
+                view.app_class,
+                view.topology_coords,
+                admitted,
+                target,
+            )
+        )

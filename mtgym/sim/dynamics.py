@@ -236,6 +236,9 @@ def _integrate(state: ClusterState, instance: Instance, t1: float, held: np.ndar
         return 0.0
     n_avail = float(np.count_nonzero(state.available))
     state.offered_node_s += n_avail * dt
+    state.active_job_s += (
+        float(state.arrival_cursor - np.count_nonzero(state.status >= JobStatus.COMPLETED)) * dt
+    )
     # Counted independently of the node counts, so check_state can verify
     # offered = allocated + unused (it fails if a job holds a node that is not idle).
     state.unused_node_s += float(np.count_nonzero(state.available & (state.node_job < 0))) * dt

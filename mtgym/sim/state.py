@@ -51,6 +51,7 @@ class ClusterState:
     offered_node_s: float
     allocated_node_s: float
     unused_node_s: float  # offered but not given to any job
+    active_job_s: float  # integral of the number of submitted, unfinished jobs (JCT reward)
     productive_node_s: float
     events: int  # individual events processed (a node reclaim, an arrival, ...)
     decisions: int  # allocations applied
@@ -98,6 +99,7 @@ class ClusterState:
             offered_node_s=0.0,
             allocated_node_s=0.0,
             unused_node_s=0.0,
+            active_job_s=0.0,
             productive_node_s=0.0,
             events=0,
             decisions=0,

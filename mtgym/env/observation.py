@@ -1,0 +1,179 @@
+"""``ObservationBuilder``: state -> the env's Dict observation (fixed shapes, padded, masked).
+
+All values are float32 and roughly O(1): rates, work and durations are log-scaled with fixed
+constants (``log1p(x) / scale``), never with instance truths, so nothing hidden leaks through
+normalisation. What a job row shows depends on the information mode (``mtgym.sim.view``):
+``user`` -> declared curve, work and costs; ``profiled`` -> only measured rates (passive
+profiling) and no work or costs; ``oracle`` -> the truth.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from mtgym.env.slots import JobSlots
+from mtgym.generate.instance import Instance
+from mtgym.model.throughput import interp_rows
+from mtgym.sim.profiling import PassiveProfiler
+from mtgym.sim.state import ClusterState
+from mtgym.sim.view import InfoMode
+from mtgym.types import NUM_CLASSES
+
+RATE_SCALE = 20.0  # log1p(samples/s) / 20: 1e8 samples/s -> 0.92
+WORK_SCALE = 25.0  # log1p(samples) / 25
+TIME_SCALE = 12.0  # log1p(seconds) / 12: one week -> 1.1
+COST_SCALE = 60.0  # seconds / 60
+
+
+def curve_points(max_count: int) -> np.ndarray:
+    """Node counts at which curves are observed: 1, 2, 4, ... and ``max_count``."""
+    pts = [1]
+    while pts[-1] * 2 < max_count:
+        pts.append(pts[-1] * 2)
+    if pts[-1] != max_count:
+        pts.append(max_count)
+    return np.array(pts[: max(1, len(pts))], dtype=np.float64)
+
+
+class ObservationBuilder:
+    """Builds observations for fixed sizes; buffers are preallocated and reused."""
+
+    NODE_BASE = 10  # available, held, type, 4 slowdowns, idle time, end known, time to end
+
+    def __init__(
+        self,
+        num_nodes: int,
+        num_slots: int,
+        max_count: int,
+        num_levels: int,
+        num_gpu_types: int,
+        mode: InfoMode,
+        mask_size: int,
+    ) -> None:
+        self.N, self.S, self.C = num_nodes, num_slots, max_count
+        self.mode = mode
+        self.points = curve_points(max_count)
+        self.P = self.points.size
+        self.G = max(num_levels - 2, 0)  # intermediate topology levels
+        self.T = num_gpu_types
+        self.node_dim = self.NODE_BASE + self.G
+        self.job_dim = 16
+        self.global_dim = 6
+        f32 = np.float32
+        self.space = spaces.Dict(
+            {
+                "nodes": spaces.Box(-1.0, np.inf, (self.N, self.node_dim), f32),
+                "node_mask": spaces.Box(0.0, 1.0, (self.N,), f32),
+                "node_job": spaces.Box(-1.0, float(max(self.S - 1, 0)), (self.N,), f32),
+                "jobs": spaces.Box(-1.0, np.inf, (self.S, self.job_dim), f32),
+                "job_mask": spaces.Box(0.0, 1.0, (self.S,), f32),
+                "job_curve": spaces.Box(0.0, np.inf, (self.S, self.P), f32),
+                "job_curve_known": spaces.Box(0.0, 1.0, (self.S, self.P), f32),
+                "global": spaces.Box(-1.0, np.inf, (self.global_dim,), f32),
+                "action_mask": spaces.Box(0, 1, (mask_size,), np.int8),
+            }
+        )
+
+    def build(
+        self,
+        state: ClusterState,
+        instance: Instance,
+        slots: JobSlots,
+        profiler: PassiveProfiler,
+        action_mask: np.ndarray,
+        t_end: float,
+    ) -> dict[str, np.ndarray]:
+        """The observation of ``state`` (fresh arrays: safe to keep)."""
+        N, S = self.N, self.S
+        cl, jobs, sup = instance.cluster, instance.jobs, instance.supply
+        t = state.time
+        # -- nodes --
+        nodes = np.zeros((N, self.node_dim), dtype=np.float32)
+        avail = state.available
+        nodes[:, 0] = avail
+        nodes[:, 1] = state.node_job >= 0
+        nodes[:, 2] = cl.gpu_type / max(self.T - 1, 1)
+        nodes[:, 3 : 3 + NUM_CLASSES] = cl.profiled_slowdown
+        w = state.window
+        has = w >= 0
+        wi = np.maximum(w, 0)
+        since = np.where(has, t - sup.start_s[wi], 0.0)
+        nodes[:, 7] = np.log1p(np.maximum(since, 0.0)) / TIME_SCALE
+        known = has & sup.end_known[wi]
+        nodes[:, 8] = known
+        nodes[:, 9] = np.where(
+            known, np.log1p(np.maximum(sup.end_s[wi] - t, 0.0)) / TIME_SCALE, 0.0
+        )
+        if self.G:
+            coords = cl.topology.coords[:, 1 : 1 + self.G]
+            nodes[:, self.NODE_BASE :] = coords / np.maximum(coords.max(axis=0), 1)
+        # node -> slot
+        slot_of_job = np.full(instance.num_jobs + 1, -1, dtype=np.int64)
+        present = slots.present
+        slot_of_job[slots.job[present]] = np.flatnonzero(present)
+        node_job = slot_of_job[state.node_job].astype(np.float32)  # -1 maps via the extra cell
+        # -- jobs --
+        jf = np.zeros((S, self.job_dim), dtype=np.float32)
+        curve = np.zeros((S, self.P), dtype=np.float32)
+        known_c = np.zeros((S, self.P), dtype=np.float32)
+        idx = np.flatnonzero(present)
+        if idx.size:
+            j = slots.job[idx]
+            jf[idx, 0] = 1.0
+            jf[idx, 1 + jobs.app_class[j]] = 1.0
+            n = state.n_nodes[j]
+            jf[idx, 5] = n / self.C
+            jf[idx, 6] = jobs.min_nodes[j] / self.C
+            jf[idx, 7] = np.minimum(jobs.max_nodes[j], self.C) / self.C
+            jf[idx, 8] = np.log1p(state.rate[j]) / RATE_SCALE  # measured from progress reports
+            jf[idx, 9] = np.log1p(np.maximum(t - jobs.submit_s[j], 0.0)) / TIME_SCALE
+            jf[idx, 10] = state.stall_until[j] > t
+            jf[idx, 11] = np.log1p(state.progress[j]) / WORK_SCALE
+            pts = np.broadcast_to(self.points, (j.size, self.P))
+            if self.mode is InfoMode.PROFILED:
+                vals, kn = profiler.curve_at(j, self.points)
+                jf[idx, 15] = (~np.isnan(profiler.rate[j, 1:])).sum(axis=1) / self.C
+            else:
+                tput = jobs.curve_tput if self.mode is InfoMode.ORACLE else jobs.declared_curve_tput
+                rows = np.repeat(j, self.P)
+                vals = interp_rows(pts.ravel(), jobs.curve_nodes[rows], tput[rows]).reshape(
+                    j.size, self.P
+                )
+                kn = pts <= np.minimum(jobs.max_nodes[j], self.C)[:, None]
+                vals = np.where(kn, vals, 0.0)
+                work = jobs.work[j]
+                up = jobs.r_up_s[j] if self.mode is InfoMode.ORACLE else jobs.declared_r_up_s[j]
+                down = (
+                    jobs.r_down_s[j] if self.mode is InfoMode.ORACLE else jobs.declared_r_down_s[j]
+                )
+                jf[idx, 12] = np.log1p(np.maximum(work - state.progress[j], 0.0)) / WORK_SCALE
+                jf[idx, 13] = up / COST_SCALE
+                jf[idx, 14] = down / COST_SCALE
+                jf[idx, 15] = 1.0
+            curve[idx] = np.log1p(vals) / RATE_SCALE
+            known_c[idx] = kn
+        # -- global --
+        g = np.zeros(self.global_dim, dtype=np.float32)
+        n_avail = int(np.count_nonzero(avail))
+        g[0] = (
+            (t - instance.t_start) / max(t_end - instance.t_start, 1.0)
+            if np.isfinite(t_end)
+            else 0.0
+        )
+        g[1] = n_avail / N
+        g[2] = (n_avail - int(state.n_nodes.sum())) / N
+        g[3] = slots.queued(state) / max(S, 1)
+        g[4] = idx.size / max(S, 1)
+        g[5] = np.log1p(max(t - instance.t_start, 0.0)) / TIME_SCALE
+        return {
+            "nodes": nodes,
+            "node_mask": avail.astype(np.float32),
+            "node_job": node_job,
+            "jobs": jf,
+            "job_mask": present.astype(np.float32),
+            "job_curve": curve,
+            "job_curve_known": known_c,
+            "global": g,
+            "action_mask": action_mask.copy(),
+        }

@@ -1,0 +1,75 @@
+"""Passive profiling: what an online profiler learns by watching jobs run (MalleTrain's JPA).
+
+Every time a job holds ``n`` nodes for a whole interval, its progress reports reveal its
+rate at ``n`` (on that node set). ``PassiveProfiler`` keeps the latest measurement per
+(job, node count); nothing else is known in the ``profiled`` information mode. Active probing
+(paying a rescale to measure a new size) is a policy's choice, built on top of this.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mtgym.generate.instance import Instance
+from mtgym.sim.state import ClusterState
+
+
+class PassiveProfiler:
+    """Measured rates per (job, node count); NaN = never observed."""
+
+    def __init__(self, instance: Instance, max_count: int | None = None) -> None:
+        cap = int(instance.jobs.max_nodes.max()) if instance.num_jobs else 0
+        self.max_count = cap if max_count is None else max_count
+        self.rate = np.full((instance.num_jobs, self.max_count + 1), np.nan)
+        self.rate[:, 0] = 0.0
+        self.samples = np.zeros((instance.num_jobs, self.max_count + 1), dtype=np.int32)
+
+    def observe(
+        self,
+        t0: float,
+        progress0: np.ndarray,
+        n_nodes0: np.ndarray,
+        debt0: np.ndarray,
+        after: ClusterState,
+    ) -> None:
+        """Record rates from progress reports over [t0, after.time].
+
+        A job counts only if it held the same number of nodes at both ends, was not pausing
+        or redoing lost work, and kept running: its rate is then exactly
+        (progress - progress0) / dt, the throughput its reports show (MalleTrain skips the
+        reports around a resize the same way).
+        """
+        dt = after.time - t0
+        if dt <= 0:
+            return
+        n = after.n_nodes
+        steady = (
+            (n > 0)
+            & (n == n_nodes0)
+            & (after.stall_until <= t0)
+            & (debt0 == 0)
+            & (after.debt == 0)
+            & (n <= self.max_count)
+        )
+        jobs = np.flatnonzero(steady)
+        if jobs.size:
+            self.rate[jobs, n[jobs]] = (after.progress[jobs] - progress0[jobs]) / dt
+            self.samples[jobs, n[jobs]] += 1
+
+    def curve_at(self, jobs: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Estimates at ``counts`` for ``jobs``: linear interpolation between measured counts
+        (never extrapolated). Returns (values, known) of shape (len(jobs), len(counts))."""
+        out = np.zeros((jobs.size, counts.size))
+        known = np.zeros((jobs.size, counts.size), dtype=bool)
+        grid = np.arange(self.max_count + 1)
+        c = np.minimum(counts, self.max_count)
+        for i, j in enumerate(jobs):
+            row = self.rate[j]
+            ok = ~np.isnan(row)
+            if ok.sum() < 2:  # only the (0, 0) point
+                continue
+            xs, ys = grid[ok], row[ok]
+            inside = (c >= xs[0]) & (c <= xs[-1]) & (counts <= self.max_count)
+            out[i, inside] = np.interp(c[inside], xs, ys)
+            known[i, inside] = True
+        return out, known

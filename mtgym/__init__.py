@@ -6,3 +6,12 @@ The data flow: generator(seed) -> ``Instance`` (immutable) -> ``initial_state`` 
 """
 
 __version__ = "0.1.0"
+
+from gymnasium.envs.registration import register as _register
+
+#: The environment ids registered by ``import mtgym``.
+ENV_IDS = ("mtgym/Scavenge-v0",)
+
+_register(
+    id="mtgym/Scavenge-v0", entry_point="mtgym.env.env:ScavengeEnv", kwargs={"scenario": "default"}
+)

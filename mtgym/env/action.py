@@ -53,18 +53,20 @@ class ActionCodec:
         a = np.asarray(action)
         if a.shape != self.nvec.shape:
             raise ValueError(
-                f"action has shape {a.shape}; expected {self.nvec.shape} for action_mode {self.mode!r}"
+                f"action has shape {a.shape}; expected {self.nvec.shape} "
+                f"for action_mode {self.mode!r}"
             )
-        if a.size and not np.issubdtype(a.dtype, np.integer):
-            if not np.all(np.equal(np.mod(a, 1), 0)):
-                raise ValueError(f"action dtype {a.dtype} holds non-integer values")
+        integral = np.issubdtype(a.dtype, np.integer) or np.all(np.equal(np.mod(a, 1), 0))
+        if a.size and not integral:
+            raise ValueError(f"action dtype {a.dtype} holds non-integer values")
         a = a.astype(np.int64)
         bad = np.flatnonzero((a < 0) | (a >= self.nvec))
         if bad.size:
             i = int(bad[0])
             what = "node" if self.mode == "assign" else "slot"
             raise ValueError(
-                f"action[{i}] ({what} {i}) = {int(a[i])} is out of range; allowed 0..{int(self.nvec[i]) - 1}"
+                f"action[{i}] ({what} {i}) = {int(a[i])} is out of range; "
+                f"allowed 0..{int(self.nvec[i]) - 1}"
             )
         return a
 
@@ -113,9 +115,10 @@ class ActionCodec:
         if self.mode == "delta":
             n = state.n_nodes[sj].astype(np.int64)
             grow = np.where(n == 0, jobs.min_nodes[sj], 2 * n)
-            shrink = n // 2
+            shrink = np.where(n // 2 >= jobs.min_nodes[sj], n // 2, 0)
             target = np.where(a == 2, grow, np.where(a == 0, shrink, n))
             target = np.minimum(target, np.minimum(jobs.max_nodes[sj], self.C))
+            target = np.where(present, target, 0)  # "keep" on an empty slot is a no-op
         else:
             target = a.copy()
         return self._realise(target, present, sj, state, instance)

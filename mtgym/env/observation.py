@@ -24,6 +24,7 @@ RATE_SCALE = 20.0  # log1p(samples/s) / 20: 1e8 samples/s -> 0.92
 WORK_SCALE = 25.0  # log1p(samples) / 25
 TIME_SCALE = 12.0  # log1p(seconds) / 12: one week -> 1.1
 COST_SCALE = 60.0  # seconds / 60
+OBS_HIGH = 8.0  # every scaled feature is clipped to [-1, 8] (values are O(1) by design)
 
 
 def curve_points(max_count: int) -> np.ndarray:
@@ -63,14 +64,14 @@ class ObservationBuilder:
         f32 = np.float32
         self.space = spaces.Dict(
             {
-                "nodes": spaces.Box(-1.0, np.inf, (self.N, self.node_dim), f32),
+                "nodes": spaces.Box(-1.0, OBS_HIGH, (self.N, self.node_dim), f32),
                 "node_mask": spaces.Box(0.0, 1.0, (self.N,), f32),
                 "node_job": spaces.Box(-1.0, float(max(self.S - 1, 0)), (self.N,), f32),
-                "jobs": spaces.Box(-1.0, np.inf, (self.S, self.job_dim), f32),
+                "jobs": spaces.Box(-1.0, OBS_HIGH, (self.S, self.job_dim), f32),
                 "job_mask": spaces.Box(0.0, 1.0, (self.S,), f32),
-                "job_curve": spaces.Box(0.0, np.inf, (self.S, self.P), f32),
+                "job_curve": spaces.Box(0.0, OBS_HIGH, (self.S, self.P), f32),
                 "job_curve_known": spaces.Box(0.0, 1.0, (self.S, self.P), f32),
-                "global": spaces.Box(-1.0, np.inf, (self.global_dim,), f32),
+                "global": spaces.Box(-1.0, OBS_HIGH, (self.global_dim,), f32),
                 "action_mask": spaces.Box(0, 1, (mask_size,), np.int8),
             }
         )
@@ -166,6 +167,8 @@ class ObservationBuilder:
         g[3] = slots.queued(state) / max(S, 1)
         g[4] = idx.size / max(S, 1)
         g[5] = np.log1p(max(t - instance.t_start, 0.0)) / TIME_SCALE
+        for arr in (nodes, jf, curve, g):
+            np.clip(arr, -1.0, OBS_HIGH, out=arr)
         return {
             "nodes": nodes,
             "node_mask": avail.astype(np.float32),

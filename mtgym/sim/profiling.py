@@ -57,8 +57,10 @@ class PassiveProfiler:
             self.samples[jobs, n[jobs]] += 1
 
     def curve_at(self, jobs: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Estimates at ``counts`` for ``jobs``: linear interpolation between measured counts
-        (never extrapolated). Returns (values, known) of shape (len(jobs), len(counts))."""
+        """Estimates at ``counts`` for ``jobs``, interpolated between measured counts.
+
+        Never extrapolated. Returns (values, known) of shape (len(jobs), len(counts)).
+        """
         out = np.zeros((jobs.size, counts.size))
         known = np.zeros((jobs.size, counts.size), dtype=bool)
         grid = np.arange(self.max_count + 1)

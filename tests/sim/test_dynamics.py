@@ -51,7 +51,9 @@ def test_advance__completion_time_is_exact_linear_job():
     ],
 )
 def test_advance__scale_up_cost_by_mode(mode, expected):
-    inst = tiny_instance(4, [linear_job("j", 100.0, 4, W, r_up_s=10.0, r_down_s=5.0)], costs=CostModel(rescale=mode))
+    inst = tiny_instance(
+        4, [linear_job("j", 100.0, 4, W, r_up_s=10.0, r_down_s=5.0)], costs=CostModel(rescale=mode)
+    )
     s = initial_state(inst)
     s, _ = advance(s, inst, alloc(4, {0: 0, 1: 0}), until=100.0)
     assert s.time == 100.0 and s.progress[0] == 20_000.0
@@ -97,7 +99,9 @@ def test_advance__preemption_rdown_pause():
 def test_advance__preemption_checkpoint_redoes_lost_work():
     windows = [(0, 0, 1e6), (1, 0, 1e6), (2, 0, 1e6), (3, 0, 500.0)]
     row = linear_job("j", 100.0, 4, W, r_down_s=12.0, ckpt_every=60_000.0)
-    inst = tiny_instance(4, [row], windows=windows, costs=CostModel(preemption=PreemptionMode.CHECKPOINT))
+    inst = tiny_instance(
+        4, [row], windows=windows, costs=CostModel(preemption=PreemptionMode.CHECKPOINT)
+    )
     s = initial_state(inst)
     s, _ = advance(s, inst, alloc(4, {0: 0, 1: 0, 2: 0, 3: 0}))
     # progress 200,000 at the reclaim; last checkpoint at 180,000: 20,000 to redo
@@ -181,11 +185,15 @@ def test_advance__campaign_stops_weak_trial_at_rung():
 def test_advance__is_pure_with_copy():
     inst = tiny_instance(2, [linear_job("j", 100.0, 2, W)])
     s0 = initial_state(inst)
-    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(s0).items() if k != "timers"}
+    before = {
+        k: (v.copy() if isinstance(v, np.ndarray) else v)
+        for k, v in vars(s0).items()
+        if k != "timers"
+    }
     s1, _ = advance(s0, inst, alloc(2, {0: 0, 1: 0}), until=50.0)
     for k, v in before.items():
         cur = getattr(s0, k)
-        assert (np.array_equal(cur, v, equal_nan=True) if isinstance(v, np.ndarray) else cur == v), k
+        assert np.array_equal(cur, v, equal_nan=True) if isinstance(v, np.ndarray) else cur == v, k
     assert s1.progress[0] == 10_000.0
 
 

@@ -97,10 +97,22 @@ def _running_state():
     [
         (lambda s: s.available.__setitem__(0, False), "not idle"),
         (lambda s: s.n_nodes.__setitem__(0, 3), "n_nodes=3"),
-        (lambda s: s.status.__setitem__(1, JobStatus.COMPLETED), "holds nodes with status COMPLETED"),
+        (
+            lambda s: s.status.__setitem__(1, JobStatus.COMPLETED),
+            "holds nodes with status COMPLETED",
+        ),
         (lambda s: s.progress.__setitem__(0, -5.0), "progress outside"),
         (lambda s: setattr(s, "unused_node_s", s.unused_node_s + 5.0), "offered node-s"),
-        (lambda s: s.rate.__setitem__(0, 0.0) or s.rate.__setitem__(1, 0.0) or s.node_job.__setitem__(2, -1) or s.n_nodes.__setitem__(1, 0) or s.rate.__setitem__(1, 3.0), "without nodes has a non-zero rate"),
+        (
+            lambda s: (
+                s.rate.__setitem__(0, 0.0)
+                or s.rate.__setitem__(1, 0.0)
+                or s.node_job.__setitem__(2, -1)
+                or s.n_nodes.__setitem__(1, 0)
+                or s.rate.__setitem__(1, 3.0)
+            ),
+            "without nodes has a non-zero rate",
+        ),
     ],
 )
 def test_check_state__detects_corruption(corrupt, match):

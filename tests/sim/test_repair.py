@@ -26,7 +26,10 @@ def make():
 @pytest.mark.parametrize(
     ("bad", "msg"),
     [
-        (np.array([0, 0, 0, 0, 3], dtype=np.int32), r"allocation\[4\] = 3 is out of range; allowed -1 \(idle\) \.\. 2"),
+        (
+            np.array([0, 0, 0, 0, 3], dtype=np.int32),
+            r"allocation\[4\] = 3 is out of range; allowed -1 \(idle\) \.\. 2",
+        ),
         (np.array([0, 0, -2, 0, 0], dtype=np.int32), r"allocation\[2\] = -2"),
         (np.zeros(4, dtype=np.int32), r"shape \(4,\); expected \(5,\)"),
         (np.zeros(5, dtype=np.float64), "not an integer type"),

@@ -26,7 +26,9 @@ def test_summit_replay__builds_cabinet_row_topology_and_table_jobs(shared_data):
     names = inst.cluster.node_names
     cab = np.unique([n[:3] for n in names], return_inverse=True)[1]
     row = np.unique([n[0] for n in names], return_inverse=True)[1]
-    assert np.array_equal(np.unique(np.stack([cab, topo.coords[:, 1]]), axis=1).shape, (2, cab.max() + 1))
+    assert np.array_equal(
+        np.unique(np.stack([cab, topo.coords[:, 1]]), axis=1).shape, (2, cab.max() + 1)
+    )
     assert len(np.unique(np.stack([row, topo.coords[:, 2]], axis=1), axis=0)) == row.max() + 1
     assert np.bincount(topo.coords[:, 1]).max() <= 18
     assert inst.cluster.gpus_per_node == 6

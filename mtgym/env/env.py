@@ -1,0 +1,305 @@
+"""``ScavengeEnv``: the Gymnasium environment (id ``mtgym/Scavenge-v0``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from mtgym.env.action import ACTION_MODES, ActionCodec
+from mtgym.env.observation import ObservationBuilder
+from mtgym.env.render import History, render_ansi, render_gantt
+from mtgym.env.reward import REWARDS, RewardFn, StepDelta
+from mtgym.env.slots import JobSlots
+from mtgym.generate.base import Generator
+from mtgym.generate.instance import Instance
+from mtgym.metrics import compute_metrics
+from mtgym.sim.dynamics import advance, initial_state
+from mtgym.sim.invariants import check_state
+from mtgym.sim.profiling import PassiveProfiler
+from mtgym.sim.view import InfoMode
+from mtgym.types import DECISION_EVENTS, EventKind
+
+
+class ScavengeEnv(gym.Env):
+    """Schedule malleable DL training jobs onto the idle nodes of a supercomputer.
+
+    ## Description
+    Nodes of a host machine become idle and are lent to the scavenger until the host
+    reclaims them (from a synthetic supply calibrated to Summit, or a replayed trace).
+    Malleable data-parallel jobs arrive over time; the agent decides how many (``counts``,
+    ``delta``) or which (``assign``) idle nodes each admitted job runs on. Throughput depends
+    on the node count, the slowest device of the set (per-GPU, per-class variability) and the
+    topology level the set spans; every change of a job's node set costs a pause
+    (rescale/start-up), and a reclaimed node costs its job a pre-emption penalty. The
+    simulation is event-driven and exact (see ``docs/model.md``).
+
+    ## Observation
+    A ``Dict`` of float32 arrays with fixed shapes (N nodes, S job slots, P curve points):
+
+    | key | shape | content |
+    | --- | --- | --- |
+    | ``nodes`` | (N, 10 + G) | available, held, GPU type (0..1), profiled slowdown of classes A-D, log idle time so far, window end known, log time until reclaim (0 when unknown), G topology coordinates (0..1) |
+    | ``node_mask`` | (N,) | 1 = node idle and lent now |
+    | ``node_job`` | (N,) | slot of the job the node runs, -1 = none |
+    | ``jobs`` | (S, 16) | present, class one-hot (4), nodes / cap, min / cap, max / cap, log measured rate, log age, pausing, log progress, log remaining work*, R_up / 60 s*, R_down / 60 s*, info level (known curve points / cap in ``profiled``) |
+    | ``job_mask`` | (S,) | 1 = slot holds a job |
+    | ``job_curve`` | (S, P) | log1p(samples/s) / 20 at 1, 2, 4, ..., cap nodes*: declared (``user``), measured (``profiled``), true (``oracle``) |
+    | ``job_curve_known`` | (S, P) | 1 where ``job_curve`` holds a value |
+    | ``global`` | (6,) | time / horizon, idle nodes / N, free nodes / N, queued jobs / S, occupied slots / S, log time |
+    | ``action_mask`` | (M,) int8 | the legal actions (as ``action_masks()``) |
+
+    (*) zero in ``profiled`` mode: MalleTrain-style schedulers are told nothing up front.
+    Hidden values (true curves in non-oracle modes, true slowdowns, unknown window ends)
+    never appear.
+
+    ## Action
+    ``action_mode="counts"`` (default): ``MultiDiscrete([cap + 1] * S)``, the node count of
+    each slot's job; nodes are placed sticky, topology- and speed-aware. ``"assign"``:
+    ``MultiDiscrete([S + 1] * N)``, the slot (1-based) each node runs, 0 = none.
+    ``"delta"``: ``MultiDiscrete([3] * S)``: shrink (halve) / keep / grow (double). No-op:
+    all zeros (``counts`` keeps nothing running! use the current counts to keep), all zeros
+    in ``assign`` frees every node, all ones in ``delta`` keeps everything. Masks follow
+    sb3-contrib's MultiDiscrete layout. Out-of-space actions raise ``ValueError``; in-space
+    infeasible ones are repaired deterministically (``mtgym.env.action``), reported in
+    ``info["repair"]``.
+
+    ## Reward
+    ``reward="progress"`` (default): sum of (samples this step / job's work). ``"throughput"``:
+    samples / (best node rate x N x 1 h). ``"jct"``: minus active job-hours this step. See
+    ``mtgym.env.reward``.
+
+    ## Episode end
+    ``terminated``: every job completed or was stopped by its campaign. ``truncated``: the
+    horizon (``horizon_s`` after the start, or the scenario's end) is reached, or no event is
+    left to happen.
+
+    ## State
+    ``ClusterState`` (``self.state``): node map, availability, per-job progress, pauses,
+    debts and accumulators; ``self.instance`` holds the episode's immutable ``Instance``.
+
+    ## Arguments
+    | name | default | meaning |
+    | --- | --- | --- |
+    | ``scenario`` | ``"default"`` | built-in scenario name, a ``Generator`` or a fixed ``Instance`` |
+    | ``action_mode`` | ``"counts"`` | ``"counts"``, ``"assign"`` or ``"delta"`` |
+    | ``reward`` | ``"progress"`` | ``"progress"``, ``"throughput"`` or ``"jct"`` |
+    | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
+    | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
+    | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
+    | ``max_jobs`` | 16 | job slots S (jobs beyond wait in a FCFS queue) |
+    | ``max_count`` | None | count cap of the action space (None: the largest max_nodes, <= N) |
+    | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (640 x 480 Gantt) |
+    | ``debug`` | False | check every invariant after each step |
+
+    ## Example
+    >>> import gymnasium as gym, mtgym
+    >>> env = gym.make("mtgym/Scavenge-v0", action_mode="delta")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step(env.unwrapped.noop())
+    >>> sorted(obs)[:3]
+    ['action_mask', 'global', 'job_curve']
+
+    ## Version history
+    - v0: initial release.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
+
+    def __init__(
+        self,
+        scenario: str | Generator | Instance = "default",
+        *,
+        action_mode: str = "counts",
+        reward: str = "progress",
+        info_mode: str = "user",
+        horizon_s: float | None = None,
+        decision_interval_s: float | None = None,
+        max_jobs: int = 16,
+        max_count: int | None = None,
+        render_mode: str | None = None,
+        debug: bool = False,
+    ) -> None:
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode {action_mode!r} is not one of {ACTION_MODES}")
+        if reward not in REWARDS:
+            raise ValueError(f"reward {reward!r} is not one of {REWARDS}")
+        try:
+            self.info_mode = InfoMode(info_mode)
+        except ValueError:
+            raise ValueError(
+                f"info_mode {info_mode!r} is not one of {[m.value for m in InfoMode]}"
+            ) from None
+        if horizon_s is not None and not horizon_s > 0:
+            raise ValueError(f"horizon_s must be > 0, got {horizon_s!r}")
+        if decision_interval_s is not None and not decision_interval_s > 0:
+            raise ValueError(f"decision_interval_s must be > 0, got {decision_interval_s!r}")
+        if max_jobs < 1:
+            raise ValueError(f"max_jobs must be >= 1, got {max_jobs!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}"
+            )
+        self._fixed: Instance | None = None
+        if isinstance(scenario, Instance):
+            self._fixed = scenario
+            self._generator: Generator | None = None
+        elif isinstance(scenario, str):
+            from mtgym.scenarios import get_generator
+
+            self._generator = get_generator(scenario)
+        else:
+            self._generator = scenario
+        probe = self._fixed if self._fixed is not None else self._generator(0)  # sizes only
+        self.num_nodes = probe.num_nodes
+        cap = int(probe.jobs.max_nodes.max()) if probe.num_jobs else 1
+        self.max_count = int(min(max_count if max_count is not None else cap, self.num_nodes))
+        if self.max_count < 1:
+            raise ValueError(f"max_count must be >= 1, got {max_count!r}")
+        self.num_slots = int(max_jobs)
+        self.action_mode = action_mode
+        self.reward_name = reward
+        self.horizon_s = horizon_s
+        self.decision_interval_s = decision_interval_s
+        self.render_mode = render_mode
+        self.debug = debug
+        self._num_levels = probe.cluster.topology.num_levels
+        self._num_types = probe.cluster.num_gpu_types
+        self.codec = ActionCodec(action_mode, self.num_nodes, self.num_slots, self.max_count)
+        self.builder = ObservationBuilder(
+            self.num_nodes,
+            self.num_slots,
+            self.max_count,
+            self._num_levels,
+            self._num_types,
+            self.info_mode,
+            self.codec.mask_size,
+        )
+        self.action_space = self.codec.space
+        self.observation_space = self.builder.space
+        self.slots = JobSlots(self.num_slots)
+        self.history = History()
+        self.instance: Instance | None = None
+        self.state = None
+        self._mask = np.ones(self.codec.mask_size, dtype=np.int8)
+
+    # -- Gymnasium API ---------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: D102
+        super().reset(seed=seed)
+        inst = self._fixed
+        if inst is None:
+            inst_seed = int(self.np_random.integers(0, 2**31 - 1))
+            inst = self._generator(inst_seed)
+        if inst.num_nodes != self.num_nodes:
+            raise ValueError(
+                f"the scenario's instance has {inst.num_nodes} nodes but the env was built for {self.num_nodes}"
+            )
+        if self.horizon_s is not None:
+            inst = replace(inst, t_end=min(inst.t_end, inst.t_start + float(self.horizon_s)))
+        self.instance = inst
+        self.state = initial_state(inst)
+        self.slots.reset()
+        self.slots.update(self.state)
+        self.profiler = PassiveProfiler(inst, self.max_count)
+        self.reward_fn = RewardFn(self.reward_name, inst)
+        self.history.clear()
+        self._truncated_no_event = False
+        return self._observe(), self._info(None, None)
+
+    def step(self, action):  # noqa: D102
+        if self.state is None:
+            raise RuntimeError("call reset() before step()")
+        s, inst = self.state, self.instance
+        node_job, act_repair = self.codec.decode(action, s, inst, self.slots)
+        before = StepDelta(s.progress.copy(), s.active_job_s)
+        t0, n0, d0 = s.time, s.n_nodes.copy(), s.debt.copy()
+        if self.decision_interval_s is None:
+            until, stop_on = inst.t_end, DECISION_EVENTS
+        else:
+            until, stop_on = min(inst.t_end, t0 + self.decision_interval_s), EventKind.HORIZON
+        s, info = advance(s, inst, node_job, until=until, stop_on=stop_on, copy=False)
+        if self.debug:
+            check_state(s, inst)
+        self.state = s
+        self.profiler.observe(t0, before.progress, n0, d0, s)
+        if self.render_mode == "rgb_array":
+            self.history.record(t0, s.time, s.node_job, s.available)
+        self.slots.update(s)
+        reward = self.reward_fn(before, s)
+        terminated = bool(info.all_done)
+        stuck = info.t1 == info.t0 and info.kinds == EventKind.NONE
+        truncated = (not terminated) and (s.time >= inst.t_end or stuck)
+        return (
+            self._observe(),
+            reward,
+            terminated,
+            truncated,
+            self._info(info, act_repair, terminated or truncated),
+        )
+
+    def render(self):  # noqa: D102
+        if self.render_mode is None or self.state is None:
+            return None
+        if self.render_mode == "ansi":
+            return render_ansi(self.state, self.instance, self.slots.job)
+        return render_gantt(self.history, self.instance, self.state.time)
+
+    # -- masks and helpers -----------------------------------------------------------
+    def action_masks(self) -> np.ndarray:
+        """Legal actions as a flat bool array (sb3-contrib's MaskablePPO convention)."""
+        return self._mask.astype(bool)
+
+    def noop(self) -> np.ndarray:
+        """The action that keeps every job's current allocation."""
+        if self.action_mode == "delta":
+            return np.ones(self.num_slots, dtype=np.int64)
+        if self.action_mode == "assign":
+            ext = np.full(self.instance.num_jobs + 1, 0, dtype=np.int64)
+            ext[self.slots.job[self.slots.present]] = np.flatnonzero(self.slots.present) + 1
+            return ext[self.state.node_job]
+        out = np.zeros(self.num_slots, dtype=np.int64)
+        p = self.slots.present
+        out[p] = np.minimum(self.state.n_nodes[self.slots.job[p]], self.max_count)
+        return out
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        self._mask = self.codec.mask(self.state, self.instance, self.slots).copy()
+        return self.builder.build(
+            self.state, self.instance, self.slots, self.profiler, self._mask, self.instance.t_end
+        )
+
+    def _info(self, info, act_repair, done: bool = False) -> dict[str, Any]:
+        s = self.state
+        out: dict[str, Any] = {
+            "time": float(s.time),
+            "action_mask": self._mask.copy(),
+            "slots": self.slots.job.copy(),
+            "queued": self.slots.queued(s),
+        }
+        if info is not None:
+            rep = dict(act_repair or {})
+            if info.repair is not None:
+                r = info.repair
+                rep.update(
+                    unavailable_nodes=r.unavailable_nodes,
+                    inactive_job_nodes=r.inactive_job_nodes,
+                    dyn_over_max_nodes=r.over_max_nodes,
+                    dyn_below_min_jobs=r.below_min_jobs,
+                )
+            out.update(
+                repair=rep,
+                repaired=any(v for v in rep.values()),
+                events=int(info.kinds),
+                reclaimed_nodes=info.reclaimed_nodes,
+                idle_nodes=info.idle_nodes,
+                arrivals=info.arrivals,
+                completions=info.completions,
+                stops=info.stops,
+                samples=float(info.samples),
+                elapsed_s=float(info.t1 - info.t0),
+            )
+        if done:
+            out["metrics"] = compute_metrics(s, self.instance).as_dict()
+        return out

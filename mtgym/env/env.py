@@ -204,6 +204,7 @@ class ScavengeEnv(gym.Env):
         self.slots.update(self.state)
         self.profiler = PassiveProfiler(inst, self.max_count)
         self.reward_fn = RewardFn(self.reward_name, inst)
+        self.builder.bind(inst)
         self.history.clear()
         self._truncated_no_event = False
         return self._observe(), self._info(None, None)

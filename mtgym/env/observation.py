@@ -76,6 +76,44 @@ class ObservationBuilder:
             }
         )
 
+    def bind(self, instance: Instance) -> None:
+        """Precompute the parts of the observation that never change in an episode."""
+        cl, jobs = instance.cluster, instance.jobs
+        C = self.C
+        ns = np.zeros((self.N, self.node_dim), dtype=np.float32)
+        ns[:, 2] = cl.gpu_type / max(self.T - 1, 1)
+        ns[:, 3 : 3 + NUM_CLASSES] = cl.profiled_slowdown
+        if self.G:
+            coords = cl.topology.coords[:, 1 : 1 + self.G]
+            ns[:, self.NODE_BASE :] = coords / np.maximum(coords.max(axis=0), 1)
+        np.clip(ns, -1.0, OBS_HIGH, out=ns)
+        self._node_static = ns
+        J = instance.num_jobs
+        js = np.zeros((J, self.job_dim), dtype=np.float32)
+        js[:, 0] = 1.0
+        js[np.arange(J), 1 + jobs.app_class.astype(np.int64)] = 1.0
+        js[:, 6] = jobs.min_nodes / C
+        js[:, 7] = np.minimum(jobs.max_nodes, C) / C
+        curve = np.zeros((J, self.P), dtype=np.float32)
+        known = np.zeros((J, self.P), dtype=np.float32)
+        self._work = None
+        if self.mode is not InfoMode.PROFILED and J:
+            oracle = self.mode is InfoMode.ORACLE
+            tput = jobs.curve_tput if oracle else jobs.declared_curve_tput
+            pts = np.broadcast_to(self.points, (J, self.P))
+            rows = np.repeat(np.arange(J), self.P)
+            vals = interp_rows(pts.ravel(), jobs.curve_nodes[rows], tput[rows]).reshape(J, self.P)
+            kn = pts <= np.minimum(jobs.max_nodes, C)[:, None]
+            curve[:] = np.log1p(np.where(kn, vals, 0.0)) / RATE_SCALE
+            known[:] = kn
+            js[:, 13] = (jobs.r_up_s if oracle else jobs.declared_r_up_s) / COST_SCALE
+            js[:, 14] = (jobs.r_down_s if oracle else jobs.declared_r_down_s) / COST_SCALE
+            js[:, 15] = 1.0
+            self._work = jobs.work
+        np.clip(js, -1.0, OBS_HIGH, out=js)
+        np.clip(curve, 0.0, OBS_HIGH, out=curve)
+        self._job_static, self._curve, self._known = js, curve, known
+
     def build(
         self,
         state: ClusterState,
@@ -85,75 +123,55 @@ class ObservationBuilder:
         action_mask: np.ndarray,
         t_end: float,
     ) -> dict[str, np.ndarray]:
-        """The observation of ``state`` (fresh arrays: safe to keep)."""
+        """The observation of ``state`` (fresh arrays: safe to keep). Call ``bind`` first."""
         N, S = self.N, self.S
-        cl, jobs, sup = instance.cluster, instance.jobs, instance.supply
+        sup = instance.supply
         t = state.time
-        # -- nodes --
-        nodes = np.zeros((N, self.node_dim), dtype=np.float32)
+        # -- nodes: static columns from bind, dynamic ones here --
+        nodes = self._node_static.copy()
         avail = state.available
         nodes[:, 0] = avail
         nodes[:, 1] = state.node_job >= 0
-        nodes[:, 2] = cl.gpu_type / max(self.T - 1, 1)
-        nodes[:, 3 : 3 + NUM_CLASSES] = cl.profiled_slowdown
         w = state.window
         has = w >= 0
         wi = np.maximum(w, 0)
-        since = np.where(has, t - sup.start_s[wi], 0.0)
-        nodes[:, 7] = np.log1p(np.maximum(since, 0.0)) / TIME_SCALE
+        nodes[:, 7] = (
+            np.log1p(np.where(has, np.maximum(t - sup.start_s[wi], 0.0), 0.0)) / TIME_SCALE
+        )
         known = has & sup.end_known[wi]
         nodes[:, 8] = known
-        nodes[:, 9] = np.where(
-            known, np.log1p(np.maximum(sup.end_s[wi] - t, 0.0)) / TIME_SCALE, 0.0
+        nodes[:, 9] = (
+            np.log1p(np.where(known, np.maximum(sup.end_s[wi] - t, 0.0), 0.0)) / TIME_SCALE
         )
-        if self.G:
-            coords = cl.topology.coords[:, 1 : 1 + self.G]
-            nodes[:, self.NODE_BASE :] = coords / np.maximum(coords.max(axis=0), 1)
-        # node -> slot
+        # node -> slot (-1 maps through the extra last cell)
         slot_of_job = np.full(instance.num_jobs + 1, -1, dtype=np.int64)
         present = slots.present
-        slot_of_job[slots.job[present]] = np.flatnonzero(present)
-        node_job = slot_of_job[state.node_job].astype(np.float32)  # -1 maps via the extra cell
+        idx = np.flatnonzero(present)
+        j = slots.job[idx]
+        slot_of_job[j] = idx
+        node_job = slot_of_job[state.node_job].astype(np.float32)
         # -- jobs --
         jf = np.zeros((S, self.job_dim), dtype=np.float32)
         curve = np.zeros((S, self.P), dtype=np.float32)
         known_c = np.zeros((S, self.P), dtype=np.float32)
-        idx = np.flatnonzero(present)
         if idx.size:
-            j = slots.job[idx]
-            jf[idx, 0] = 1.0
-            jf[idx, 1 + jobs.app_class[j]] = 1.0
-            n = state.n_nodes[j]
-            jf[idx, 5] = n / self.C
-            jf[idx, 6] = jobs.min_nodes[j] / self.C
-            jf[idx, 7] = np.minimum(jobs.max_nodes[j], self.C) / self.C
+            jf[idx] = self._job_static[j]
+            jf[idx, 5] = state.n_nodes[j] / self.C
             jf[idx, 8] = np.log1p(state.rate[j]) / RATE_SCALE  # measured from progress reports
-            jf[idx, 9] = np.log1p(np.maximum(t - jobs.submit_s[j], 0.0)) / TIME_SCALE
+            jf[idx, 9] = np.log1p(np.maximum(t - instance.jobs.submit_s[j], 0.0)) / TIME_SCALE
             jf[idx, 10] = state.stall_until[j] > t
             jf[idx, 11] = np.log1p(state.progress[j]) / WORK_SCALE
-            pts = np.broadcast_to(self.points, (j.size, self.P))
-            if self.mode is InfoMode.PROFILED:
+            if self._work is None:  # profiled: only what was measured
                 vals, kn = profiler.curve_at(j, self.points)
                 jf[idx, 15] = (~np.isnan(profiler.rate[j, 1:])).sum(axis=1) / self.C
+                curve[idx] = np.log1p(vals) / RATE_SCALE
+                known_c[idx] = kn
             else:
-                tput = jobs.curve_tput if self.mode is InfoMode.ORACLE else jobs.declared_curve_tput
-                rows = np.repeat(j, self.P)
-                vals = interp_rows(pts.ravel(), jobs.curve_nodes[rows], tput[rows]).reshape(
-                    j.size, self.P
+                jf[idx, 12] = (
+                    np.log1p(np.maximum(self._work[j] - state.progress[j], 0.0)) / WORK_SCALE
                 )
-                kn = pts <= np.minimum(jobs.max_nodes[j], self.C)[:, None]
-                vals = np.where(kn, vals, 0.0)
-                work = jobs.work[j]
-                up = jobs.r_up_s[j] if self.mode is InfoMode.ORACLE else jobs.declared_r_up_s[j]
-                down = (
-                    jobs.r_down_s[j] if self.mode is InfoMode.ORACLE else jobs.declared_r_down_s[j]
-                )
-                jf[idx, 12] = np.log1p(np.maximum(work - state.progress[j], 0.0)) / WORK_SCALE
-                jf[idx, 13] = up / COST_SCALE
-                jf[idx, 14] = down / COST_SCALE
-                jf[idx, 15] = 1.0
-            curve[idx] = np.log1p(vals) / RATE_SCALE
-            known_c[idx] = kn
+                curve[idx] = self._curve[j]
+                known_c[idx] = self._known[j]
         # -- global --
         g = np.zeros(self.global_dim, dtype=np.float32)
         n_avail = int(np.count_nonzero(avail))
@@ -167,8 +185,10 @@ class ObservationBuilder:
         g[3] = slots.queued(state) / max(S, 1)
         g[4] = idx.size / max(S, 1)
         g[5] = np.log1p(max(t - instance.t_start, 0.0)) / TIME_SCALE
-        for arr in (nodes, jf, curve, g):
-            np.clip(arr, -1.0, OBS_HIGH, out=arr)
+        np.clip(nodes[:, 7:10], -1.0, OBS_HIGH, out=nodes[:, 7:10])
+        np.clip(jf, -1.0, OBS_HIGH, out=jf)
+        np.clip(curve, 0.0, OBS_HIGH, out=curve)
+        np.clip(g, -1.0, OBS_HIGH, out=g)
         return {
             "nodes": nodes,
             "node_mask": avail.astype(np.float32),

@@ -42,6 +42,8 @@ class EpisodeMetrics:
     lost_rescale_s: float  # nominal seconds charged to rescales and starts
     lost_preempt_s: float  # nominal seconds charged to pre-emptions
     preempt_lost_samples: float  # progress since checkpoint lost to reclaims
+    unpaid_debt_samples: float  # samples still owed (lost work not yet redone) at the end;
+    # BFTrainer's replayer deducts lost samples at once: compare it with samples - this
     stalled_job_s: float  # job-seconds holding nodes without useful progress
     upper_bound_samples: float
     upper_bound_fraction: float  # samples / upper bound
@@ -98,6 +100,7 @@ def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
         lost_rescale_s=float(state.rescale_cost_s.sum()),
         lost_preempt_s=float(state.preempt_cost_s.sum()),
         preempt_lost_samples=float(state.preempt_lost_samples.sum()),
+        unpaid_debt_samples=float(state.debt.sum()),
         stalled_job_s=float(state.stalled_s.sum()),
         upper_bound_samples=ub,
         upper_bound_fraction=samples / ub if ub > 0 else float("nan"),

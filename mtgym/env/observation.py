@@ -157,7 +157,10 @@ class ObservationBuilder:
         if idx.size:
             jf[idx] = self._job_static[j]
             jf[idx, 5] = state.n_nodes[j] / self.C
-            jf[idx, 8] = np.log1p(state.rate[j]) / RATE_SCALE  # measured from progress reports
+            # what progress reports show: 0 while the job pauses
+            jf[idx, 8] = (
+                np.log1p(np.where(state.stall_until[j] > t, 0.0, state.rate[j])) / RATE_SCALE
+            )
             jf[idx, 9] = np.log1p(np.maximum(t - instance.jobs.submit_s[j], 0.0)) / TIME_SCALE
             jf[idx, 10] = state.stall_until[j] > t
             jf[idx, 11] = np.log1p(state.progress[j]) / WORK_SCALE

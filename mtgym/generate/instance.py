@@ -83,6 +83,9 @@ class Cluster:
 class Supply:
     """Idle windows lent to the scavenger: node ``node[w]`` is idle on [start_s[w], end_s[w]).
 
+    Windows of one node that touch (one ends where the next starts) are merged: the node was
+    never busy in between.
+
     ``end_known[w]`` says whether the scavenger knows the window's end when it opens (a
     reservation or a drain for a known job start); otherwise the end is a surprise.
     Windows are sorted by (start_s, node); ``end_order`` lists them by (end_s, node).
@@ -129,19 +132,27 @@ class Supply:
                 raise ConfigError(
                     "window", (int(node[w]), float(start[w]), float(end[w])), "finite, end > start"
                 )
-        order = np.lexsort((node, start))
-        node, start, end, known = node[order], start[order], end[order], known[order]
         by_node = np.lexsort((start, node))
-        same = node[by_node][1:] == node[by_node][:-1]
-        overlap = same & (start[by_node][1:] < end[by_node][:-1])
+        node, start, end, known = node[by_node], start[by_node], end[by_node], known[by_node]
+        same = node[1:] == node[:-1]
+        overlap = same & (start[1:] < end[:-1])
         if overlap.any():
-            i = int(np.flatnonzero(overlap)[0])
-            a, b = by_node[i], by_node[i + 1]
+            a = int(np.flatnonzero(overlap)[0])
+            b = a + 1
             raise ConfigError(
                 "windows",
                 f"node {int(node[a])}: [{start[a]}, {end[a]}) and [{start[b]}, {end[b]})",
                 "non-overlapping windows per node",
             )
+        # A node idle on [a, b) and again from b was never busy: one window [a, c).
+        touch = same & (start[1:] == end[:-1])
+        if touch.any():
+            first = np.concatenate(([True], ~touch))
+            last = np.concatenate((~touch, [True]))
+            node, start = node[first], start[first]
+            end, known = end[last], known[last]
+        order = np.lexsort((node, start))
+        node, start, end, known = node[order], start[order], end[order], known[order]
         end_order = np.lexsort((node, end)).astype(np.int64)
         return cls(
             frozen(node),

@@ -143,13 +143,14 @@ class SyntheticSupply:
                 new_s.append(ds)
                 new_e.append(de)
                 new_n.append(n)
-        taken = set()
+        # two drains may hit one node: keep the first, drop overlaps (checked per node)
+        taken: dict[int, list[tuple[float, float]]] = {}
         keep = []
-        # two drains may hit one node: keep the first, drop overlaps
         for i, (n, a, b) in enumerate(zip(new_n, new_s, new_e, strict=True)):
-            if any(n == m and a < d and c < b for (m, c, d) in taken):
+            spans = taken.setdefault(n, [])
+            if any(a < d and c < b for (c, d) in spans):
                 continue
-            taken.add((n, a, b))
+            spans.append((a, b))
             keep.append(i)
         if not keep:
             return s, e, k, node

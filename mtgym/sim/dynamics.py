@@ -8,7 +8,9 @@ Rules (see ``docs/model.md`` and ``ClusterState``):
   pause). Voluntary changes checkpoint first.
 - A reclaimed node leaves at once. Its job, once per event, pays ``r_down_s`` (``rdown``) or
   redoes its progress since the last checkpoint and pauses ``r_down_s`` (``checkpoint``); a
-  job left below its minimum releases its other nodes too.
+  job left below its minimum releases its other nodes too. Windows cut at ``t_end`` are not
+  reclaims.
+- At one instant: milestones, then reclaims, then new idle nodes, then arrivals, then timers.
 - Between events every rate is constant, so progress is integrated exactly and completion
   times are exact (not rounded to ticks).
 """
@@ -116,16 +118,23 @@ def repair_allocation(state: ClusterState, instance: Instance, a: np.ndarray) ->
         a[idx[bad]] = -1
         idx, owners = idx[~bad], owners[~bad]
     cnt = np.bincount(owners, minlength=instance.num_jobs)
-    over = np.flatnonzero(cnt > jobs.max_nodes)
-    for j in over:
-        nodes = idx[owners == j]
-        held = state.node_job[nodes] == j
-        keep_order = np.concatenate([nodes[held], nodes[~held]])
-        drop = keep_order[int(jobs.max_nodes[j]) :]
-        a[drop] = -1
-        cnt[j] = jobs.max_nodes[j]
-        rep.over_max_nodes += int(drop.size)
-        rep.jobs.append(int(j))
+    over = cnt > jobs.max_nodes
+    if over.any():
+        # Rank each job's nodes (held first, then by index) and drop those past its max.
+        sel = over[owners]
+        nodes, own = idx[sel], owners[sel]
+        new_node = (state.node_job[nodes] != own).astype(np.int8)
+        order = np.lexsort((nodes, new_node, own))
+        nodes, own = nodes[order], own[order]
+        first = np.concatenate(([0], np.flatnonzero(own[1:] != own[:-1]) + 1))
+        rank = np.arange(nodes.size) - np.repeat(first, np.diff(np.append(first, nodes.size)))
+        drop = rank >= jobs.max_nodes[own]
+        a[nodes[drop]] = -1
+        rep.over_max_nodes += int(drop.sum())
+        rep.jobs.extend(np.flatnonzero(over).tolist())
+        keep = a[idx] >= 0
+        idx, owners = idx[keep], owners[keep]
+        cnt = np.minimum(cnt, jobs.max_nodes)
     below = np.flatnonzero((cnt > 0) & (cnt < jobs.min_nodes))
     if below.size:
         a[idx[np.isin(owners, below)]] = -1
@@ -191,6 +200,13 @@ def apply_allocation(
         state.ckpt_progress[touched], state.progress[touched] - state.debt[touched]
     )
     state.stall_until[stopped] = -np.inf
+    if instance.costs.rescale == RescaleMode.BFTRAINER:
+        # BFTrainer charges any shrink, to zero included: R_down x rate before (owed on the
+        # next start), so stopping and restarting does not dodge the rescale cost.
+        idx = np.flatnonzero(stopped)
+        state.rescales[idx] += 1
+        state.rescale_cost_s[idx] += jobs.r_down_s[idx]
+        state.debt[idx] += jobs.r_down_s[idx] * old_rate[idx]
     idx = np.flatnonzero(started)
     state.starts[idx] += 1
     fresh = idx[np.isnan(state.first_start[idx])]
@@ -288,10 +304,16 @@ def _process_milestones(
 ) -> None:
     t = state.time
     held, t_hit = hit
-    due = held[t_hit <= t + 1e-9 * max(1.0, abs(t))]
+    jobs = instance.jobs
+    # Due: the job whose milestone time defined this instant (t_hit == t exactly), and any
+    # whose remaining distance is within rounding of zero (relative to its work, never to
+    # the clock, so large absolute times cannot finish a job early).
+    gap = state.milestone[held] - state.progress[held]
+    near = (state.debt[held] <= 0.0) & (gap <= 1e-9 * jobs.work[held])
+    due = held[(t_hit <= t) | near]
     if due.size == 0:
         return
-    jobs = instance.jobs
+    info.samples += float((state.milestone[due] - state.progress[due]).sum())
     state.progress[due] = state.milestone[due]
     state.debt[due] = 0.0
     done = due[state.milestone[due] >= jobs.work[due]]
@@ -355,24 +377,29 @@ def _process_reclaims(state: ClusterState, instance: Instance, t: float, info: S
     old_rate = state.rate.copy()
     _refresh_rates(state, instance)
     jobs = instance.jobs
-    info.preempted_jobs += int(hit.size)
-    state.preemptions[hit] += 1
     # A job left below its minimum cannot run: it releases the rest of its nodes.
     below = hit[(state.n_nodes[hit] > 0) & (state.n_nodes[hit] < jobs.min_nodes[hit])]
     if below.size:
         _release(state, below)
-    state.preempt_cost_s[hit] += jobs.r_down_s[hit]
+    state.stall_until[hit[state.n_nodes[hit] == 0]] = -np.inf  # no pause pending without nodes
+    if t >= instance.t_end:
+        return  # windows cut at the horizon: the episode ends, nobody is pre-empted
+    info.preempted_jobs += int(hit.size)
+    state.preemptions[hit] += 1
+    still = hit[state.n_nodes[hit] > 0]
     if instance.costs.preemption == PreemptionMode.CHECKPOINT:
         # Back to the last checkpoint: everything since must be redone.
         new_debt = np.maximum(state.progress[hit] - state.ckpt_progress[hit], state.debt[hit])
         state.preempt_lost_samples[hit] += new_debt - state.debt[hit]
         state.debt[hit] = new_debt
-        still = hit[state.n_nodes[hit] > 0]
+        state.preempt_cost_s[still] += jobs.r_down_s[still]
         _charge(state, instance, still, jobs.r_down_s[still], old_rate[still], pause=True)
     elif instance.costs.rescale == RescaleMode.BFTRAINER:
+        # BFTrainer charges R_down x rate before, once per job per event, nodes left or not.
+        state.preempt_cost_s[hit] += jobs.r_down_s[hit]
         _charge(state, instance, hit, jobs.r_down_s[hit], old_rate[hit], pause=False)
     else:
-        still = hit[state.n_nodes[hit] > 0]
+        state.preempt_cost_s[still] += jobs.r_down_s[still]
         _charge(state, instance, still, jobs.r_down_s[still], old_rate[still], pause=True)
 
 
@@ -433,8 +460,8 @@ def _events_at(
 ) -> None:
     """Process every event due at ``state.time``, in the fixed order of kinds."""
     t = state.time
-    _process_reclaims(state, instance, t, info)
     _process_milestones(state, instance, hit, info)
+    _process_reclaims(state, instance, t, info)
     _process_idle(state, instance, t, info)
     _process_arrivals(state, instance, t, info)
     due = state.timers.pop_until(t)

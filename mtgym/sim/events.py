@@ -8,8 +8,8 @@ The calendar merges three kinds of sources:
 - a heap of scheduled timers (decision ticks, profiling probes), ordered by
   (time, priority, insertion counter) so equal times pop in a fixed order.
 
-Events at one instant are processed in a fixed order of kinds: reclaims, then
-milestones (completions and campaign rungs), then new idle nodes, then arrivals, then timers.
+Events at one instant are processed in a fixed order of kinds: milestones (completions and
+campaign rungs), then reclaims, then new idle nodes, then arrivals, then timers.
 """
 
 from __future__ import annotations

@@ -14,14 +14,22 @@ from mtgym.sim.state import ClusterState
 from mtgym.types import JobStatus
 
 
-def check_state(state: ClusterState, instance: Instance, prev: ClusterState | None = None) -> None:
+def check_state(
+    state: ClusterState, instance: Instance, prev: ClusterState | None = None, *, deep: bool = True
+) -> None:
     """Raise ``InvariantError`` naming the first broken invariant.
 
     - a node runs at most one job, and only while it is idle (a reclaimed node is released
       at once), and only for an active job;
     - node counts agree with the node map; a running job is within [min_nodes, max_nodes];
     - progress is within [0, work], and never decreases (with ``prev``);
-    - offered node-time = allocated + unallocated, and productive <= allocated <= offered.
+    - offered node-time = allocated + unallocated, and productive <= allocated <= offered;
+    - a node is idle exactly when it is inside an open window, which covers now;
+    - a job without nodes has no pause pending; progress <= milestone; checkpoint <= progress;
+    - a job has a finish time exactly when finished, and is FUTURE exactly before submission;
+    - accumulators never decrease (with ``prev``);
+    - ``deep``: rates equal a recomputation from the node map, and offered node-time equals
+      the supply's idle node-time since ``t_start`` (O(N log N + W): debug runs only).
     """
     jobs = instance.jobs
     nj = state.node_job
@@ -70,6 +78,51 @@ def check_state(state: ClusterState, instance: Instance, prev: ClusterState | No
             )
         if state.time < prev.time:
             raise InvariantError("time went backwards")
+    t = state.time
+    w = state.window
+    if not np.array_equal(state.available, w >= 0):
+        raise InvariantError("available does not match the open windows")
+    sup = instance.supply
+    open_w = w[w >= 0]
+    if open_w.size and (np.any(sup.start_s[open_w] > t) or np.any(sup.end_s[open_w] <= t)):
+        raise InvariantError("an open window does not cover the current time")
+    idle_paused = (state.n_nodes == 0) & (state.stall_until > t)
+    if idle_paused.any():
+        raise InvariantError(
+            f"job {int(np.flatnonzero(idle_paused)[0])} has no nodes but a pause pending"
+        )
+    if np.any(state.progress > state.milestone + tol):
+        raise InvariantError("progress beyond the next milestone")
+    if np.any(state.ckpt_progress > state.progress + tol):
+        raise InvariantError("a checkpoint ahead of progress")
+    finished = state.status >= JobStatus.COMPLETED
+    if not np.array_equal(finished, ~np.isnan(state.finish_time)):
+        raise InvariantError("finish_time set for an unfinished job or missing for a finished one")
+    future = state.status == JobStatus.FUTURE
+    if np.any(future & (jobs.submit_s <= t)) or np.any(~future & (jobs.submit_s > t)):
+        raise InvariantError("job status FUTURE does not match the submission times")
+    if prev is not None:
+        for name in (
+            "offered_node_s",
+            "allocated_node_s",
+            "productive_node_s",
+            "unused_node_s",
+            "active_job_s",
+        ):
+            if getattr(state, name) < getattr(prev, name) - 1e-9:
+                raise InvariantError(f"accumulator {name} decreased")
+        for name in ("rescales", "starts", "preemptions", "node_s", "stalled_s"):
+            if np.any(getattr(state, name) < getattr(prev, name) - 1e-9):
+                raise InvariantError(f"per-job accumulator {name} decreased")
+    if deep:
+        from mtgym.sim.dynamics import throughput_model
+
+        rate, _, _ = throughput_model(instance).job_rates(state.node_job)
+        if not np.allclose(rate, state.rate, rtol=1e-12, atol=0.0):
+            raise InvariantError("rates do not match the node map")
+        offered = sup.offered_node_seconds(instance.t_start, t)
+        if abs(offered - state.offered_node_s) > 1e-6 * max(1.0, offered):
+            raise InvariantError(f"offered node-s {state.offered_node_s} != supply's {offered}")
     eps = 1e-6 * max(1.0, state.offered_node_s)
     if abs(state.offered_node_s - state.allocated_node_s - state.unused_node_s) > eps:
         raise InvariantError(

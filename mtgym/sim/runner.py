@@ -52,6 +52,8 @@ def run_episode(
     ``MTGYM_DEBUG`` environment variable) checks every invariant after each step.
     ``to_horizon`` keeps replaying the supply after the workload is done (benchmarks).
     """
+    if decision_interval_s is not None and not decision_interval_s > 0:
+        raise ValueError(f"decision_interval_s must be > 0, got {decision_interval_s!r}")
     if debug is None:
         debug = os.environ.get("MTGYM_DEBUG", "") not in ("", "0")
     t_wall = time.perf_counter()

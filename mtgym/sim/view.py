@@ -51,7 +51,7 @@ class SchedulerView:
     gpu_type: np.ndarray  # int16
     topology_coords: np.ndarray  # (N, L) int32
     slowdown: np.ndarray  # (N, 4) profiled per-class factors
-    window: np.ndarray  # int64 index of the node's current idle window, -1 = none
+    window_end: np.ndarray  # float64 known end of the node's current idle window, inf = unknown
     # jobs
     status: np.ndarray  # int8 JobStatus
     submit_s: np.ndarray
@@ -65,14 +65,7 @@ class SchedulerView:
     curve_tput: np.ndarray  # (J, K) declared / true / nan by mode
     r_up_s: np.ndarray
     r_down_s: np.ndarray
-    rate: np.ndarray  # current measured samples/s (a job's progress reports reveal it)
-
-    known_end_of_window: np.ndarray  # (W,) float64 end of each window if known, else inf
-
-    def window_end(self) -> np.ndarray:
-        """(N,) known end of each node's current idle window; inf where unknown or busy."""
-        w = self.window
-        return np.where(w >= 0, self.known_end_of_window[np.maximum(w, 0)], np.inf)
+    rate: np.ndarray  # samples/s its progress reports show now (0 while pausing)
 
     @property
     def num_nodes(self) -> int:
@@ -108,10 +101,14 @@ class ViewBuilder:
         self._curve, self._up, self._down, self._work = (
             _ro(np.asarray(x)) for x in (curve, up, down, work)
         )
-        self._window_end = _ro(np.where(instance.supply.end_known, instance.supply.end_s, np.inf))
+        # Private: the future of the supply must not leak (only open windows are shown).
+        self._window_end = np.where(instance.supply.end_known, instance.supply.end_s, np.inf)
 
     def __call__(self, state: ClusterState) -> SchedulerView:
-        """Snapshot ``state`` (cheap: no copies, read-only views)."""
+        """Snapshot ``state`` (cheap: read-only views, two small derived arrays)."""
+        w = state.window
+        wend = np.where(w >= 0, self._window_end[np.maximum(w, 0)], np.inf)
+        rate = np.where(state.stall_until > state.time, 0.0, state.rate)
         jobs, cl = self.instance.jobs, self.instance.cluster
         return SchedulerView(
             time=state.time,
@@ -122,7 +119,7 @@ class ViewBuilder:
             gpu_type=cl.gpu_type,
             topology_coords=cl.topology.coords,
             slowdown=cl.profiled_slowdown,
-            window=_ro(state.window),
+            window_end=_ro(wend),
             status=_ro(state.status),
             submit_s=jobs.submit_s,
             app_class=jobs.app_class,
@@ -135,6 +132,5 @@ class ViewBuilder:
             curve_tput=self._curve,
             r_up_s=self._up,
             r_down_s=self._down,
-            rate=_ro(state.rate),
-            known_end_of_window=self._window_end,
+            rate=_ro(rate),
         )

@@ -194,9 +194,18 @@ def test_supply_from_windows__node_out_of_range_is_config_error():
         Supply.from_windows(np.array([-1]), np.array([0.0]), np.array([1.0]))
 
 
-def test_supply_from_windows__touching_windows_allowed():
-    sup = Supply.from_windows(np.array([0, 0]), np.array([5.0, 0.0]), np.array([10.0, 5.0]))
+def test_supply_from_windows__touching_windows_are_merged():
+    sup = Supply.from_windows(
+        np.array([0, 0, 0, 1]),
+        np.array([5.0, 0.0, 10.0, 5.0]),
+        np.array([10.0, 5.0, 12.0, 6.0]),
+        np.array([False, False, True, False]),
+    )
+    # node 0 was idle on [0, 12) without a break: one window, whose end is the last one's
+    np.testing.assert_array_equal(sup.node, [0, 1])
     np.testing.assert_array_equal(sup.start_s, [0.0, 5.0])
+    np.testing.assert_array_equal(sup.end_s, [12.0, 6.0])
+    np.testing.assert_array_equal(sup.end_known, [True, False])
 
 
 def test_supply_from_windows__empty():

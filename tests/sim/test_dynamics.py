@@ -134,14 +134,92 @@ def test_advance__reclaim_below_min_releases_the_job():
     check_state(s, inst)
 
 
-def test_advance__reclaim_and_new_window_at_same_instant():
+def test_advance__touching_windows_do_not_preempt():
+    # [0, 300) and [300, 1000) on node 0 are one idle period: the job keeps the node
     windows = [(0, 0, 300.0), (0, 300.0, 1000.0), (1, 0, 1000.0)]
     inst = tiny_instance(2, [linear_job("j", 100.0, 2, W)], windows=windows, t_end=1000.0)
     s = initial_state(inst)
     s, info = advance(s, inst, alloc(2, {0: 0, 1: 0}))
+    assert s.time == 1000.0 and info.horizon
+    assert s.preemptions[0] == 0 and s.progress[0] == 200_000.0
+
+
+def test_advance__reclaim_and_new_window_at_same_instant_elsewhere():
+    # node 0 is reclaimed at 300 while node 2 opens at 300: reclaim first, then the new node
+    windows = [(0, 0, 300.0), (1, 0, 1000.0), (2, 300.0, 1000.0)]
+    inst = tiny_instance(3, [linear_job("j", 100.0, 2, W)], windows=windows, t_end=1000.0)
+    s = initial_state(inst)
+    s, info = advance(s, inst, alloc(3, {0: 0, 1: 0}))
     assert s.time == 300.0
     assert info.kinds & EventKind.NODE_RECLAIMED and info.kinds & EventKind.NODE_IDLE
-    assert s.available[0] and s.node_job[0] == -1 and s.n_nodes[0] == 1
+    assert not s.available[0] and s.available[2] and s.node_job[2] == -1 and s.n_nodes[0] == 1
+
+
+def test_advance__completion_at_the_reclaim_instant_is_not_a_preemption():
+    windows = [(0, 0, 100.0), (1, 0, 1000.0)]
+    row = linear_job("j", 1.0, 1, 100.0, r_down_s=12.0, ckpt_every=1e9)
+    inst = tiny_instance(2, [row], windows=windows, t_end=1000.0, costs=CostModel(preemption=PreemptionMode.CHECKPOINT))
+    s = initial_state(inst)
+    s, _ = advance(s, inst, alloc(2, {0: 0}))
+    assert s.status[0] == JobStatus.COMPLETED and s.finish_time[0] == 100.0
+    assert s.preemptions[0] == 0 and s.preempt_lost_samples[0] == 0.0
+
+
+@pytest.mark.parametrize("at", [99.0, 100.0])
+def test_advance__reclaim_at_a_rung_keeps_the_loss(at):
+    """Regression: a reclaim at the instant a trial passes its rung used to erase the debt."""
+    windows = [(0, 0, at), (1, 0, 1e4)]
+    row = linear_job("j", 1.0, 2, 200.0, r_down_s=12.0, campaign=0, rungs=(0.5,), quality=1.0)
+    camp = Campaigns(name=("c",), kind=("hpo",), eta=np.array([2.0]))
+    inst = tiny_instance(2, [row], windows=windows, t_end=1e4, costs=CostModel(rescale=RescaleMode.BFTRAINER), campaigns=camp)
+    s = initial_state(inst)
+    s, _ = advance(s, inst, alloc(2, {0: 0}))  # 1 sample/s: the rung (100 samples) at t = 100
+    assert s.time == at and s.debt[0] == pytest.approx(12.0 * 1.0)
+    assert s.status[0] == JobStatus.ACTIVE and s.preemptions[0] == 1
+
+
+def test_advance__reclaim_of_every_node_clears_a_pending_pause():
+    windows = [(0, 0, 10.0), (0, 20.0, 1e4), (1, 0, 1e4)]
+    row = linear_job("j", 1.0, 1, 1e6, r_up_s=100.0, r_down_s=0.0)
+    inst = tiny_instance(2, [row], windows=windows, t_end=1e4)
+    s = initial_state(inst)
+    s, _ = advance(s, inst, alloc(2, {1: 0}), until=1.0)
+    s, _ = advance(s, inst, alloc(2, {0: 0}), until=15.0)  # swap: a 100 s pause, then reclaimed
+    assert s.n_nodes[0] == 0 and s.stall_until[0] == -np.inf
+    check_state(s, inst)
+
+
+def test_advance__bftrainer_stop_is_charged_like_a_shrink():
+    row = linear_job("j", 100.0, 2, W, r_up_s=10.0, r_down_s=5.0)
+    inst = tiny_instance(2, [row], costs=CostModel(rescale=RescaleMode.BFTRAINER))
+    s = initial_state(inst)
+    s, _ = advance(s, inst, alloc(2, {0: 0}), until=100.0)
+    s, _ = advance(s, inst, alloc(2, {}), until=100.0)
+    assert s.debt[0] == 5.0 * 100.0 and s.rescales[0] == 1
+    s, _ = advance(s, inst, alloc(2, {0: 0, 1: 0}), until=200.0)
+    # the debt is repaid first on restart: 100 s at 200/s minus 500 samples
+    assert s.progress[0] == pytest.approx(10_000.0 + 20_000.0 - 500.0)
+
+
+def test_advance__windows_cut_at_the_horizon_are_not_preemptions():
+    inst = tiny_instance(2, [linear_job("j", 100.0, 2, W, r_down_s=12.0)], t_end=500.0)
+    s = initial_state(inst)
+    s, info = advance(s, inst, alloc(2, {0: 0, 1: 0}))
+    assert info.horizon and s.preemptions[0] == 0 and s.preempt_cost_s[0] == 0.0
+
+
+def test_advance__milestone_tolerance_is_relative_to_work_not_clock():
+    t0 = 1.6e9
+    rows = [linear_job("a", 1.0, 1, 100.0, submit_s=t0), linear_job("b", 1.0, 1, 101.0, submit_s=t0)]
+    inst = tiny_instance(2, rows, windows=[(0, t0, t0 + 1e4), (1, t0, t0 + 1e4)], t_end=t0 + 1e4)
+    from dataclasses import replace
+
+    inst = replace(inst, t_start=t0)
+    s = initial_state(inst)
+    s, _ = advance(s, inst, alloc(2, {0: 0, 1: 1}))
+    assert s.status.tolist() == [JobStatus.COMPLETED, JobStatus.ACTIVE]
+    s, _ = advance(s, inst, None)
+    assert s.finish_time[1] - t0 == 101.0
 
 
 def test_advance__arrival_stops_for_a_decision():

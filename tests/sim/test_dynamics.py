@@ -158,7 +158,13 @@ def test_advance__reclaim_and_new_window_at_same_instant_elsewhere():
 def test_advance__completion_at_the_reclaim_instant_is_not_a_preemption():
     windows = [(0, 0, 100.0), (1, 0, 1000.0)]
     row = linear_job("j", 1.0, 1, 100.0, r_down_s=12.0, ckpt_every=1e9)
-    inst = tiny_instance(2, [row], windows=windows, t_end=1000.0, costs=CostModel(preemption=PreemptionMode.CHECKPOINT))
+    inst = tiny_instance(
+        2,
+        [row],
+        windows=windows,
+        t_end=1000.0,
+        costs=CostModel(preemption=PreemptionMode.CHECKPOINT),
+    )
     s = initial_state(inst)
     s, _ = advance(s, inst, alloc(2, {0: 0}))
     assert s.status[0] == JobStatus.COMPLETED and s.finish_time[0] == 100.0
@@ -171,7 +177,14 @@ def test_advance__reclaim_at_a_rung_keeps_the_loss(at):
     windows = [(0, 0, at), (1, 0, 1e4)]
     row = linear_job("j", 1.0, 2, 200.0, r_down_s=12.0, campaign=0, rungs=(0.5,), quality=1.0)
     camp = Campaigns(name=("c",), kind=("hpo",), eta=np.array([2.0]))
-    inst = tiny_instance(2, [row], windows=windows, t_end=1e4, costs=CostModel(rescale=RescaleMode.BFTRAINER), campaigns=camp)
+    inst = tiny_instance(
+        2,
+        [row],
+        windows=windows,
+        t_end=1e4,
+        costs=CostModel(rescale=RescaleMode.BFTRAINER),
+        campaigns=camp,
+    )
     s = initial_state(inst)
     s, _ = advance(s, inst, alloc(2, {0: 0}))  # 1 sample/s: the rung (100 samples) at t = 100
     assert s.time == at and s.debt[0] == pytest.approx(12.0 * 1.0)
@@ -210,7 +223,10 @@ def test_advance__windows_cut_at_the_horizon_are_not_preemptions():
 
 def test_advance__milestone_tolerance_is_relative_to_work_not_clock():
     t0 = 1.6e9
-    rows = [linear_job("a", 1.0, 1, 100.0, submit_s=t0), linear_job("b", 1.0, 1, 101.0, submit_s=t0)]
+    rows = [
+        linear_job("a", 1.0, 1, 100.0, submit_s=t0),
+        linear_job("b", 1.0, 1, 101.0, submit_s=t0),
+    ]
     inst = tiny_instance(2, rows, windows=[(0, t0, t0 + 1e4), (1, t0, t0 + 1e4)], t_end=t0 + 1e4)
     from dataclasses import replace
 

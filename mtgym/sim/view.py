@@ -50,6 +50,7 @@ class SchedulerView:
     node_job: np.ndarray  # int32, -1 = none
     gpu_type: np.ndarray  # int16
     topology_coords: np.ndarray  # (N, L) int32
+    locality_factor: np.ndarray  # (L,) PAL's lambda per spread level (public: the machine's)
     slowdown: np.ndarray  # (N, 4) profiled per-class factors
     window_end: np.ndarray  # float64 known end of the node's current idle window, inf = unknown
     # jobs
@@ -118,6 +119,7 @@ class ViewBuilder:
             node_job=_ro(state.node_job),
             gpu_type=cl.gpu_type,
             topology_coords=cl.topology.coords,
+            locality_factor=cl.topology.locality_factor,
             slowdown=cl.profiled_slowdown,
             window_end=_ro(wend),
             status=_ro(state.status),

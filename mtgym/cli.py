@@ -83,6 +83,30 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from mtgym.evaluate import evaluate
+    from mtgym.policy.registry import available_policies, make_policy
+    from mtgym.scenarios import get_generator
+
+    gen = get_generator(args.scenario)
+    names = list(available_policies()) if args.policy in (None, ["all"]) else args.policy
+    for name in names:
+        make_policy(name)  # fail fast on an unknown name, before any simulation
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    evaluate(
+        gen,
+        [(name, lambda name=name: make_policy(name)) for name in names],
+        seeds,
+        out=Path(args.out) if args.out else None,
+        decision_interval_s=args.decision_interval,
+        progress=not args.no_progress,
+        scenario_name=args.scenario,
+    )
+    return 0
+
+
 def _cmd_policies(args: argparse.Namespace) -> int:
     from mtgym.policy.registry import available_policies
 
@@ -124,6 +148,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     i.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     i.set_defaults(func=_cmd_info)
+
+    e = sub.add_parser(
+        "evaluate", help="run policies on the same seeds; table, results.json, TensorBoard"
+    )
+    e.add_argument(
+        "--scenario", default="default", help="built-in scenario name (default: %(default)s)"
+    )
+    e.add_argument(
+        "--policy",
+        action="append",
+        help="registered policy name; repeat for several; 'all' (default) = every registered one",
+    )
+    e.add_argument("--seeds", type=int, default=3, help="number of seeds (default: %(default)s)")
+    e.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
+    e.add_argument("--out", default=None, help="write DIR/results.json and DIR/tb/<policy>/")
+    e.add_argument(
+        "--decision-interval", type=float, default=None, metavar="S", help="decide every S seconds"
+    )
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.set_defaults(func=_cmd_evaluate)
 
     pol = sub.add_parser("policies", help="list the registered policies")
     pol.set_defaults(func=_cmd_policies)

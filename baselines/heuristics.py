@@ -1,0 +1,85 @@
+"""Heuristic allocators: greedy by marginal throughput (equal share lives in mtgym.policy).
+
+``GreedyPolicy`` (name ``greedy``): admit active jobs FCFS up to ``max_jobs``, then hand out
+idle nodes one step at a time to the job whose declared curve gains the most throughput per
+node from the step (a job at 0 nodes must take ``min_nodes`` at once; a running job one
+node), until nodes run out or no step gains anything. Rescale costs are ignored (that is
+what the MILP adds). Realised sticky and speed-aware by ``pack_targets``.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from baselines.milp.problem import admit_fcfs, dedupe_curve
+from mtgym.policy.equal_share import EqualShare
+from mtgym.policy.placement import pack_targets
+from mtgym.sim.view import InfoMode, SchedulerView
+from mtgym.types import Allocation
+
+__all__ = ["EqualShare", "GreedyPolicy"]
+
+
+class GreedyPolicy:
+    """Greedy by marginal throughput per node (see module docstring)."""
+
+    name = "greedy"
+    info_mode = InfoMode.USER
+
+    def __init__(self, max_jobs: int = 10) -> None:
+        if max_jobs < 1:
+            raise ValueError(f"max_jobs must be >= 1, got {max_jobs}")
+        self.max_jobs = max_jobs
+
+    def reset(self, view: SchedulerView) -> None:
+        """Stateless."""
+
+    def decide(self, view: SchedulerView) -> Allocation:
+        """Marginal-gain greedy over the declared curves."""
+        jobs = admit_fcfs(view, self.max_jobs)
+        free = int(np.count_nonzero(view.available))
+        curves = [dedupe_curve(view.curve_nodes[j], view.curve_tput[j]) for j in jobs]
+        count = np.zeros(jobs.size, dtype=np.int64)
+        cap = np.array(
+            [
+                min(int(view.max_nodes[j]), int(c[0][-1]) if c[0].size else 0)
+                for j, c in zip(jobs, curves, strict=True)
+            ]
+        )
+
+        def step(i: int) -> tuple[float, int]:
+            n = int(count[i])
+            k = int(view.min_nodes[jobs[i]]) if n == 0 else 1
+            if n + k > cap[i]:
+                return -np.inf, k
+            x, y = curves[i]
+            gain = float(np.interp(n + k, x, y) - np.interp(n, x, y)) / k
+            return gain, k
+
+        heap = []
+        for i in range(jobs.size):
+            g, k = step(i)
+            if g > 0:
+                heapq.heappush(heap, (-g, i, k))
+        while heap and free > 0:
+            _, i, k = heapq.heappop(heap)
+            if k > free:
+                continue  # cannot afford this step; other jobs may still grow
+            count[i] += k
+            free -= k
+            g, k2 = step(i)
+            if g > 0:
+                heapq.heappush(heap, (-g, i, k2))
+        return Allocation(
+            pack_targets(
+                view.available,
+                view.node_job,
+                view.slowdown,
+                view.app_class,
+                view.topology_coords,
+                jobs,
+                count,
+            )
+        )

@@ -1,0 +1,1 @@
+"""MILP allocators: FreeTrain (BFTrainer) and MalleTrain, with an exact count-level solver."""

@@ -1,0 +1,186 @@
+"""MalleTrain (arXiv 2404.15668): FreeTrain's allocator fed by a Job Profiling Advisor.
+
+MalleTrain is told nothing about a job up front (``InfoMode.PROFILED``). Its JPA
+(papers.md §2.2, ``BFTrainer/BFTrainer`` ``msgOperations.py`` and the ``online-profiling``
+branch) learns:
+
+- **passively**: the throughput at every node count a job has run at, from its progress
+  reports (the view's rate is 0 while a job pauses, so only steady rates are recorded;
+  later measurements at a count overwrite earlier ones, as the code does);
+- **rescale costs** from gaps in progress: after a resize at t_r, ``pause = (t - t_r) -
+  (progress - progress_r) / rate``, stored as the job's up or down cost (the latest
+  replaces the previous; unknown costs default to the median measured so far, else
+  ``default_cost_s``);
+- **actively**: a new job is probed at a few sizes, largest first (fractions of its
+  maximum, default 1, 1/2, 1/4, 1/8), each held ``probe_s`` seconds after its pause ends,
+  paying the rescale cost. A probe waits until its size fits in the idle nodes; if the
+  largest does not fit, the largest size that fits is probed first.
+
+The allocator is FreeTrain's exact count-level DP (``T_fwd`` x measured throughput - rescale
+loss), restricted to counts within each job's measured range (the SOS2 bound of the
+artifact: no extrapolation beyond the largest measured size). Probing jobs get their probe
+size first; the DP shares the remaining nodes among profiled jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from baselines.milp.freetrain import realise
+from baselines.milp.problem import admit_fcfs, build_problem
+from baselines.milp.solvers import SolveResult, solve_counts_dp
+from mtgym.sim.view import InfoMode, SchedulerView
+from mtgym.types import Allocation, JobStatus
+
+
+@dataclass
+class JobProfile:
+    """What the JPA knows about one job."""
+
+    measured: dict[int, float] = field(default_factory=dict)  # node count -> samples/s
+    probes: list[int] | None = None  # sizes still to probe, largest first (None = not planned)
+    probing: tuple[int, float] | None = None  # (size, time the probe's steady rate was first seen)
+    cost_up: float | None = None
+    cost_down: float | None = None
+    change: tuple[float, float, int, str] | None = None  # (t, progress, count, "up"/"down")
+
+
+class MalleTrainPolicy:
+    """MalleTrain: JPA + FreeTrain's allocator (see module docstring)."""
+
+    name = "malletrain"
+    info_mode = InfoMode.PROFILED
+
+    def __init__(
+        self,
+        *,
+        t_fwd: float = 10.0,
+        max_jobs: int = 10,
+        probe_fractions: tuple[float, ...] = (1.0, 0.5, 0.25, 0.125),
+        probe_s: float = 20.0,
+        default_cost_s: float = 15.0,
+    ) -> None:
+        if t_fwd <= 0 or max_jobs < 1 or probe_s < 0 or default_cost_s < 0:
+            raise ValueError("t_fwd > 0, max_jobs >= 1, probe_s >= 0, default_cost_s >= 0")
+        if not probe_fractions or any(not (0 < f <= 1) for f in probe_fractions):
+            raise ValueError(f"probe_fractions {probe_fractions!r} must be in (0, 1]")
+        self.t_fwd, self.max_jobs = float(t_fwd), int(max_jobs)
+        self.probe_fractions = tuple(sorted(set(probe_fractions), reverse=True))
+        self.probe_s, self.default_cost_s = float(probe_s), float(default_cost_s)
+        self.jobs: dict[int, JobProfile] = {}
+        self.last: SolveResult | None = None
+
+    def reset(self, view: SchedulerView) -> None:
+        """Forget every profile."""
+        self.jobs = {}
+        self.last = None
+
+    # -- the Job Profiling Advisor ---------------------------------------------------
+    def observe(self, view: SchedulerView) -> None:
+        """Passive measurement of rates and of rescale pauses from progress reports."""
+        t = view.time
+        for j in np.flatnonzero(view.status == JobStatus.ACTIVE):
+            prof = self.jobs.setdefault(int(j), JobProfile())
+            n, r = int(view.n_nodes[j]), float(view.rate[j])
+            if n > 0 and r > 0:
+                prof.measured[n] = r
+                if prof.probing is not None and prof.probing[0] == n and np.isnan(prof.probing[1]):
+                    prof.probing = (n, t)
+                if prof.change is not None and prof.change[2] == n:
+                    t_r, p_r, _, kind = prof.change
+                    pause = (t - t_r) - (float(view.progress[j]) - p_r) / r
+                    if pause >= -1e-6:
+                        if kind == "up":
+                            prof.cost_up = max(pause, 0.0)
+                        else:
+                            prof.cost_down = max(pause, 0.0)
+                    prof.change = None
+
+    def _cost_prior(self, kind: str) -> float:
+        vals = [getattr(p, f"cost_{kind}") for p in self.jobs.values()]
+        vals = [v for v in vals if v is not None]
+        return float(np.median(vals)) if vals else self.default_cost_s
+
+    def _plan_probes(self, j: int, view: SchedulerView) -> list[int]:
+        jmin, jmax = int(view.min_nodes[j]), int(view.max_nodes[j])
+        sizes = sorted(
+            {max(jmin, min(jmax, round(f * jmax))) for f in self.probe_fractions}, reverse=True
+        )
+        return [s for s in sizes if s >= 1]
+
+    # -- decision -----------------------------------------------------------------------
+    def decide(self, view: SchedulerView) -> Allocation:
+        """Probe new jobs, then share the rest by FreeTrain's DP on measured curves."""
+        self.observe(view)
+        t = view.time
+        admitted = admit_fcfs(view, self.max_jobs)
+        free = int(np.count_nonzero(view.available))
+        targets: dict[int, int] = {}
+        probing_jobs = []
+        for j in admitted:
+            prof = self.jobs.setdefault(int(j), JobProfile())
+            if prof.probes is None:
+                prof.probes = self._plan_probes(int(j), view)
+            if prof.probing is not None:
+                size, since = prof.probing
+                if not np.isnan(since) and t - since >= self.probe_s and size in prof.measured:
+                    prof.probing = None  # probe done: its rate is measured
+                    if size in prof.probes:
+                        prof.probes.remove(size)
+            if prof.probing is None and prof.probes:
+                fits = [s for s in prof.probes if s <= free]
+                if fits:
+                    prof.probing = (fits[0], float("nan"))
+            if prof.probing is not None:
+                size = prof.probing[0]
+                if size <= free:
+                    targets[int(j)] = size
+                    free -= size
+                    probing_jobs.append(int(j))
+                else:
+                    prof.probing = None  # cannot hold the probe now; retry later
+        profiled = [
+            int(j) for j in admitted if int(j) not in targets and self.jobs[int(j)].measured
+        ]
+        curves = []
+        for j in profiled:
+            m = self.jobs[j].measured
+            xs = np.array([0.0, *sorted(m)])
+            ys = np.array([0.0, *[m[k] for k in sorted(m)]])
+            curves.append((xs, ys))
+        ups = np.array(
+            [
+                self.jobs[j].cost_up if self.jobs[j].cost_up is not None else self._cost_prior("up")
+                for j in profiled
+            ]
+        )
+        downs = np.array(
+            [
+                self.jobs[j].cost_down
+                if self.jobs[j].cost_down is not None
+                else self._cost_prior("down")
+                for j in profiled
+            ]
+        )
+        pj = np.array(profiled, dtype=np.int64)
+        if pj.size:
+            p = build_problem(view, pj, curves, ups, downs, self.t_fwd)
+            p.capacity = max(free, 0)  # only the nodes left after probes
+            res = solve_counts_dp(p)
+            self.last = res
+            for j, c in zip(profiled, res.counts, strict=True):
+                targets[j] = int(c)
+        order = probing_jobs + [j for j in profiled]
+        jobs = np.array(order, dtype=np.int64)
+        counts = np.array([targets[j] for j in order], dtype=np.int64)
+        node_map = realise(view, jobs, counts)
+        # remember resizes, to measure their pauses from the next progress reports
+        for j, c in zip(order, counts, strict=True):
+            cur = int(view.n_nodes[j])
+            if c != cur and c > 0 and cur > 0:  # a resize (a start's pause is not one)
+                prof = self.jobs[j]
+                kind = "up" if c > cur else "down"
+                prof.change = (t, float(view.progress[j]), int(c), kind)
+        return Allocation(node_map)

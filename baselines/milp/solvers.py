@@ -1,0 +1,213 @@
+"""Solvers for ``AllocProblem``: the exact count-level DP and FreeTrain's node-level MILP.
+
+**Count-level DP.** Nodes are identical in FreeTrain's model and the only node-identity
+constraint is "no migration", so any count vector with ``n_j in {0} U [jmin, jmax]`` and
+``sum n_j <= |N|`` is realisable (shrinking jobs keep a subset, growing ones take free
+nodes). The MILP therefore equals a knapsack over counts, solved exactly by dynamic
+programming over (job, nodes used) in O(J x N x max count) (papers.md §1.3).
+
+**Node-level MILP** (BFTrainer's ``progGRB.py``/``progMIP.py`` formulation, in PuLP):
+binaries ``x[j,n]`` (job j on node n), ``z = x XOR c``, min-or-zero and max-or-zero
+disjunctions (``a_j``, ``b_j``), no migration (``m_j``), scale-up/down indicators (``u_j``,
+``d_j``), and the piecewise-linear curve. BFTrainer declares the interpolation weights SOS2;
+HiGHS has no SOS constraints, so the same set is written with segment binaries
+(``w_i <= s_{i-1} + s_i``, ``sum s = 1``), which is exactly equivalent. Objective:
+``sum_j T_fwd S_j - sum_j (u_j R_up_j + d_j R_dw_j) r_j``.
+Solved with HiGHS (``pulp.HiGHS``) by default, CBC as fallback; a time limit applies and,
+as in BFTrainer's replayer, a solve that does not prove optimality is reported so the caller
+keeps the previous map.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from baselines.milp.problem import AllocProblem
+
+#: Relative bonus for keeping a job's current count: breaks exact ties deterministically
+#: towards no change; far below any real difference in objective.
+KEEP_TIE_BONUS = 1e-9
+
+
+@dataclass
+class SolveResult:
+    """A solver's answer: counts per admitted job, the objective, and how it went."""
+
+    counts: np.ndarray  # (J,) node count per job
+    objective: float
+    status: str  # "optimal", "feasible" (time limit), "infeasible", "failed"
+    solve_s: float
+    node_map: np.ndarray | None = None  # (J, N) bool from the node-level MILP
+    gap: float = 0.0
+    solver: str = "count-dp"
+
+    @property
+    def optimal(self) -> bool:
+        """Optimality was proven."""
+        return self.status == "optimal"
+
+
+def solve_counts_dp(p: AllocProblem) -> SolveResult:
+    """Exact count-level solution of ``p`` (see module docstring)."""
+    t0 = time.perf_counter()
+    J, N = p.jobs.size, p.cap
+    NEG = -np.inf
+    best = np.full(N + 1, NEG)
+    best[0] = 0.0  # best[c]: value with exactly c nodes used by the jobs so far
+    choice = np.zeros((J, N + 1), dtype=np.int64)
+    C = p.counts
+    scale = 1.0 + float(
+        np.max(np.abs(p.t_fwd * np.concatenate([b for b in p.bp_obj] or [np.zeros(1)])))
+    )
+    for j in range(J):
+        opts = p.feasible_counts(j)
+        if opts.size == 0:
+            opts = np.zeros(1, dtype=np.int64)  # no breakpoints: the job can only get 0
+            vals = np.zeros(1)
+        else:
+            vals = p.job_values(j, opts) + KEEP_TIE_BONUS * scale * (opts == C[j])
+        # cand[c, k] = best[c - opts[k]] + vals[k]
+        used = np.arange(N + 1)[:, None] - opts[None, :]
+        ok = used >= 0
+        cand = np.where(ok, best[np.maximum(used, 0)], NEG) + vals[None, :]
+        k = np.argmax(cand, axis=1)
+        choice[j] = opts[k]
+        best = cand[np.arange(N + 1), k]
+    c = int(np.argmax(best))
+    counts = np.zeros(J, dtype=np.int64)
+    for j in range(J - 1, -1, -1):
+        counts[j] = choice[j, c]
+        c -= counts[j]
+    return SolveResult(counts, p.objective(counts), "optimal", time.perf_counter() - t0)
+
+
+def solve_node_milp(
+    p: AllocProblem,
+    *,
+    solver: str = "highs",
+    time_limit_s: float = 10.0,
+    gap_rel: float | None = None,
+    bigm_quirk: bool = False,
+) -> SolveResult:
+    """FreeTrain's node-level MILP (see module docstring).
+
+    Never raises on solver trouble: the status says what happened. Big-M: the artifact uses
+    ``M = |N| + 1`` everywhere. That is too small for the no-migration rows
+    (``n_j - C_j <= -sum z + M (1 - m_j)`` needs ``M >= 2 (n_j - C_j)``): it forbids growing a
+    job by more than about half the idle nodes in one decision; and for the min-or-zero rows
+    when ``jmin > |N| + 1``. We use ``M = max(|N|, jmin, jmax) + 1`` and ``2M`` in the
+    no-migration rows; ``bigm_quirk=True`` reproduces the artifact.
+    """
+    import pulp
+
+    t0 = time.perf_counter()
+    J, N = p.jobs.size, p.nodes.size
+    if J == 0:
+        return SolveResult(
+            np.zeros(0, dtype=np.int64), 0.0, "optimal", 0.0, np.zeros((0, N), bool), solver=solver
+        )
+    M = N + 1 if bigm_quirk else int(max(N, p.jmin.max(), p.jmax.max())) + 1
+    M2 = M if bigm_quirk else 2 * M  # no-migration rows
+    C = p.counts
+    prob = pulp.LpProblem("freetrain", pulp.LpMaximize)
+    x = {(j, n): prob.add_variable(f"x_{j}_{n}", cat="Binary") for j in range(J) for n in range(N)}
+    z = {(j, n): prob.add_variable(f"z_{j}_{n}", cat="Binary") for j in range(J) for n in range(N)}
+    a = [prob.add_variable(f"a_{j}", cat="Binary") for j in range(J)]
+    b = [prob.add_variable(f"b_{j}", cat="Binary") for j in range(J)]
+    m = [prob.add_variable(f"m_{j}", cat="Binary") for j in range(J)]
+    u = [prob.add_variable(f"u_{j}", cat="Binary") for j in range(J)]
+    d = [prob.add_variable(f"d_{j}", cat="Binary") for j in range(J)]
+    S = []
+    for j in range(J):
+        nj = pulp.lpSum(x[j, n] for n in range(N))
+        cj = int(C[j])
+        # 1-2: min-or-zero, max-or-zero
+        prob += nj >= int(p.jmin[j]) - M * a[j]
+        prob += nj <= M * (1 - a[j])
+        prob += nj <= int(p.jmax[j]) + M * b[j]
+        prob += nj <= M * (1 - b[j])
+        # 4: z = x XOR c (c is data)
+        for n in range(N):
+            c = int(p.current[j, n])
+            prob += z[j, n] <= x[j, n] + c
+            prob += z[j, n] >= x[j, n] - c
+            prob += z[j, n] >= c - x[j, n]
+            prob += z[j, n] <= 2 - x[j, n] - c
+        zs = pulp.lpSum(z[j, n] for n in range(N))
+        # 5: no migration: every changed cell is an addition, or every one a removal
+        prob += nj - cj >= zs - M2 * m[j]
+        prob += nj - cj <= -zs + M2 * (1 - m[j])
+        # 6: piecewise-linear curve (SOS2 as segment binaries)
+        xs, ys = p.bp_nodes[j], p.bp_obj[j]
+        if xs.size == 0:
+            prob += nj == 0
+            S.append(0)
+        elif xs.size == 1:
+            prob += nj == int(xs[0])
+            S.append(float(ys[0]))
+        else:
+            K = xs.size
+            w = [prob.add_variable(f"w_{j}_{i}", lowBound=0, upBound=1) for i in range(K)]
+            s = [prob.add_variable(f"s_{j}_{i}", cat="Binary") for i in range(K - 1)]
+            prob += pulp.lpSum(w) == 1
+            prob += pulp.lpSum(s) == 1
+            for i in range(K):
+                adj = ([s[i - 1]] if i > 0 else []) + ([s[i]] if i < K - 1 else [])
+                prob += w[i] <= pulp.lpSum(adj)
+            prob += nj == pulp.lpSum(float(xs[i]) * w[i] for i in range(K))
+            S.append(pulp.lpSum(float(ys[i]) * w[i] for i in range(K)))
+        # 7-8: up/down indicators
+        prob += nj <= cj + (M - cj) * u[j]
+        prob += nj >= (cj + 1) * u[j]
+        prob += nj <= (cj - 1) + (M - cj + 1) * (1 - d[j])
+        prob += nj >= cj * (1 - d[j])
+    # 3: one job per node
+    for n in range(N):
+        prob += pulp.lpSum(x[j, n] for j in range(J)) <= 1
+    prob += pulp.lpSum(p.t_fwd * S[j] for j in range(J)) - pulp.lpSum(
+        (float(p.r_up[j]) * u[j] + float(p.r_down[j]) * d[j]) * float(p.rate[j]) for j in range(J)
+    )
+    status, gap = "failed", float("nan")
+    try:
+        if solver == "highs":
+            sv = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=gap_rel)
+        elif solver == "cbc":
+            sv = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, gapRel=gap_rel)
+        else:
+            raise ValueError(f"solver {solver!r} is not 'highs' or 'cbc'")
+        if not sv.available():
+            return SolveResult(
+                C.copy(), p.objective(C), "unavailable", time.perf_counter() - t0, solver=solver
+            )
+        prob.solve(sv)
+        # PuLP reports "Optimal" for any feasible solution under a time limit: read sol_status.
+        if prob.sol_status == pulp.LpSolutionOptimal:
+            status = "optimal"
+        elif prob.sol_status == pulp.LpSolutionIntegerFeasible:
+            status = "feasible"
+        elif prob.status == pulp.LpStatusInfeasible:
+            status = "infeasible"
+        if solver == "highs" and getattr(prob, "solverModel", None) is not None:
+            try:
+                gap = float(prob.solverModel.getInfo().mip_gap)
+            except Exception:  # the gap is informative only
+                gap = float("nan")
+    except Exception as exc:  # a broken solver must not break the episode
+        status = f"failed: {type(exc).__name__}"
+    elapsed = time.perf_counter() - t0
+    if status not in ("optimal", "feasible"):
+        return SolveResult(C.copy(), p.objective(C), status, elapsed, solver=solver)
+    xm = np.array([[round(x[j, n].value() or 0) for n in range(N)] for j in range(J)], dtype=bool)
+    counts = xm.sum(axis=1).astype(np.int64)
+    return SolveResult(
+        counts,
+        p.objective(counts),
+        status,
+        elapsed,
+        xm,
+        gap if status == "feasible" else 0.0,
+        solver,
+    )

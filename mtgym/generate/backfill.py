@@ -1,0 +1,423 @@
+"""Replay of an SWF log under FCFS + EASY backfilling, and the idle windows it leaves.
+
+A job log records what ran, but often not when (the Lublin log's wait times are ``-1``), so
+the idle nodes a scavenger could borrow have to be recovered by simulating the batch
+scheduler. ``easy_backfill`` does so with the usual policy of production machines
+(Mu'alem and Feitelson, 2001):
+
+* jobs queue in submission order (FCFS); the head of the queue starts as soon as enough nodes
+  are free;
+* when the head cannot start, it gets a *reservation*: the earliest time (the *shadow* time)
+  at which enough nodes are free if every running job ends at its *requested* (estimated)
+  end, ``start + req_time_s``; the nodes free then beyond the head's need are *extra* nodes;
+* a later job may start now (backfill) only if it fits in the nodes free now AND either its
+  requested end is no later than the shadow time or it needs no more than the extra nodes
+  (which it then consumes);
+* a job really ends at ``start + min(run_s, req_time_s)`` (schedulers kill jobs at their
+  requested time), never later than its estimate, so reservations always hold;
+* a starting job takes the lowest-numbered free nodes (deterministic).
+
+``idle_windows`` turns the schedule into a ``Supply``: each node's gaps between jobs.
+
+**Known ends.** With ``known_ends=True``, the window ``[a, b)`` on a node, ended at ``b`` by
+job ``j`` starting there, has ``end_known`` True iff ``j`` started at a head-of-queue
+reservation that was already fixed, at its final value, when the window opened: the
+scheduler had promised ``j`` the start ``b`` at some time ``<= a`` and never moved it. A
+reservation fixes a start time, not a node set; a scheduler that pins the nodes when it makes
+the reservation (as Slurm does) can tell the scavenger the end, which is the case modelled.
+Windows ended by a backfilled job, by a job that started at the head without waiting, by a
+job that started earlier than promised (a job ended before its estimate), or by the end of
+the span are surprises.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mtgym.errors import ConfigError, DataError
+from mtgym.generate.instance import Supply, frozen
+from mtgym.generate.swf import SWFLog, read_swf
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """When and where each job of a log ran under FCFS + EASY backfilling.
+
+    One row per replayed job, in submission order; all arrays are read-only. Job ``i`` ran on
+    nodes ``node_idx[node_ptr[i]:node_ptr[i + 1]]`` (sorted, not necessarily contiguous)
+    during ``[start_s[i], end_s[i])``.
+
+    Attributes:
+        num_nodes: Nodes of the machine replayed.
+        job: (J,) int64 row of the job in the ``SWFLog``.
+        job_id: (J,) int64 job number from the log.
+        submit_s: (J,) float64 submit time.
+        start_s: (J,) float64 start time (``>= submit_s``).
+        end_s: (J,) float64 real end, ``start_s + min(run_s, req_time_s)``.
+        req_end_s: (J,) float64 requested end, ``start_s + req_time_s`` (what EASY plans with).
+        nodes: (J,) int64 node count.
+        node_ptr: (J + 1,) int64 CSR offsets into ``node_idx``.
+        node_idx: (sum(nodes),) int32 node ids.
+        reserved_s: (J,) float64 the first reservation the job got as the blocked head of the
+            queue (NaN if it never waited at the head); ``start_s <= reserved_s`` always.
+        reserved_at_s: (J,) float64 when that first reservation was made (NaN if none).
+        start_known_s: (J,) float64 since when the start time was fixed by the reservation the
+            job started at (NaN when the start was not at a reservation); see the module's
+            known-ends rule.
+        dropped: Jobs not replayed because they need more nodes than the machine has.
+    """
+
+    num_nodes: int
+    job: np.ndarray
+    job_id: np.ndarray
+    submit_s: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+    req_end_s: np.ndarray
+    nodes: np.ndarray
+    node_ptr: np.ndarray
+    node_idx: np.ndarray
+    reserved_s: np.ndarray
+    reserved_at_s: np.ndarray
+    start_known_s: np.ndarray
+    dropped: int = 0
+
+    @property
+    def num_jobs(self) -> int:
+        """Number of jobs replayed."""
+        return int(self.start_s.shape[0])
+
+    @property
+    def wait_s(self) -> np.ndarray:
+        """(J,) queueing delay of each job."""
+        return self.start_s - self.submit_s
+
+    def nodes_of(self, i: int) -> np.ndarray:
+        """The node ids job ``i`` ran on."""
+        return self.node_idx[self.node_ptr[i] : self.node_ptr[i + 1]]
+
+    def busy_node_seconds(self, t0: float, t1: float) -> float:
+        """Node-seconds the jobs occupied within [t0, t1)."""
+        d = np.clip(np.minimum(self.end_s, t1) - np.maximum(self.start_s, t0), 0.0, None)
+        return float(np.dot(d, self.nodes))
+
+    def utilisation(self, t0: float, t1: float) -> float:
+        """Share of the machine's node-seconds on [t0, t1) that jobs occupied."""
+        _check_span(t0, t1)
+        return self.busy_node_seconds(t0, t1) / (self.num_nodes * (t1 - t0))
+
+
+def easy_backfill(
+    log: SWFLog,
+    num_nodes: int,
+    *,
+    t0: float | None = None,
+    t1: float | None = None,
+) -> Schedule:
+    """Replay a log on ``num_nodes`` nodes under FCFS + EASY backfilling (see the module).
+
+    Args:
+        log: The jobs (node counts, submit, run and requested times).
+        num_nodes: Nodes of the machine.
+        t0: Replay only jobs submitted at or after ``t0`` (default: all); the machine starts
+            empty, so for a warm machine at some time replay from earlier and clip the windows.
+        t1: Replay only jobs submitted before ``t1`` (default: all). Later jobs cannot change
+            any start before ``t1``, so idle windows clipped to ``t1`` are exact. Jobs still
+            queued at ``t1`` are scheduled to completion.
+
+    Returns:
+        The schedule of the replayed jobs; jobs needing more than ``num_nodes`` nodes are
+        dropped and counted in ``Schedule.dropped``.
+
+    Raises:
+        ConfigError: ``num_nodes`` < 1.
+    """
+    if num_nodes < 1:
+        raise ConfigError("num_nodes", num_nodes, ">= 1")
+    in_span = np.ones(log.num_jobs, dtype=bool)
+    if t0 is not None:
+        in_span &= log.submit_s >= t0
+    if t1 is not None:
+        in_span &= log.submit_s < t1
+    fits = log.nodes <= num_nodes
+    too_big = int(np.count_nonzero(in_span & ~fits))
+    rows = np.flatnonzero(in_span & fits)
+    submit = log.submit_s[rows]
+    need = log.nodes[rows]
+    run_for = np.minimum(log.run_s[rows], log.req_time_s[rows])
+    req = log.req_time_s[rows]
+    start, assigned, reserved, reserved_at, known = _simulate(
+        submit.tolist(), need.tolist(), run_for.tolist(), req.tolist(), num_nodes
+    )
+    start_a = np.asarray(start, dtype=np.float64)
+    J = rows.size
+    node_ptr = np.zeros(J + 1, dtype=np.int64)
+    np.cumsum(need, out=node_ptr[1:])
+    node_idx = np.concatenate(assigned).astype(np.int32, copy=False) if J else np.zeros(0, np.int32)
+    return Schedule(
+        num_nodes=int(num_nodes),
+        job=frozen(rows.astype(np.int64)),
+        job_id=frozen(log.job_id[rows].copy()),
+        submit_s=frozen(submit.copy()),
+        start_s=frozen(start_a),
+        end_s=frozen(start_a + run_for),
+        req_end_s=frozen(start_a + req),
+        nodes=frozen(need.astype(np.int64)),
+        node_ptr=frozen(node_ptr),
+        node_idx=frozen(node_idx),
+        reserved_s=frozen(np.asarray(reserved, dtype=np.float64)),
+        reserved_at_s=frozen(np.asarray(reserved_at, dtype=np.float64)),
+        start_known_s=frozen(np.asarray(known, dtype=np.float64)),
+        dropped=too_big,
+    )
+
+
+def _simulate(
+    submit: list[float],
+    need: list[int],
+    run_for: list[float],
+    req: list[float],
+    num_nodes: int,
+) -> tuple[list[float], list[np.ndarray], list[float], list[float], list[float]]:
+    """The event loop of ``easy_backfill`` on plain lists (jobs sorted by submit time).
+
+    Events are submissions (in order) and completions (a heap of real ends). At each event
+    time, completions are processed first, then arrivals are queued, then the scheduler
+    makes one pass: start heads while they fit, reserve for a blocked head, backfill.
+    Running jobs are also kept sorted by requested end, for the shadow-time computation.
+
+    A pass after arrivals only (no completion, same head) need only consider the new
+    arrivals for backfilling: free nodes, shadow time and extra nodes are as the last pass
+    left them, and time has moved on, so every older queued job is still refused.
+    """
+    nan = float("nan")
+    J = len(submit)
+    start = [nan] * J
+    assigned: list[np.ndarray] = [np.zeros(0, np.int64)] * J
+    reserved = [nan] * J
+    reserved_at = [nan] * J
+    known = [nan] * J
+    cur_res = nan  # the blocked head's current reservation, and since when it has held
+    cur_since = nan
+
+    free = np.ones(num_nodes, dtype=bool)
+    n_free = num_nodes
+    ends: list[tuple[float, int]] = []  # heap of (real end, job)
+    by_req_end: list[tuple[float, int]] = []  # running jobs sorted by (requested end, job)
+    queue: list[int] = []
+    head = -1  # the job whose reservation cur_res is
+    shadow = 0.0
+    extra = 0
+    nxt = 0
+    inf = float("inf")
+
+    def launch(j: int, t: float) -> None:
+        nonlocal n_free
+        k = need[j]
+        got = np.flatnonzero(free)[:k]
+        free[got] = False
+        n_free -= k
+        assigned[j] = got
+        start[j] = t
+        heapq.heappush(ends, (t + run_for[j], j))
+        bisect.insort(by_req_end, (t + req[j], j))
+
+    while nxt < J or ends:
+        t = min(submit[nxt] if nxt < J else inf, ends[0][0] if ends else inf)
+        completed = False
+        while ends and ends[0][0] <= t:
+            _, j = heapq.heappop(ends)
+            free[assigned[j]] = True
+            n_free += need[j]
+            del by_req_end[bisect.bisect_left(by_req_end, (start[j] + req[j], j))]
+            completed = True
+        first_new = len(queue)
+        while nxt < J and submit[nxt] <= t:
+            queue.append(nxt)
+            nxt += 1
+        if not queue:
+            continue
+        scan_from = 1
+        if completed or first_new == 0 or queue[0] != head:
+            # Start heads while they fit; then reserve for the blocked head.
+            q = 0
+            while q < len(queue) and need[queue[q]] <= n_free:
+                j = queue[q]
+                if j == head and t == cur_res:
+                    known[j] = cur_since
+                launch(j, t)
+                q += 1
+            queue = queue[q:]
+            if not queue:
+                head = -1
+                continue
+            j = queue[0]
+            shadow, extra = _shadow(by_req_end, need, n_free, need[j])
+            if j != head:
+                head = j
+                reserved[j] = shadow
+                reserved_at[j] = t
+                cur_res, cur_since = shadow, t
+            elif shadow != cur_res:
+                cur_res, cur_since = shadow, t
+        else:
+            scan_from = first_new
+        # Backfill later jobs that fit now and do not delay the head's reservation.
+        if n_free == 0:
+            continue
+        started = False
+        for q in range(scan_from, len(queue)):
+            j = queue[q]
+            k = need[j]
+            if k > n_free:
+                continue
+            if t + req[j] <= shadow:
+                launch(j, t)
+                started = True
+            elif k <= extra:
+                launch(j, t)
+                extra -= k
+                started = True
+            if n_free == 0:
+                break
+        if started:
+            queue = [j for j in queue if start[j] != start[j]]
+    return start, assigned, reserved, reserved_at, known
+
+
+def _shadow(
+    by_req_end: list[tuple[float, int]], need: list[int], n_free: int, want: int
+) -> tuple[float, int]:
+    """Shadow time and extra nodes for a head needing ``want`` nodes (``want > n_free``).
+
+    Walks the running jobs by requested end until enough nodes would be free.
+    """
+    avail = n_free
+    for t_end, j in by_req_end:
+        avail += need[j]
+        if avail >= want:
+            # Jobs ending at the same instant free their nodes together.
+            return t_end, avail - want + _ties(by_req_end, need, t_end, j)
+    raise AssertionError("a job larger than the machine reached the queue")  # pragma: no cover
+
+
+def _ties(by_req_end: list[tuple[float, int]], need: list[int], t_end: float, j: int) -> int:
+    """Nodes of running jobs after job ``j`` in ``by_req_end`` that end at ``t_end`` too."""
+    i = bisect.bisect_right(by_req_end, (t_end, j))
+    extra = 0
+    while i < len(by_req_end) and by_req_end[i][0] == t_end:
+        extra += need[by_req_end[i][1]]
+        i += 1
+    return extra
+
+
+def idle_windows(
+    schedule: Schedule,
+    num_nodes: int,
+    t0: float,
+    t1: float,
+    *,
+    known_ends: bool = False,
+) -> Supply:
+    """The per-node idle windows between the schedule's jobs, clipped to [t0, t1).
+
+    Args:
+        schedule: The replay (``easy_backfill``).
+        num_nodes: Nodes of the supply, ``>= schedule.num_nodes`` (nodes beyond the replayed
+            machine are idle throughout).
+        t0: Start of the span.
+        t1: End of the span.
+        known_ends: Mark windows whose end the scheduler had fixed when they opened (the
+            module's known-ends rule); otherwise every end is a surprise.
+
+    Returns:
+        The supply; its offered node-seconds on [t0, t1) equal
+        ``num_nodes * (t1 - t0) - schedule.busy_node_seconds(t0, t1)``.
+
+    Raises:
+        ConfigError: a bad span or too few nodes.
+    """
+    _check_span(t0, t1)
+    if num_nodes < schedule.num_nodes:
+        raise ConfigError("num_nodes", num_nodes, f">= the schedule's {schedule.num_nodes}")
+    job = np.repeat(np.arange(schedule.num_jobs), schedule.nodes)
+    node = schedule.node_idx.astype(np.int64)
+    start = schedule.start_s[job]
+    end = schedule.end_s[job]
+    order = np.lexsort((start, node))
+    job, node, start, end = job[order], node[order], start[order], end[order]
+    first = np.ones(node.size, dtype=bool)
+    first[1:] = node[1:] != node[:-1]
+    last = np.ones(node.size, dtype=bool)
+    last[:-1] = first[1:]
+    # The gap before each busy interval: from the node's previous end (or t0) to its start.
+    prev_end = np.empty(node.size)
+    prev_end[1:] = end[:-1]
+    prev_end[first] = -np.inf
+    gap_known = np.zeros(node.size, dtype=bool)
+    if known_ends:
+        since = schedule.start_known_s[job]
+        gap_known = since <= prev_end  # NaN compares False: not at a reservation
+    # The gap after each node's last job, and whole-span windows of nodes never used.
+    unused = np.setdiff1d(np.arange(num_nodes), node)
+    w_node = np.concatenate([node, node[last], unused])
+    w_start = np.concatenate([prev_end, end[last], np.full(unused.size, -np.inf)])
+    w_end = np.concatenate([start, np.full(int(last.sum()) + unused.size, np.inf)])
+    w_known = np.concatenate([gap_known, np.zeros(int(last.sum()) + unused.size, dtype=bool)])
+    w_known &= w_end <= t1
+    s = np.maximum(w_start, t0)
+    e = np.minimum(w_end, t1)
+    keep = e > s
+    return Supply.from_windows(
+        w_node[keep], s[keep], e[keep], w_known[keep], num_nodes=int(num_nodes)
+    )
+
+
+def swf_supply(
+    path: str | Path,
+    num_nodes: int | None = None,
+    *,
+    procs_per_node: int | None = None,
+    t0: float | None = None,
+    t1: float | None = None,
+    known_ends: bool = False,
+) -> Supply:
+    """Idle windows of an SWF log replayed under FCFS + EASY backfilling.
+
+    Args:
+        path: The SWF log (plain or gzip).
+        num_nodes: Nodes of the machine (default: the header's ``MaxNodes``).
+        procs_per_node: Processors per node (see ``read_swf``).
+        t0: Span start (default: the log start, 0, or the first submit if earlier). Jobs
+            submitted before ``t0`` are replayed too, so the machine is warm at ``t0``.
+        t1: Span end (default: the last submit time; after it the log has no more jobs and
+            the machine only drains).
+        known_ends: See ``idle_windows``.
+
+    Raises:
+        DataError: the log is malformed, or has no ``MaxNodes`` and ``num_nodes`` is None.
+        ConfigError: a bad span or node count.
+    """
+    log = read_swf(path, procs_per_node=procs_per_node)
+    if num_nodes is None:
+        num_nodes = log.max_nodes
+        if num_nodes is None:
+            raise DataError(path, "MaxNodes", "missing", "a '; MaxNodes: N' header, or num_nodes")
+    if t0 is None:
+        t0 = min(0.0, float(log.submit_s[0])) if log.num_jobs else 0.0
+    if t1 is None:
+        t1 = float(log.submit_s[-1]) if log.num_jobs else t0
+    _check_span(t0, t1)
+    schedule = easy_backfill(log, num_nodes, t1=t1)
+    return idle_windows(schedule, num_nodes, t0, t1, known_ends=known_ends)
+
+
+def _check_span(t0: float, t1: float) -> None:
+    """Raise unless t0 < t1, both finite."""
+    if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
+        raise ConfigError("t0/t1", (t0, t1), "finite, t0 < t1")

@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/mtgym run --scenario default
+	$(BIN)/mtgym evaluate --scenario default --seeds 2 --out runs/default
 
 test: $(STAMP)
 	$(BIN)/ruff check mtgym baselines agents tests scripts

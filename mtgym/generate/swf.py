@@ -267,7 +267,8 @@ def read_swf(path: str | Path, *, procs_per_node: int | None = None) -> SWFLog:
 def _split_lines(path: Path, text: str) -> tuple[dict[str, str], list[list[str]], list[int]]:
     """Split the text into header entries and the first 18 fields of each job line.
 
-    Lines are split on ``\\n`` only (not ``str.splitlines``) so line numbers match editors.
+    Lines are split on line feeds only (not ``str.splitlines``, which also splits on form
+    feeds and other separators), so line numbers match what editors show.
     """
     header: dict[str, str] = {}
     rows: list[list[str]] = []

@@ -14,11 +14,22 @@ consecutive nodes idles together until a reserved job starts, so its end is know
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from mtgym.errors import ConfigError
 from mtgym.generate.instance import Supply
+
+
+class SupplySource(Protocol):
+    """Anything that yields the idle windows of ``num_nodes`` nodes on [t0, t1)."""
+
+    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
+        """The windows (``rng`` is the "supply" stream; replayed sources ignore it)."""
+        ...
+
 
 #: Summit idle-window statistics (BFTrainer/Replayer trace, 14.9 days, 423,502 windows).
 SUMMIT_WINDOW_MEDIAN_S = 475.0
@@ -198,3 +209,71 @@ def supply_from_windows(
     keep = (new >= 0) & (e > s)
     known = None if end_known is None else np.asarray(end_known, dtype=bool)[keep]
     return Supply.from_windows(new[keep], s[keep], e[keep], known, num_nodes=nodes.size), nodes
+
+
+@dataclass(frozen=True)
+class AlwaysIdle:
+    """Every node idle for the whole episode (a dedicated cluster, as in PAL's experiments)."""
+
+    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
+        """One window per node, [t0, t1)."""
+        n = np.arange(num_nodes)
+        return Supply.from_windows(
+            n, np.full(num_nodes, t0), np.full(num_nodes, t1), num_nodes=num_nodes
+        )
+
+
+@dataclass(frozen=True)
+class TraceSupply:
+    """Replay a recorded idle-window table (``summit-idle-fragments.csv.gz`` format).
+
+    The first ``num_nodes`` nodes in the trace's column order are kept (the BFTrainer
+    Replayer's ``-nN``); trace time ``trace_start_s`` becomes episode time 0.
+    """
+
+    path: str | Path
+    trace_start_s: float = 0.0
+
+    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
+        """Windows of the first ``num_nodes`` trace nodes, shifted and clipped to [t0, t1)."""
+        from mtgym.readers import read_idle_windows
+
+        win = read_idle_windows(self.path)
+        off = self.trace_start_s
+        supply, _ = supply_from_windows(
+            win.node_index,
+            win.start_s - off,
+            win.end_s - off,
+            nodes=np.arange(num_nodes),
+            t0=t0,
+            t1=t1,
+        )
+        return supply
+
+
+@dataclass(frozen=True)
+class SWFSupply:
+    """Idle windows an FCFS + EASY-backfilling scheduler leaves when it replays an SWF log.
+
+    The log runs on a machine of ``num_nodes`` nodes (``mtgym.generate.backfill``); log time
+    ``log_start_s`` becomes episode time 0. ``known_ends`` marks the windows whose end a
+    reservation fixed when they opened.
+    """
+
+    path: str | Path
+    procs_per_node: int | None = None
+    log_start_s: float = 0.0
+    known_ends: bool = True
+
+    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
+        """Replay the log and return its idle windows on [t0, t1)."""
+        from mtgym.generate.backfill import easy_backfill, idle_windows
+        from mtgym.generate.swf import read_swf
+
+        log = read_swf(self.path, procs_per_node=self.procs_per_node)
+        off = self.log_start_s
+        sched = easy_backfill(log, num_nodes, t0=None, t1=off + t1)
+        sup = idle_windows(sched, num_nodes, off + t0, off + t1, known_ends=self.known_ends)
+        return Supply.from_windows(
+            sup.node, sup.start_s - off, sup.end_s - off, sup.end_known, num_nodes=num_nodes
+        )

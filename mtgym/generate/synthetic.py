@@ -1,13 +1,17 @@
 """``SyntheticGenerator``: a whole scenario from parameters (the default scenario is one).
 
-Cluster: ``num_nodes`` nodes of ``gpus_per_node`` GPUs in consecutive topology groups of
-``group_size`` (node -> group -> system), each group of one GPU type, per-device slowdowns
-from a ``VariabilitySpec``. Supply: ``SyntheticSupply``. Workload: a ``JobMix`` plus NAS/HPO
-``Campaign``s. Everything is drawn from named streams of one seed.
+Cluster: ``num_nodes`` nodes of ``gpus_per_node`` GPUs in consecutive topology groups
+(``group_size``: node -> group -> system; or ``level_sizes`` for more levels, e.g. Polaris'
+node -> rack -> dragonfly group -> system), each first-level group of one GPU type,
+per-device slowdowns from a ``VariabilitySpec``. Supply: any source with
+``generate(rng, num_nodes, t0, t1)`` (synthetic, a replayed trace, an SWF log through EASY
+backfilling, always idle). Workload: any source with ``rows(rng, prefix)`` (a ``JobMix``, a
+job table) plus NAS/HPO ``Campaign``s. Everything is drawn from named streams of one seed.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -16,8 +20,15 @@ import numpy as np
 from mtgym.errors import ConfigError
 from mtgym.generate.cluster import build_cluster
 from mtgym.generate.instance import CostModel, Instance
-from mtgym.generate.supply import SyntheticSupply
-from mtgym.generate.workload import Campaign, Declaration, JobMix, build_jobs, campaigns_table
+from mtgym.generate.supply import SupplySource, SyntheticSupply
+from mtgym.generate.workload import (
+    Campaign,
+    Declaration,
+    JobMix,
+    WorkloadSource,
+    build_jobs,
+    campaigns_table,
+)
 from mtgym.model.topology import Topology
 from mtgym.model.variability import VariabilitySpec
 from mtgym.rng import stream
@@ -33,15 +44,16 @@ class SyntheticGenerator:
     group_size: int = 16
     gpu_types: Sequence[str] = ("A100", "V100")
     group_types: Sequence[int] = (0, 0, 1, 1)  # type of each group, cycled over the groups
-    level_names: tuple[str, str, str] = ("node", "group", "system")
-    bandwidth_gbps: tuple[float, float, float] = (150.0, 25.0, 12.5)  # NVLink, HDR IB, tapered
-    latency_s: tuple[float, float, float] = (1e-6, 2e-6, 5e-6)
-    locality_factor: tuple[float, float, float] | None = None
+    level_names: tuple[str, ...] = ("node", "group", "system")
+    bandwidth_gbps: tuple[float, ...] = (150.0, 25.0, 12.5)  # NVLink, HDR IB, tapered
+    latency_s: tuple[float, ...] = (1e-6, 2e-6, 5e-6)
+    locality_factor: tuple[float, ...] | None = None
+    level_sizes: tuple[int, ...] | None = None  # nodes per group of each intermediate level
     variability: VariabilitySpec | None = field(default_factory=VariabilitySpec)
     profile_noise: float = 0.01
-    supply: SyntheticSupply = field(default_factory=SyntheticSupply)
+    supply: SupplySource = field(default_factory=SyntheticSupply)
     horizon_s: float = 6 * 3600.0
-    jobs: JobMix = field(default_factory=JobMix)
+    jobs: WorkloadSource = field(default_factory=JobMix)
     campaigns: Sequence[Campaign] = ()
     declaration: Declaration = field(default_factory=Declaration)
     costs: CostModel = field(default_factory=CostModel)
@@ -59,18 +71,28 @@ class SyntheticGenerator:
             )
         if not (self.horizon_s > 0):
             raise ConfigError("horizon_s", self.horizon_s, "> 0")
+        sizes = self.sizes
+        if min(sizes) < 1 or any(b % a for a, b in itertools.pairwise(sizes)):
+            raise ConfigError(
+                "level_sizes", list(sizes), "positive sizes, each a multiple of the previous"
+            )
+        if len(self.level_names) != len(sizes) + 2:
+            raise ConfigError(
+                "level_names", list(self.level_names), f"{len(sizes) + 2} names (node, ..., system)"
+            )
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Nodes per group at each intermediate level."""
+        return tuple(self.level_sizes) if self.level_sizes is not None else (self.group_size,)
 
     def __call__(self, seed: int) -> Instance:
         """Build the instance for ``seed``."""
-        topo = Topology.uniform(
-            self.num_nodes,
-            self.group_size,
-            bandwidth_gbps=self.bandwidth_gbps,
-            latency_s=self.latency_s,
-            locality_factor=self.locality_factor,
-            names=self.level_names,
+        ids = np.stack([np.arange(self.num_nodes) // k for k in self.sizes], axis=1)
+        topo = Topology.build(
+            self.level_names, ids, self.bandwidth_gbps, self.latency_s, self.locality_factor
         )
-        groups = np.arange(self.num_nodes) // self.group_size
+        groups = ids[:, 0]
         gtypes = np.asarray(self.group_types)[groups % len(self.group_types)]
         cluster = build_cluster(
             stream(seed, "variability"),

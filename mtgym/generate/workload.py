@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -26,6 +28,14 @@ from mtgym.types import AppClass, PerfKind
 #: BFTrainer's measured rescale costs (s): scale-up about 18, scale-down about 12.
 BFTRAINER_R_UP_S = 18.0
 BFTRAINER_R_DOWN_S = 12.0
+
+
+class WorkloadSource(Protocol):
+    """Anything that draws job rows (``rng`` is the "arrivals" stream)."""
+
+    def rows(self, rng: np.random.Generator, prefix: str = "job") -> list[JobRow]:
+        """The jobs."""
+        ...
 
 
 @dataclass
@@ -437,3 +447,30 @@ def campaigns_table(campaigns: Sequence[Campaign], names: Sequence[str]) -> Camp
         kind=tuple(c.kind for c in campaigns),
         eta=frozen(np.array([c.eta for c in campaigns], dtype=np.float64)),
     )
+
+
+@dataclass(frozen=True)
+class TableWorkload:
+    """Jobs from a BFTrainer-format workload CSV (measured curves; table throughput form).
+
+    Submission time ``time_offset_s`` becomes episode time 0 (the Summit trace's row 1000 is
+    72,743 s, the first submission of BFTrainer's workloads). ``max_jobs`` keeps the first
+    jobs only.
+    """
+
+    path: str | Path
+    time_offset_s: float = 0.0
+    max_jobs: int | None = None
+    startup_s: float = 0.0
+
+    def rows(self, rng: np.random.Generator, prefix: str = "job") -> list[JobRow]:
+        """The table's jobs (``rng`` is unused: the table is the truth)."""
+        from mtgym.generate.replay import rows_from_bftrainer
+        from mtgym.readers import read_bftrainer_jobs
+
+        rows = rows_from_bftrainer(read_bftrainer_jobs(self.path), startup_s=self.startup_s)
+        if self.max_jobs is not None:
+            rows = rows[: self.max_jobs]
+        for r in rows:
+            r.submit_s -= self.time_offset_s
+        return rows

@@ -112,6 +112,61 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_scenario(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import yaml
+
+    from mtgym.scenario.load import PRESETS_DIR, load_scenario, preset_names
+    from mtgym.scenario.schema import ScenarioSpec
+    from mtgym.scenarios import BUILTIN
+
+    console = Console()
+    if args.action == "list":
+        table = Table(title="scenarios")
+        table.add_column("name")
+        table.add_column("source")
+        table.add_column("description")
+        for name in preset_names():
+            f = PRESETS_DIR / f"{name}.yaml"
+            if f.is_file():
+                spec = load_scenario(f)
+                table.add_row(name, f"scenarios/{f.name}", spec.description)
+            else:
+                table.add_row(
+                    name, "built in (code)", (BUILTIN[name].__doc__ or "").strip().splitlines()[0]
+                )
+        console.print(table)
+        return 0
+    if args.action == "schema":
+        print(json.dumps(ScenarioSpec.model_json_schema(), indent=2))
+        return 0
+    if args.action == "validate":
+        spec = load_scenario(args.target)
+        if args.build:
+            from mtgym.scenario.load import SpecGenerator
+
+            inst = SpecGenerator(spec, Path(args.target).resolve().parent)(args.seed)
+            size = f"{inst.num_nodes} nodes, {inst.num_jobs} jobs"
+            console.print(f"[green]ok[/] {args.target}: {spec.name} ({size})")
+        else:
+            console.print(f"[green]ok[/] {args.target}: {spec.name}")
+        return 0
+    # show
+    f = PRESETS_DIR / f"{args.target}.yaml"
+    target = Path(args.target)
+    if target.suffix in (".yaml", ".yml", ".json") and target.is_file():
+        f = target
+    if not f.is_file():
+        raise KeyError(
+            f"unknown scenario {args.target!r}; known presets: {', '.join(preset_names())}"
+        )
+    spec = load_scenario(f)
+    print(f"# {f}")
+    print(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
+    return 0
+
+
 def _cmd_policies(args: argparse.Namespace) -> int:
     from mtgym.policy.registry import available_policies
 
@@ -175,6 +230,23 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.set_defaults(func=_cmd_evaluate)
 
+    sc = sub.add_parser(
+        "scenario", help="validate, list, show scenario files; export the JSON Schema"
+    )
+    sc_sub = sc.add_subparsers(dest="action", required=True, metavar="ACTION")
+    v = sc_sub.add_parser("validate", help="check a scenario file (exit 2 with the problems)")
+    v.add_argument("target", metavar="PATH", help="scenario file (YAML or JSON)")
+    v.add_argument(
+        "--build", action="store_true", help="also build its instance (reads data files)"
+    )
+    v.add_argument("--seed", type=int, default=0, help="seed for --build (default: %(default)s)")
+    sc_sub.add_parser("list", help="the shipped presets and built-in scenarios")
+    sh = sc_sub.add_parser("show", help="print a preset or file, with every default filled in")
+    sh.add_argument("target", metavar="NAME", help="preset name or scenario file")
+    sc_sub.add_parser("schema", help="print the JSON Schema of scenario files (for editors)")
+    for p_ in (sc, *sc_sub.choices.values()):
+        p_.set_defaults(func=_cmd_scenario)
+
     pol = sub.add_parser("policies", help="list the registered policies")
     pol.set_defaults(func=_cmd_policies)
     return p
@@ -185,9 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (MtgymError, KeyError, ValueError) as exc:
+    except (MtgymError, KeyError, ValueError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        Console(stderr=True).print(f"[bold red]error:[/] {msg}")
+        print(f"error: {msg}", file=sys.stderr)  # plain: messages may contain [brackets]
         return 2
 
 

@@ -1,4 +1,4 @@
-"""Built-in scenario names -> generators (files and presets arrive with the scenario schema)."""
+"""Scenario names -> generators: code scenarios here, presets under ``scenarios/``, or files."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from mtgym.generate.base import Generator
 from mtgym.generate.default import default_generator
 from mtgym.generate.toy import LinearToy, TwoJobToy
 
+#: Scenarios built in code (no file needed).
 BUILTIN: dict[str, Callable[[], Generator]] = {
     "default": default_generator,
     "toy-linear": LinearToy,
@@ -16,10 +17,10 @@ BUILTIN: dict[str, Callable[[], Generator]] = {
 
 
 def get_generator(name: str) -> Generator:
-    """The generator of a built-in scenario (``KeyError`` listing the known names)."""
-    try:
-        return BUILTIN[name]()
-    except KeyError:
-        raise KeyError(
-            f"unknown scenario {name!r}; built-in scenarios: {', '.join(sorted(BUILTIN))}"
-        ) from None
+    """A built-in scenario, a preset under ``scenarios/`` or a scenario file path.
+
+    ``KeyError`` lists the known names; a malformed file raises ``ScenarioError``.
+    """
+    from mtgym.scenario.load import resolve_generator
+
+    return resolve_generator(name)

@@ -83,13 +83,15 @@ class ScavengeEnv(gym.Env):
     ## Arguments
     | name | default | meaning |
     | --- | --- | --- |
-    | ``scenario`` | ``"default"`` | built-in scenario name, a ``Generator`` or a fixed ``Instance`` |
+    | ``scenario`` | ``"default"`` | a built-in or preset name, a scenario file path, a ``Generator`` or a fixed ``Instance`` |
     | ``action_mode`` | ``"counts"`` | ``"counts"``, ``"assign"`` or ``"delta"`` |
     | ``reward`` | ``"progress"`` | ``"progress"``, ``"throughput"`` or ``"jct"`` |
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
     | ``max_jobs`` | 16 | job slots S (jobs beyond wait in a FCFS queue) |
+
+    Keywords left as None take the scenario file's ``episode`` section, then the defaults above.
     | ``max_count`` | None | count cap of the action space (None: the largest max_nodes, <= N) |
     | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (640 x 480 Gantt) |
     | ``debug`` | False | check every invariant after each step |
@@ -112,16 +114,41 @@ class ScavengeEnv(gym.Env):
         self,
         scenario: str | Generator | Instance = "default",
         *,
-        action_mode: str = "counts",
-        reward: str = "progress",
-        info_mode: str = "user",
+        action_mode: str | None = None,
+        reward: str | None = None,
+        info_mode: str | None = None,
         horizon_s: float | None = None,
         decision_interval_s: float | None = None,
-        max_jobs: int = 16,
+        max_jobs: int | None = None,
         max_count: int | None = None,
         render_mode: str | None = None,
         debug: bool = False,
     ) -> None:
+        self._fixed: Instance | None = None
+        if isinstance(scenario, Instance):
+            self._fixed = scenario
+            self._generator: Generator | None = None
+        elif isinstance(scenario, str):
+            from mtgym.scenarios import get_generator
+
+            self._generator = get_generator(scenario)
+        else:
+            self._generator = scenario
+        # explicit keyword > the scenario file's episode section > built-in default
+        ep = getattr(self._generator, "episode", None)
+
+        def pick(given: Any, key: str, default: Any) -> Any:
+            if given is not None:
+                return given
+            value = getattr(ep, key, None) if ep is not None else None
+            return default if value is None else value
+
+        action_mode = pick(action_mode, "action_mode", "counts")
+        reward = pick(reward, "reward", "progress")
+        info_mode = pick(info_mode, "info_mode", "user")
+        horizon_s = pick(horizon_s, "horizon_s", None)
+        decision_interval_s = pick(decision_interval_s, "decision_interval_s", None)
+        max_jobs = pick(max_jobs, "max_jobs", 16)
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode {action_mode!r} is not one of {ACTION_MODES}")
         if reward not in REWARDS:
@@ -142,16 +169,6 @@ class ScavengeEnv(gym.Env):
             raise ValueError(
                 f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}"
             )
-        self._fixed: Instance | None = None
-        if isinstance(scenario, Instance):
-            self._fixed = scenario
-            self._generator: Generator | None = None
-        elif isinstance(scenario, str):
-            from mtgym.scenarios import get_generator
-
-            self._generator = get_generator(scenario)
-        else:
-            self._generator = scenario
         probe = self._fixed if self._fixed is not None else self._generator(0)  # sizes only
         self.num_nodes = probe.num_nodes
         cap = int(probe.jobs.max_nodes.max()) if probe.num_jobs else 1

@@ -1,0 +1,131 @@
+"""``ScenarioSpec`` -> the generator objects of ``mtgym.generate`` (one mapping, no logic)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mtgym.generate.base import Generator
+from mtgym.generate.instance import CostModel
+from mtgym.generate.supply import AlwaysIdle, SWFSupply, SyntheticSupply, TraceSupply
+from mtgym.generate.synthetic import SyntheticGenerator
+from mtgym.generate.workload import Campaign, Declaration, JobMix, TableWorkload
+from mtgym.model.variability import ClassVariability, VariabilitySpec
+from mtgym.scenario import schema as sc
+from mtgym.scenario.load import resolve_path
+from mtgym.types import AppClass, PreemptionMode, RescaleMode
+
+
+def costs(spec: sc.CostSpec) -> CostModel:
+    """The cost model."""
+    return CostModel(RescaleMode(spec.rescale), PreemptionMode(spec.preemption))
+
+
+def variability(spec: sc.VariabilitySpec | None, base: Path):  # spec, samples or None
+    """A ``VariabilitySpec``, measured samples per class, or None."""
+    if spec is None or spec.kind == "none":
+        return None
+    if spec.kind == "longhorn-like":
+        return VariabilitySpec(correlation=spec.correlation)
+    if spec.kind == "parametric":
+        return VariabilitySpec(
+            {
+                AppClass[k]: ClassVariability(**v.model_dump())
+                for k, v in (spec.classes or {}).items()
+            },
+            correlation=spec.correlation,
+        )
+    from mtgym.readers import read_variability
+
+    out = {}
+    for k, rel in (spec.measured or {}).items():
+        var = read_variability(resolve_path(rel, base))
+        out[AppClass[k]] = var.slowdown[:, 0]
+    return out
+
+
+def supply(
+    spec: sc.SyntheticSupplySpec | sc.TraceSupplySpec | sc.SWFSupplySpec | sc.AlwaysIdleSpec,
+    base: Path,
+):
+    """The supply source."""
+    if isinstance(spec, sc.SyntheticSupplySpec):
+        return SyntheticSupply(**spec.model_dump(exclude={"kind"}))
+    if isinstance(spec, sc.TraceSupplySpec):
+        return TraceSupply(resolve_path(spec.path, base), spec.trace_start_s)
+    if isinstance(spec, sc.SWFSupplySpec):
+        return SWFSupply(
+            resolve_path(spec.path, base), spec.procs_per_node, spec.log_start_s, spec.known_ends
+        )
+    return AlwaysIdle()
+
+
+def build_generator(spec: sc.ScenarioSpec, base: Path) -> Generator:
+    """The generator a scenario describes."""
+    g = spec.generator
+    if isinstance(g, sc.SyntheticGen):
+        c = g.cluster
+        w = g.workload
+        if isinstance(w, sc.MixSpec):
+            jobs = JobMix(
+                **{
+                    k: (tuple(v) if isinstance(v, list) else v)
+                    for k, v in w.model_dump(exclude={"kind"}).items()
+                }
+            )
+        else:
+            jobs = TableWorkload(
+                resolve_path(w.path, base), w.time_offset_s, w.max_jobs, w.startup_s
+            )
+        levels = c.levels
+        return SyntheticGenerator(
+            name=spec.name,
+            num_nodes=c.num_nodes,
+            gpus_per_node=c.gpus_per_node,
+            gpu_types=tuple(c.gpu_types),
+            group_types=tuple(c.group_types),
+            level_names=tuple(lv.name for lv in levels),
+            bandwidth_gbps=tuple(lv.bandwidth_gbps for lv in levels),
+            latency_s=tuple(lv.latency_s for lv in levels),
+            locality_factor=tuple(lv.locality_factor for lv in levels),
+            level_sizes=tuple(int(lv.group_size) for lv in levels[1:-1]),  # type: ignore[arg-type]
+            variability=variability(c.variability, base),
+            profile_noise=c.variability.profile_noise,
+            supply=supply(g.supply, base),
+            horizon_s=g.horizon_s,
+            jobs=jobs,
+            campaigns=tuple(
+                Campaign(
+                    **{
+                        k: (tuple(v) if isinstance(v, list) else v)
+                        for k, v in cs.model_dump().items()
+                    }
+                )
+                for cs in g.campaigns
+            ),
+            declaration=Declaration(**g.declaration.model_dump()),
+            costs=costs(g.costs),
+        )
+    if isinstance(g, sc.SummitReplayGen):
+        from mtgym.generate.replay import SummitReplay
+
+        return SummitReplay(
+            resolve_path(g.fragments, base),
+            resolve_path(g.nodes, base),
+            resolve_path(g.jobs, base),
+            name=spec.name,
+            t_start=g.t_start_s,
+            t_end=g.t_end_s,
+            num_nodes=g.num_nodes,
+            variability=variability(g.variability, base),
+            costs=costs(g.costs),
+        )
+    from mtgym.generate.pal_philly import PALPhilly
+
+    return PALPhilly(
+        trace=resolve_path(g.trace, base),
+        variability_dir=resolve_path(g.variability_dir, base),
+        num_hosts=g.num_hosts,
+        gpus_per_host=g.gpus_per_host,
+        locality=g.locality,
+        max_jobs=g.max_jobs,
+    )

@@ -167,6 +167,17 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_data(args: argparse.Namespace) -> int:
+    from mtgym import datasets
+
+    if args.action == "list":
+        datasets.render_sources(Console(width=max(Console().width, 120)))
+        return 0
+    path = datasets.fetch(args.name, args.to, verify=not args.no_verify, force=args.force)
+    print(path)
+    return 0
+
+
 def _cmd_policies(args: argparse.Namespace) -> int:
     from mtgym.policy.registry import available_policies
 
@@ -246,6 +257,19 @@ def build_parser() -> argparse.ArgumentParser:
     sc_sub.add_parser("schema", help="print the JSON Schema of scenario files (for editors)")
     for p_ in (sc, *sc_sub.choices.values()):
         p_.set_defaults(func=_cmd_scenario)
+
+    d = sub.add_parser("data", help="the public data sets mtgym reads: list them, fetch one")
+    d_sub = d.add_subparsers(dest="action", required=True, metavar="ACTION")
+    d_sub.add_parser("list", help="known sources with URL, licence and size")
+    f = d_sub.add_parser("fetch", help="download one source, verify its checksum, save it")
+    f.add_argument("name", help="source name (see `mtgym data list`)")
+    f.add_argument("--to", required=True, metavar="DIR", help="folder to save into (created)")
+    f.add_argument(
+        "--no-verify", action="store_true", help="accept a source with no known checksum"
+    )
+    f.add_argument("--force", action="store_true", help="download even if a verified copy exists")
+    for p_ in (d, *d_sub.choices.values()):
+        p_.set_defaults(func=_cmd_data)
 
     pol = sub.add_parser("policies", help="list the registered policies")
     pol.set_defaults(func=_cmd_policies)

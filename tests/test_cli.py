@@ -14,10 +14,13 @@ from mtgym.cli import build_parser, main
 def test_cli__help_on_every_subcommand(capsys):
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert {"run", "info", "policies"} <= set(sub.choices)
-    for name in sub.choices:
+    assert {"run", "info", "policies", "evaluate", "scenario", "data"} <= set(sub.choices)
+    commands = [[name] for name in sub.choices]
+    commands += [["scenario", a] for a in ("validate", "list", "show", "schema")]
+    commands += [["data", a] for a in ("list", "fetch")]
+    for cmd in commands:
         with pytest.raises(SystemExit) as exc:
-            main([name, "--help"])
+            main([*cmd, "--help"])
         assert exc.value.code == 0
         assert "usage: mtgym" in capsys.readouterr().out
 
@@ -54,3 +57,10 @@ def test_cli__python_dash_m_entry_point():
 def test_cli__info(capsys):
     assert main(["info", "--scenario", "default"]) == 0
     assert "64 x 4" in capsys.readouterr().out
+
+
+def test_cli__data_list_and_unknown_fetch(capsys):
+    assert main(["data", "list"]) == 0
+    assert "lublin-256" in capsys.readouterr().out
+    assert main(["data", "fetch", "nope", "--to", "/tmp/mtgym-none"]) == 2
+    assert "unknown data source 'nope'" in capsys.readouterr().err

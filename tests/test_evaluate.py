@@ -14,7 +14,22 @@ from mtgym.evaluate import RESULT_KEYS, TAGS
 def test_evaluate__writes_results_and_shared_tags(tmp_path, capsys):
     out = tmp_path / "ev"
     code = main(
-        ["evaluate", "--scenario", "toy-two-jobs", "--policy", "equal-share", "--policy", "freetrain", "--policy", "greedy", "--seeds", "2", "--out", str(out), "--no-progress"]
+        [
+            "evaluate",
+            "--scenario",
+            "toy-two-jobs",
+            "--policy",
+            "equal-share",
+            "--policy",
+            "freetrain",
+            "--policy",
+            "greedy",
+            "--seeds",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
     )
     assert code == 0
     res = json.loads((out / "results.json").read_text())
@@ -29,7 +44,16 @@ def test_evaluate__writes_results_and_shared_tags(tmp_path, capsys):
         acc.Reload()
         tags = set(acc.Tags()["scalars"])
         # (no job completes in this toy, so there is no JCT to log: NaNs are not written)
-        assert {TAGS[k] for k in ("throughput", "utilisation", "upper_bound_fraction", "decision_ms", "rescales")} <= tags
+        assert {
+            TAGS[k]
+            for k in (
+                "throughput",
+                "utilisation",
+                "upper_bound_fraction",
+                "decision_ms",
+                "rescales",
+            )
+        } <= tags
         assert len(acc.Scalars("eval/throughput")) == 2
     assert "freetrain" in capsys.readouterr().out
 
@@ -41,7 +65,23 @@ def test_evaluate__unknown_policy_fails_before_simulating(capsys):
 
 def test_evaluate__jct_and_makespan_tags_when_jobs_complete(tmp_path):
     out = tmp_path / "ev"
-    assert main(["evaluate", "--scenario", "toy-linear", "--policy", "greedy", "--seeds", "1", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--scenario",
+                "toy-linear",
+                "--policy",
+                "greedy",
+                "--seeds",
+                "1",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     acc = EventAccumulator(str(out / "tb" / "greedy"))
     acc.Reload()
     assert acc.Scalars("eval/jct_mean")[0].value == pytest.approx(3000.0)

@@ -1,0 +1,87 @@
+"""Shared helpers of the placement baselines: job order, demands, host grouping, reorder.
+
+The unit of allocation is mtgym's "node"; in PAL scenarios that is one GPU, and the *host*
+is the level-1 group of the topology (``topology_coords[:, 1]``). A topology with only the
+node and system levels has no host level: every unit is its own host.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mtgym.sim.view import SchedulerView
+from mtgym.types import JobStatus
+
+#: Job orders a scheduling policy may give (Blox's FIFO, LAS and SRTF schedulers).
+ORDERS = ("fifo", "las", "srtf")
+
+
+def check_order(order: str) -> str:
+    """Validate an ``order`` argument (raises ``ValueError``)."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    return order
+
+
+def job_order(view: SchedulerView, order: str = "fifo") -> np.ndarray:
+    """Active jobs (waiting or running) in priority order.
+
+    ``fifo``: by submission time; ``las``: least attained service (``progress``) first;
+    ``srtf``: shortest remaining work (``work - progress``) first. Ties: submission time,
+    then index.
+    """
+    active = np.flatnonzero(view.status == JobStatus.ACTIVE)
+    if active.size == 0:
+        return active
+    submit = view.submit_s[active]
+    if order == "fifo":
+        key: tuple[np.ndarray, ...] = (active, submit)
+    elif order == "las":
+        key = (active, submit, view.progress[active])
+    elif order == "srtf":
+        remaining = view.work[active] - view.progress[active]
+        if not np.all(np.isfinite(remaining)):
+            raise ValueError("srtf needs each job's work (an info mode that shows it)")
+        key = (active, submit, remaining)
+    else:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    return active[np.lexsort(key)]
+
+
+def demands(view: SchedulerView, jobs: np.ndarray) -> np.ndarray:
+    """GPUs (units) each job asks for: its ``min_nodes`` (rigid jobs have min == max)."""
+    return view.min_nodes[jobs].astype(np.int64)
+
+
+def host_of(topology_coords: np.ndarray) -> np.ndarray:
+    """(N,) host id of every unit: the level-1 group, or the unit itself without one."""
+    c = np.asarray(topology_coords)
+    return c[:, 1] if c.shape[1] >= 3 else c[:, 0]
+
+
+def running_sets(view: SchedulerView) -> dict[int, np.ndarray]:
+    """Units each running job holds now (available units only), by job."""
+    held = np.flatnonzero(view.available & (view.node_job >= 0))
+    owners = view.node_job[held]
+    return {int(j): held[owners == j] for j in np.unique(owners)}
+
+
+def class_priority_reorder(
+    jobs: np.ndarray, demand: np.ndarray, app_class: np.ndarray, capacity: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """PAL's class-priority reorder.
+
+    The prefix of ``jobs`` whose cumulative demand fits in ``capacity`` is stable-sorted by
+    class (A, B, C, D: the most variability-sensitive pick first); the rest follows in the
+    original order.
+
+    Returns:
+        The reordered jobs and their demands.
+    """
+    jobs = np.asarray(jobs)
+    demand = np.asarray(demand)
+    fits = np.cumsum(demand) <= capacity
+    n = int(np.argmin(fits)) if not fits.all() else jobs.size
+    head = np.argsort(app_class[jobs[:n]], kind="stable")
+    perm = np.concatenate((head, np.arange(n, jobs.size)))
+    return jobs[perm], demand[perm]

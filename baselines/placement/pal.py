@@ -1,0 +1,324 @@
+"""PAL and PM-First (Jain et al., SC '24, arXiv 2408.11919), as in ``hal-uw/blox-pal``.
+
+Each scheduling round (``placement/pal.py``, ``placement/pmfirst.py`` of the artifact):
+
+1. The scheduler orders the active jobs (FIFO, LAS or SRTF; ``order``).
+2. **Non-sticky:** every running job's units are released; all available units are free.
+3. **Class-priority reorder:** the prefix of the order whose cumulative demand fits in the
+   free units is stable-sorted by class A -> D; the rest follows unchanged.
+4. Jobs are placed one by one on the free units; the round **stops at the first job that
+   cannot be placed** (no backfilling).
+5. A job whose new unit set equals its old one keeps running untouched (the node map keeps
+   it, so mtgym charges nothing); others restart, free in PAL's simulator.
+
+**PAL's per-job search** (class c, demand g, the class's clustered ``sf`` from ``LxV``):
+
+- ``g == 1``: the PM-First rule on all free units.
+- otherwise, walk the L x V order ``(v, l)``:
+
+  - *within entry* (l below the top level): the level-l groups holding >= g free units with
+    ``sf <= v``. At l = 1 (one host, PAL's "within-node") each host's best g-subset is the
+    one with the smallest maximum sf; PAL enumerates all g-subsets (``itertools.combinations``)
+    and keeps the first with the smallest maximum, which is the first g units by index with
+    ``sf <=`` the host's g-th smallest sf: computed that way, without the combinatorial blow-up.
+    Deeper levels (an extension, see ``lxv``) pick inside each group with the PM-First
+    rule. The group with the smallest maximum wins; ties: more eligible units (PAL walks
+    nodes in ``value_counts`` order), then the lower group id.
+  - *across entry* (the top level): if >= g free units have ``sf <= v``, the PM-First rule on
+    them.
+  - entries of levels whose largest group is smaller than g are skipped, so for PAL's
+    topology a job larger than a host (g > 4) gets PM-First on all free units, as in PAL.
+
+**The PM-First rule:** for each candidate unit, count the candidates on its host with the same
+sf; score = |count - g| (best fit); sort candidates by (sf, score, unit index) and take g.
+
+**PM-First as a policy:** the same round (non-sticky, reorder, stop at first failure) with the
+PM-First rule on all free units for every job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from baselines.placement.common import (
+    check_order,
+    class_priority_reorder,
+    demands,
+    host_of,
+    job_order,
+)
+from baselines.placement.lxv import LxV
+from mtgym.sim.view import InfoMode, SchedulerView
+from mtgym.types import Allocation
+
+
+# ---------------------------------------------------------------------------------------
+# Per-job unit selection
+# ---------------------------------------------------------------------------------------
+def pm_first_select(units: np.ndarray, sf: np.ndarray, host: np.ndarray, g: int) -> np.ndarray:
+    """PM-First rule: g of ``units`` by (sf, |same-sf units on the host - g|, index).
+
+    Args:
+        units: candidate unit indices.
+        sf: their clustered slowdown factors.
+        host: their host ids.
+        g: units needed (``<= units.size``).
+    """
+    _, inv, counts = np.unique(
+        np.stack([sf, host.astype(np.float64)], axis=1),
+        axis=0,
+        return_inverse=True,
+        return_counts=True,
+    )
+    score = np.abs(counts[inv.ravel()] - g)
+    order = np.lexsort((units, score, sf))
+    return np.sort(units[order[:g]])
+
+
+def _best_in_host(units: np.ndarray, sf: np.ndarray, g: int) -> np.ndarray:
+    """PAL's within-node pick: the first g-subset (itertools order) with the smallest max sf.
+
+    That subset is the first g of ``units`` (ascending) whose sf is at most the g-th smallest.
+    """
+    m = np.partition(sf, g - 1)[g - 1]
+    return units[sf <= m][:g]
+
+
+def _within_level(
+    units: np.ndarray,
+    sf: np.ndarray,
+    group: np.ndarray,
+    host: np.ndarray,
+    g: int,
+    level: int,
+) -> np.ndarray | None:
+    """Best set inside one level-``level`` group (units are the eligible ones, ascending)."""
+    gids, counts = np.unique(group, return_counts=True)
+    cand = gids[counts >= g]
+    if cand.size == 0:
+        return None
+    best: tuple[float, int, int] | None = None
+    pick: np.ndarray | None = None
+    for gid, cnt in zip(cand, counts[counts >= g], strict=True):
+        m = group == gid
+        if level == 1:
+            pos = _best_in_host(np.flatnonzero(m), sf[m], g)  # positions in ``units``
+            sel = units[pos]
+            worst = float(sf[pos].max())
+        else:
+            sel = pm_first_select(units[m], sf[m], host[m], g)
+            worst = float(sf[np.isin(units, sel)].max())
+        key = (worst, -int(cnt), int(gid))
+        if best is None or key < best:
+            best, pick = key, sel
+    return None if pick is None else np.sort(pick)
+
+
+class _Cluster:
+    """Per-view constants of the selection: hosts, group coordinates, group capacities."""
+
+    def __init__(self, view: SchedulerView) -> None:
+        self.coords = np.asarray(view.topology_coords)
+        self.host = host_of(self.coords)
+        self.top = self.coords.shape[1] - 1
+        self.capacity = np.array(
+            [np.bincount(self.coords[:, k]).max() for k in range(self.coords.shape[1])]
+        )
+
+
+def pal_select(
+    free: np.ndarray, cls: int, g: int, lxv: LxV, cluster: _Cluster
+) -> np.ndarray | None:
+    """PAL's choice of g units among ``free`` (ascending unit ids) for a class-``cls`` job."""
+    if g <= 0 or free.size < g:
+        return None
+    sf = lxv.sf[free, cls]
+    host = cluster.host[free]
+    if g == 1:
+        return pm_first_select(free, sf, host, g)
+    for v, lvl, _ in lxv.order[cls]:
+        if lvl < cluster.top and cluster.capacity[lvl] < g:
+            continue
+        elig = sf <= v
+        if int(elig.sum()) < g:
+            continue
+        if lvl >= cluster.top:
+            return pm_first_select(free[elig], sf[elig], host[elig], g)
+        sel = _within_level(
+            free[elig], sf[elig], cluster.coords[free[elig], lvl], host[elig], g, lvl
+        )
+        if sel is not None:
+            return sel
+    return None
+
+
+def pm_first_unit_select(
+    free: np.ndarray, cls: int, g: int, lxv: LxV, cluster: _Cluster
+) -> np.ndarray | None:
+    """PM-First's choice: the PM-First rule on all free units."""
+    if g <= 0 or free.size < g:
+        return None
+    return pm_first_select(free, lxv.sf[free, cls], cluster.host[free], g)
+
+
+# ---------------------------------------------------------------------------------------
+# One round
+# ---------------------------------------------------------------------------------------
+def _place(
+    select: Callable[[np.ndarray, int, int, LxV, _Cluster], np.ndarray | None],
+    view: SchedulerView,
+    jobs: np.ndarray,
+    demand: np.ndarray,
+    lxv: LxV,
+    reorder: bool,
+) -> np.ndarray:
+    jobs = np.asarray(jobs, dtype=np.int64)
+    demand = np.asarray(demand, dtype=np.int64)
+    if jobs.shape != demand.shape:
+        raise ValueError(f"jobs {jobs.shape} and demands {demand.shape} differ in shape")
+    free = np.asarray(view.available, dtype=bool).copy()
+    a = np.full(view.num_nodes, -1, dtype=np.int32)
+    if reorder:
+        jobs, demand = class_priority_reorder(jobs, demand, view.app_class, int(free.sum()))
+    cluster = _Cluster(view)
+    for j, g in zip(jobs.tolist(), demand.tolist(), strict=True):
+        if g <= 0:
+            continue
+        sel = select(np.flatnonzero(free), int(view.app_class[j]), g, lxv, cluster)
+        if sel is None:
+            break  # PAL stops the round at the first job it cannot place
+        a[sel] = j
+        free[sel] = False
+    return a
+
+
+def pal_place(
+    view: SchedulerView,
+    jobs: np.ndarray,
+    demands: np.ndarray,
+    *,
+    lxv: LxV,
+    reorder: bool = True,
+) -> np.ndarray:
+    """One PAL round: a node map placing ``jobs`` (priority order) on all available units.
+
+    Every available unit is a candidate (non-sticky); with ``reorder`` the fitting prefix is
+    sorted by class first; the round stops at the first job that cannot be placed. Jobs with
+    demand 0 are skipped. Returns (N,) int32, -1 = idle.
+    """
+    return _place(pal_select, view, jobs, demands, lxv, reorder)
+
+
+def pm_first_place(
+    view: SchedulerView,
+    jobs: np.ndarray,
+    demands: np.ndarray,
+    *,
+    lxv: LxV,
+    reorder: bool = True,
+) -> np.ndarray:
+    """One PM-First round (as ``pal_place``, with the PM-First rule for every job)."""
+    return _place(pm_first_unit_select, view, jobs, demands, lxv, reorder)
+
+
+# ---------------------------------------------------------------------------------------
+# Placers (counts decided elsewhere) and policies
+# ---------------------------------------------------------------------------------------
+class _LxVCache:
+    """Builds the L x V tables once per cluster (PAL: when the GPUs register)."""
+
+    def __init__(self, *, pal_k_quirk: bool, seed: int) -> None:
+        self.pal_k_quirk = pal_k_quirk
+        self.seed = seed
+        self._lxv: LxV | None = None
+        self._key: tuple[np.ndarray, np.ndarray] | None = None
+
+    def get(self, view: SchedulerView) -> LxV:
+        key = (view.slowdown, view.locality_factor)
+        if (
+            self._lxv is None
+            or self._key is None
+            or any(a is not b for a, b in zip(key, self._key, strict=True))
+        ):
+            self._lxv = LxV.build(
+                view.slowdown, view.locality_factor, pal_k_quirk=self.pal_k_quirk, seed=self.seed
+            )
+            self._key = key
+        return self._lxv
+
+
+class _Placer:
+    _place = staticmethod(pal_place)
+
+    def __init__(self, *, pal_k_quirk: bool = True, seed: int = 1) -> None:
+        self._cache = _LxVCache(pal_k_quirk=pal_k_quirk, seed=seed)
+
+    def lxv(self, view: SchedulerView) -> LxV:
+        """The (cached) L x V tables of the view's cluster."""
+        return self._cache.get(view)
+
+    def place(self, view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """A node map giving ``jobs[i]`` exactly ``counts[i]`` units (0 = none).
+
+        Non-sticky (PAL re-places every job each round); the class-priority reorder decides
+        who picks first. Raises ``ValueError`` when the counts exceed the available units.
+        """
+        counts = np.asarray(counts, dtype=np.int64)
+        total, n_free = int(counts.sum()), int(np.count_nonzero(view.available))
+        if total > n_free:
+            raise ValueError(f"counts need {total} units but only {n_free} are available")
+        return type(self)._place(view, jobs, counts, lxv=self.lxv(view))
+
+
+class PALPlacer(_Placer):
+    """PAL's placement for an allocator that decides the counts (``pack_targets``' role)."""
+
+    _place = staticmethod(pal_place)
+
+
+class PMFirstPlacer(_Placer):
+    """PM-First's placement for an allocator that decides the counts."""
+
+    _place = staticmethod(pm_first_place)
+
+
+class _RoundPolicy:
+    info_mode = InfoMode.USER
+    _place = staticmethod(pal_place)
+
+    def __init__(self, order: str = "fifo", *, pal_k_quirk: bool = True, seed: int = 1) -> None:
+        self.order = check_order(order)
+        self._cache = _LxVCache(pal_k_quirk=pal_k_quirk, seed=seed)
+
+    def reset(self, view: SchedulerView) -> None:
+        """Build the L x V tables from the cluster's profiles (PAL: at GPU registration)."""
+        self._cache.get(view)
+
+    def decide(self, view: SchedulerView) -> Allocation:
+        """Re-place every active job (see the module docstring)."""
+        jobs = job_order(view, self.order)
+        a = type(self)._place(view, jobs, demands(view, jobs), lxv=self._cache.get(view))
+        return Allocation(a)
+
+
+class PALPolicy(_RoundPolicy):
+    """PAL: variability- and locality-aware placement over the L x V order, rigid jobs.
+
+    Args:
+        order: ``"fifo"`` (submission), ``"las"`` (least progress) or ``"srtf"`` (least
+            remaining work).
+        pal_k_quirk: K1 = 2 as in PAL's code (else a real silhouette scan over 2..10).
+        seed: the K-means seed (PAL: ``random_state=1``).
+    """
+
+    name = "pal"
+    _place = staticmethod(pal_place)
+
+
+class PMFirstPolicy(_RoundPolicy):
+    """PM-First: PAL's round with the PM-First rule (fastest sf level, best-fit host)."""
+
+    name = "pm-first"
+    _place = staticmethod(pm_first_place)

@@ -186,6 +186,17 @@ def _cmd_policies(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plugin_commands(sub: argparse._SubParsersAction) -> None:
+    """Commands other packages register (``mtgym.commands`` entry points, e.g. train)."""
+    from importlib.metadata import entry_points
+
+    for ep in sorted(entry_points(group="mtgym.commands"), key=lambda e: e.name):
+        try:
+            ep.load()(sub)
+        except ImportError as exc:  # an optional package that is not installed
+            print(f"warning: commands from {ep.value} unavailable: {exc}", file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every subcommand has --help)."""
     p = argparse.ArgumentParser(
@@ -270,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--force", action="store_true", help="download even if a verified copy exists")
     for p_ in (d, *d_sub.choices.values()):
         p_.set_defaults(func=_cmd_data)
+
+    _plugin_commands(sub)
 
     pol = sub.add_parser("policies", help="list the registered policies")
     pol.set_defaults(func=_cmd_policies)

@@ -113,9 +113,13 @@ def evaluate(
                 if seed not in instances:
                     instances[seed] = generator(seed)
                 bar.update(task, description=f"{name} seed {seed}")
-                res = run_episode(
-                    instances[seed], factory(), decision_interval_s=decision_interval_s
-                )
+                policy = factory()
+                if hasattr(policy, "episode"):  # acts on observations (a learned agent)
+                    res = policy.episode(instances[seed])
+                else:
+                    res = run_episode(
+                        instances[seed], policy, decision_interval_s=decision_interval_s
+                    )
                 row = _row(res)
                 row["seed"] = seed
                 run.per_seed.append(row)

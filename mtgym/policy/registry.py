@@ -25,8 +25,15 @@ def available_policies() -> dict[str, str]:
 
 
 def make_policy(name: str, **kwargs: Any) -> Policy:
-    """Instantiate the policy registered as ``name``."""
+    """Instantiate the policy registered as ``name``.
+
+    ``name:ARG`` passes ARG as the factory's first argument (e.g. ``agent:runs/a/model.zip``).
+    """
     eps = {ep.name: ep for ep in entry_points(group=GROUP)}
+    if ":" in name and name.split(":", 1)[0] in eps:
+        name, arg = name.split(":", 1)
+        factory = eps[name].load()
+        return factory(arg, **kwargs)
     if name not in eps:
         known = ", ".join(sorted(eps)) or "none (is mtgym installed with `pip install -e .`?)"
         raise KeyError(f"unknown policy {name!r}; registered policies: {known}")

@@ -1,0 +1,94 @@
+"""``mtgym train`` and ``mtgym compare``.
+
+Registered through the ``mtgym.commands`` entry point, so ``mtgym`` never imports this package.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _train(ns: argparse.Namespace) -> int:
+    from agents.train import Args, train
+
+    args = Args(
+        scenario=ns.scenario,
+        algo=ns.algo,
+        timesteps=ns.timesteps,
+        seed=ns.seed,
+        out=Path(ns.out),
+        n_envs=ns.n_envs,
+        vec=ns.vec,
+        action_mode=ns.action_mode,
+        reward=ns.reward,
+        info_mode=ns.info_mode,
+        max_jobs=ns.max_jobs,
+        max_count=ns.max_count,
+        eval_freq=ns.eval_freq,
+        resume=Path(ns.resume) if ns.resume else None,
+        progress=not ns.no_progress,
+    )
+    path = train(args)
+    print(path)
+    return 0
+
+
+def _compare(ns: argparse.Namespace) -> int:
+    from agents.compare import compare
+
+    seeds = list(range(ns.seed, ns.seed + ns.seeds))
+    compare(
+        ns.scenario,
+        ns.agent,
+        Path(ns.out),
+        seeds=seeds,
+        baselines=ns.policy,
+        progress=not ns.no_progress,
+    )
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``train`` and ``compare``."""
+    t = sub.add_parser("train", help="train a learned scheduler (MaskablePPO by default)")
+    t.add_argument(
+        "--scenario", default="default", help="scenario name or file (default: %(default)s)"
+    )
+    t.add_argument("--algo", default="maskable_ppo", choices=["maskable_ppo", "ppo", "a2c"])
+    t.add_argument(
+        "--timesteps", type=int, default=100_000, help="env steps (default: %(default)s)"
+    )
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument(
+        "--out", required=True, metavar="DIR", help="model.zip, agent.json, checkpoints/, tb/"
+    )
+    t.add_argument("--n-envs", type=int, default=8, help="parallel envs (default: %(default)s)")
+    t.add_argument("--vec", default="dummy", choices=["dummy", "subproc"], help="vector env kind")
+    t.add_argument("--action-mode", default="counts", choices=["counts", "assign", "delta"])
+    t.add_argument("--reward", default="throughput", choices=["progress", "throughput", "jct"])
+    t.add_argument("--info-mode", default="user", choices=["user", "profiled", "oracle"])
+    t.add_argument("--max-jobs", type=int, default=16, help="job slots (default: %(default)s)")
+    t.add_argument("--max-count", type=int, default=16, help="count cap (default: %(default)s)")
+    t.add_argument(
+        "--eval-freq", type=int, default=20_000, help="steps between evaluations (0 = none)"
+    )
+    t.add_argument("--resume", default=None, metavar="ZIP", help="continue from a checkpoint")
+    t.add_argument("--no-progress", action="store_true")
+    t.set_defaults(func=_train)
+
+    c = sub.add_parser("compare", help="agent vs every baseline: TensorBoard, results.json, chart")
+    c.add_argument(
+        "--scenario", default="default", help="scenario name or file (default: %(default)s)"
+    )
+    c.add_argument(
+        "--agent", default=None, metavar="ZIP", help="model (default: the shipped agent)"
+    )
+    c.add_argument("--policy", action="append", help="baselines to include (default: all)")
+    c.add_argument("--seeds", type=int, default=3)
+    c.add_argument(
+        "--seed", type=int, default=100, help="first evaluation seed (default: %(default)s)"
+    )
+    c.add_argument("--out", required=True, metavar="DIR")
+    c.add_argument("--no-progress", action="store_true")
+    c.set_defaults(func=_compare)

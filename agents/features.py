@@ -1,0 +1,71 @@
+"""A permutation-invariant features extractor for ``mtgym/Scavenge-v0``'s Dict observation.
+
+Nodes are a *set*: each node row goes through a shared MLP; the set is summarised by masked
+mean and max pooling over the idle nodes, and each job slot gets the mean embedding of the
+nodes it holds (a scatter through the ``node_job`` map). So the network never depends on the
+number of nodes, and one set of weights runs on clusters of any size (with the same slot
+count, count cap and topology depth). Job slots keep their order (FCFS admission), so their
+embeddings are concatenated: the MultiDiscrete heads read slot i from position i.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+
+def mlp(sizes: list[int]) -> nn.Sequential:
+    """Linear + ReLU layers."""
+    layers: list[nn.Module] = []
+    for a, b in itertools.pairwise(sizes):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+class SetFeatures(BaseFeaturesExtractor):
+    """DeepSets over nodes, per-slot job embeddings, global features (module docstring)."""
+
+    def __init__(self, observation_space: spaces.Dict, embed_dim: int = 64) -> None:
+        node_dim = observation_space["nodes"].shape[-1]
+        slots, job_dim = observation_space["jobs"].shape
+        points = observation_space["job_curve"].shape[-1]
+        glob = observation_space["global"].shape[0]
+        d = embed_dim
+        super().__init__(observation_space, features_dim=slots * d + 2 * d + glob)
+        self.slots = slots
+        self.node_net = mlp([node_dim, d, d])
+        self.job_net = mlp([job_dim + 2 * points + d + 1, d, d])
+
+    def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(batch, features_dim)."""
+        nodes, mask = obs["nodes"], obs["node_mask"]
+        h = self.node_net(nodes)  # (B, N, d)
+        m = mask.unsqueeze(-1)
+        count = m.sum(dim=1).clamp(min=1.0)
+        mean = (h * m).sum(dim=1) / count
+        big_neg = torch.finfo(h.dtype).min
+        mx = torch.where(m > 0, h, torch.full_like(h, big_neg)).max(dim=1).values
+        mx = torch.where(count > 0, mx, torch.zeros_like(mx))
+        mx = torch.where(mask.sum(dim=1, keepdim=True) > 0, mx, torch.zeros_like(mx))
+        # nodes held by each slot: one-hot over slots (-1 = none drops out)
+        idx = obs["node_job"].long().clamp(min=-1) + 1  # (B, N) in 0..S
+        onehot = nn.functional.one_hot(idx, self.slots + 1)[..., 1:].to(h.dtype)  # (B, N, S)
+        held = onehot.sum(dim=1)  # (B, S)
+        per_slot = torch.einsum("bns,bnd->bsd", onehot, h) / held.clamp(min=1.0).unsqueeze(-1)
+        n_nodes = nodes.shape[1]
+        job_in = torch.cat(
+            [
+                obs["jobs"],
+                obs["job_curve"],
+                obs["job_curve_known"],
+                per_slot,
+                (held / n_nodes).unsqueeze(-1),
+            ],
+            dim=-1,
+        )
+        jobs = self.job_net(job_in) * obs["job_mask"].unsqueeze(-1)
+        return torch.cat([jobs.flatten(1), mean, mx, obs["global"]], dim=1)

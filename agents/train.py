@@ -1,0 +1,240 @@
+"""Train a learned scheduler on an mtgym scenario (MaskablePPO by default; PPO and A2C too).
+
+``train(Args)``: vectorised envs (``DummyVecEnv``, or ``SubprocVecEnv`` with ``vec="subproc"``),
+SB3's TensorBoard logging plus the shared ``eval/*`` tags at evaluation points on fixed
+evaluation seeds (the same tags ``mtgym evaluate`` writes for the baselines), checkpoints,
+hyper-parameters logged as a table, a progress bar, and ``resume`` from a checkpoint.
+Writes ``out/model.zip``, ``out/agent.json``, ``out/checkpoints/``, ``out/tb/``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.policy import AgentConfig, AgentPolicy
+
+ALGOS = ("maskable_ppo", "ppo", "a2c")
+
+
+@dataclass
+class Args:
+    """Training configuration (CleanRL-style: every knob in one typed place)."""
+
+    scenario: str = "default"
+    algo: str = "maskable_ppo"
+    timesteps: int = 100_000
+    seed: int = 0
+    out: Path = Path("runs/agent")
+    n_envs: int = 8
+    vec: str = "dummy"  # "dummy" or "subproc"
+    action_mode: str = "counts"
+    reward: str = "throughput"
+    info_mode: str = "user"
+    max_jobs: int = 16
+    max_count: int = 16
+    decision_interval_s: float | None = None
+    n_steps: int = 256
+    batch_size: int = 256
+    n_epochs: int = 4
+    learning_rate: float = 3e-4
+    gamma: float = 0.995
+    ent_coef: float = 0.0
+    embed_dim: int = 64
+    eval_seeds: tuple[int, ...] = (1000, 1001)
+    eval_freq: int = 20_000  # env steps between evaluations (0 = none)
+    checkpoint_freq: int = 20_000
+    resume: Path | None = None
+    progress: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def config(self) -> AgentConfig:
+        """The agent.json written beside the model."""
+        return AgentConfig(
+            algo=self.algo,
+            action_mode=self.action_mode,
+            reward=self.reward,
+            info_mode=self.info_mode,
+            max_jobs=self.max_jobs,
+            max_count=self.max_count,
+            decision_interval_s=self.decision_interval_s,
+            scenario=self.scenario,
+        )
+
+
+def make_env_fn(args: Args, rank: int):  # a thunk for the vec env
+    """A thunk that builds one monitored env (seeded by rank)."""
+
+    def thunk():
+        from stable_baselines3.common.monitor import Monitor
+
+        from mtgym.env.env import ScavengeEnv
+
+        env = ScavengeEnv(args.scenario, **args.config().env_kwargs())
+        env.reset(seed=args.seed * 1000 + rank)
+        return Monitor(env)
+
+    return thunk
+
+
+def build_model(args: Args, env: Any, tb: str | None) -> Any:
+    """A fresh model for ``args.algo`` with the set-based features extractor."""
+    from agents.features import SetFeatures
+
+    policy_kwargs = {
+        "features_extractor_class": SetFeatures,
+        "features_extractor_kwargs": {"embed_dim": args.embed_dim},
+        "net_arch": {"pi": [128], "vf": [128]},
+    }
+    common = {
+        "policy": "MultiInputPolicy",
+        "env": env,
+        "learning_rate": args.learning_rate,
+        "gamma": args.gamma,
+        "ent_coef": args.ent_coef,
+        "seed": args.seed,
+        "device": "cpu",
+        "tensorboard_log": tb,
+        "policy_kwargs": policy_kwargs,
+        "verbose": 0,
+    }
+    if args.algo == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO(
+            n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs, **common
+        )
+    if args.algo == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO(
+            n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs, **common
+        )
+    if args.algo == "a2c":
+        from stable_baselines3 import A2C
+
+        return A2C(n_steps=16, **common)
+    raise ValueError(f"algo {args.algo!r} is not one of {ALGOS}")
+
+
+def evaluate_agent(path: Path, scenario: str, seeds: tuple[int, ...]) -> dict[str, float]:
+    """Mean metrics of a saved agent on fixed seeds (the shared metric names)."""
+    from mtgym.scenarios import get_generator
+
+    gen = get_generator(scenario)
+    pol = AgentPolicy(path)
+    rows = []
+    for s in seeds:
+        res = pol.episode(gen(s))
+        m = res.metrics.as_dict()
+        m["decision_ms"] = res.decision_ms
+        rows.append(m)
+    keys = (
+        "throughput",
+        "utilisation",
+        "jct_mean",
+        "makespan",
+        "upper_bound_fraction",
+        "samples",
+        "rescales",
+        "decision_ms",
+    )
+    out = {}
+    for k in keys:
+        v = np.array([r[k] for r in rows], dtype=float)
+        out[k] = float(np.nanmean(v)) if np.any(~np.isnan(v)) else float("nan")
+    return out
+
+
+def train(args: Args) -> Path:
+    """Train, checkpoint and save; returns the model path."""
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from mtgym.evaluate import TAGS
+
+    if args.algo not in ALGOS:
+        raise ValueError(f"algo {args.algo!r} is not one of {ALGOS}")
+    torch.set_num_threads(1)
+    out = Path(args.out)
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    args.config().save(out / "agent.json")
+    (out / "args.json").write_text(json.dumps(asdict(args), indent=2, default=str))
+    fns = [make_env_fn(args, i) for i in range(args.n_envs)]
+    env = SubprocVecEnv(fns) if args.vec == "subproc" else DummyVecEnv(fns)
+    tb = str(out / "tb")
+    if args.resume:
+        from agents.policy import load_model
+
+        model, _ = load_model(args.resume)
+        model.set_env(env)
+        model.tensorboard_log = tb
+    else:
+        model = build_model(args, env, tb)
+
+    class SharedTags(BaseCallback):
+        """Log hyper-parameters once, and the shared eval/* tags every ``eval_freq`` steps."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.next_eval = args.eval_freq
+
+        def _on_training_start(self) -> None:
+            from stable_baselines3.common.logger import HParam
+
+            hp = {
+                k: (str(v) if not isinstance(v, int | float | str | bool) else v)
+                for k, v in asdict(args).items()
+            }
+            self.logger.record(
+                "hparams",
+                HParam(hp, {"rollout/ep_rew_mean": 0.0}),
+                exclude=("stdout", "log", "json", "csv"),
+            )
+
+        def _on_step(self) -> bool:
+            if args.eval_freq and self.num_timesteps >= self.next_eval:
+                self.next_eval += args.eval_freq
+                tmp = out / "checkpoints" / "eval_tmp.zip"
+                self.model.save(str(tmp))
+                (out / "checkpoints" / "agent.json").write_text((out / "agent.json").read_text())
+                metrics = evaluate_agent(tmp, args.scenario, args.eval_seeds)
+                for k, v in metrics.items():
+                    if k in TAGS and not np.isnan(v):
+                        self.logger.record(TAGS[k], v)
+            return True
+
+    callbacks = CallbackList(
+        [
+            CheckpointCallback(
+                max(args.checkpoint_freq // args.n_envs, 1),
+                str(out / "checkpoints"),
+                name_prefix="model",
+            ),
+            SharedTags(),
+        ]
+    )
+    t0 = time.perf_counter()
+    model.learn(
+        total_timesteps=args.timesteps,
+        callback=callbacks,
+        progress_bar=args.progress,
+        tb_log_name=f"{args.scenario}__{args.algo}__{args.seed}",
+        reset_num_timesteps=not bool(args.resume),
+    )
+    wall = time.perf_counter() - t0
+    model.save(str(out / "model.zip"))
+    (out / "train.json").write_text(
+        json.dumps(
+            {"wall_s": wall, "timesteps": args.timesteps, "steps_per_s": args.timesteps / wall},
+            indent=2,
+        )
+    )
+    env.close()
+    return out / "model.zip"

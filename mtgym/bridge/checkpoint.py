@@ -1,0 +1,198 @@
+"""Atomic, checksummed checkpoints: a torn or corrupt file is never loaded.
+
+File layout (``ckpt-<step:09d>.pt``)::
+
+    MTGYMCKPT1 <sha256 of the payload, hex> <payload length>\\n
+    <payload: torch.save bytes>
+
+A checkpoint is written to a temporary file in the same folder, flushed and ``fsync``-ed,
+then renamed over its final name (``os.replace``, atomic on POSIX) and the folder is
+``fsync``-ed, so a reader sees either the whole new file or nothing. On load the length and
+the checksum are verified *before* ``torch.load``; a file that fails either check is skipped
+and the next newest valid one is used (``load_latest``).
+
+Only the standard library is needed to write, list and verify checkpoints; ``torch`` is
+imported lazily to (de)serialise payloads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"MTGYMCKPT1"
+NAME = re.compile(r"^ckpt-(\d{9})\.pt$")
+TMP_PREFIX = ".tmp-ckpt-"
+
+
+class CheckpointError(Exception):
+    """A checkpoint file is torn, corrupt or not a checkpoint."""
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """One checkpoint file on disk."""
+
+    path: Path
+    step: int
+
+
+def checkpoint_path(folder: str | Path, step: int) -> Path:
+    """The final name of the checkpoint of ``step``."""
+    return Path(folder) / f"ckpt-{int(step):09d}.pt"
+
+
+def list_checkpoints(folder: str | Path) -> list[CheckpointInfo]:
+    """Checkpoints in ``folder`` by name, newest step first (validity not checked)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    out = []
+    for p in folder.iterdir():
+        m = NAME.match(p.name)
+        if m:
+            out.append(CheckpointInfo(p, int(m.group(1))))
+    return sorted(out, key=lambda c: c.step, reverse=True)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_bytes_atomic(path: str | Path, payload: bytes, *, fsync: bool = True) -> Path:
+    """Write ``payload`` as a checksummed checkpoint at ``path``, atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(payload).hexdigest()
+    header = MAGIC + b" " + digest.encode() + b" " + str(len(payload)).encode() + b"\n"
+    tmp = path.parent / f"{TMP_PREFIX}{path.name}.{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(header)
+        f.write(payload)
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+    if fsync:
+        _fsync_dir(path.parent)
+    return path
+
+
+def read_verified_bytes(path: str | Path) -> bytes:
+    """The payload of a checkpoint file after checking its length and sha256.
+
+    Raises:
+        CheckpointError: missing header, wrong magic, wrong length (torn) or checksum.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read ({exc})") from exc
+    nl = data.find(b"\n")
+    if nl < 0 or nl > 200:
+        raise CheckpointError(f"{path}: no header line (torn or not a checkpoint)")
+    parts = data[:nl].split(b" ")
+    if len(parts) != 3 or parts[0] != MAGIC:
+        raise CheckpointError(f"{path}: bad header {data[:nl][:80]!r}")
+    try:
+        digest, length = parts[1].decode(), int(parts[2])
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: bad header {data[:nl][:80]!r}") from exc
+    payload = data[nl + 1 :]
+    if len(payload) != length:
+        raise CheckpointError(
+            f"{path}: payload is {len(payload)} bytes, header says {length} (truncated)"
+        )
+    if hashlib.sha256(payload).hexdigest() != digest:
+        raise CheckpointError(f"{path}: sha256 mismatch (corrupt)")
+    return payload
+
+
+def save_checkpoint(
+    folder: str | Path, step: int, state: dict[str, Any], *, keep: int = 3, fsync: bool = True
+) -> Path:
+    """Serialise ``state`` with ``torch.save`` and write it atomically; prune old ones.
+
+    The newest ``keep`` checkpoints are kept (at least 2, so a bad newest file always has a
+    fallback). Stale temporary files of dead writers are removed.
+    """
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    path = write_bytes_atomic(checkpoint_path(folder, step), buf.getvalue(), fsync=fsync)
+    for old in list_checkpoints(folder)[max(keep, 2) :]:
+        try:
+            old.path.unlink()
+        except OSError:
+            pass
+    return path
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Load one checkpoint after verifying it (raises ``CheckpointError``)."""
+    import torch
+
+    payload = read_verified_bytes(path)
+    try:
+        return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
+    except Exception as exc:  # a payload that verifies but does not unpickle
+        raise CheckpointError(f"{path}: payload does not load ({exc})") from exc
+
+
+def latest_valid(folder: str | Path) -> tuple[CheckpointInfo | None, list[tuple[Path, str]]]:
+    """The newest checkpoint whose checksum verifies, and the (path, reason) of bad ones."""
+    bad: list[tuple[Path, str]] = []
+    for info in list_checkpoints(folder):
+        try:
+            read_verified_bytes(info.path)
+        except CheckpointError as exc:
+            bad.append((info.path, str(exc)))
+            continue
+        return info, bad
+    return None, bad
+
+
+def load_latest(
+    folder: str | Path,
+) -> tuple[dict[str, Any] | None, CheckpointInfo | None, list[tuple[Path, str]]]:
+    """Load the newest valid checkpoint: (state, info, skipped bad files).
+
+    ``(None, None, bad)`` when there is none (a fresh start).
+    """
+    bad: list[tuple[Path, str]] = []
+    for info in list_checkpoints(folder):
+        try:
+            return load_checkpoint(info.path), info, bad
+        except CheckpointError as exc:
+            bad.append((info.path, str(exc)))
+    return None, None, bad
+
+
+def remove_stale_tmp(folder: str | Path) -> int:
+    """Delete temporary files left by writers that died mid-write; returns how many."""
+    folder = Path(folder)
+    n = 0
+    if folder.is_dir():
+        for p in folder.glob(f"{TMP_PREFIX}*"):
+            try:
+                p.unlink()
+                n += 1
+            except OSError:
+                pass
+    return n

@@ -1,0 +1,384 @@
+"""The training script the bridge launches under torchrun: a small real DDP model.
+
+Run as ``python -m torch.distributed.run ... -m mtgym.bridge.worker --job-dir DIR ...``.
+Every rank trains a small model (``MODELS``: an MLP or a small CNN, chosen per app class by
+``model_for_app_class``) on synthetic, learnable data (labels come from a fixed random
+"teacher"), with ``DistributedDataParallel`` over gloo (CPU) or NCCL (GPUs).
+
+What it guarantees (tested in ``tests/bridge``):
+
+- **Progress reports** (MalleTrain's Job Monitor): rank 0 appends one JSON line per
+  iteration to ``DIR/progress.jsonl``: ``{"event": "step", "t", "step", "world_size",
+  "samples", "batch", "gen", "committed", "redo"}``. ``samples`` is the cumulative global
+  sample count, ``batch`` this step's global batch, ``committed`` the step of the newest
+  durable checkpoint. Other events: ``start`` (with the step resumed from), ``ckpt`` (a
+  checkpoint became durable: the step is *committed*), ``ckpt_invalid`` (a torn or corrupt
+  file was skipped), ``stop``.
+- **Checkpoints** every ``--ckpt-every`` steps and on a stop request, written atomically
+  with a sha256 (``mtgym.bridge.checkpoint``). On start every rank resumes from the newest
+  *valid* checkpoint (rank 0 picks it, the step is broadcast). A committed step is never
+  lost: a restart resumes at the last committed step or later. Steps run after the last
+  checkpoint by a job that is then killed are redone after the restart and reported with
+  ``"redo": true`` so that samples are not counted twice.
+- **Stop requests**: the controller creates ``--stop-file``; every ``--sync-every`` steps the
+  ranks agree on it with an ``all_reduce(MAX)`` so all stop at the same step, checkpoint and
+  exit with ``barrier; destroy_process_group; flush; os._exit(0)`` (a plain exit aborts in
+  about 25 % of gloo teardowns, see ``docs/bridge.md``).
+- Each rank writes its PID to ``DIR/pids/g<gen>-r<rank>.pid`` so the launcher can kill
+  workers directly (a SIGKILLed torchrun agent orphans its workers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+T_PROCESS = time.time()  # before torch is imported: the worker's own start-up cost
+
+#: Models by name: (kind, sizes). Small enough for 2 CPU cores, real enough to train.
+MODELS: dict[str, dict[str, Any]] = {
+    # 784-512-512-10, 670 k parameters: communication-heavy (large gradients, cheap compute).
+    "mlp": {"kind": "mlp", "in": 784, "hidden": (512, 512), "out": 10},
+    # 256-128-10, 34 k parameters: tiny, step time dominated by framework overhead.
+    "tiny-mlp": {"kind": "mlp", "in": 256, "hidden": (128,), "out": 10},
+    # 2 conv + 2 fc on 1x28x28, about 0.1 M parameters: compute-heavy, scales with workers.
+    "cnn": {"kind": "cnn", "channels": (8, 16), "in": (1, 28, 28), "fc": 64, "out": 10},
+}
+
+#: PAL's classes -> model: A (compute-bound, ResNet-like) and D (insensitive, PointNet-like)
+#: train the CNN; B and C (BERT-like, VGG-like: large gradients) train the wide MLP.
+MODEL_BY_CLASS = {0: "cnn", 1: "mlp", 2: "mlp", 3: "cnn"}
+
+
+def model_for_app_class(app_class: int | str) -> str:
+    """The model the bridge trains for a PAL app class (0..3 or "A".."D")."""
+    if isinstance(app_class, str):
+        app_class = "ABCD".index(app_class.strip().upper())
+    return MODEL_BY_CLASS[int(app_class)]
+
+
+def build_model(name: str) -> Any:
+    """A fresh ``torch.nn.Module`` for a ``MODELS`` name."""
+    import torch
+    from torch import nn
+
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
+    spec = MODELS[name]
+    torch.manual_seed(1234)  # the same initial weights on every rank and every run
+    if spec["kind"] == "mlp":
+        layers: list[nn.Module] = []
+        width = spec["in"]
+        for h in spec["hidden"]:
+            layers += [nn.Linear(width, h), nn.ReLU()]
+            width = h
+        layers.append(nn.Linear(width, spec["out"]))
+        return nn.Sequential(*layers)
+    c1, c2 = spec["channels"]
+    _, hgt, wid = spec["in"]
+    flat = c2 * (hgt // 4) * (wid // 4)
+    return nn.Sequential(
+        nn.Conv2d(spec["in"][0], c1, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(c1, c2, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(flat, spec["fc"]),
+        nn.ReLU(),
+        nn.Linear(spec["fc"], spec["out"]),
+    )
+
+
+def input_shape(name: str) -> tuple[int, ...]:
+    """Shape of one input sample of a model."""
+    spec = MODELS[name]
+    return (spec["in"],) if spec["kind"] == "mlp" else tuple(spec["in"])
+
+
+class SyntheticData:
+    """Deterministic, learnable synthetic batches: ``x ~ N(0, 1)``, ``y = argmax(x W)``.
+
+    Batch ``(step, rank)`` is the same in every run, so a resumed job sees the same data.
+    """
+
+    def __init__(self, name: str, batch: int, seed: int, device: Any) -> None:
+        import torch
+
+        self.shape = input_shape(name)
+        self.batch = batch
+        self.seed = seed
+        self.device = device
+        g = torch.Generator().manual_seed(seed)
+        dim = 1
+        for s in self.shape:
+            dim *= s
+        self.teacher = torch.randn(dim, MODELS[name]["out"], generator=g).to(device)
+
+    def get(self, step: int, rank: int) -> tuple[Any, Any]:
+        """The batch of ``rank`` at ``step``."""
+        import torch
+
+        g = torch.Generator().manual_seed((self.seed * 1_000_003 + step) * 4099 + rank)
+        x = torch.randn((self.batch, *self.shape), generator=g).to(self.device)
+        y = (x.reshape(self.batch, -1) @ self.teacher).argmax(dim=1)
+        return x, y
+
+
+class Reporter:
+    """Rank 0's progress file: one JSON line per event, flushed at once (others: no-op)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.f = open(path, "a", buffering=1) if path is not None else None  # noqa: SIM115
+
+    def emit(self, **rec: Any) -> None:
+        """Append one record (``t`` = wall-clock time added when missing)."""
+        if self.f is None:
+            return
+        rec.setdefault("t", time.time())
+        self.f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        self.f.flush()
+
+    def close(self) -> None:
+        """Flush and close."""
+        if self.f is not None:
+            self.f.flush()
+            os.fsync(self.f.fileno())
+            self.f.close()
+
+
+def last_reported_step(path: Path) -> int:
+    """The highest ``step`` in a progress file (0 if none): steps up to it are redone."""
+    best = 0
+    if not path.exists():
+        return 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("event") == "step":
+                best = max(best, int(rec.get("step", 0)))
+    return best
+
+
+def _checkpoint_module() -> Any:
+    """``mtgym.bridge.checkpoint``, loaded by path when run as a script.
+
+    Launched as a script (the default), the worker does not import the ``mtgym`` package,
+    whose ``__init__`` pulls in gymnasium (about 0.35 s per restart).
+    """
+    if __package__:
+        from mtgym.bridge import checkpoint
+
+        return checkpoint
+    import importlib.util
+
+    name = "_mtgym_bridge_checkpoint"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("checkpoint.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The worker's command line."""
+    p = argparse.ArgumentParser(prog="mtgym.bridge.worker", description=__doc__.splitlines()[0])
+    p.add_argument("--job-dir", required=True, type=Path, help="per-job folder (shared FS)")
+    p.add_argument("--model", default="mlp", choices=sorted(MODELS))
+    p.add_argument("--batch", type=int, default=64, help="samples per worker per step")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gen", type=int, default=0, help="launch generation (for the reports)")
+    p.add_argument("--ckpt-every", type=int, default=50, help="steps between checkpoints")
+    p.add_argument("--keep", type=int, default=3, help="checkpoints kept")
+    p.add_argument("--sync-every", type=int, default=2, help="steps between stop-flag votes")
+    p.add_argument("--stop-file", type=Path, default=None)
+    p.add_argument("--max-steps", type=int, default=0, help="stop after this global step")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--no-fsync", action="store_true", help="skip fsync (faster, less durable)")
+    p.add_argument(
+        "--ignore-stop", action="store_true", help="fault injection: never honour stop requests"
+    )
+    p.add_argument(
+        "--dp",
+        default="ddp",
+        choices=("ddp", "allreduce"),
+        help="data parallelism: torch DDP (default), or one flat all_reduce of the gradients "
+        "per step (no DDP: restarts skip DDP's 2-3 s lazy import of torch._dynamo)",
+    )
+    p.add_argument("--pg-timeout", type=float, default=120.0, help="collective timeout, s")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:  # noqa: PLR0915
+    """Train until a stop request (or ``--max-steps``), then exit with ``os._exit``."""
+    args = parse_args(argv)
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    ck = _checkpoint_module()
+    t_import = time.time()
+    torch.set_num_threads(max(1, args.threads))
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+    if use_cuda:
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+    job_dir: Path = args.job_dir
+    ckpt_dir = job_dir / "ckpt"
+    (job_dir / "pids").mkdir(parents=True, exist_ok=True)
+    (job_dir / "pids" / f"g{args.gen}-r{rank}.pid").write_text(f"{os.getpid()}\n")
+    dist.init_process_group(
+        "nccl" if use_cuda else "gloo", timeout=timedelta(seconds=args.pg_timeout)
+    )
+    t_pg = time.time()
+    rep = Reporter(job_dir / "progress.jsonl" if rank == 0 else None)
+
+    # Resume: rank 0 picks the newest valid checkpoint, every rank loads that very file.
+    pick = torch.zeros(1, dtype=torch.int64, device=device)
+    if rank == 0:
+        ck.remove_stale_tmp(ckpt_dir)
+        info, bad = ck.latest_valid(ckpt_dir)
+        for path, why in bad:
+            rep.emit(event="ckpt_invalid", path=str(path), reason=why, gen=args.gen)
+        pick.fill_(info.step if info is not None else -1)
+    dist.broadcast(pick, 0)
+    start_step = int(pick.item())
+    model = build_model(args.model)
+    opt_state = None
+    samples = 0
+    if start_step >= 0:
+        state = ck.load_checkpoint(ck.checkpoint_path(ckpt_dir, start_step))
+        model.load_state_dict(state["model"])
+        opt_state = state["opt"]
+        samples = int(state["samples"])
+    else:
+        start_step = 0
+    model.to(device)
+    params = list(model.parameters())
+    if args.dp == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        net = DDP(model, device_ids=[local_rank] if use_cuda else None)
+    else:
+        net = model
+        for p_ in params:
+            dist.broadcast(p_.data, 0)
+    opt = torch.optim.SGD(params, lr=args.lr, momentum=0.9)
+    if opt_state is not None:
+        opt.load_state_dict(opt_state)
+    data = SyntheticData(args.model, args.batch, args.seed, device)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    redo_until = last_reported_step(job_dir / "progress.jsonl") if rank == 0 else 0
+    committed = start_step
+    rep.emit(
+        event="start",
+        gen=args.gen,
+        world_size=world,
+        step=start_step,
+        samples=samples,
+        committed=committed,
+        model=args.model,
+        batch=args.batch,
+        device=str(device),
+        t_process=T_PROCESS,
+        t_import=t_import,
+        t_pg=t_pg,
+    )
+
+    def checkpoint(step: int) -> None:
+        nonlocal committed
+        if rank == 0:
+            state = {
+                "step": step,
+                "samples": samples,
+                "model": model.state_dict(),
+                "opt": opt.state_dict(),
+                "world_size": world,
+                "gen": args.gen,
+            }
+            path = ck.save_checkpoint(
+                ckpt_dir, step, state, keep=args.keep, fsync=not args.no_fsync
+            )
+            committed = step
+            rep.emit(event="ckpt", step=step, samples=samples, gen=args.gen, path=path.name)
+
+    step = start_step
+    flag = torch.zeros(1, dtype=torch.int64, device=device)
+    reason = "max_steps"
+    while True:
+        x, y = data.get(step, rank)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        if args.dp == "allreduce" and world > 1:
+            flat = torch.cat([p_.grad.reshape(-1) for p_ in params])
+            dist.all_reduce(flat)
+            flat.div_(world)
+            off = 0
+            for p_ in params:
+                n = p_.numel()
+                p_.grad.copy_(flat[off : off + n].view_as(p_.grad))
+                off += n
+        opt.step()
+        step += 1
+        batch = args.batch * world
+        samples += batch
+        if rank == 0:
+            rep.emit(
+                event="step",
+                step=step,
+                world_size=world,
+                samples=samples,
+                batch=batch,
+                gen=args.gen,
+                committed=committed,
+                redo=step <= redo_until,
+                loss=round(float(loss.detach()), 5),
+            )
+        if args.ckpt_every > 0 and step % args.ckpt_every == 0:
+            checkpoint(step)
+        if args.max_steps and step >= args.max_steps:
+            break
+        if step % max(1, args.sync_every) == 0:
+            want = 0
+            if args.stop_file is not None and not args.ignore_stop and args.stop_file.exists():
+                want = 1
+            flag.fill_(want)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            if int(flag.item()):
+                reason = "stop_file"
+                break
+    if committed != step:
+        checkpoint(step)
+    dist.barrier()
+    rep.emit(event="stop", step=step, samples=samples, gen=args.gen, reason=reason)
+    rep.close()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

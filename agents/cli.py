@@ -28,6 +28,9 @@ def _train(ns: argparse.Namespace) -> int:
         eval_freq=ns.eval_freq,
         resume=Path(ns.resume) if ns.resume else None,
         progress=not ns.no_progress,
+        bc_expert=ns.bc_expert,
+        dagger_rounds=ns.dagger_rounds,
+        learning_rate=ns.learning_rate,
     )
     path = train(args)
     print(path)
@@ -74,6 +77,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--eval-freq", type=int, default=20_000, help="steps between evaluations (0 = none)"
     )
     t.add_argument("--resume", default=None, metavar="ZIP", help="continue from a checkpoint")
+    t.add_argument(
+        "--bc-expert",
+        default=None,
+        metavar="POLICY",
+        help="imitate this baseline first (behaviour cloning + DAgger), then PPO",
+    )
+    t.add_argument(
+        "--dagger-rounds",
+        type=int,
+        default=3,
+        help="DAgger rounds after cloning (default: %(default)s)",
+    )
+    t.add_argument(
+        "--learning-rate", type=float, default=3e-4, help="PPO learning rate (default: %(default)s)"
+    )
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=_train)
 

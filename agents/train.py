@@ -51,6 +51,10 @@ class Args:
     checkpoint_freq: int = 20_000
     resume: Path | None = None
     progress: bool = True
+    bc_expert: str | None = None  # imitate this registered policy first (e.g. "freetrain")
+    bc_seeds: tuple[int, ...] = (11, 12, 13, 14)
+    dagger_rounds: int = 3  # rounds of DAgger after behaviour cloning
+    bc_epochs: int = 30
     extra: dict[str, Any] = field(default_factory=dict)
 
     def config(self) -> AgentConfig:
@@ -151,6 +155,35 @@ def evaluate_agent(path: Path, scenario: str, seeds: tuple[int, ...]) -> dict[st
     return out
 
 
+def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
+    """Behaviour cloning from ``args.bc_expert`` then DAgger rounds; returns the best
+    (eval samples, policy weights) seen.
+    """
+    import copy
+
+    from agents.imitation import collect, merge, pretrain
+
+    kw = args.config().env_kwargs()
+    data = collect(args.scenario, args.bc_expert, list(args.bc_seeds), kw)
+    pretrain(model, data, epochs=args.bc_epochs, lr=3e-3, seed=args.seed)
+    best: tuple[float, dict] = (-np.inf, copy.deepcopy(model.policy.state_dict()))
+    for r in range(args.dagger_rounds + 1):
+        model.save(str(out / "checkpoints" / "imitation.zip"))
+        (out / "checkpoints" / "agent.json").write_text((out / "agent.json").read_text())
+        score = evaluate_agent(
+            out / "checkpoints" / "imitation.zip", args.scenario, args.eval_seeds
+        )["samples"]
+        if score > best[0]:
+            best = (score, copy.deepcopy(model.policy.state_dict()))
+        if r == args.dagger_rounds:
+            break
+        seeds = [100 + 10 * r + k for k in range(len(args.bc_seeds))]
+        data = merge(data, collect(args.scenario, args.bc_expert, seeds, kw, actor=model))
+        pretrain(model, data, epochs=max(args.bc_epochs // 2, 1), lr=2e-3, seed=args.seed + r)
+    model.policy.load_state_dict(best[1])
+    return best
+
+
 def train(args: Args) -> Path:
     """Train, checkpoint and save; returns the model path."""
     import torch
@@ -221,6 +254,9 @@ def train(args: Args) -> Path:
         ]
     )
     t0 = time.perf_counter()
+    best: tuple[float, dict | None] = (-np.inf, None)
+    if args.bc_expert and not args.resume:
+        best = imitate(model, args, out)
     model.learn(
         total_timesteps=args.timesteps,
         callback=callbacks,
@@ -230,6 +266,12 @@ def train(args: Args) -> Path:
     )
     wall = time.perf_counter() - t0
     model.save(str(out / "model.zip"))
+    if best[1] is not None:
+        # keep the better of the imitated policy and the PPO-fine-tuned one (eval seeds)
+        final = evaluate_agent(out / "model.zip", args.scenario, args.eval_seeds)["samples"]
+        if best[0] > final:
+            model.policy.load_state_dict(best[1])
+            model.save(str(out / "model.zip"))
     (out / "train.json").write_text(
         json.dumps(
             {"wall_s": wall, "timesteps": args.timesteps, "steps_per_s": args.timesteps / wall},

@@ -1,0 +1,142 @@
+"""Behaviour cloning from a baseline, to start PPO from a competent policy.
+
+``collect(...)`` plays episodes in the env while an *expert* (any registered view-based
+policy, e.g. FreeTrain's MILP) decides; its allocation is turned into the env's action
+(``counts``: each slot's node count; ``delta``: shrink / keep / grow towards it) and the
+(observation, action, mask) triples are kept. ``pretrain(model, data)`` maximises the
+masked log-likelihood of the expert's actions under the policy (a few supervised epochs),
+then PPO fine-tunes as usual. This is the standard "imitate, then improve" recipe; the
+expert only ever sees its own information-limited view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mtgym.env.env import ScavengeEnv
+from mtgym.policy.registry import make_policy
+from mtgym.sim.view import ViewBuilder
+
+
+@dataclass
+class Demonstrations:
+    """Stacked observations (dict of arrays), actions and masks."""
+
+    obs: dict[str, np.ndarray]
+    actions: np.ndarray
+    masks: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.actions.shape[0])
+
+
+def expert_action(env: ScavengeEnv, node_job: np.ndarray) -> np.ndarray:
+    """The env action that realises (as closely as the mode allows) an expert's node map."""
+    slots = env.slots
+    counts = np.zeros(env.num_slots, dtype=np.int64)
+    present = slots.present
+    if present.any():
+        per_job = np.bincount(node_job[node_job >= 0], minlength=env.instance.num_jobs)
+        counts[present] = per_job[slots.job[present]]
+    counts = np.minimum(counts, env.max_count)
+    if env.action_mode == "counts":
+        return counts
+    if env.action_mode == "delta":
+        cur = np.zeros(env.num_slots, dtype=np.int64)
+        cur[present] = env.state.n_nodes[slots.job[present]]
+        return np.where(counts > cur, 2, np.where(counts < cur, 0, 1))
+    ext = np.full(env.instance.num_jobs + 1, 0, dtype=np.int64)
+    ext[slots.job[present]] = np.flatnonzero(present) + 1
+    return ext[node_job]
+
+
+def collect(
+    scenario: str,
+    expert: str,
+    seeds: list[int],
+    env_kwargs: dict,
+    *,
+    actor=None,
+) -> Demonstrations:
+    """Episodes on ``seeds`` labelled by the expert.
+
+    Without ``actor`` the env follows the expert (behaviour cloning); with a model as
+    ``actor`` the env follows the model while the expert labels the states it visits
+    (DAgger), which corrects the drift of a cloned policy into states the expert never saw.
+    """
+    from mtgym.scenarios import get_generator
+
+    gen = get_generator(scenario)
+    obs_list: list[dict[str, np.ndarray]] = []
+    acts, masks = [], []
+    for seed in seeds:
+        inst = gen(seed)
+        env = ScavengeEnv(inst, **env_kwargs)
+        obs, _ = env.reset(seed=seed)
+        policy = make_policy(expert)
+        views = ViewBuilder(env.instance, policy.info_mode)
+        policy.reset(views(env.state))
+        while True:
+            alloc = policy.decide(views(env.state))
+            action = expert_action(env, np.asarray(alloc.node_job))
+            mask = env.action_masks()
+            # keep only demonstrations the masks allow (joint limits are repaired by the env)
+            off, ok = 0, True
+            for k, a in zip(env.action_space.nvec, action, strict=True):
+                ok &= bool(mask[off + int(a)])
+                off += int(k)
+            if ok:
+                obs_list.append(obs)
+                acts.append(action)
+                masks.append(mask)
+            if actor is not None:
+                action, _ = actor.predict(obs, action_masks=mask, deterministic=True)
+            obs, _, term, trunc, _ = env.step(action)
+            if term or trunc:
+                break
+    stacked = {k: np.stack([o[k] for o in obs_list]) for k in obs_list[0]}
+    return Demonstrations(stacked, np.stack(acts), np.stack(masks))
+
+
+def merge(a: Demonstrations, b: Demonstrations) -> Demonstrations:
+    """Concatenate two demonstration sets."""
+    obs = {k: np.concatenate([a.obs[k], b.obs[k]]) for k in a.obs}
+    return Demonstrations(
+        obs, np.concatenate([a.actions, b.actions]), np.concatenate([a.masks, b.masks])
+    )
+
+
+def pretrain(
+    model,
+    data: Demonstrations,
+    *,
+    epochs: int = 10,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    seed: int = 0,
+) -> list[float]:
+    """Supervised epochs on the masked log-likelihood; returns the loss per epoch."""
+    import torch
+
+    policy = model.policy
+    opt = torch.optim.Adam(policy.parameters(), lr=lr)
+    rng = np.random.default_rng(seed)
+    n = len(data)
+    losses = []
+    for _ in range(epochs):
+        order = rng.permutation(n)
+        total = 0.0
+        for i in range(0, n, batch_size):
+            idx = order[i : i + batch_size]
+            obs = {k: torch.as_tensor(v[idx], dtype=torch.float32) for k, v in data.obs.items()}
+            act = torch.as_tensor(data.actions[idx])
+            dist = policy.get_distribution(obs, action_masks=data.masks[idx])
+            loss = -dist.log_prob(act).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * idx.size
+        losses.append(total / n)
+    return losses

@@ -105,15 +105,25 @@ class AgentPolicy:
         )
 
     def act(self, env: Any, obs: dict[str, np.ndarray]) -> np.ndarray:
-        """One action for the env's observation (with its action mask)."""
-        masks = env.action_masks()
-        if self.config.algo == "maskable_ppo":
-            action, _ = self.model.predict(
-                obs, action_masks=masks, deterministic=self.deterministic
-            )
-        else:
-            action, _ = self.model.predict(obs, deterministic=self.deterministic)
-        return np.asarray(action)
+        """One action for the env's observation (with its action mask).
+
+        Calls the policy network directly rather than ``model.predict``: SB3 checks the
+        observation shape against the training env's, but the set-based extractor runs on
+        any number of nodes, which is how one agent serves clusters of other sizes.
+        """
+        import torch
+
+        with torch.no_grad():
+            t = {
+                k: torch.as_tensor(np.asarray(v), dtype=torch.float32).unsqueeze(0)
+                for k, v in obs.items()
+            }
+            if self.config.algo == "maskable_ppo":
+                dist = self.model.policy.get_distribution(t, action_masks=env.action_masks()[None])
+            else:
+                dist = self.model.policy.get_distribution(t)
+            action = dist.get_actions(deterministic=self.deterministic)
+        return action.cpu().numpy().reshape(-1)
 
     def episode(self, instance: Instance) -> EpisodeResult:
         """Play ``instance`` to the end; metrics as ``run_episode`` computes them."""

@@ -32,6 +32,14 @@ def _train(ns: argparse.Namespace) -> int:
         dagger_rounds=ns.dagger_rounds,
         learning_rate=ns.learning_rate,
     )
+    if ns.address and ns.backend != "ray":
+        raise ValueError("--address needs --backend ray")
+    if ns.backend == "ray":
+        from mtgym.backends.ray_backend import train_ray
+
+        for p in train_ray(args, address=ns.address, num_workers=ns.ray_seeds):
+            print(p)
+        return 0
     path = train(args)
     print(path)
     return 0
@@ -93,6 +101,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--learning-rate", type=float, default=3e-4, help="PPO learning rate (default: %(default)s)"
     )
     t.add_argument("--no-progress", action="store_true")
+    t.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="ray: a seed sweep, one Ray task per seed",
+    )
+    t.add_argument(
+        "--address", default=None, metavar="ADDR", help="with --backend ray: join this Ray cluster"
+    )
+    t.add_argument(
+        "--ray-seeds",
+        type=int,
+        default=2,
+        help="with --backend ray: seeds to train (default: %(default)s)",
+    )
     t.set_defaults(func=_train)
 
     c = sub.add_parser("compare", help="agent vs every baseline: TensorBoard, results.json, chart")

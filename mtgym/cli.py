@@ -100,6 +100,22 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for name in names:
         make_policy(name)  # fail fast on an unknown name, before any simulation
     seeds = list(range(args.seed, args.seed + args.seeds))
+    if args.address and args.backend != "ray":
+        raise ValueError("--address needs --backend ray")
+    if args.backend == "ray":
+        from mtgym.backends.ray_backend import evaluate_ray
+
+        evaluate_ray(
+            args.scenario,
+            names,
+            seeds,
+            address=args.address,
+            decision_interval_s=args.decision_interval,
+            out=Path(args.out) if args.out else None,
+            progress=not args.no_progress,
+            table=True,
+        )
+        return 0
     evaluate(
         gen,
         [(name, lambda name=name: make_policy(name)) for name in names],
@@ -250,6 +266,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--decision-interval", type=float, default=None, metavar="S", help="decide every S seconds"
     )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="run episodes here, or one Ray task per (policy, seed) (pip install -e .[ray])",
+    )
+    e.add_argument(
+        "--address",
+        default=None,
+        metavar="ADDR",
+        help="with --backend ray: join this Ray cluster ('auto', HOST:PORT, ray://HOST:10001); default: a private local one",
+    )
     e.set_defaults(func=_cmd_evaluate)
 
     sc = sub.add_parser(

@@ -1,4 +1,4 @@
-"""Atomic, checksummed checkpoints: a torn or corrupt file is never loaded.
+r"""Atomic, checksummed checkpoints: a torn or corrupt file is never loaded.
 
 File layout (``ckpt-<step:09d>.pt``)::
 
@@ -17,6 +17,7 @@ imported lazily to (de)serialise payloads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -137,10 +138,8 @@ def save_checkpoint(
     torch.save(state, buf)
     path = write_bytes_atomic(checkpoint_path(folder, step), buf.getvalue(), fsync=fsync)
     for old in list_checkpoints(folder)[max(keep, 2) :]:
-        try:
+        with contextlib.suppress(OSError):
             old.path.unlink()
-        except OSError:
-            pass
     return path
 
 

@@ -1,11 +1,11 @@
 """Start, stop and rescale real torch training jobs: locally (``LocalLauncher``) or under
 Slurm (``SlurmLauncher``).
 
-A job runs as *generations*: each generation is one torchrun launch at a fixed world size.
-A rescale is **checkpoint -> stop -> restart** (the reliable path measured in
-``docs/bridge.md``): the launcher creates the generation's stop file, the workers agree on it
-at their next vote, checkpoint, and exit; the next generation starts with the new world size
-and resumes from the newest valid checkpoint.
+A job runs as *generations*: each generation is one agent launch at a fixed world size.
+A rescale is **checkpoint -> stop -> restart** (the reliable path on this torch, see
+``mtgym/bridge/README.md``): the launcher creates the generation's stop file, the workers
+agree on it at their next vote, checkpoint, and exit; the next generation starts with the
+new world size and resumes from the newest valid checkpoint.
 
 Stopping escalates so that a job always lets go of its nodes by a deadline:
 stop file -> (after ``graceful_s``) SIGTERM to the torchrun agent, which forwards it to its
@@ -18,6 +18,7 @@ that its command line still names the job folder (PIDs are reused).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -30,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+AGENT_SCRIPT = Path(__file__).with_name("agent.py")
+LAUNCH_MODES = ("agent", "torchrun")
 #: torchrun's rendezvous settings: one fixed-size round, no 30 s wait for late nodes.
 RDZV_CONF = "join_timeout=120,last_call_timeout=1"
 
@@ -119,6 +122,7 @@ class StopResult:
     graceful: bool  # exited on the stop file, before any signal
     signalled: str = ""  # "", "SIGTERM" or "SIGKILL"
     leftover_pids: tuple[int, ...] = ()  # PIDs still alive after everything (should be none)
+    reported_stop: bool = False  # the workers checkpointed and reported "stop" first
 
     @property
     def latency_s(self) -> float:
@@ -184,20 +188,25 @@ def _cmdline(pid: int) -> str:
 
 
 def _signal(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class LocalLauncher:
-    """Runs each generation as ``python -m torch.distributed.run`` on this machine.
+    """Runs each generation on this machine under a torch elastic agent.
 
-    One agent per job with ``--nproc-per-node = nodes x workers_per_node``, a c10d
+    One agent per job with ``nproc-per-node = nodes x workers_per_node``, a c10d
     rendezvous on ``127.0.0.1:<free port>``, gloo bound to the loopback
-    (``GLOO_SOCKET_IFNAME=lo``), one torch thread per worker. A simulated "node" is a
-    slot of ``workers_per_node`` worker processes; on a small machine all jobs share the
-    cores, which the measurements then include (see ``docs/bridge.md``).
+    (``GLOO_SOCKET_IFNAME=lo``), one torch thread per worker. ``launch`` picks the agent:
+
+    - ``"agent"`` (default): ``mtgym/bridge/agent.py``, the elastic agent API
+      (``elastic_launch``) with forked workers: torch is imported once per generation,
+      not once per worker, which halves restart costs on a small machine;
+    - ``"torchrun"``: ``python -m torch.distributed.run ... worker.py`` (each worker a fresh
+      interpreter, the exact command a user would type).
+
+    A simulated "node" is a slot of ``workers_per_node`` worker processes; on a small
+    machine all jobs share the cores, which the measurements then include.
     """
 
     def __init__(
@@ -208,9 +217,15 @@ class LocalLauncher:
         env: Mapping[str, str] | None = None,
         worker_script: Path = WORKER_SCRIPT,
         host: str = "127.0.0.1",
+        launch: str = "agent",
+        exit_grace_s: float = 3.0,
     ) -> None:
         if workers_per_node < 1:
             raise ValueError(f"workers_per_node must be >= 1, got {workers_per_node}")
+        if launch not in LAUNCH_MODES:
+            raise ValueError(f"launch must be one of {LAUNCH_MODES}, got {launch!r}")
+        self.launch = launch
+        self.exit_grace_s = exit_grace_s
         self.workers_per_node = workers_per_node
         self.python = python
         self.extra_env = dict(env or {})
@@ -225,6 +240,20 @@ class LocalLauncher:
 
     def command(self, spec: JobSpec, nodes: Sequence[int], gen: int, port: int) -> list[str]:
         """The exact command of one generation."""
+        if self.launch == "agent":
+            return [
+                self.python,
+                str(AGENT_SCRIPT),
+                f"--nproc-per-node={self.world_size(nodes)}",
+                f"--rdzv-endpoint={self.host}:{port}",
+                f"--rdzv-id={spec.job_id}-g{gen}",
+                f"--local-addr={self.host}",
+                "--max-restarts=0",
+                "--monitor-interval=0.1",
+                *(["--prewarm-ddp"] if spec.dp == "ddp" else []),
+                "--",
+                *spec.worker_args(gen),
+            ]
         return [
             self.python,
             "-m",
@@ -350,6 +379,19 @@ class LocalLauncher:
                 return rc
             time.sleep(0.05)
 
+    def reported_stop(self, launch: Launch) -> bool:
+        """True once the generation's rank 0 has reported ``stop`` (checkpoint durable)."""
+        prog = launch.spec.job_dir / "progress.jsonl"
+        try:
+            with open(prog, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 8192))
+                tail = f.read().decode(errors="replace")
+        except OSError:
+            return False
+        marker = '"event":"stop"'
+        return any(marker in line and f'"gen":{launch.gen},' in line for line in tail.splitlines())
+
     def kill(self, launch: Launch, *, term_grace_s: float = 2.0) -> str:
         """SIGTERM the agent (it forwards to workers), then SIGKILL whatever is left.
 
@@ -367,10 +409,8 @@ class LocalLauncher:
             sent = "SIGKILL"
             for pid in left:
                 _signal(pid, signal.SIGKILL)
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(launch.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         try:
             launch.proc.wait(timeout=5.0)
         except subprocess.TimeoutExpired:  # pragma: no cover
@@ -391,20 +431,44 @@ class LocalLauncher:
     ) -> StopResult:
         """Stop a generation: stop file, then SIGTERM after ``graceful_s``, then SIGKILL.
 
-        Every process of the generation is gone when this returns (``leftover_pids`` lists
-        any that survived SIGKILL, which should never happen).
+        The generation counts as stopped gracefully once its workers have reported ``stop``
+        (their checkpoint is durable) and exited: the agent's own teardown is not waited
+        for (it is killed after ``0.3`` s; it holds no state). Workers that reported but
+        hang in their teardown are killed after ``exit_grace_s``. Every process of the
+        generation is gone when this returns (``leftover_pids`` lists any that survived
+        SIGKILL, which should never happen).
         """
         t_req = time.time() if already_requested is None else already_requested
         if launch.proc.poll() is None:
             self.request_stop(launch)
-        remaining = graceful_s - (time.time() - t_req)
-        rc = self.wait(launch, remaining)
+        deadline = t_req + graceful_s
+        t_seen: float | None = None
+        t_idle: float | None = None
+        escalate = False
+        while True:
+            rc = self.poll(launch)
+            if rc is not None:
+                break
+            now = time.time()
+            if t_seen is None and self.reported_stop(launch):
+                t_seen = now
+            if t_seen is not None and not self.worker_pids(launch):
+                t_idle = t_idle or now
+                if now >= t_idle + 0.3:  # workers done: the agent only tears down
+                    _signal(launch.pid, signal.SIGKILL)
+                    launch.proc.wait(timeout=5.0)
+                    rc = launch.proc.returncode
+                    break
+            if now >= deadline or (t_seen is not None and now >= t_seen + self.exit_grace_s):
+                escalate = True
+                break
+            time.sleep(0.05)
         signalled = ""
-        if rc is None:
+        if escalate:
             signalled = self.kill(launch, term_grace_s=term_grace_s)
             rc = launch.proc.poll()
         else:
-            # the agent exited; make sure no worker outlived it
+            # the agent is gone; make sure no worker outlived it
             end = time.time() + term_grace_s
             while time.time() < end and self.worker_pids(launch):
                 time.sleep(0.02)
@@ -417,13 +481,15 @@ class LocalLauncher:
         while time.time() < end and self.alive_pids(launch):
             time.sleep(0.02)
         left = tuple(self.alive_pids(launch))
+        reported = self.reported_stop(launch)
         return StopResult(
             t_request=t_req,
             t_exit=time.time(),
             rc=rc,
-            graceful=signalled == "" and rc == 0,
+            graceful=signalled == "" and reported,
             signalled=signalled,
             leftover_pids=left,
+            reported_stop=reported,
         )
 
 
@@ -432,25 +498,31 @@ class LocalLauncher:
 # ---------------------------------------------------------------------------------------
 @dataclass
 class SlurmLauncher:
-    """The same generations on a real cluster: ``srun`` one torchrun agent per node.
+    """The same generations on a real cluster: one ``srun`` per generation, one torchrun
+    agent per node, c10d rendezvous hosted by the agent on the first node.
 
-    Inside an allocation (``salloc``/``sbatch`` holding the scavenged nodes), each
-    generation is one job step on the generation's nodes: ``srun --nodes=N --ntasks=N
-    --ntasks-per-node=1 --nodelist=<nodes>`` running ``torchrun --nnodes=N
-    --nproc-per-node=K --rdzv-backend=c10d --rdzv-endpoint=<first node>:29400``. Every agent
-    meets at the c10d store hosted by the agent on the first node. The job folder (reports,
-    checkpoints, stop files) must be on a shared file system; the stop file is the same
-    protocol as locally. A forced stop signals the step with ``scancel --signal=TERM``, then
-    ``scancel --signal=KILL`` (Slurm's step cleanup reaches every task on every node).
+    A generation is one Slurm job on exactly the scavenged nodes of the trace
+    (``srun --nodes=N --ntasks=N --ntasks-per-node=1 --nodelist=<hosts>``), named
+    ``mtgym-<job>-g<gen>``. Each task runs ``torchrun --nnodes=N --nproc-per-node=K
+    --rdzv-backend=c10d --rdzv-endpoint=<first host>:29400``; all agents meet at the store of
+    the first host's agent. The job folder (reports, checkpoints, stop files) must be on a
+    shared file system. Graceful stop: the same stop file as locally. Forced stop (a node
+    reclaimed past the deadline): ``scancel --signal=TERM --name=<step>`` (torchrun forwards
+    it to the workers), then ``scancel --name=<step>`` (Slurm kills every task on every
+    node after ``KillWait``).
 
-    ``dry_run`` returns the commands without running anything (tested); ``start`` runs them.
+    ``dry_run`` returns the commands without running anything (tested); ``start`` runs the
+    launch commands.
     """
 
     workers_per_node: int = 1
     python: str = "python3"
     rdzv_port: int = 29400
     worker_script: str = str(WORKER_SCRIPT)
-    job_id_env: str = "SLURM_JOB_ID"
+    partition: str | None = None
+    account: str | None = None
+    time_limit: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)  # e.g. {"NCCL_SOCKET_IFNAME": "ib0"}
     srun_extra: tuple[str, ...] = ()
     node_names: Sequence[str] | None = None  # simulator node index -> host name
 
@@ -467,26 +539,35 @@ class SlurmLauncher:
         return out
 
     def step_name(self, spec: JobSpec, gen: int) -> str:
-        """The Slurm job-step name of a generation."""
+        """The Slurm job name of a generation."""
         return f"mtgym-{spec.job_id}-g{gen}"
 
     def launch_command(
         self, spec: JobSpec, nodes: Sequence[int | str], gen: int, *, job_dir: str | None = None
     ) -> list[str]:
-        """``srun ... torchrun ...`` for one generation."""
+        """``srun ... python -m torch.distributed.run ...`` for one generation."""
         hosts = self.hosts(nodes)
         n = len(hosts)
         if n == 0:
             raise ValueError("a generation needs at least one node")
+        export = ",".join(
+            ["ALL", f"OMP_NUM_THREADS={spec.threads}", *(f"{k}={v}" for k, v in self.env.items())]
+        )
+        opt = [
+            *([f"--partition={self.partition}"] if self.partition else []),
+            *([f"--account={self.account}"] if self.account else []),
+            *([f"--time={self.time_limit}"] if self.time_limit else []),
+        ]
         return [
             "srun",
             f"--job-name={self.step_name(spec, gen)}",
+            *opt,
             f"--nodes={n}",
             f"--ntasks={n}",
             "--ntasks-per-node=1",
             f"--nodelist={','.join(hosts)}",
             "--kill-on-bad-exit=1",
-            "--export=ALL,GLOO_SOCKET_IFNAME=,OMP_NUM_THREADS=" + str(spec.threads),
+            f"--export={export}",
             *self.srun_extra,
             self.python,
             "-m",
@@ -511,49 +592,36 @@ class SlurmLauncher:
         *,
         job_dir: str | None = None,
     ) -> dict[str, list[list[str]]]:
-        """The commands a generation's life cycle issues: launch, graceful stop, forced stop."""
+        """The commands of a generation's life cycle: ``launch``, ``stop`` (graceful) and
+        ``kill`` (forced, in order).
+        """
         jd = Path(job_dir) if job_dir is not None else spec.job_dir
-        step = self.step_name(spec, gen)
-        job = f"${{{self.job_id_env}}}"
-        stop_file = str(jd / "control" / f"stop-g{gen}")
+        name = self.step_name(spec, gen)
         return {
             "launch": [
                 ["mkdir", "-p", *(str(jd / s) for s in ("ckpt", "logs", "control", "pids"))],
                 self.launch_command(spec, nodes, gen, job_dir=str(jd)),
             ],
-            "stop": [["touch", stop_file]],
+            "stop": [["touch", str(jd / "control" / f"stop-g{gen}")]],
             "kill": [
-                ["scancel", "--signal=TERM", f"--name={step}", job],
-                ["scancel", "--signal=KILL", f"--name={step}", job],
+                ["scancel", "--signal=TERM", f"--name={name}"],
+                ["scancel", f"--name={name}"],
             ],
         }
 
-    def dry_run_script(
-        self, spec: JobSpec, nodes: Sequence[int | str], gen: int = 0, **kw: str
-    ) -> str:
-        """``dry_run`` as shell lines (for ``mtgym bridge slurm-commands``)."""
-        cmds = self.dry_run(spec, nodes, gen, **kw)
+    def dry_run_script(self, spec: JobSpec, nodes: Sequence[int | str], gen: int = 0) -> str:
+        """``dry_run`` as shell lines (``mtgym bridge slurm-commands``)."""
         lines = []
-        for phase, group in cmds.items():
+        for phase, group in self.dry_run(spec, nodes, gen).items():
             lines.append(f"# {phase}")
-            lines += [" ".join(_quote(a) for a in c) for c in group]
+            lines += [shlex.join(c) for c in group]
         return "\n".join(lines) + "\n"
 
     def start(self, spec: JobSpec, nodes: Sequence[int | str], gen: int) -> subprocess.Popen:
-        """Run a generation's ``srun`` in the background (needs a Slurm allocation)."""
-        for c in self.dry_run(spec, nodes, gen)["launch"][:-1]:
-            subprocess.run(c, check=True)
-        log = open(spec.job_dir / "logs" / f"g{gen}.log", "ab")  # noqa: SIM115
-        return subprocess.Popen(
-            self.launch_command(spec, nodes, gen),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def _quote(arg: str) -> str:
-    # keep ${SLURM_JOB_ID} expandable, quote everything else that needs it
-    if arg.startswith("${") and arg.endswith("}"):
-        return arg
-    return shlex.quote(arg)
+        """Run a generation's ``srun`` in the background (needs Slurm on this host)."""
+        cmds = self.dry_run(spec, nodes, gen)["launch"]
+        subprocess.run(cmds[0], check=True)
+        with open(spec.job_dir / "logs" / f"g{gen}.log", "ab") as log:
+            return subprocess.Popen(
+                cmds[1], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )

@@ -23,7 +23,7 @@ What it guarantees (tested in ``tests/bridge``):
 - **Stop requests**: the controller creates ``--stop-file``; every ``--sync-every`` steps the
   ranks agree on it with an ``all_reduce(MAX)`` so all stop at the same step, checkpoint and
   exit with ``barrier; destroy_process_group; flush; os._exit(0)`` (a plain exit aborts in
-  about 25 % of gloo teardowns, see ``docs/bridge.md``).
+  about 25 % of gloo teardowns, see ``mtgym/bridge/README.md``).
 - Each rank writes its PID to ``DIR/pids/g<gen>-r<rank>.pid`` so the launcher can kill
   workers directly (a SIGKILLed torchrun agent orphans its workers).
 """
@@ -224,8 +224,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> None:  # noqa: PLR0915
-    """Train until a stop request (or ``--max-steps``), then exit with ``os._exit``."""
+def main(argv: Sequence[str] | None = None) -> None:
+    """Script entry point: train, then leave with ``os._exit(0)`` (no gloo teardown)."""
+    train(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def train(argv: Sequence[str] | None = None) -> int:
+    """Train until a stop request (or ``--max-steps``); returns the last step.
+
+    Ends with ``barrier; destroy_process_group``; the caller exits the process without
+    interpreter teardown (``main`` or a forked agent child, which multiprocessing ends with
+    ``os._exit``).
+    """
     args = parse_args(argv)
     from datetime import timedelta
 
@@ -240,6 +253,11 @@ def main(argv: Sequence[str] | None = None) -> None:  # noqa: PLR0915
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     if use_cuda:
+        if local_rank >= torch.cuda.device_count():
+            raise SystemExit(
+                f"local rank {local_rank} has no GPU ({torch.cuda.device_count()} visible): "
+                "use --workers-per-node <= GPUs per node, or --device cpu"
+            )
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
     else:
@@ -277,9 +295,9 @@ def main(argv: Sequence[str] | None = None) -> None:  # noqa: PLR0915
     model.to(device)
     params = list(model.parameters())
     if args.dp == "ddp":
-        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.nn.parallel import DistributedDataParallel
 
-        net = DDP(model, device_ids=[local_rank] if use_cuda else None)
+        net = DistributedDataParallel(model, device_ids=[local_rank] if use_cuda else None)
     else:
         net = model
         for p_ in params:
@@ -371,13 +389,17 @@ def main(argv: Sequence[str] | None = None) -> None:  # noqa: PLR0915
                 break
     if committed != step:
         checkpoint(step)
+    # A teardown that hangs (rare, seen once in gloo's destroy) shows its stack in the log;
+    # the launcher kills a generation that has reported "stop" but not exited.
+    import faulthandler
+
+    faulthandler.dump_traceback_later(20.0, exit=False)
     dist.barrier()
     rep.emit(event="stop", step=step, samples=samples, gen=args.gen, reason=reason)
     rep.close()
     dist.destroy_process_group()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    faulthandler.cancel_dump_traceback_later()
+    return step
 
 
 if __name__ == "__main__":

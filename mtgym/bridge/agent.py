@@ -1,0 +1,93 @@
+"""A torch elastic agent for the bridge's workers (``elastic_launch``, fork start method).
+
+Run as a script: ``python agent.py --nproc-per-node K --rdzv-endpoint 127.0.0.1:PORT
+--rdzv-id ID -- <worker arguments>``. It is torchrun's agent (c10d rendezvous, worker
+monitoring, SIGTERM forwarding) driven through the ``torch.distributed.launcher.api`` API,
+with one difference that matters for rescale costs: the agent imports torch, DDP and the
+optimiser once and *forks* its workers, so a restart pays ``import torch`` once instead of
+once per worker (and DDP's lazy ``torch._dynamo`` import once, before the fork). Exit
+status: 0 when every worker returned, 1 when one failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def _worker_module():
+    name = "_mtgym_bridge_worker"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("worker.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run_worker(argv: list[str]) -> int:
+    """The workers' entry point (module level: the elastic API calls it in each child)."""
+    return int(_worker_module().train(argv))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse, pre-import, launch; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" in argv:
+        i = argv.index("--")
+        own, worker_argv = argv[:i], argv[i + 1 :]
+    else:
+        own, worker_argv = argv, []
+    p = argparse.ArgumentParser(prog="mtgym.bridge.agent", description=__doc__.splitlines()[0])
+    p.add_argument("--nnodes", type=int, default=1)
+    p.add_argument("--nproc-per-node", type=int, required=True)
+    p.add_argument("--rdzv-endpoint", required=True)
+    p.add_argument("--rdzv-id", required=True)
+    p.add_argument("--local-addr", default="127.0.0.1")
+    p.add_argument("--max-restarts", type=int, default=0)
+    p.add_argument("--monitor-interval", type=float, default=0.1)
+    p.add_argument("--last-call-timeout", type=float, default=1.0)
+    p.add_argument("--join-timeout", type=float, default=120.0)
+    p.add_argument("--prewarm-ddp", action="store_true", help="import DDP's torch._dynamo")
+    args = p.parse_args(own)
+
+    import torch
+    import torch.distributed
+    import torch.optim
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    if args.prewarm_ddp:
+        import torch._dynamo
+        import torch.nn.parallel  # noqa: F401
+    _worker_module()
+
+    cfg = LaunchConfig(
+        min_nodes=args.nnodes,
+        max_nodes=args.nnodes,
+        nproc_per_node=args.nproc_per_node,
+        run_id=args.rdzv_id,
+        rdzv_backend="c10d",
+        rdzv_endpoint=args.rdzv_endpoint,
+        rdzv_configs={
+            "join_timeout": args.join_timeout,
+            "last_call_timeout": args.last_call_timeout,
+        },
+        max_restarts=args.max_restarts,
+        monitor_interval=args.monitor_interval,
+        start_method="fork",
+        local_addr=args.local_addr,
+    )
+    try:
+        elastic_launch(cfg, run_worker)(worker_argv)
+    except Exception as exc:  # ChildFailedError and friends
+        print(f"mtgym.bridge.agent: workers failed: {exc}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

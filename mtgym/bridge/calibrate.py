@@ -1,0 +1,267 @@
+"""Calibration: turn a replay's measurements into a job profile the simulator can use.
+
+The calibration file (JSON, ``format: mtgym-calibration``, version 1) holds, per trace job,
+the measured throughput table and rescale costs in the fields of
+``mtgym.generate.workload.JobRow`` (``curve_nodes``/``curve_tput`` with the (0, 0) point,
+``r_up_s``, ``r_down_s``, ``startup_s``), in *real* units: samples per wall-clock second and
+wall-clock seconds. Node counts are simulator nodes (``workers_per_node`` real workers each).
+
+Use it:
+
+- ``job_rows(cal)`` -> ``list[JobRow]`` for ``build_jobs`` / ``mtgym.testing.tiny_instance``;
+- ``write_bftrainer_csv(cal, path)`` writes the same jobs as a BFTrainer-format job table,
+  which a scenario file reads with ``workload: {kind: table, path: calibration.csv}``;
+- ``mtgym.bridge.report`` predicts a second replay with it (``--calibration``).
+
+A job whose rescale costs were not measured (it never grew, say) gets the mean over the
+other jobs of the replay (``"cost_source": "pooled"``); nothing measured at all leaves 0 and
+says so (``"missing"``).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtgym.bridge.measure import Measurements
+from mtgym.bridge.trace import Trace
+from mtgym.errors import DataError
+from mtgym.generate.workload import JobRow
+from mtgym.types import AppClass
+
+FORMAT = "mtgym-calibration"
+VERSION = 1
+COSTS = (("r_up_s", "up"), ("r_down_s", "down"), ("startup_s", "start"))
+
+
+def calibrate(meas: Measurements, trace: Trace | None = None) -> dict[str, Any]:
+    """The calibration of one replay (see module doc)."""
+    pooled: dict[str, list[float]] = {k: [] for _, k in COSTS}
+    for jm in meas.jobs.values():
+        for _, kind in COSTS:
+            pooled[kind] += jm.costs(kind)
+    jobs: dict[str, Any] = {}
+    for j, jm in meas.jobs.items():
+        tj = trace.jobs.get(j) if trace is not None else None
+        nodes = sorted(jm.throughput)
+        entry: dict[str, Any] = {
+            "name": jm.name or (tj.name if tj else j),
+            "torch_model": jm.model,
+            "model": tj.model if tj else jm.model,
+            "app_class": tj.app_class if tj else "D",
+            "min_nodes": tj.min_nodes if tj else (nodes[0] if nodes else 1),
+            "max_nodes": max([tj.max_nodes if tj else 1, *nodes]),
+            "submit_s": tj.submit_s if tj else 0.0,
+            "curve_nodes": [0.0, *map(float, nodes)],
+            "curve_tput": [0.0, *(jm.throughput[n].samples_per_s for n in nodes)],
+            "measured": {
+                str(n): {
+                    "samples_per_s": jm.throughput[n].samples_per_s,
+                    "seconds": jm.throughput[n].seconds,
+                    "intervals": jm.throughput[n].intervals,
+                    "world_size": jm.throughput[n].world_size,
+                }
+                for n in nodes
+            },
+            "cost_samples": {},
+            "cost_source": {},
+            "missing": [],
+        }
+        for field, kind in COSTS:
+            own = jm.costs(kind)
+            entry["cost_samples"][kind] = own
+            if own:
+                entry[field], entry["cost_source"][field] = statistics.fmean(own), "measured"
+            elif pooled[kind]:
+                entry[field], entry["cost_source"][field] = statistics.fmean(pooled[kind]), "pooled"
+            else:
+                entry[field], entry["cost_source"][field] = 0.0, "missing"
+                entry["missing"].append(field)
+        if not nodes:
+            entry["missing"].append("curve")
+        jobs[j] = entry
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "units": {"throughput": "samples per wall-clock second", "costs": "wall-clock seconds"},
+        "source": meas.out_dir,
+        "time_scale": meas.time_scale,
+        "workers_per_node": meas.workers_per_node,
+        "trace": (
+            {"scenario": trace.header.scenario, "policy": trace.header.policy}
+            if trace is not None
+            else None
+        ),
+        "jobs": jobs,
+    }
+
+
+def write_calibration(path: str | Path, cal: dict[str, Any]) -> Path:
+    """Write a calibration file (JSON)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(cal, indent=2) + "\n")
+    return p
+
+
+def read_calibration(path: str | Path) -> dict[str, Any]:
+    """Read and check a calibration file (raises ``DataError`` with what is wrong)."""
+    p = Path(path)
+    try:
+        cal = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise DataError(p, "file", str(exc), "a JSON calibration file") from None
+    if not isinstance(cal, dict) or cal.get("format") != FORMAT:
+        raise DataError(p, "format", cal.get("format") if isinstance(cal, dict) else None, FORMAT)
+    if cal.get("version") != VERSION:
+        raise DataError(p, "version", cal.get("version"), f"{VERSION} (this mtgym's version)")
+    for j, e in cal.get("jobs", {}).items():
+        cn, ct = e.get("curve_nodes"), e.get("curve_tput")
+        if not isinstance(cn, list) or not isinstance(ct, list) or len(cn) != len(ct) or not cn:
+            raise DataError(p, f"jobs.{j}.curve", (cn, ct), "equal-length lists")
+        if any(b < a for a, b in itertools.pairwise(cn)) or any(
+            not (isinstance(v, int | float) and math.isfinite(v) and v >= 0) for v in ct
+        ):
+            raise DataError(p, f"jobs.{j}.curve", (cn, ct), "sorted nodes, finite tput >= 0")
+        for field, _ in COSTS:
+            v = e.get(field)
+            if not isinstance(v, int | float) or v < 0:
+                raise DataError(p, f"jobs.{j}.{field}", v, "a number >= 0 (seconds)")
+    return cal
+
+
+def rate(entry: dict[str, Any], nodes: float) -> float:
+    """A calibrated job's samples/s on ``nodes`` nodes, interpolated as the simulator does
+    (linear between measured points, from (0, 0), held flat past the last).
+    """
+    return float(np.interp(nodes, entry["curve_nodes"], entry["curve_tput"]))
+
+
+def job_rows(
+    cal: dict[str, Any],
+    *,
+    work: float = 1e15,
+    jobs: list[str] | None = None,
+    max_nodes: int | None = None,
+) -> list[JobRow]:
+    """``JobRow``s of the calibrated jobs (table throughput form), in job-id order."""
+    rows = []
+    for j, e in sorted(cal["jobs"].items(), key=lambda kv: _key(kv[0])):
+        if jobs is not None and j not in jobs:
+            continue
+        mx = int(max_nodes or max(e["max_nodes"], int(max(e["curve_nodes"]))))
+        rows.append(
+            JobRow(
+                name=str(e["name"]),
+                model=str(e.get("model") or e.get("torch_model") or "bridge"),
+                app_class=AppClass.parse(e.get("app_class", "D")),
+                submit_s=float(e.get("submit_s", 0.0)),
+                min_nodes=max(1, int(e.get("min_nodes", 1))),
+                max_nodes=max(mx, int(e.get("min_nodes", 1))),
+                work=work,
+                r_up_s=float(e["r_up_s"]),
+                r_down_s=float(e["r_down_s"]),
+                startup_s=float(e["startup_s"]),
+                curve_nodes=list(map(float, e["curve_nodes"])),
+                curve_tput=list(map(float, e["curve_tput"])),
+            )
+        )
+    return rows
+
+
+def _key(j: str) -> tuple[int, str]:
+    return (int(j), "") if j.isdigit() else (1 << 30, j)
+
+
+def write_bftrainer_csv(cal: dict[str, Any], path: str | Path, *, work: float = 1e15) -> Path:
+    """The calibrated jobs as a BFTrainer job table (``tput_n<k>`` on the union of node
+    counts; a count a job was not measured at is interpolated as the simulator would).
+    """
+    entries = sorted(cal["jobs"].items(), key=lambda kv: _key(kv[0]))
+    ks = sorted({int(n) for _, e in entries for n in e["curve_nodes"] if n > 0}) or [1]
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(
+            [
+                "job_id",
+                "model",
+                "submit_s",
+                "jmin",
+                "jmax",
+                "pmax_samples",
+                "rescale_up_s",
+                "rescale_down_s",
+                *(f"tput_n{k}" for k in ks),
+            ]
+        )
+        for j, e in entries:
+            w.writerow(
+                [
+                    f"J{_key(j)[0]:05d}" if j.isdigit() else j,
+                    e.get("torch_model") or e.get("model") or "bridge",
+                    f"{float(e.get('submit_s', 0.0)):.3f}",
+                    max(1, int(e.get("min_nodes", 1))),
+                    max(int(e.get("max_nodes", 1)), int(e.get("min_nodes", 1)), 1),
+                    f"{work:.6g}",
+                    f"{e['r_up_s']:.4f}",
+                    f"{e['r_down_s']:.4f}",
+                    *(f"{rate(e, k):.3f}" for k in ks),
+                ]
+            )
+    return p
+
+
+def write_scenario(
+    cal: dict[str, Any],
+    path: str | Path,
+    *,
+    csv_name: str = "calibration.csv",
+    num_nodes: int,
+    horizon_s: float,
+    name: str = "bridge-calibrated",
+) -> Path:
+    """A scenario file whose jobs are the calibrated ones (``csv_name`` beside it):
+    ``num_nodes`` identical 1-GPU nodes, always idle, pause rescale costs. ``mtgym run
+    --scenario <path>`` then simulates the measured jobs.
+    """
+    p = Path(path)
+    spec = {
+        "name": name,
+        "description": f"jobs calibrated on the real replay {cal.get('source')}",
+        "generator": {
+            "kind": "synthetic",
+            "cluster": {
+                "num_nodes": int(num_nodes),
+                "gpus_per_node": 1,
+                "gpu_types": ["V100"],
+                "group_types": [0],
+                "levels": [
+                    {"name": "node", "bandwidth_gbps": 150.0, "latency_s": 1e-6},
+                    {
+                        "name": "group",
+                        "group_size": int(num_nodes),
+                        "bandwidth_gbps": 25.0,
+                        "latency_s": 2e-6,
+                    },
+                    {"name": "system", "bandwidth_gbps": 12.5, "latency_s": 5e-6},
+                ],
+                "variability": {"kind": "none"},
+            },
+            "supply": {"kind": "always-idle"},
+            "workload": {"kind": "table", "path": csv_name},
+            "costs": {"rescale": "pause", "preemption": "rdown"},
+            "horizon_s": float(horizon_s),
+        },
+    }
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(spec, indent=2) + "\n")
+    return p

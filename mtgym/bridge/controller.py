@@ -1,0 +1,457 @@
+"""Replay a trace on real torch jobs: one job per trace job, rescaled when the trace says.
+
+``replay(trace, out_dir, config)`` walks the trace on a scaled wall clock (``time_scale``
+simulated seconds per wall second) and hands every change of a job's node set to that job's
+*driver*, a thread that owns the job's generations (``mtgym.bridge.launcher``):
+
+- a change of node set = stop the running generation (stop file -> checkpoint -> exit) and
+  start the next one on the new node set, which resumes from the newest valid checkpoint;
+  0 nodes = stop; from 0 nodes = start;
+- changes that arrive while the driver is still busy are coalesced (only the newest node set
+  is applied; ``coalesced`` counts the skipped ones), so a compressed clock never queues up
+  restarts;
+- **reclaims** (``reason == "reclaim"`` in the trace) must release the node within
+  ``reclaim_deadline_s`` wall seconds of the trace time: the driver asks for a graceful
+  stop, escalates to SIGTERM at ``deadline - term_grace_s - 0.5`` and to SIGKILL at
+  ``deadline - 0.5``, and records whether the deadline was met;
+- a generation that exits on its own (a worker was killed, a crash) or stops reporting for
+  ``stall_timeout_s`` is cleaned up and restarted on the same node set, from its last valid
+  checkpoint, up to ``max_restarts`` times.
+
+Everything is logged to ``out_dir/events.jsonl``; each job's reports, checkpoints and logs
+live in ``out_dir/jobs/<id>/``. Every process started is stopped before ``replay`` returns
+(also on errors and Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtgym.bridge.launcher import JobSpec, Launch, LocalLauncher
+from mtgym.bridge.trace import Trace, read_trace, write_trace
+from mtgym.bridge.worker import MODELS, model_for_app_class
+
+_FINAL = "final"
+
+
+@dataclass
+class ReplayConfig:
+    """How to replay a trace (all durations in wall-clock seconds unless named ``_sim``)."""
+
+    time_scale: float = 1.0  # simulated seconds per wall second
+    workers_per_node: int = 1
+    reclaim_deadline_s: float = 10.0
+    stop_timeout_s: float = 30.0  # graceful window of a voluntary stop before SIGTERM
+    term_grace_s: float = 2.0
+    model: str | None = None  # None = by app class (mtgym.bridge.worker.MODEL_BY_CLASS)
+    batch: int = 64
+    lr: float = 0.01
+    ckpt_every: int = 50
+    sync_every: int = 2
+    threads: int = 1
+    dp: str = "ddp"
+    device: str = "auto"
+    seed: int = 0
+    max_restarts: int = 3
+    stall_timeout_s: float = 120.0
+    until: float | None = None  # simulated time to stop at (default: the trace's end)
+    jobs: list[str] | None = None  # trace job ids to replay (default: all)
+    max_world_size: int | None = None  # cap on simulator nodes per job
+    worker_args: dict[str, list[str]] = field(default_factory=dict)  # per job, extra args
+    poll_s: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not self.time_scale > 0:
+            raise ValueError(f"time_scale must be > 0, got {self.time_scale}")
+        if self.workers_per_node < 1:
+            raise ValueError(f"workers_per_node must be >= 1, got {self.workers_per_node}")
+        if self.reclaim_deadline_s < self.term_grace_s + 1.0:
+            raise ValueError(
+                f"reclaim_deadline_s ({self.reclaim_deadline_s}) must be >= term_grace_s + 1 "
+                f"({self.term_grace_s + 1.0})"
+            )
+        if self.model is not None and self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; known: {', '.join(sorted(MODELS))}")
+
+
+@dataclass
+class ReplayResult:
+    """Where a replay wrote its files and how it went."""
+
+    out_dir: Path
+    t0_wall: float  # wall time of simulated time ``sim0``
+    sim0: float
+    t_end_wall: float  # wall time of the trace's end
+    wall_s: float
+    jobs: dict[str, dict[str, Any]]
+
+    @property
+    def events_path(self) -> Path:
+        """``out_dir/events.jsonl``."""
+        return self.out_dir / "events.jsonl"
+
+
+class EventLog:
+    """Thread-safe JSON-lines log of controller events (also forwarded to a callback)."""
+
+    def __init__(self, path: Path, callback: Callable[[dict[str, Any]], None] | None) -> None:
+        self.path = path
+        self._f = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+        self._lock = threading.Lock()
+        self._cb = callback
+
+    def emit(self, **rec: Any) -> dict[str, Any]:
+        """Log one event (``t`` = now)."""
+        rec.setdefault("t", time.time())
+        with self._lock:
+            self._f.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
+        if self._cb is not None:
+            with contextlib.suppress(Exception):  # a display callback must not break a replay
+                self._cb(rec)
+        return rec
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            self._f.close()
+
+
+@dataclass
+class _Target:
+    t_wall: float  # when the trace wants it
+    t_sim: float
+    nodes: tuple[int, ...]
+    reason: str
+    final: bool = False
+    coalesced: int = 0
+    reclaim_t_wall: float | None = None  # earliest reclaim folded into this target
+
+
+class JobDriver(threading.Thread):
+    """Owns one job's generations; applies node-set targets in order (see module doc)."""
+
+    def __init__(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        launcher: LocalLauncher,
+        config: ReplayConfig,
+        log: EventLog,
+    ) -> None:
+        super().__init__(name=f"mtgym-bridge-job-{job_id}", daemon=True)
+        self.job_id = job_id
+        self.spec = spec
+        self.launcher = launcher
+        self.config = config
+        self.log = log
+        self.q: queue.Queue[_Target] = queue.Queue()
+        self.current: Launch | None = None
+        self.gen = -1
+        self.restarts = 0
+        self.coalesced = 0
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    # -- queue -------------------------------------------------------------------------
+    def submit(self, target: _Target) -> None:
+        """Hand a new target to the driver."""
+        self.q.put(target)
+
+    def _next(self, timeout: float) -> _Target | None:
+        try:
+            tgt = self.q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        reclaim = tgt.t_wall if tgt.reason == "reclaim" else None
+        skipped = 0
+        while True:
+            try:
+                nxt = self.q.get_nowait()
+            except queue.Empty:
+                break
+            skipped += 1
+            if nxt.reason == "reclaim" and reclaim is None:
+                reclaim = nxt.t_wall
+            final = tgt.final or nxt.final
+            tgt = nxt
+            tgt.final = final
+        tgt.coalesced = skipped
+        tgt.reclaim_t_wall = reclaim
+        self.coalesced += skipped
+        return tgt
+
+    # -- thread ------------------------------------------------------------------------
+    def run(self) -> None:
+        """Apply targets until the final one; watch the running generation in between."""
+        try:
+            while True:
+                tgt = self._next(self.config.poll_s)
+                if tgt is None:
+                    self._health()
+                    continue
+                self._apply(tgt)
+                if tgt.final:
+                    break
+        except BaseException as exc:  # recorded; the controller kills what is left
+            self.error = exc
+            self.log.emit(job=self.job_id, event="driver_error", error=repr(exc))
+
+    def _apply(self, tgt: _Target) -> None:
+        nodes = () if tgt.final else tgt.nodes
+        cur = self.current
+        if cur is not None and set(cur.nodes) == set(nodes) and cur.proc.poll() is None:
+            return
+        if cur is not None:
+            self._stop_gen(cur, tgt)
+        if nodes:
+            self._start_gen(nodes, tgt, kind="start", after_stop=cur is not None)
+
+    def _stop_gen(self, cur: Launch, tgt: _Target) -> None:
+        cfg = self.config
+        reclaim = tgt.reclaim_t_wall is not None and not tgt.final
+        if reclaim:
+            assert tgt.reclaim_t_wall is not None
+            anchor = tgt.reclaim_t_wall
+            deadline = anchor + cfg.reclaim_deadline_s
+            graceful_s = max(0.0, deadline - cfg.term_grace_s - 0.5 - time.time())
+            term = min(cfg.term_grace_s, max(0.1, deadline - 0.5 - time.time() - graceful_s))
+        else:
+            anchor, deadline = time.time(), None
+            graceful_s, term = cfg.stop_timeout_s, cfg.term_grace_s
+        self.log.emit(
+            job=self.job_id,
+            event="stop_request",
+            gen=cur.gen,
+            world_size=cur.world_size,
+            t_sim=tgt.t_sim,
+            reason="final" if tgt.final else tgt.reason,
+            to_world_size=self.launcher.world_size(tgt.nodes) if tgt.nodes and not tgt.final else 0,
+            reclaim=reclaim,
+            coalesced=tgt.coalesced,
+        )
+        res = self.launcher.stop(cur, graceful_s=graceful_s, term_grace_s=term)
+        rec: dict[str, Any] = {
+            "job": self.job_id,
+            "event": "stopped",
+            "gen": cur.gen,
+            "world_size": cur.world_size,
+            "rc": res.rc,
+            "graceful": res.graceful,
+            "reported_stop": res.reported_stop,
+            "signalled": res.signalled,
+            "latency_s": round(res.latency_s, 4),
+            "leftover_pids": list(res.leftover_pids),
+            "reclaim": reclaim,
+        }
+        if deadline is not None:
+            rec.update(
+                deadline_s=cfg.reclaim_deadline_s,
+                release_s=round(res.t_exit - anchor, 4),
+                deadline_met=res.t_exit <= deadline and not res.leftover_pids,
+            )
+        self.log.emit(**rec)
+        with self._lock:
+            self.current = None
+
+    def _start_gen(
+        self, nodes: tuple[int, ...], tgt: _Target | None, *, kind: str, after_stop: bool = False
+    ) -> None:
+        self.gen += 1
+        la = self.launcher.start(self.spec, nodes, self.gen)
+        with self._lock:
+            self.current = la
+        self.log.emit(
+            job=self.job_id,
+            event=kind,
+            gen=la.gen,
+            world_size=la.world_size,
+            nodes=list(nodes),
+            after_stop=after_stop,
+            pid=la.pid,
+            port=la.port,
+            t_sim=None if tgt is None else tgt.t_sim,
+            t_target=None if tgt is None else tgt.t_wall,
+            cmd=la.cmd,
+        )
+
+    def _health(self) -> None:
+        cur = self.current
+        if cur is None:
+            return
+        rc = self.launcher.poll(cur)
+        stalled = False
+        if rc is None:
+            prog = self.spec.job_dir / "progress.jsonl"
+            last = max(cur.t_launch, prog.stat().st_mtime if prog.exists() else 0.0)
+            stalled = time.time() - last > self.config.stall_timeout_s
+            if not stalled:
+                return
+        res = self.launcher.stop(cur, graceful_s=0.0, term_grace_s=self.config.term_grace_s)
+        self.log.emit(
+            job=self.job_id,
+            event="stall" if stalled else "crash",
+            gen=cur.gen,
+            world_size=cur.world_size,
+            rc=rc,
+            signalled=res.signalled,
+            leftover_pids=list(res.leftover_pids),
+        )
+        with self._lock:
+            self.current = None
+        if self.restarts >= self.config.max_restarts:
+            self.log.emit(job=self.job_id, event="gave_up", restarts=self.restarts)
+            return
+        self.restarts += 1
+        self._start_gen(cur.nodes, None, kind="restart")
+
+    def kill_all(self) -> None:
+        """Emergency stop: kill the running generation (used on errors and Ctrl-C)."""
+        with self._lock:
+            cur = self.current
+            self.current = None
+        if cur is not None:
+            self.launcher.kill(cur, term_grace_s=1.0)
+            self.log.emit(job=self.job_id, event="killed", gen=cur.gen)
+
+
+def _spec(trace: Trace, job_id: str, out_dir: Path, cfg: ReplayConfig) -> JobSpec:
+    job = trace.jobs[job_id]
+    return JobSpec(
+        job_id=job_id,
+        job_dir=(out_dir / "jobs" / job_id).resolve(),
+        model=cfg.model or model_for_app_class(job.app_class),
+        name=job.name,
+        batch=cfg.batch,
+        lr=cfg.lr,
+        seed=cfg.seed + int(job_id) if job_id.isdigit() else cfg.seed,
+        ckpt_every=cfg.ckpt_every,
+        sync_every=cfg.sync_every,
+        threads=cfg.threads,
+        dp=cfg.dp,
+        device=cfg.device,
+        extra_args=tuple(cfg.worker_args.get(job_id, ())),
+    )
+
+
+def replay(
+    trace: Trace | str | Path,
+    out_dir: str | Path,
+    config: ReplayConfig | None = None,
+    *,
+    launcher: LocalLauncher | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    hooks: Callable[[float, dict[str, JobDriver]], None] | None = None,
+) -> ReplayResult:
+    """Replay ``trace`` on real torch jobs; write reports under ``out_dir``.
+
+    ``hooks(t_sim, drivers)`` is called from the clock loop about every ``poll_s`` (tests
+    use it to inject faults). Returns when every job has stopped.
+    """
+    cfg = config or ReplayConfig()
+    tr = read_trace(trace) if not isinstance(trace, Trace) else trace
+    tr = tr.restricted(cfg.jobs, cfg.until)
+    out = Path(out_dir)
+    if (out / "events.jsonl").exists():
+        raise FileExistsError(f"{out} already holds a replay (events.jsonl); use a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    write_trace(out / "trace.jsonl", tr)
+    launcher = launcher or LocalLauncher(workers_per_node=cfg.workers_per_node)
+    log = EventLog(out / "events.jsonl", on_event)
+    specs = {j: _spec(tr, j, out, cfg) for j in tr.jobs}
+    drivers = {j: JobDriver(j, specs[j], launcher, cfg, log) for j in tr.jobs}
+    sim0 = tr.header.t_start
+    if tr.events:
+        sim0 = min(sim0, tr.events[0].t) if tr.events[0].t < sim0 else sim0
+    t0 = time.time() + 0.2
+    to_wall = lambda t_sim: t0 + (t_sim - sim0) / cfg.time_scale  # noqa: E731
+    meta = {
+        "format": "mtgym-bridge-replay",
+        "version": 1,
+        "config": asdict(cfg),
+        "t0_wall": t0,
+        "sim0": sim0,
+        "t_end_sim": tr.t_end,
+        "t_end_wall": to_wall(tr.t_end),
+        "workers_per_node": launcher.workers_per_node,
+        "jobs": {
+            j: {
+                "name": s.name,
+                "model": s.model,
+                "batch": s.batch,
+                "dp": s.dp,
+                "job_dir": str(s.job_dir.relative_to(out.resolve())),
+            }
+            for j, s in specs.items()
+        },
+    }
+    (out / "replay.json").write_text(json.dumps(meta, indent=2, default=str))
+    log.emit(event="replay_start", t0_wall=t0, sim0=sim0, time_scale=cfg.time_scale)
+    for d in drivers.values():
+        d.start()
+    ok = False
+    try:
+        for ev in tr.events:
+            _sleep_until(to_wall(ev.t), tr, drivers, hooks, sim0, cfg, t0)
+            nodes = ev.nodes[: cfg.max_world_size] if cfg.max_world_size else ev.nodes
+            drivers[ev.job].submit(_Target(to_wall(ev.t), ev.t, tuple(nodes), ev.reason))
+        _sleep_until(to_wall(tr.t_end), tr, drivers, hooks, sim0, cfg, t0)
+        log.emit(event="trace_end", t_sim=tr.t_end)
+        for d in drivers.values():
+            d.submit(_Target(to_wall(tr.t_end), tr.t_end, (), "final", final=True))
+        limit = time.time() + cfg.stop_timeout_s + 4 * cfg.term_grace_s + 30.0
+        for d in drivers.values():
+            d.join(timeout=max(0.1, limit - time.time()))
+        ok = all(not d.is_alive() and d.error is None for d in drivers.values())
+    finally:
+        for d in drivers.values():
+            d.kill_all()
+        log.emit(event="replay_end", ok=ok)
+        log.close()
+    errors = {j: d.error for j, d in drivers.items() if d.error is not None}
+    if errors:
+        raise RuntimeError(f"replay drivers failed: {errors}")
+    return ReplayResult(
+        out_dir=out,
+        t0_wall=t0,
+        sim0=sim0,
+        t_end_wall=to_wall(tr.t_end),
+        wall_s=time.time() - t0,
+        jobs={
+            j: {"generations": d.gen + 1, "restarts": d.restarts, "coalesced": d.coalesced}
+            for j, d in drivers.items()
+        },
+    )
+
+
+def _sleep_until(
+    t_wall: float,
+    tr: Trace,
+    drivers: dict[str, JobDriver],
+    hooks: Callable[[float, dict[str, JobDriver]], None] | None,
+    sim0: float,
+    cfg: ReplayConfig,
+    t0: float,
+) -> None:
+    while True:
+        now = time.time()
+        if hooks is not None:
+            hooks(sim0 + (now - t0) * cfg.time_scale, drivers)
+        dead = [j for j, d in drivers.items() if not d.is_alive()]
+        if dead:
+            raise RuntimeError(f"job drivers stopped early: {dead}")
+        if now >= t_wall:
+            return
+        time.sleep(min(cfg.poll_s, t_wall - now))
+
+
+def load_replay_meta(out_dir: str | Path) -> dict[str, Any]:
+    """``out_dir/replay.json``."""
+    return json.loads((Path(out_dir) / "replay.json").read_text())

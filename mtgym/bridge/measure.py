@@ -1,0 +1,342 @@
+"""From progress reports to measurements: throughput per world size and rescale costs.
+
+MalleTrain's Job Monitor derives a job's throughput from its per-iteration progress
+reports; the bridge does the same with the reports of ``mtgym.bridge.worker``:
+
+- **Throughput at a world size**: the samples of steady-state iterations divided by their
+  duration, pooled over every generation that ran at that world size. The first
+  ``skip_first`` iterations of a generation (warm-up) and its last ``skip_last`` (the stop
+  vote and final checkpoint) are left out, as MalleTrain skips the reports around a resize;
+  so are iterations that overlap *another* job's restart (``exclude_foreign``: on a small
+  machine a neighbour's ``import torch`` steals the cores; see ``mtgym/bridge/README.md``).
+  Redone iterations (after a crash) are never counted twice.
+- **Rescale cost** of a change from generation g to g+1: the gap between g's last report
+  and g+1's first report, minus the normal step gap (the median iteration time of g+1 in
+  steady state): the time the job made no progress because of the rescale, which is what
+  the simulator's ``r_up_s``/``r_down_s`` pause stands for (``RescaleMode.PAUSE``). A start
+  from 0 nodes is measured from the launch to the first report (``startup_s``), a recovery
+  after a crash from the last report before it to the first *new* (not redone) report.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], int]:
+    """Records of a JSON-lines file and the number of unreadable lines (a torn tail)."""
+    out, bad = [], 0
+    p = Path(path)
+    if not p.exists():
+        return [], 0
+    with open(p, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+            else:
+                bad += 1
+    return out, bad
+
+
+@dataclass
+class Throughput:
+    """Measured throughput of one job at one world size."""
+
+    world_size: int  # real workers
+    nodes: int  # simulator nodes (world_size / workers_per_node)
+    samples_per_s: float
+    seconds: float  # steady-state time measured
+    samples: int
+    intervals: int
+    generations: list[int] = field(default_factory=list)
+    per_gen: dict[int, float] = field(default_factory=dict)  # gen -> samples/s
+    step_s_median: float = float("nan")
+
+
+@dataclass
+class Transition:
+    """One change between consecutive generations of a job (or a start from 0)."""
+
+    kind: str  # "up", "down", "same", "start", "restart"
+    from_gen: int | None
+    to_gen: int
+    from_world_size: int
+    to_world_size: int
+    t_request: float | None  # controller's stop request / launch time
+    t_last: float | None  # last report before
+    t_first: float | None  # first (new) report after
+    gap_s: float | None
+    normal_step_s: float | None
+    cost_s: float | None  # gap minus the normal step: the pause the simulator charges
+    stop_latency_s: float | None = None  # stop request -> every process gone
+    reclaim: bool = False
+    deadline_met: bool | None = None
+    release_s: float | None = None
+    signalled: str = ""
+
+
+@dataclass
+class JobMeasurement:
+    """Everything measured about one job."""
+
+    job: str
+    name: str
+    model: str
+    throughput: dict[int, Throughput]  # by simulator node count
+    transitions: list[Transition]
+    total_samples: int  # useful samples by the end of the trace
+    total_steps: int
+    redone_steps: int
+    committed_steps: list[int]
+    crashes: int
+    invalid_checkpoints: int
+    bad_lines: int
+
+    def costs(self, kind: str) -> list[float]:
+        """Measured costs (s) of one transition kind."""
+        return [t.cost_s for t in self.transitions if t.kind == kind and t.cost_s is not None]
+
+    def mean_cost(self, kind: str) -> float | None:
+        """Mean cost of a kind, None if never measured."""
+        c = self.costs(kind)
+        return statistics.fmean(c) if c else None
+
+
+@dataclass
+class Measurements:
+    """All jobs of one replay."""
+
+    out_dir: str
+    workers_per_node: int
+    time_scale: float
+    t0_wall: float
+    t_end_wall: float
+    jobs: dict[str, JobMeasurement]
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        d = asdict(self)
+        d["format"] = "mtgym-bridge-measurements"
+        d["version"] = 1
+        return d
+
+
+def measure_job(
+    job: str,
+    records: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    *,
+    workers_per_node: int = 1,
+    t_end_wall: float | None = None,
+    skip_first: int = 3,
+    skip_last: int = 1,
+    foreign_busy: list[tuple[float, float]] = (),  # type: ignore[assignment]
+    name: str = "",
+    model: str = "",
+    bad_lines: int = 0,
+) -> JobMeasurement:
+    """Measure one job from its progress records and the controller's events for it."""
+    steps = [r for r in records if r.get("event") == "step"]
+    by_gen: dict[int, list[dict[str, Any]]] = {}
+    for r in steps:
+        by_gen.setdefault(int(r["gen"]), []).append(r)
+    gens = sorted(by_gen)
+    starts = {int(e["gen"]): e for e in events if e.get("event") in ("start", "restart")}
+    stops = {int(e["gen"]): e for e in events if e.get("event") == "stopped"}
+    crashed = {int(e["gen"]) for e in events if e.get("event") in ("crash", "stall")}
+
+    # -- throughput per generation ---------------------------------------------------
+    tput: dict[int, Throughput] = {}
+    gen_step_s: dict[int, float] = {}
+    for g in gens:
+        rs = [r for r in by_gen[g] if not r.get("redo")]
+        rs.sort(key=lambda r: r["t"])
+        ws = int(rs[0]["world_size"]) if rs else int(by_gen[g][0]["world_size"])
+        keep = rs[skip_first : len(rs) - skip_last if skip_last else None]
+        secs = samples = n = 0
+        gaps = []
+        for a, b in itertools.pairwise(keep):
+            dt = float(b["t"]) - float(a["t"])
+            if dt <= 0:
+                continue
+            gaps.append(dt)
+            if any(lo - 0.5 <= b["t"] and a["t"] <= hi for lo, hi in foreign_busy):
+                continue
+            secs += dt
+            samples += int(b["batch"])
+            n += 1
+        if gaps:
+            gen_step_s[g] = statistics.median(gaps)
+        if n == 0 or secs <= 0:
+            continue
+        nodes = max(1, ws // workers_per_node)
+        t = tput.setdefault(nodes, Throughput(ws, nodes, 0.0, 0.0, 0, 0))
+        t.seconds += secs
+        t.samples += samples
+        t.intervals += n
+        t.generations.append(g)
+        t.per_gen[g] = samples / secs
+    for t in tput.values():
+        t.samples_per_s = t.samples / t.seconds
+        med = [gen_step_s[g] for g in t.generations if g in gen_step_s]
+        t.step_s_median = statistics.median(med) if med else float("nan")
+
+    # -- transitions -----------------------------------------------------------------
+    ordered = lambda g: sorted(by_gen.get(g, []), key=lambda r: r["t"])  # noqa: E731
+    trans: list[Transition] = []
+    prev: int | None = None
+    for g in sorted(set(gens) | set(starts)):
+        ev = starts.get(g)
+        recs_g = ordered(g)
+        first_new = next((r for r in recs_g if not r.get("redo")), None)
+        ws = int(ev["world_size"]) if ev else int(recs_g[0]["world_size"])
+        prev_recs = ordered(prev) if prev is not None else []
+        prev_last = prev_recs[-1] if prev_recs else None
+        prev_ws = (
+            int(starts[prev]["world_size"])
+            if prev in starts
+            else int(prev_last["world_size"])
+            if prev_last
+            else 0
+        )
+        if ev is not None and ev.get("event") == "restart":
+            kind = "restart"
+        elif ev is not None and ev.get("after_stop") and prev is not None:
+            kind = "up" if ws > prev_ws else "down" if ws < prev_ws else "same"
+        else:
+            kind = "start"
+        if kind == "start":
+            t_ref = float(ev["t"]) if ev is not None else None
+            t_last = None
+        else:
+            t_last = float(prev_last["t"]) if prev_last else None
+            t_ref = t_last
+        t_first = float(first_new["t"]) if first_new else None
+        gap = (t_first - t_ref) if (t_first is not None and t_ref is not None) else None
+        normal = gen_step_s.get(g)
+        cost = (gap - normal) if (gap is not None and normal is not None) else None
+        stop_info = stops.get(prev, {}) if (prev is not None and kind != "start") else {}
+        req = [e for e in events if e.get("event") == "stop_request" and e.get("gen") == prev]
+        trans.append(
+            Transition(
+                kind=kind,
+                from_gen=prev if kind != "start" else None,
+                to_gen=g,
+                from_world_size=prev_ws if kind != "start" else 0,
+                to_world_size=ws,
+                t_request=(
+                    float(req[0]["t"])
+                    if (req and kind != "start")
+                    else float(ev["t"])
+                    if ev
+                    else None
+                ),
+                t_last=t_last,
+                t_first=t_first,
+                gap_s=gap,
+                normal_step_s=normal,
+                cost_s=max(cost, 0.0) if cost is not None else None,
+                stop_latency_s=stop_info.get("latency_s"),
+                reclaim=bool(stop_info.get("reclaim", False)),
+                deadline_met=stop_info.get("deadline_met"),
+                release_s=stop_info.get("release_s"),
+                signalled=str(stop_info.get("signalled", "")),
+            )
+        )
+        prev = g
+
+    # -- totals ----------------------------------------------------------------------
+    useful = [r for r in steps if not r.get("redo")]
+    if t_end_wall is not None:
+        useful_end = [r for r in useful if float(r["t"]) <= t_end_wall]
+    else:
+        useful_end = useful
+    total = max((int(r["samples"]) for r in useful_end), default=0)
+    committed = sorted({int(r["step"]) for r in records if r.get("event") == "ckpt"})
+    return JobMeasurement(
+        job=job,
+        name=name,
+        model=model,
+        throughput=dict(sorted(tput.items())),
+        transitions=trans,
+        total_samples=total,
+        total_steps=max((int(r["step"]) for r in useful), default=0),
+        redone_steps=sum(1 for r in steps if r.get("redo")),
+        committed_steps=committed,
+        crashes=len(crashed),
+        invalid_checkpoints=sum(1 for r in records if r.get("event") == "ckpt_invalid"),
+        bad_lines=bad_lines,
+    )
+
+
+def measure_replay(
+    out_dir: str | Path,
+    *,
+    skip_first: int = 3,
+    skip_last: int = 1,
+    exclude_foreign: bool = True,
+    settle_s: float = 0.5,
+) -> Measurements:
+    """Measure every job of a replay folder (``replay.json``, ``events.jsonl``, reports)."""
+    out = Path(out_dir)
+    meta = json.loads((out / "replay.json").read_text())
+    events, _ = read_jsonl(out / "events.jsonl")
+    wpn = int(meta["workers_per_node"])
+    progress: dict[str, tuple[list[dict[str, Any]], int]] = {
+        j: read_jsonl(out / info["job_dir"] / "progress.jsonl") for j, info in meta["jobs"].items()
+    }
+    # each job's busy windows: stop request -> stopped, and launch -> its first report
+    windows: dict[str, list[tuple[float, float]]] = {}
+    for j in meta["jobs"]:
+        firsts: dict[int, float] = {}
+        for r in progress[j][0]:
+            if r.get("event") == "step" and not r.get("redo"):
+                firsts.setdefault(int(r["gen"]), float(r["t"]))
+        mine = [e for e in events if str(e.get("job")) == j]
+        stopped = {int(e["gen"]): float(e["t"]) for e in mine if e.get("event") == "stopped"}
+        for e in mine:
+            kind, t = e.get("event"), float(e["t"])
+            if kind == "stop_request":
+                end = stopped.get(int(e["gen"]), t + 10.0)
+            elif kind in ("start", "restart"):
+                end = firsts.get(int(e["gen"]), t + 10.0)
+            else:
+                continue
+            windows.setdefault(j, []).append((t, end + settle_s))
+    jobs = {}
+    for j, info in meta["jobs"].items():
+        foreign = [w for k, ws in windows.items() if k != j for w in ws] if exclude_foreign else []
+        recs, bad = progress[j]
+        jobs[j] = measure_job(
+            j,
+            recs,
+            [e for e in events if str(e.get("job")) == j],
+            workers_per_node=wpn,
+            t_end_wall=float(meta["t_end_wall"]),
+            skip_first=skip_first,
+            skip_last=skip_last,
+            foreign_busy=foreign,
+            name=info.get("name", ""),
+            model=info.get("model", ""),
+            bad_lines=bad,
+        )
+    return Measurements(
+        out_dir=str(out),
+        workers_per_node=wpn,
+        time_scale=float(meta["config"]["time_scale"]),
+        t0_wall=float(meta["t0_wall"]),
+        t_end_wall=float(meta["t_end_wall"]),
+        jobs=jobs,
+    )

@@ -1,0 +1,309 @@
+"""The replay report: predicted vs measured, per job and world size, rescale costs, totals.
+
+``build_report`` returns a JSON-ready dict; ``write_report`` writes ``report.json`` and
+``report.md``. Per job and node count: ``predicted`` and ``measured`` samples/s and
+``error = (predicted - measured) / measured``, plus the speedups relative to the job's
+smallest measured size (unit-free: the shape of the curve, comparable even when the
+prediction is in a scenario's units). Rescale costs: every measured transition and the
+means next to the predicted ``r_up_s``/``r_down_s``/``startup_s``. Totals: samples over the
+replay, measured vs simulated with the prediction (``mtgym.bridge.predict``), reclaim
+deadlines met, crashes and restarts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from mtgym.bridge import predict
+from mtgym.bridge.controller import load_replay_meta
+from mtgym.bridge.measure import Measurements, measure_replay
+from mtgym.bridge.trace import Trace, read_trace
+
+FORMAT = "mtgym-bridge-report"
+VERSION = 1
+
+
+def _err(pred: float | None, meas: float | None) -> float | None:
+    if pred is None or meas is None or not meas or math.isnan(pred) or math.isnan(meas):
+        return None
+    return (pred - meas) / meas
+
+
+def check_monotone(
+    measured: dict[int, float], predicted: dict[int, float | None], *, tol: float = 0.05
+) -> list[str]:
+    """Where the prediction grows with the node count, the measurement must not shrink
+    by more than ``tol``; returns the violations (empty = monotone where the model says so).
+    """
+    out = []
+    ns = sorted(n for n in measured if predicted.get(n) is not None)
+    for a, b in itertools.pairwise(ns):
+        pa, pb = predicted[a], predicted[b]
+        assert pa is not None and pb is not None
+        if pb > pa * (1 + 1e-9) and measured[b] < measured[a] * (1 - tol):
+            out.append(
+                f"{a}->{b} nodes: predicted {pa:.4g}->{pb:.4g} (up), measured "
+                f"{measured[a]:.4g}->{measured[b]:.4g} (down {1 - measured[b] / measured[a]:.1%})"
+            )
+    return out
+
+
+def build_report(
+    out_dir: str | Path,
+    meas: Measurements | None = None,
+    *,
+    calibration: dict[str, Any] | None = None,
+    calibration_path: str | None = None,
+    trace: Trace | None = None,
+) -> dict[str, Any]:
+    """The report of a replay folder (measured now unless ``meas`` is given)."""
+    out = Path(out_dir)
+    meta = load_replay_meta(out)
+    meas = meas or measure_replay(out)
+    trace = trace or read_trace(out / "trace.jsonl")
+    scale = float(meta["config"]["time_scale"])
+    if calibration is not None:
+        preds = predict.from_calibration(calibration)
+        source = f"calibration:{calibration_path or 'given'}"
+    else:
+        preds = predict.from_trace(trace, scale)
+        source = "trace"
+    try:
+        sim_samples = predict.simulate_replay(
+            trace,
+            preds,
+            time_scale=scale,
+            sim0=float(meta["sim0"]),
+            max_world_size=meta["config"].get("max_world_size"),
+        )
+    except Exception as exc:  # a prediction problem must not hide the measurements
+        sim_samples = {j: float("nan") for j in trace.jobs}
+        sim_error = repr(exc)
+    else:
+        sim_error = None
+    jobs: dict[str, Any] = {}
+    all_err: list[float] = []
+    for j, jm in meas.jobs.items():
+        p = preds.get(j)
+        ws: dict[str, Any] = {}
+        measured = {n: t.samples_per_s for n, t in jm.throughput.items()}
+        predicted = {n: (p.rate(n) if p else None) for n in measured}
+        ref = min(measured) if measured else None
+        for n, t in jm.throughput.items():
+            pr = predicted[n]
+            e = _err(pr, t.samples_per_s)
+            if e is not None:
+                all_err.append(e)
+            sp_m = t.samples_per_s / measured[ref] if ref else None
+            pref = predicted.get(ref) if ref else None
+            sp_p = pr / pref if (pr is not None and pref) else None
+            ws[str(n)] = {
+                "nodes": n,
+                "workers": t.world_size,
+                "predicted": pr,
+                "measured": t.samples_per_s,
+                "error": e,
+                "predicted_speedup": sp_p,
+                "measured_speedup": sp_m,
+                "speedup_error": _err(sp_p, sp_m),
+                "seconds": t.seconds,
+                "intervals": t.intervals,
+                "generations": t.generations,
+                "per_generation": {str(g): v for g, v in t.per_gen.items()},
+                "step_s_median": t.step_s_median,
+            }
+        trans = [asdict(t) for t in jm.transitions]
+        rescale = {
+            kind: {
+                "measured_s": jm.costs(kind),
+                "mean_s": jm.mean_cost(kind),
+                "predicted_s": (
+                    None
+                    if p is None
+                    else {"up": p.r_up_s, "down": p.r_down_s, "start": p.startup_s}.get(kind)
+                ),
+            }
+            for kind in ("up", "down", "start", "restart", "same")
+        }
+        reclaims = [
+            {
+                "to_gen": t.to_gen,
+                "release_s": t.release_s,
+                "stop_latency_s": t.stop_latency_s,
+                "deadline_met": t.deadline_met,
+                "signalled": t.signalled,
+            }
+            for t in jm.transitions
+            if t.reclaim
+        ]
+        ps = sim_samples.get(j)
+        jobs[j] = {
+            "name": jm.name,
+            "torch_model": jm.model,
+            "world_sizes": ws,
+            "monotone_violations": check_monotone(measured, predicted),
+            "rescale": rescale,
+            "transitions": trans,
+            "reclaims": reclaims,
+            "samples": {
+                "measured": jm.total_samples,
+                "predicted": ps,
+                "error": _err(ps, float(jm.total_samples)),
+            },
+            "steps": jm.total_steps,
+            "redone_steps": jm.redone_steps,
+            "committed_steps": jm.committed_steps,
+            "crashes": jm.crashes,
+            "invalid_checkpoints": jm.invalid_checkpoints,
+        }
+    ms = sum(jb["samples"]["measured"] for jb in jobs.values())
+    pss = [jb["samples"]["predicted"] for jb in jobs.values()]
+    ps_total = sum(pss) if pss and all(v is not None and not math.isnan(v) for v in pss) else None
+    costs = {k: [c for jm in meas.jobs.values() for c in jm.costs(k)] for k in ("up", "down")}
+    deadlines = [r["deadline_met"] for jb in jobs.values() for r in jb["reclaims"]]
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "out_dir": str(out),
+        "prediction_source": source,
+        "simulation_error": sim_error,
+        "trace": {
+            "scenario": trace.header.scenario,
+            "policy": trace.header.policy,
+            "seed": trace.header.seed,
+            "t_start": trace.header.t_start,
+            "t_end": trace.t_end,
+        },
+        "time_scale": scale,
+        "workers_per_node": meas.workers_per_node,
+        "wall_s": meas.t_end_wall - meas.t0_wall,
+        "jobs": jobs,
+        "totals": {
+            "measured_samples": ms,
+            "predicted_samples": ps_total,
+            "samples_error": _err(ps_total, float(ms)) if ms else None,
+            "mean_abs_throughput_error": statistics.fmean(map(abs, all_err)) if all_err else None,
+            "max_abs_throughput_error": max(map(abs, all_err)) if all_err else None,
+            "rescales_up": len(costs["up"]),
+            "rescales_down": len(costs["down"]),
+            "mean_r_up_s": statistics.fmean(costs["up"]) if costs["up"] else None,
+            "mean_r_down_s": statistics.fmean(costs["down"]) if costs["down"] else None,
+            "reclaims": len(deadlines),
+            "reclaim_deadlines_met": all(d is True for d in deadlines) if deadlines else None,
+            "crashes": sum(jb["crashes"] for jb in jobs.values()),
+            "monotone_violations": sum(len(jb["monotone_violations"]) for jb in jobs.values()),
+        },
+    }
+
+
+def _f(v: Any, fmt: str = ",.1f") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return format(v, fmt)
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:+.1%}"
+
+
+def render_markdown(rep: dict[str, Any]) -> str:
+    """``report.md``."""
+    tr, tot = rep["trace"], rep["totals"]
+    lines = [
+        f"# mtgym bridge report: {tr['scenario']} / {tr['policy']}",
+        "",
+        f"- replay folder: `{rep['out_dir']}`",
+        f"- trace: simulated {tr['t_start']:g} to {tr['t_end']:g} s, time scale "
+        f"{rep['time_scale']:g} (wall {rep['wall_s']:.1f} s), "
+        f"{rep['workers_per_node']} worker(s) per node",
+        f"- predictions from: **{rep['prediction_source']}**"
+        + (
+            " (the scenario's own model: its units, per simulated second; compare the speedups)"
+            if rep["prediction_source"] == "trace"
+            else ""
+        ),
+        "- `error` = (predicted - measured) / measured",
+        "",
+        "## Totals",
+        "",
+        "| measured samples | predicted samples | error | mean abs tput error | "
+        "max abs tput error | r_up (s) | r_down (s) | reclaims (deadline met) | crashes |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {_f(tot['measured_samples'], ',.0f')} | {_f(tot['predicted_samples'], ',.0f')} | "
+        f"{_pct(tot['samples_error'])} | {_f(tot['mean_abs_throughput_error'], '.1%')} | "
+        f"{_f(tot['max_abs_throughput_error'], '.1%')} | {_f(tot['mean_r_up_s'], '.2f')} "
+        f"({tot['rescales_up']}) | {_f(tot['mean_r_down_s'], '.2f')} ({tot['rescales_down']}) | "
+        f"{tot['reclaims']} ({tot['reclaim_deadlines_met']}) | {tot['crashes']} |",
+        "",
+    ]
+    for j, jb in rep["jobs"].items():
+        lines += [
+            f"## Job {j}: {jb['name']} (torch model `{jb['torch_model']}`)",
+            "",
+            "| nodes | workers | predicted (samples/s) | measured (samples/s) | error | "
+            "predicted speedup | measured speedup | measured over (s) |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for w in jb["world_sizes"].values():
+            lines.append(
+                f"| {w['nodes']} | {w['workers']} | {_f(w['predicted'])} | "
+                f"{_f(w['measured'])} | {_pct(w['error'])} | "
+                f"{_f(w['predicted_speedup'], '.2f')} | {_f(w['measured_speedup'], '.2f')} | "
+                f"{w['seconds']:.1f} |"
+            )
+        if not jb["world_sizes"]:
+            lines.append("| - | - | - | no steady-state iterations measured | - | - | - | - |")
+        lines += [
+            "",
+            "| rescale | measured (s) | mean (s) | predicted (s) |",
+            "|---|---|---:|---:|",
+        ]
+        for kind, r in jb["rescale"].items():
+            if r["measured_s"] or r["predicted_s"]:
+                ms_ = ", ".join(f"{c:.2f}" for c in r["measured_s"]) or "-"
+                lines.append(
+                    f"| {kind} | {ms_} | {_f(r['mean_s'], '.2f')} | {_f(r['predicted_s'], '.2f')} |"
+                )
+        s = jb["samples"]
+        lines += [
+            "",
+            f"Samples: measured {s['measured']:,}, predicted {_f(s['predicted'], ',.0f')} "
+            f"({_pct(s['error'])}); steps {jb['steps']}, redone {jb['redone_steps']}, "
+            f"crashes {jb['crashes']}, invalid checkpoints skipped {jb['invalid_checkpoints']}.",
+        ]
+        for r in jb["reclaims"]:
+            lines.append(
+                f"- reclaim -> gen {r['to_gen']}: released in {_f(r['release_s'], '.2f')} s, "
+                f"deadline met: {r['deadline_met']}"
+                + (f" (after {r['signalled']})" if r["signalled"] else "")
+            )
+        for v in jb["monotone_violations"]:
+            lines.append(f"- not monotone where the model says so: {v}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_report(out_dir: str | Path, rep: dict[str, Any], *, stem: str = "report") -> tuple:
+    """Write ``<stem>.json`` and ``<stem>.md`` into ``out_dir``; returns both paths."""
+    out = Path(out_dir)
+    pj, pm = out / f"{stem}.json", out / f"{stem}.md"
+    pj.write_text(json.dumps(_clean(rep), indent=2, default=str, allow_nan=False) + "\n")
+    pm.write_text(render_markdown(rep))
+    return pj, pm
+
+
+def _clean(o: Any) -> Any:
+    """NaN and infinities become null (strict JSON)."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_clean(v) for v in o]
+    return o

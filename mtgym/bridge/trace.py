@@ -1,0 +1,407 @@
+"""The bridge's trace: a versioned JSON-lines record of a policy's decisions.
+
+Line 1 is the header::
+
+    {"format": "mtgym-trace", "version": 1, "scenario": "...", "policy": "...", "seed": 0,
+     "t_start": 0.0, "t_end": 300.0, "num_nodes": 4, "gpus_per_node": 1,
+     "jobs": {"0": {"name": ..., "model": ..., "app_class": "D", "min_nodes": 1,
+                    "max_nodes": 2, "submit_s": 0.0, "work": ..., "r_up_s": ...,
+                    "r_down_s": ..., "startup_s": ..., "curve": {"1": 100.0, "2": 200.0}}}}
+
+then one line per change of a job's node set, in time order::
+
+    {"t": 100.0, "job": "0", "nodes": [0, 2], "world_size": 2, "reason": "decision",
+     "rate": 200.0}
+
+and a last line ``{"t": <end>, "end": true}``. ``world_size`` is the number of simulator
+nodes (``len(nodes)``); a replay runs ``world_size x workers_per_node`` real workers.
+``reason`` is ``decision`` (the policy changed it), ``reclaim`` (the host took a node back:
+the real job must shrink within the replay's deadline), ``complete``/``stopped`` (the job
+finished or its campaign stopped it) or ``release`` (a reclaim left it below its minimum).
+``rate`` and ``curve`` are the simulator's predicted samples/s on that node set and on n
+packed best nodes. Times are simulated seconds.
+
+``read_trace`` validates everything and rejects an unknown ``format`` or ``version`` with
+a clear message; ``TraceWriter`` streams a trace.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from mtgym.errors import DataError
+
+FORMAT = "mtgym-trace"
+VERSION = 1
+REASONS = ("decision", "reclaim", "complete", "stopped", "release")
+
+
+class TraceError(DataError):
+    """A trace file is malformed, truncated or of an unsupported version."""
+
+
+@dataclass
+class TraceJob:
+    """A job as the simulator saw it (``curve``: node count -> predicted samples/s)."""
+
+    name: str
+    model: str = ""
+    app_class: str = "D"
+    min_nodes: int = 1
+    max_nodes: int = 1
+    submit_s: float = 0.0
+    work: float = math.inf
+    r_up_s: float = 0.0
+    r_down_s: float = 0.0
+    startup_s: float = 0.0
+    curve: dict[int, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict (curve keys as strings, inf work as null)."""
+        d = asdict(self)
+        d["curve"] = {str(k): float(v) for k, v in sorted(self.curve.items())}
+        d["work"] = None if not math.isfinite(self.work) else float(self.work)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TraceJob:
+        """Inverse of ``to_json`` (raises KeyError/TypeError/ValueError on bad input)."""
+        d = dict(d)
+        known = set(cls.__dataclass_fields__)
+        extra = set(d) - known
+        if extra:
+            raise ValueError(f"unknown job fields {sorted(extra)}")
+        if "name" not in d:
+            raise KeyError("name")
+        curve = {int(k): float(v) for k, v in (d.pop("curve", None) or {}).items()}
+        work = d.pop("work", None)
+        job = cls(**d, curve=curve, work=math.inf if work is None else float(work))
+        job.app_class = str(job.app_class).upper()
+        if job.app_class not in ("A", "B", "C", "D"):
+            raise ValueError(f"app_class {job.app_class!r} is not one of A, B, C, D")
+        if not (1 <= int(job.min_nodes) <= int(job.max_nodes)):
+            raise ValueError(f"min/max nodes {job.min_nodes}/{job.max_nodes}")
+        return job
+
+
+@dataclass
+class TraceHeader:
+    """The first line of a trace."""
+
+    scenario: str
+    policy: str
+    seed: int | None
+    t_start: float
+    t_end: float
+    num_nodes: int
+    jobs: dict[str, TraceJob]
+    gpus_per_node: int = 1
+    node_names: list[str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The header line's object."""
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "scenario": self.scenario,
+            "policy": self.policy,
+            "seed": self.seed,
+            "t_start": self.t_start,
+            "t_end": self.t_end,
+            "num_nodes": self.num_nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "node_names": self.node_names,
+            "jobs": {k: j.to_json() for k, j in self.jobs.items()},
+            "extra": self.extra,
+        }
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """A job's node set from time ``t`` on (simulated seconds)."""
+
+    t: float
+    job: str
+    nodes: tuple[int, ...]
+    reason: str = "decision"
+    rate: float | None = None  # the simulator's predicted samples/s on this node set
+
+    @property
+    def world_size(self) -> int:
+        """Number of simulator nodes."""
+        return len(self.nodes)
+
+    def to_json(self) -> dict[str, Any]:
+        """The line's object."""
+        d: dict[str, Any] = {
+            "t": self.t,
+            "job": self.job,
+            "nodes": list(self.nodes),
+            "world_size": self.world_size,
+            "reason": self.reason,
+        }
+        if self.rate is not None:
+            d["rate"] = self.rate
+        return d
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A job held ``nodes`` on [t0, t1) (simulated seconds)."""
+
+    job: str
+    t0: float
+    t1: float
+    nodes: tuple[int, ...]
+    reason: str
+    rate: float | None
+
+    @property
+    def world_size(self) -> int:
+        """Number of simulator nodes."""
+        return len(self.nodes)
+
+
+@dataclass
+class Trace:
+    """A whole trace: header, node-set changes, and the end time."""
+
+    header: TraceHeader
+    events: list[TraceEvent]
+    t_end: float
+
+    @property
+    def jobs(self) -> dict[str, TraceJob]:
+        """Jobs by id."""
+        return self.header.jobs
+
+    def segments(self, job: str | None = None) -> list[Segment]:
+        """Intervals with a constant, non-empty node set (all jobs or one), by start time."""
+        out: list[Segment] = []
+        open_: dict[str, TraceEvent] = {}
+        for ev in self.events:
+            if job is not None and ev.job != job:
+                continue
+            prev = open_.pop(ev.job, None)
+            if prev is not None and prev.nodes and ev.t > prev.t:
+                out.append(Segment(ev.job, prev.t, ev.t, prev.nodes, prev.reason, prev.rate))
+            open_[ev.job] = ev
+        for ev in open_.values():
+            if ev.nodes and self.t_end > ev.t:
+                out.append(Segment(ev.job, ev.t, self.t_end, ev.nodes, ev.reason, ev.rate))
+        return sorted(out, key=lambda s: (s.t0, s.job))
+
+    def world_sizes(self, job: str) -> list[tuple[float, int]]:
+        """(t, world size) steps of one job, 0 = not running."""
+        return [(ev.t, ev.world_size) for ev in self.events if ev.job == job]
+
+    def predicted_rate(self, job: str, world_size: int) -> float | None:
+        """The simulator's rate of ``job`` on ``world_size`` nodes: the time-weighted mean of
+        the rates it used on such node sets, else the header's curve (None if unknown).
+        """
+        num = den = 0.0
+        for s in self.segments(job):
+            if s.world_size == world_size and s.rate is not None:
+                num += s.rate * (s.t1 - s.t0)
+                den += s.t1 - s.t0
+        if den > 0:
+            return num / den
+        return self.jobs[job].curve.get(world_size)
+
+    def restricted(self, jobs: list[str] | None = None, until: float | None = None) -> Trace:
+        """A copy with only ``jobs`` and only events before ``until``."""
+        keep = set(self.jobs if jobs is None else jobs)
+        unknown = keep - set(self.jobs)
+        if unknown:
+            raise KeyError(f"unknown trace jobs {sorted(unknown)}; known: {sorted(self.jobs)}")
+        t_end = self.t_end if until is None else min(self.t_end, until)
+        header = TraceHeader(**{**self.header.__dict__})
+        header.jobs = {k: v for k, v in self.jobs.items() if k in keep}
+        header.t_end = t_end
+        evs = [e for e in self.events if e.job in keep and e.t < t_end]
+        return Trace(header, evs, t_end)
+
+
+class TraceWriter:
+    """Stream a trace: ``header`` first, then ``event`` calls in time order, then ``close``."""
+
+    def __init__(self, path: str | Path, header: TraceHeader) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f: IO[str] | None = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+        self._t = -math.inf
+        self._line(header.to_json())
+
+    def _line(self, obj: dict[str, Any]) -> None:
+        assert self._f is not None, "trace already closed"
+        self._f.write(json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n")
+
+    def event(self, ev: TraceEvent) -> None:
+        """Append one change (times must not decrease)."""
+        if ev.t < self._t:
+            raise ValueError(f"trace events out of order: {ev.t} after {self._t}")
+        self._t = ev.t
+        self._line(ev.to_json())
+
+    def close(self, t_end: float) -> None:
+        """Write the end line and close."""
+        if self._f is None:
+            return
+        self._line({"t": float(t_end), "end": True})
+        self._f.close()
+        self._f = None
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+def write_trace(path: str | Path, trace: Trace) -> Path:
+    """Write a whole trace."""
+    w = TraceWriter(path, trace.header)
+    for ev in trace.events:
+        w.event(ev)
+    w.close(trace.t_end)
+    return Path(path)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, start=1):
+            if line.strip():
+                yield i, line
+
+
+def read_trace(path: str | Path, *, allow_truncated: bool = False) -> Trace:
+    """Read and validate a trace.
+
+    Raises:
+        TraceError: not a trace, an unsupported version, a bad field (with the line), events
+            out of order, a node held by two jobs at once, or no end line (unless
+            ``allow_truncated``).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TraceError(path, "file", str(path), "an existing trace file")
+    it = _lines(path)
+    try:
+        lineno, first = next(it)
+    except StopIteration:
+        raise TraceError(path, "header", "empty file", "a JSON header line") from None
+    try:
+        h = json.loads(first)
+    except ValueError as exc:
+        raise TraceError(path, "header", first[:60], f"a JSON object ({exc})", row=1) from None
+    if not isinstance(h, dict) or h.get("format") != FORMAT:
+        got = h.get("format") if isinstance(h, dict) else type(h).__name__
+        raise TraceError(path, "format", got, f"{FORMAT!r} (not an mtgym trace)", row=lineno)
+    if h.get("version") != VERSION:
+        raise TraceError(
+            path,
+            "version",
+            h.get("version"),
+            f"{VERSION}: this mtgym reads trace version {VERSION} only; re-record the trace "
+            "with this mtgym or read it with the mtgym that wrote it",
+            row=lineno,
+        )
+    try:
+        jobs = {str(k): TraceJob.from_json(v) for k, v in h["jobs"].items()}
+        header = TraceHeader(
+            scenario=str(h["scenario"]),
+            policy=str(h["policy"]),
+            seed=h.get("seed"),
+            t_start=float(h["t_start"]),
+            t_end=float(h["t_end"]),
+            num_nodes=int(h["num_nodes"]),
+            jobs=jobs,
+            gpus_per_node=int(h.get("gpus_per_node", 1)),
+            node_names=h.get("node_names"),
+            extra=dict(h.get("extra") or {}),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TraceError(path, "header", str(exc), "the fields of a v1 header", row=1) from None
+    events: list[TraceEvent] = []
+    holder: dict[int, str] = {}
+    held: dict[str, tuple[int, ...]] = {}
+    t_prev = -math.inf
+    t_end: float | None = None
+    group_t: float | None = None
+
+    def check_exclusive(row: int) -> None:
+        owners: dict[int, str] = {}
+        for job, nodes in held.items():
+            for n in nodes:
+                if n in owners:
+                    raise TraceError(
+                        path,
+                        "nodes",
+                        n,
+                        f"a node held by one job at a time ({owners[n]}, {job})",
+                        row=row,
+                    )
+                owners[n] = job
+        holder.clear()
+        holder.update(owners)
+
+    for lineno, line in it:
+        if t_end is not None:
+            raise TraceError(path, "line", line[:60], "nothing after the end line", row=lineno)
+        try:
+            d = json.loads(line)
+        except ValueError:
+            raise TraceError(path, "line", line[:60], "a JSON object", row=lineno) from None
+        if not isinstance(d, dict) or not isinstance(d.get("t"), int | float):
+            raise TraceError(path, "t", line[:60], "an object with a numeric 't'", row=lineno)
+        t = float(d["t"])
+        if not math.isfinite(t) or t < t_prev:
+            raise TraceError(path, "t", t, f"finite and >= the previous time {t_prev}", row=lineno)
+        if group_t is not None and t > group_t:
+            check_exclusive(lineno - 1)
+        group_t = t
+        t_prev = t
+        if d.get("end") is True:
+            t_end = t
+            continue
+        job = str(d.get("job"))
+        if job not in jobs:
+            raise TraceError(path, "job", d.get("job"), f"one of {sorted(jobs)}", row=lineno)
+        nodes = d.get("nodes")
+        if not isinstance(nodes, list) or not all(isinstance(n, int) for n in nodes):
+            raise TraceError(path, "nodes", nodes, "a list of node indices", row=lineno)
+        if len(set(nodes)) != len(nodes) or any(not 0 <= n < header.num_nodes for n in nodes):
+            raise TraceError(
+                path, "nodes", nodes, f"distinct indices in 0..{header.num_nodes - 1}", row=lineno
+            )
+        if d.get("world_size", len(nodes)) != len(nodes):
+            raise TraceError(
+                path, "world_size", d.get("world_size"), f"len(nodes) = {len(nodes)}", row=lineno
+            )
+        reason = d.get("reason", "decision")
+        if reason not in REASONS:
+            raise TraceError(path, "reason", reason, f"one of {REASONS}", row=lineno)
+        rate = d.get("rate")
+        if rate is not None and not isinstance(rate, int | float):
+            raise TraceError(path, "rate", rate, "a number (samples/s)", row=lineno)
+        held[job] = tuple(nodes)
+        events.append(
+            TraceEvent(t, job, tuple(nodes), reason, None if rate is None else float(rate))
+        )
+    if group_t is not None:
+        check_exclusive(lineno)
+    if t_end is None:
+        if not allow_truncated:
+            raise TraceError(
+                path, "end", "missing", 'a last line {"t": ..., "end": true} (truncated trace?)'
+            )
+        t_end = max(t_prev, header.t_start) if events else header.t_start
+    return Trace(header, events, t_end)

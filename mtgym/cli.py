@@ -310,6 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
     for p_ in (d, *d_sub.choices.values()):
         p_.set_defaults(func=_cmd_data)
 
+    from mtgym.bridge.cli import add_bridge_commands
+    from mtgym.reproduce.cli import add_reproduce_command
+
+    add_bridge_commands(sub)
+    add_reproduce_command(sub)
     _plugin_commands(sub)
 
     pol = sub.add_parser("policies", help="list the registered policies")

@@ -44,7 +44,14 @@ def test_features__invariant_to_node_order_and_any_cluster_size():
 
 
 def toy_env(seed: int = 0) -> ScavengeEnv:
-    env = ScavengeEnv(TwoJobToy(num_nodes=4, horizon_s=3600.0), action_mode="counts", reward="throughput", max_jobs=2, max_count=4, decision_interval_s=600.0)
+    env = ScavengeEnv(
+        TwoJobToy(num_nodes=4, horizon_s=3600.0),
+        action_mode="counts",
+        reward="throughput",
+        max_jobs=2,
+        max_count=4,
+        decision_interval_s=600.0,
+    )
     env.reset(seed=seed)
     return env
 
@@ -86,10 +93,17 @@ def test_maskable_ppo__learns_the_two_job_toy_optimum():
         learning_rate=1e-3,
         seed=0,
         device="cpu",
-        policy_kwargs={"features_extractor_class": SetFeatures, "features_extractor_kwargs": {"embed_dim": 16}, "net_arch": {"pi": [32], "vf": [32]}},
+        policy_kwargs={
+            "features_extractor_class": SetFeatures,
+            "features_extractor_kwargs": {"embed_dim": 16},
+            "net_arch": {"pi": [32], "vf": [32]},
+        },
     )
     model.learn(3000)
-    learned = play(toy_env(), lambda env, obs: model.predict(obs, action_masks=env.action_masks(), deterministic=True)[0])
+    learned = play(
+        toy_env(),
+        lambda env, obs: model.predict(obs, action_masks=env.action_masks(), deterministic=True)[0],
+    )
     assert learned >= 0.95 * optimum
 
 
@@ -97,8 +111,32 @@ def test_train_and_compare__write_shared_tags_for_every_policy(tmp_path):
     from mtgym.cli import main
 
     out = tmp_path / "agent"
-    assert main(["train", "--scenario", "toy-two-jobs", "--timesteps", "1024", "--n-envs", "2", "--max-jobs", "2", "--max-count", "4", "--eval-freq", "128", "--out", str(out), "--no-progress"]) == 0
-    assert (out / "model.zip").is_file() and json.loads((out / "agent.json").read_text())["max_count"] == 4
+    assert (
+        main(
+            [
+                "train",
+                "--scenario",
+                "toy-two-jobs",
+                "--timesteps",
+                "1024",
+                "--n-envs",
+                "2",
+                "--max-jobs",
+                "2",
+                "--max-count",
+                "4",
+                "--eval-freq",
+                "128",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert (out / "model.zip").is_file() and json.loads((out / "agent.json").read_text())[
+        "max_count"
+    ] == 4
     run = next((out / "tb").iterdir())
     acc = EventAccumulator(str(run))
     acc.Reload()
@@ -106,13 +144,35 @@ def test_train_and_compare__write_shared_tags_for_every_policy(tmp_path):
     assert {"eval/throughput", "eval/utilisation", "eval/upper_bound_fraction"} <= tags
     assert any(t.startswith("train/") for t in tags)
     cmp_dir = tmp_path / "cmp"
-    assert main(["compare", "--scenario", "toy-two-jobs", "--agent", str(out / "model.zip"), "--policy", "freetrain", "--policy", "equal-share", "--seeds", "1", "--out", str(cmp_dir), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--scenario",
+                "toy-two-jobs",
+                "--agent",
+                str(out / "model.zip"),
+                "--policy",
+                "freetrain",
+                "--policy",
+                "equal-share",
+                "--seeds",
+                "1",
+                "--out",
+                str(cmp_dir),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     res = json.loads((cmp_dir / "results.json").read_text())
     assert set(res["policies"]) == {"agent", "freetrain", "equal-share"}
     for name in res["policies"]:
         acc = EventAccumulator(str(cmp_dir / "tb" / name))
         acc.Reload()
-        assert {"eval/throughput", "eval/upper_bound_fraction", "solver/time_ms"} <= set(acc.Tags()["scalars"])
+        assert {"eval/throughput", "eval/upper_bound_fraction", "solver/time_ms"} <= set(
+            acc.Tags()["scalars"]
+        )
     assert (cmp_dir / "compare.png").stat().st_size > 1000
 
 
@@ -120,7 +180,17 @@ def test_train__resume_from_checkpoint(tmp_path):
     from agents.train import Args, train
 
     out = tmp_path / "a"
-    args = Args(scenario="toy-two-jobs", timesteps=128, n_envs=2, max_jobs=2, max_count=4, eval_freq=0, checkpoint_freq=64, out=out, progress=False)
+    args = Args(
+        scenario="toy-two-jobs",
+        timesteps=128,
+        n_envs=2,
+        max_jobs=2,
+        max_count=4,
+        eval_freq=0,
+        checkpoint_freq=64,
+        out=out,
+        progress=False,
+    )
     first = train(args)
     second = train(replace(args, out=tmp_path / "b", resume=first))
     assert second.is_file()

@@ -1,0 +1,332 @@
+"""Shared pieces of the reproduction experiments: report rows, data paths, a traced episode
+runner, a parallel task runner with rich progress, and small statistics helpers.
+
+Baseline policies are created through the policy registry (``make_policy``), never imported:
+``mtgym`` does not depend on the ``baselines`` package.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from multiprocessing import get_all_start_methods, get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtgym.generate.instance import Instance
+from mtgym.metrics import compute_metrics
+from mtgym.policy.base import Policy
+from mtgym.sim.dynamics import advance, apply_allocation, initial_state
+from mtgym.sim.view import ViewBuilder
+from mtgym.types import DECISION_EVENTS, EventKind
+
+#: Files every experiment reads, relative to the data folder.
+SUMMIT_FRAGMENTS = "summit-idle-fragments.csv.gz"
+SUMMIT_NODES = "summit-nodes.csv"
+IMAGENET_JOBS = "bftrainer-imagenet-1001j.csv"
+HPS_JOBS = "bftrainer-hps-shufflenet-1000j.csv"
+PAL_TRACE = "pal-philly/workload-{k}.csv"
+PAL_VARIABILITY = "gpu-variability/sim"
+
+#: Row 1000 of the Summit trace, the first submission of BFTrainer's workloads (s).
+SUMMIT_ROW_1000_S = 72_743.0
+
+#: Keys of a report row, in order (``report.json`` objects have exactly these).
+ROW_KEYS = ("experiment", "metric", "paper", "mtgym", "note")
+
+
+@dataclass
+class Row:
+    """One line of the report: a metric, the paper's value, mtgym's value, and why they differ.
+
+    Gains and efficiencies are fractions (0.42 = 42 %); ``None`` = not applicable / not given.
+    """
+
+    experiment: str
+    metric: str
+    paper: float | None
+    mtgym: float | None
+    note: str = ""
+    unit: str = "fraction"  # how report.md prints the values ("fraction" or "s"); not in JSON
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict with exactly ``ROW_KEYS`` (NaN becomes None)."""
+        return {
+            "experiment": self.experiment,
+            "metric": self.metric,
+            "paper": _clean(self.paper),
+            "mtgym": _clean(self.mtgym),
+            "note": self.note,
+        }
+
+
+def _clean(x: float | None) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if (math.isnan(x) or math.isinf(x)) else x
+
+
+@dataclass
+class ExperimentResult:
+    """What one experiment hands to the report: rows, figures, details and its wall time."""
+
+    name: str
+    rows: list[Row]
+    wall_s: float
+    quick: bool
+    figures: list[Path] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)  # markdown blocks for report.md
+    raw: dict[str, Any] = field(default_factory=dict)  # written to <name>_results.json
+
+
+# ---------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------
+def default_data_dir() -> Path:
+    """``$MTGYM_DATA``, else ``$MTGYM_SHARED_DATA``, else ``../shared/data`` beside the clone."""
+    for var in ("MTGYM_DATA", "MTGYM_SHARED_DATA"):
+        v = os.environ.get(var)
+        if v:
+            return Path(v)
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def check_data(data_dir: Path, files: Iterable[str]) -> Path:
+    """Return ``data_dir`` if every file exists, else raise ``FileNotFoundError`` naming them."""
+    data_dir = Path(data_dir)
+    missing = [f for f in files if not (data_dir / f).exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"data folder {data_dir} lacks {', '.join(missing)} "
+            "(pass --data DIR or set MTGYM_DATA to the shared data folder)"
+        )
+    return data_dir
+
+
+# ---------------------------------------------------------------------------------------
+# Policies (through the registry)
+# ---------------------------------------------------------------------------------------
+def make(name: str, **kwargs: Any) -> Policy:
+    """A policy by registered name (``equal-share`` is mtgym's own)."""
+    if name == "equal-share":
+        from mtgym.policy.equal_share import EqualShare
+
+        return EqualShare(**kwargs)
+    from mtgym.policy.registry import make_policy
+
+    return make_policy(name, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# Traced episodes
+# ---------------------------------------------------------------------------------------
+@dataclass
+class TracedEpisode:
+    """An episode's metrics plus the integral of the jobs' rates at the node sets they held.
+
+    ``ideal_samples`` = sum over jobs of the integral of ``rate_j(t)`` over the time job j
+    held nodes, ``rate_j`` being the simulator's rate of its node set (for BFTrainer's table
+    jobs on Summit: the measured curve at the node count). It is what the same allocation
+    would have processed with no rescale, pre-emption or start-up loss.
+    """
+
+    metrics: dict[str, float]
+    ideal_samples: float
+    node_s: np.ndarray  # (J,) node-seconds each job held
+    series_t: np.ndarray  # time of each decision epoch end
+    series_samples: np.ndarray  # cumulative useful samples
+    series_ideal: np.ndarray  # cumulative ideal samples
+    series_nodes: np.ndarray  # nodes allocated during the interval that ends there
+    series_idle: np.ndarray  # idle (offered) nodes during that interval
+    wall_s: float
+    policy_s: float
+    decisions: int
+
+    def samples_at(self, t: float) -> float:
+        """Useful samples processed by time ``t`` (linear between epochs)."""
+        return float(np.interp(t, self.series_t, self.series_samples))
+
+    def ideal_at(self, t: float) -> float:
+        """Ideal samples by time ``t`` (linear between epochs)."""
+        return float(np.interp(t, self.series_t, self.series_ideal))
+
+
+def run_traced(instance: Instance, policy: Policy) -> TracedEpisode:
+    """``run_episode`` (a decision at every decision event), also integrating ideal samples.
+
+    The allocation is applied with ``apply_allocation`` and the state then advanced without
+    one, which is exactly ``advance(state, instance, allocation)``; in between, the rates of
+    the new node sets are read. With decisions at every decision event, rates are constant
+    until the call returns (the only non-decision event, a campaign rung that a trial passes,
+    changes no node set), so ``sum(rate) x (t1 - t0)`` integrates them exactly.
+    """
+    t_wall = time.perf_counter()
+    state = initial_state(instance)
+    views = ViewBuilder(instance, policy.info_mode)
+    policy.reset(views(state))
+    limit = instance.t_end
+    policy_s, decisions = 0.0, 0
+    ideal = 0.0
+    ts, ss, ids, ns, idle = [state.time], [0.0], [0.0], [0], [int(state.available.sum())]
+    samples = 0.0
+    while state.time < limit:
+        t0 = time.perf_counter()
+        alloc = policy.decide(views(state))
+        policy_s += time.perf_counter() - t0
+        decisions += 1
+        t_prev = state.time
+        apply_allocation(state, instance, alloc)
+        rate_sum = float(state.rate.sum())
+        n_used = int(state.n_nodes.sum())
+        n_idle = int(state.available.sum())
+        state, info = advance(
+            state, instance, None, until=limit, stop_on=DECISION_EVENTS, copy=False
+        )
+        ideal += rate_sum * (info.t1 - t_prev)
+        samples += info.samples
+        ts.append(info.t1)
+        ss.append(samples)
+        ids.append(ideal)
+        ns.append(n_used)
+        idle.append(n_idle)
+        if info.all_done or (info.t1 == t_prev and info.kinds == EventKind.NONE):
+            break
+    m = compute_metrics(state, instance).as_dict()
+    return TracedEpisode(
+        metrics={k: float(v) for k, v in m.items()},
+        ideal_samples=ideal,
+        node_s=state.node_s.copy(),
+        series_t=np.asarray(ts),
+        series_samples=np.asarray(ss),
+        series_ideal=np.asarray(ids),
+        series_nodes=np.asarray(ns),
+        series_idle=np.asarray(idle),
+        wall_s=time.perf_counter() - t_wall,
+        policy_s=policy_s,
+        decisions=decisions,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Running many independent tasks
+# ---------------------------------------------------------------------------------------
+def default_workers() -> int:
+    """Worker processes for the full runs: the CPUs this process may use (at most 8)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+def _noop() -> None:
+    return None
+
+
+class Workers:
+    """A pool of worker processes for independent episodes (sequential when ``n <= 1``).
+
+    The workers are forked when the pool opens, before any progress display starts its
+    refresh thread, so no thread is copied mid-lock; forking also spares re-importing
+    ``__main__`` (scripts need no main guard). Platforms without ``fork`` run sequentially.
+    """
+
+    def __init__(self, n: int = 1) -> None:
+        self.n = max(1, int(n))
+        self.pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> Workers:
+        if self.n > 1 and "fork" in get_all_start_methods():
+            self.pool = ProcessPoolExecutor(max_workers=self.n, mp_context=get_context("fork"))
+            self.pool.submit(_noop).result()  # fork every worker now
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+
+    def map(
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Sequence[Any],
+        *,
+        progress: Any = None,
+        description: str = "",
+    ) -> list[Any]:
+        """``[fn(t) for t in tasks]`` (in the workers if open); results in task order.
+
+        ``fn`` must be a module-level function and the tasks picklable. ``progress`` is a
+        rich ``Progress`` (or None); one bar advances per finished task.
+        """
+        bar = progress.add_task(description, total=len(tasks)) if progress is not None else None
+        out: list[Any] = [None] * len(tasks)
+        if self.pool is None or len(tasks) <= 1:
+            for i, t in enumerate(tasks):
+                out[i] = fn(t)
+                if bar is not None:
+                    progress.advance(bar)
+            return out
+        futures = {self.pool.submit(fn, t): i for i, t in enumerate(tasks)}
+        for fut in as_completed(futures):
+            out[futures[fut]] = fut.result()
+            if bar is not None:
+                progress.advance(bar)
+        return out
+
+
+def workers_ctx(workers: int | Workers) -> Any:
+    """A context giving a ``Workers``: the one passed (left open), or a new pool of that size."""
+    if isinstance(workers, Workers):
+        return nullcontext(workers)
+    return Workers(workers)
+
+
+def make_progress(enabled: bool) -> Any:
+    """A rich progress display (disabled: nothing is drawn)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not enabled,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------------------
+def geomean(x: Iterable[float]) -> float:
+    """Geometric mean of positive values (NaN if empty or any is not positive/finite)."""
+    a = np.asarray(list(x), dtype=np.float64)
+    if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 0):
+        return float("nan")
+    return float(np.exp(np.log(a).mean()))
+
+
+def gain_from_ratios(ratios: Iterable[float]) -> float:
+    """``1 - geomean(ratios)``: the geomean improvement of a lower-is-better metric."""
+    return 1.0 - geomean(ratios)
+
+
+def fmt_pct(x: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage string (``n/a`` for None/NaN)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{100.0 * x:.{digits}f} %"

@@ -1,0 +1,428 @@
+"""Experiment 1: FreeTrain (BFTrainer, arXiv 2106.12091) on the Summit idle-node replay.
+
+Setup, as in BFTrainer's replayer (papers.md §1.5-1.6): the Summit idle-window trace from
+row 1000 (t = 72,743 s, the first submission), the 1,001 ImageNet jobs (and the 1,000-job
+ShuffleNet hyper-parameter search), BFTrainer's cost accounting (R x rate samples per
+rescale and per pre-emption, free starts), ``maxJ`` = 10. FreeTrain's allocator (the exact
+count-level solver of its MILP) re-solves at every event; it is compared with BFTrainer's
+equal-share heuristic and swept over ``T_fwd``.
+
+**Efficiency relative to dedicated nodes** (the abstract's "up to 93 %"; the paper's own
+definition is not recoverable, papers.md §1.5). mtgym's definition::
+
+    E = useful samples / sum_j integral of P_j(n_j(t)) dt   over the time job j held nodes
+
+where ``P_j(n)`` is job j's throughput on ``n`` dedicated nodes (the measured curve, linearly
+interpolated as the replayer does). The denominator is what the same jobs would have
+processed on dedicated nodes at exactly the node counts (and for exactly the node-seconds)
+they used, with no rescale, pre-emption or restart loss; so ``1 - E`` is the price of
+scavenging. It is computed by integrating the simulator's rates between decision epochs
+(``common.run_traced``). A looser reading, ``E_1`` = useful samples / (node-seconds used x
+the job's 1-node rate), also charges the jobs' sub-linear scaling, and is reported beside it.
+
+Full run: the whole replay from row 1000 until every job completes. ``quick``: the first
+1,000 nodes of the trace (its column order, the replayer's ``-nN``) for 6 hours.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtgym.reproduce.common import (
+    HPS_JOBS,
+    IMAGENET_JOBS,
+    SUMMIT_FRAGMENTS,
+    SUMMIT_NODES,
+    SUMMIT_ROW_1000_S,
+    ExperimentResult,
+    Row,
+    Workers,
+    check_data,
+    fmt_pct,
+    make,
+    make_progress,
+    run_traced,
+    workers_ctx,
+)
+
+NAME = "freetrain"
+#: T_fwd values swept (s).
+T_FWD_SWEEP = (1.0, 10.0, 60.0, 300.0)
+#: BFTrainer's default T_fwd and maxJ.
+T_FWD_DEFAULT = 10.0
+MAX_JOBS = 10
+#: Paper value: efficiency "up to 93 %" of dedicated nodes (abstract).
+PAPER_EFFICIENCY = 0.93
+
+WORKLOADS = {"imagenet": IMAGENET_JOBS, "hps": HPS_JOBS}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much of the replay to run."""
+
+    num_nodes: int | None  # None = all 4,734
+    span_s: float | None  # None = to the trace end (the workload finishes long before)
+    compare_s: float  # samples are compared over the first ``compare_s`` seconds
+
+
+FULL = Sizes(num_nodes=None, span_s=None, compare_s=24 * 3600.0)
+QUICK = Sizes(num_nodes=1000, span_s=6 * 3600.0, compare_s=6 * 3600.0)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One episode: a workload under one policy."""
+
+    workload: str  # "imagenet" or "hps"
+    policy: str  # "freetrain" or "equal-share"
+    t_fwd: float
+    data_dir: str
+    num_nodes: int | None
+    span_s: float | None
+    compare_s: float
+
+    @property
+    def label(self) -> str:
+        """Short name for tables and plots."""
+        if self.policy == "freetrain":
+            return f"FreeTrain T_fwd={self.t_fwd:g}s"
+        return "equal share"
+
+
+@functools.lru_cache(maxsize=4)
+def _instance(data_dir: str, workload: str, num_nodes: int | None, span_s: float | None):
+    from mtgym.generate.replay import SummitReplay
+
+    d = Path(data_dir)
+    t_end = None if span_s is None else SUMMIT_ROW_1000_S + span_s
+    return SummitReplay(
+        d / SUMMIT_FRAGMENTS,
+        d / SUMMIT_NODES,
+        d / WORKLOADS[workload],
+        name=f"summit-{workload}",
+        t_start=SUMMIT_ROW_1000_S,
+        t_end=t_end,
+        num_nodes=num_nodes,
+    )()
+
+
+def _downsample(*arrays: np.ndarray, points: int = 1500) -> list[list[float]]:
+    n = arrays[0].size
+    idx = np.unique(np.linspace(0, n - 1, min(points, n)).round().astype(np.int64))
+    return [a[idx].astype(float).tolist() for a in arrays]
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """Run one episode and return its figures (module-level: runs in worker processes)."""
+    inst = _instance(task.data_dir, task.workload, task.num_nodes, task.span_s)
+    if task.policy == "freetrain":
+        policy = make("freetrain", t_fwd=task.t_fwd, max_jobs=MAX_JOBS)
+    else:
+        policy = make("equal-share", max_jobs=MAX_JOBS)
+    ep = run_traced(inst, policy)
+    jobs = inst.jobs
+    one_node = np.array(
+        [np.interp(1.0, jobs.curve_nodes[j], jobs.curve_tput[j]) for j in range(inst.num_jobs)]
+    )
+    ref_1 = float(np.dot(ep.node_s, one_node))
+    samples = ep.metrics["samples"]
+    t_cmp = inst.t_start + task.compare_s
+    t, s, ideal, used, idle = _downsample(
+        ep.series_t - inst.t_start,
+        ep.series_samples,
+        ep.series_ideal,
+        ep.series_nodes.astype(float),
+        ep.series_idle.astype(float),
+    )
+    return {
+        "workload": task.workload,
+        "policy": task.policy,
+        "t_fwd": task.t_fwd,
+        "label": task.label,
+        "metrics": ep.metrics,
+        "ideal_samples": ep.ideal_samples,
+        "efficiency": samples / ep.ideal_samples if ep.ideal_samples > 0 else float("nan"),
+        "efficiency_1node": samples / ref_1 if ref_1 > 0 else float("nan"),
+        "samples_compare": ep.samples_at(t_cmp),
+        "efficiency_compare": ep.samples_at(t_cmp) / max(ep.ideal_at(t_cmp), 1e-12),
+        "decision_ms": 1e3 * ep.policy_s / max(ep.decisions, 1),
+        "wall_s": ep.wall_s,
+        "series": {"t_s": t, "samples": s, "ideal": ideal, "nodes_used": used, "nodes_idle": idle},
+    }
+
+
+def tasks(data_dir: Path, quick: bool) -> list[Task]:
+    """The episodes of the experiment."""
+    z = QUICK if quick else FULL
+    common = {
+        "data_dir": str(data_dir),
+        "num_nodes": z.num_nodes,
+        "span_s": z.span_s,
+        "compare_s": z.compare_s,
+    }
+    out = [Task("imagenet", "equal-share", T_FWD_DEFAULT, **common)]
+    out += [Task("imagenet", "freetrain", t, **common) for t in T_FWD_SWEEP]
+    out += [
+        Task("hps", "equal-share", T_FWD_DEFAULT, **common),
+        Task("hps", "freetrain", T_FWD_DEFAULT, **common),
+    ]
+    return out
+
+
+def run(
+    data_dir: Path,
+    out_dir: Path,
+    *,
+    quick: bool = False,
+    workers: int | Workers = 1,
+    progress: bool = True,
+) -> ExperimentResult:
+    """Run the experiment, write its figures under ``out_dir``, return rows and details."""
+    check_data(data_dir, [SUMMIT_FRAGMENTS, SUMMIT_NODES, IMAGENET_JOBS, HPS_JOBS])
+    t0 = time.perf_counter()
+    todo = tasks(data_dir, quick)
+    with workers_ctx(workers) as pool, make_progress(progress) as bar:
+        results = pool.map(run_task, todo, progress=bar, description="FreeTrain on Summit")
+    wall = time.perf_counter() - t0
+    z = QUICK if quick else FULL
+    rows = summarise(results, z)
+    figs = plot(results, out_dir, z)
+    res = ExperimentResult(NAME, rows, wall, quick, figs, [section(results, z, quick)])
+    res.raw = {"sizes": z.__dict__, "episodes": results}
+    return res
+
+
+# ---------------------------------------------------------------------------------------
+# Summary
+# ---------------------------------------------------------------------------------------
+def _pick(results: list[dict[str, Any]], workload: str, policy: str, t_fwd: float | None = None):
+    for r in results:
+        same = r["workload"] == workload and r["policy"] == policy
+        if same and (t_fwd is None or r["t_fwd"] == t_fwd):
+            return r
+    raise KeyError((workload, policy, t_fwd))
+
+
+def _span_text(z: Sizes) -> str:
+    nodes = "all 4,734 nodes" if z.num_nodes is None else f"the first {z.num_nodes:,} nodes"
+    span = "until every job completes" if z.span_s is None else f"for {z.span_s / 3600:g} h"
+    return f"Summit replay from row 1000, {nodes}, {span}"
+
+
+def summarise(results: list[dict[str, Any]], z: Sizes) -> list[Row]:
+    """The report rows."""
+    ft = _pick(results, "imagenet", "freetrain", T_FWD_DEFAULT)
+    eq = _pick(results, "imagenet", "equal-share")
+    hft = _pick(results, "hps", "freetrain", T_FWD_DEFAULT)
+    heq = _pick(results, "hps", "equal-share")
+    sweep = [_pick(results, "imagenet", "freetrain", t) for t in T_FWD_SWEEP]
+    best = max(sweep, key=lambda r: r["efficiency"])
+    where = _span_text(z)
+    cmp_h = z.compare_s / 3600
+    rel = "above" if ft["efficiency"] > PAPER_EFFICIENCY else "below"
+    why = (
+        f"mtgym is {rel} 93 %: BFTrainer's own definition, cluster sizes and sweep are not "
+        "recoverable (abstract only). mtgym's E charges only scavenging losses (rescales "
+        "R_up/R_dw x rate, pre-emptions R_dw x rate) against the same jobs at the same node "
+        "counts on dedicated nodes; a reference that also charges sub-linear scaling gives E_1 "
+        "(below). BFTrainer's replayer deducts lost samples at once while mtgym has them "
+        "redone; over a whole replay the totals agree"
+    )
+    rows = [
+        Row(
+            NAME,
+            "efficiency vs dedicated nodes, ImageNet 1,001 jobs, T_fwd = 10 s",
+            PAPER_EFFICIENCY,
+            ft["efficiency"],
+            f"{where}; E = samples / integral of P_j(n_j(t)) dt. {why}",
+        ),
+        Row(
+            NAME,
+            "best efficiency over the T_fwd sweep (1, 10, 60, 300 s), ImageNet",
+            PAPER_EFFICIENCY,
+            best["efficiency"],
+            f"reached at T_fwd = {best['t_fwd']:g} s. 'Up to 93 %' in the paper is a maximum "
+            "over its own (unknown) settings",
+        ),
+        Row(
+            NAME,
+            "efficiency vs dedicated nodes, HPS ShuffleNet 1,000 jobs, T_fwd = 10 s",
+            PAPER_EFFICIENCY,
+            hft["efficiency"],
+            f"{where}; same definition",
+        ),
+        Row(
+            NAME,
+            "efficiency with a 1-node dedicated reference (E_1), ImageNet, T_fwd = 10 s",
+            PAPER_EFFICIENCY,
+            ft["efficiency_1node"],
+            "alternative reading: samples / (node-seconds used x the job's 1-node rate); also "
+            "charges sub-linear scaling (AlexNet keeps 44 % at 64 nodes), so it is lower",
+        ),
+        Row(
+            NAME,
+            "equal-share efficiency (same definition), ImageNet",
+            None,
+            eq["efficiency"],
+            "BFTrainer's non-MILP heuristic: more rescales and pre-emptions, so lower E",
+        ),
+        Row(
+            NAME,
+            f"FreeTrain samples gain over equal share, first {cmp_h:g} h, ImageNet",
+            None,
+            ft["samples_compare"] / eq["samples_compare"] - 1.0,
+            "the paper gives no number; BFTrainer argues the MILP beats the heuristic",
+        ),
+        Row(
+            NAME,
+            f"FreeTrain samples gain over equal share, first {cmp_h:g} h, HPS ShuffleNet",
+            None,
+            hft["samples_compare"] / heq["samples_compare"] - 1.0,
+            "identical jobs: only rescale/pre-emption losses differ",
+        ),
+        Row(
+            NAME,
+            "FreeTrain mean JCT reduction vs equal share, ImageNet",
+            None,
+            1.0 - ft["metrics"]["jct_mean"] / eq["metrics"]["jct_mean"],
+            "completed jobs only"
+            + (" (the quick run ends before most finish)" if z.span_s else ""),
+        ),
+    ]
+    if z.span_s is None:
+        rows.append(
+            Row(
+                NAME,
+                "FreeTrain makespan reduction vs equal share, ImageNet",
+                None,
+                1.0 - ft["metrics"]["makespan"] / eq["metrics"]["makespan"],
+                "every job completes in both runs",
+            )
+        )
+    for r in sweep:
+        rows.append(
+            Row(
+                NAME,
+                f"efficiency at T_fwd = {r['t_fwd']:g} s, ImageNet",
+                None,
+                r["efficiency"],
+                f"{int(r['metrics']['rescales']):,} rescales, "
+                f"{int(r['metrics']['preemptions']):,} pre-emptions, samples in the first "
+                f"{cmp_h:g} h {r['samples_compare']:.3g}",
+            )
+        )
+    return rows
+
+
+def section(results: list[dict[str, Any]], z: Sizes, quick: bool) -> str:
+    """The experiment's detail section of report.md."""
+    lines = [
+        "## FreeTrain on the Summit replay",
+        "",
+        f"{_span_text(z)}; BFTrainer's cost accounting; maxJ = {MAX_JOBS}; decisions at every "
+        "event.",
+        "",
+        "**Efficiency relative to dedicated nodes.** E = useful samples / the samples the same "
+        "jobs would have processed on dedicated nodes at exactly the node counts they held, for "
+        "as long as they held them (sum over jobs of the integral of P_j(n_j(t)) dt, P_j the "
+        "measured throughput curve, linearly interpolated as BFTrainer's replayer does). Only "
+        "scavenging losses lower it: rescale costs (R_up or R_dw x rate), pre-emptions "
+        "(R_dw x rate per job per reclaim event) and the work those losses leave unpaid at the "
+        "end. E_1 instead prices each node-second at the job's 1-node rate (it also charges "
+        "sub-linear scaling).",
+        "",
+        "| workload | policy | E | E_1 | samples (first "
+        f"{z.compare_s / 3600:g} h) | samples (all) | jobs done | JCT mean (h) | makespan (h) "
+        "| utilisation | rescales | pre-emptions | ms/decision | wall (s) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | ---: |",
+    ]
+    for r in results:
+        m = r["metrics"]
+        lines.append(
+            f"| {r['workload']} | {r['label']} | {fmt_pct(r['efficiency'], 2)} | "
+            f"{fmt_pct(r['efficiency_1node'], 1)} | {r['samples_compare']:.4g} | "
+            f"{m['samples']:.4g} | {int(m['jobs_completed'])} | {m['jct_mean'] / 3600:.2f} | "
+            f"{m['makespan'] / 3600:.2f} | {m['utilisation']:.3f} | {int(m['rescales']):,} | "
+            f"{int(m['preemptions']):,} | {r['decision_ms']:.2f} | {r['wall_s']:.1f} |"
+        )
+    lines += [
+        "",
+        "![T_fwd sweep](freetrain_tfwd.png)",
+        "",
+        "![FreeTrain vs equal share over time](freetrain_timeline.png)",
+    ]
+    if quick:
+        lines += ["", "_Quick run: a node subset and a short span; numbers are indicative._"]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------
+def plot(results: list[dict[str, Any]], out_dir: Path, z: Sizes) -> list[Path]:
+    """``freetrain_tfwd.png`` and ``freetrain_timeline.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sweep = [_pick(results, "imagenet", "freetrain", t) for t in T_FWD_SWEEP]
+    eq = _pick(results, "imagenet", "equal-share")
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    x = [r["t_fwd"] for r in sweep]
+    ax[0].plot(x, [r["efficiency"] for r in sweep], "o-", label="FreeTrain E")
+    ax[0].plot(x, [r["efficiency_1node"] for r in sweep], "s--", label="FreeTrain E_1")
+    ax[0].axhline(eq["efficiency"], color="grey", ls=":", label="equal share E")
+    ax[0].axhline(PAPER_EFFICIENCY, color="red", ls="-.", label="paper: up to 93 %")
+    ax[0].set_xscale("log")
+    ax[0].set_xlabel("T_fwd (s)")
+    ax[0].set_ylabel("efficiency vs dedicated nodes")
+    ax[0].legend(fontsize=8)
+    ax[0].set_title("Efficiency (ImageNet 1,001 jobs)")
+    ax[1].plot(x, [r["samples_compare"] for r in sweep], "o-", label="FreeTrain")
+    ax[1].axhline(eq["samples_compare"], color="grey", ls=":", label="equal share")
+    ax[1].set_xscale("log")
+    ax[1].set_xlabel("T_fwd (s)")
+    ax[1].set_ylabel(f"samples in the first {z.compare_s / 3600:g} h")
+    ax[1].legend(fontsize=8)
+    ax[1].set_title("Work done")
+    fig.tight_layout()
+    p1 = out_dir / "freetrain_tfwd.png"
+    fig.savefig(p1, dpi=110)
+    plt.close(fig)
+
+    ft = _pick(results, "imagenet", "freetrain", T_FWD_DEFAULT)
+    fig, ax = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    for r, style in ((ft, "-"), (eq, "--")):
+        s = r["series"]
+        ax[0].plot(np.array(s["t_s"]) / 3600, s["samples"], style, label=r["label"])
+        ax[1].step(np.array(s["t_s"]) / 3600, s["nodes_used"], style, where="pre", label=r["label"])
+    s = ft["series"]
+    ax[1].step(
+        np.array(s["t_s"]) / 3600,
+        s["nodes_idle"],
+        ":",
+        color="grey",
+        where="pre",
+        label="idle nodes offered",
+    )
+    ax[0].set_ylabel("useful samples")
+    ax[0].legend(fontsize=8)
+    ax[1].set_ylabel("nodes")
+    ax[1].set_xlabel("hours since row 1000")
+    ax[1].legend(fontsize=8)
+    ax[0].set_title("ImageNet 1,001 jobs on the Summit replay")
+    fig.tight_layout()
+    p2 = out_dir / "freetrain_timeline.png"
+    fig.savefig(p2, dpi=110)
+    plt.close(fig)
+    return [p1, p2]

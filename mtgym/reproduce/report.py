@@ -1,0 +1,117 @@
+"""Write the reproduction report: ``report.md``, ``report.json`` and per-experiment raw JSON.
+
+``report.json`` is a list of objects with exactly the keys ``experiment``, ``metric``,
+``paper``, ``mtgym`` and ``note`` (gains and efficiencies as fractions, e.g. 0.42; ``null``
+where the paper gives no value). ``report.md`` has the same rows as a table, the wall time of
+every experiment, and each experiment's detail section with its figures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtgym.reproduce.common import ROW_KEYS, ExperimentResult, Row
+
+TITLES = {
+    "freetrain": "FreeTrain / BFTrainer (arXiv 2106.12091) on the Summit replay",
+    "malletrain": "MalleTrain (arXiv 2404.15668) vs FreeTrain, unknown scaling curves",
+    "pal": "PAL / PM-First (arXiv 2408.11919, hal-uw/blox-pal) on Sia-Philly",
+}
+
+
+def json_safe(x: Any) -> Any:
+    """Recursively make ``x`` JSON-serialisable (NaN/inf -> None, numpy -> Python)."""
+    if isinstance(x, dict):
+        return {str(k): json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return json_safe(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        v = float(x)
+        return None if (math.isnan(v) or math.isinf(v)) else v
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, Path):
+        return str(x)
+    return x
+
+
+def _fmt(v: float | None, unit: str) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if unit == "s":
+        return f"{v:,.1f} s"
+    return f"{100.0 * v:.1f} %"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def rows_table(rows: Sequence[Row]) -> str:
+    """The markdown table of report rows."""
+    lines = [
+        "| experiment | metric | paper | mtgym | note |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.experiment} | {_cell(r.metric)} | {_fmt(r.paper, r.unit)} | "
+            f"{_fmt(r.mtgym, r.unit)} | {_cell(r.note)} |"
+        )
+    return "\n".join(lines)
+
+
+def write_report(
+    results: Sequence[ExperimentResult], out_dir: Path, *, data_dir: Path | None = None
+) -> tuple[Path, Path]:
+    """Write ``report.md``, ``report.json`` and ``<experiment>_results.json`` into ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [r for res in results for r in res.rows]
+    objs = [r.as_dict() for r in rows]
+    assert all(tuple(o) == ROW_KEYS for o in objs)
+    pj = out_dir / "report.json"
+    pj.write_text(json.dumps(objs, indent=2, allow_nan=False) + "\n")
+    for res in results:
+        raw = {"experiment": res.name, "quick": res.quick, "wall_s": res.wall_s, **res.raw}
+        (out_dir / f"{res.name}_results.json").write_text(
+            json.dumps(json_safe(raw), indent=1, allow_nan=False) + "\n"
+        )
+    mode = "quick (reduced sizes)" if any(r.quick for r in results) else "full"
+    lines = [
+        "# mtgym reproduction report",
+        "",
+        f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')} on {platform.node() or 'this machine'} "
+        f"(Python {platform.python_version()}); mode: **{mode}**"
+        + (f"; data: `{data_dir}`" if data_dir is not None else "")
+        + ".",
+        "",
+        "Gains and efficiencies are fractions shown as percentages; `paper` is the value the "
+        "paper or its artifact reports (n/a: none). `report.json` holds the same rows.",
+        "",
+        "## Wall time",
+        "",
+        "| experiment | mode | wall time |",
+        "| --- | --- | ---: |",
+    ]
+    for res in results:
+        lines.append(
+            f"| {TITLES.get(res.name, res.name)} | {'quick' if res.quick else 'full'} | "
+            f"{res.wall_s:,.1f} s |"
+        )
+    lines += ["", "## Results", "", rows_table(rows), ""]
+    for res in results:
+        lines += [*res.sections, ""]
+    pm = out_dir / "report.md"
+    pm.write_text("\n".join(lines))
+    return pm, pj

@@ -1,0 +1,115 @@
+"""Report writing and the ``reproduce`` subcommand (no simulation, or a tiny one)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import pytest
+
+from mtgym.reproduce import cli, pal
+from mtgym.reproduce.common import ROW_KEYS, ExperimentResult, Row, gain_from_ratios, geomean
+from mtgym.reproduce.report import write_report
+
+
+def _result(name="demo"):
+    rows = [
+        Row(name, "a gain", 0.42, 0.40, "close"),
+        Row(name, "no paper value", None, float("nan"), "n/a | with a pipe"),
+        Row(name, "a time", None, 12.5, "seconds", unit="s"),
+    ]
+    return ExperimentResult(name, rows, 1.5, True, raw={"x": [1.0, float("inf")]})
+
+
+def test_row_dict_has_exact_keys_and_no_nan():
+    d = _result().rows[1].as_dict()
+    assert tuple(d) == ROW_KEYS
+    assert d["paper"] is None and d["mtgym"] is None
+
+
+def test_write_report_json_keys_and_markdown(tmp_path):
+    md, js = write_report([_result()], tmp_path)
+    rows = json.loads(js.read_text())
+    assert isinstance(rows, list) and len(rows) == 3
+    for r in rows:
+        assert list(r) == ["experiment", "metric", "paper", "mtgym", "note"]
+    assert rows[0]["paper"] == 0.42 and rows[0]["mtgym"] == 0.40
+    text = md.read_text()
+    assert "| demo | a gain | 42.0 % | 40.0 % | close |" in text
+    assert "n/a \\| with a pipe" in text  # pipes escaped in the table
+    assert "12.5 s" in text and "Wall time" in text
+    raw = json.loads((tmp_path / "demo_results.json").read_text())
+    assert raw["x"] == [1.0, None]
+
+
+def test_geomean_helpers():
+    assert geomean([1.0, 4.0]) == pytest.approx(2.0)
+    assert gain_from_ratios([0.5, 0.5]) == pytest.approx(0.5)
+    assert math.isnan(geomean([]))
+    assert math.isnan(geomean([1.0, 0.0]))
+
+
+def test_parser_registration_and_help(capsys):
+    parser = argparse.ArgumentParser(prog="mtgym")
+    sub = parser.add_subparsers(dest="command")
+    cli.add_reproduce_command(sub)
+    args = parser.parse_args(["reproduce", "pal", "--out", "X", "--quick"])
+    assert args.experiment == "pal" and args.out == "X" and args.quick and callable(args.func)
+    for choice in ("freetrain", "malletrain", "pal", "all"):
+        assert parser.parse_args(["reproduce", choice]).experiment == choice
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["reproduce", "nope"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["reproduce", "--help"])
+    assert exc.value.code == 0
+    assert "--quick" in capsys.readouterr().out
+
+
+def test_missing_data_exits_2(tmp_path, capsys):
+    code = cli.main(
+        [
+            "reproduce",
+            "pal",
+            "--quick",
+            "--out",
+            str(tmp_path / "o"),
+            "--data",
+            str(tmp_path / "nothing"),
+            "--no-progress",
+            "--workers",
+            "1",
+        ]
+    )
+    assert code == 2
+    assert "lacks" in capsys.readouterr().err
+
+
+def test_cli_end_to_end_tiny_pal(shared_data, tmp_path, monkeypatch, capsys):
+    tiny = pal.Sizes(
+        traces=(1,), seed=0, extra_seeds=(), lambdas=(1.0, 3.0), locality_seeds=(0,), max_jobs=40
+    )
+    monkeypatch.setattr(pal, "QUICK", tiny)
+    out = tmp_path / "out"
+    code = cli.main(
+        [
+            "reproduce",
+            "pal",
+            "--quick",
+            "--out",
+            str(out),
+            "--data",
+            str(shared_data),
+            "--no-progress",
+            "--workers",
+            "1",
+        ]
+    )
+    assert code == 0
+    rows = json.loads((out / "report.json").read_text())
+    assert rows and all(list(r) == list(ROW_KEYS) for r in rows)
+    assert {r["experiment"] for r in rows} == {"pal"}
+    for f in ("report.md", "pal_jct.png", "pal_locality.png", "pal_results.json"):
+        assert (out / f).stat().st_size > 0
+    assert "report.md" in capsys.readouterr().out

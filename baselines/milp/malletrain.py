@@ -32,7 +32,7 @@ from baselines.milp.freetrain import realise
 from baselines.milp.problem import admit_fcfs, build_problem
 from baselines.milp.solvers import SolveResult, solve_counts_dp
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation, JobStatus
+from mtgym.types import Allocation, JobStatus, RescaleMode
 
 
 @dataclass
@@ -44,7 +44,8 @@ class JobProfile:
     probing: tuple[int, float] | None = None  # (size, time the probe's steady rate was first seen)
     cost_up: float | None = None
     cost_down: float | None = None
-    change: tuple[float, float, int, str] | None = None  # (t, progress, count, "up"/"down")
+    # (t, progress, count, "up"/"down", rate before): a resize whose cost is being measured
+    change: tuple[float, float, int, str, float] | None = None
 
 
 class MalleTrainPolicy:
@@ -88,9 +89,17 @@ class MalleTrainPolicy:
                 prof.measured[n] = r
                 if prof.probing is not None and prof.probing[0] == n and np.isnan(prof.probing[1]):
                     prof.probing = (n, t)
-                if prof.change is not None and prof.change[2] == n:
-                    t_r, p_r, _, kind = prof.change
+                # Measured once progress moves again: under BFTrainer's cost semantics the
+                # job reports its rate while it still redoes the lost samples.
+                if (
+                    prof.change is not None
+                    and prof.change[2] == n
+                    and float(view.progress[j]) > prof.change[1]
+                ):
+                    t_r, p_r, _, kind, r_before = prof.change
                     pause = (t - t_r) - (float(view.progress[j]) - p_r) / r
+                    if view.rescale_mode is RescaleMode.BFTRAINER and r_before > 0:
+                        pause *= r / r_before  # R x (rate before) samples were lost
                     if pause >= -1e-6:
                         if kind == "up":
                             prof.cost_up = max(pause, 0.0)
@@ -182,5 +191,5 @@ class MalleTrainPolicy:
             if c != cur and c > 0 and cur > 0:  # a resize (a start's pause is not one)
                 prof = self.jobs[j]
                 kind = "up" if c > cur else "down"
-                prof.change = (t, float(view.progress[j]), int(c), kind)
+                prof.change = (t, float(view.progress[j]), int(c), kind, float(view.rate[j]))
         return Allocation(node_map)

@@ -22,6 +22,7 @@ import numpy as np
 
 from mtgym.generate.instance import Instance
 from mtgym.sim.state import ClusterState
+from mtgym.types import RescaleMode
 
 
 class InfoMode(enum.StrEnum):
@@ -67,6 +68,9 @@ class SchedulerView:
     r_up_s: np.ndarray
     r_down_s: np.ndarray
     rate: np.ndarray  # samples/s its progress reports show now (0 while pausing)
+    # How the system charges a resize (public, like the machine): a pause of R s at the new
+    # size, or BFTrainer's R x (rate before) lost samples that the job redoes.
+    rescale_mode: RescaleMode = RescaleMode.PAUSE
 
     @property
     def num_nodes(self) -> int:
@@ -135,4 +139,5 @@ class ViewBuilder:
             r_up_s=self._up,
             r_down_s=self._down,
             rate=_ro(rate),
+            rescale_mode=self.instance.costs.rescale,
         )

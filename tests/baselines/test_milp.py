@@ -13,10 +13,12 @@ from baselines.milp.malletrain import MalleTrainPolicy
 from baselines.milp.problem import AllocProblem
 from baselines.milp.solvers import solve_counts_dp, solve_node_milp
 from mtgym.generate.default import default_generator
+from mtgym.generate.instance import CostModel
 from mtgym.generate.toy import TwoJobToy
 from mtgym.sim.runner import run_episode
 from mtgym.sim.view import InfoMode
 from mtgym.testing import checked_rollout, linear_job, tiny_instance
+from mtgym.types import RescaleMode
 
 
 def random_problem(rng: np.random.Generator, J: int, N: int) -> AllocProblem:
@@ -150,6 +152,19 @@ def test_malletrain__sees_no_declared_information_and_measures_costs():
     assert prof.measured[2] == pytest.approx(200.0) and prof.measured[4] == pytest.approx(400.0)
     assert prof.cost_up == pytest.approx(9.0)
     assert res.metrics.samples > 0
+
+
+@pytest.mark.parametrize("mode", list(RescaleMode))
+def test_malletrain__measures_the_true_rescale_cost_in_both_rescale_modes(mode):
+    # Deciding every 2 s, MalleTrain observes the job while it still repays a BFTrainer
+    # debt (its rate already shows > 0): the cost must be measured once the debt is paid,
+    # not at the first observation.
+    pol = MalleTrainPolicy(probe_s=0.0)
+    rows = [linear_job("a", 100.0, 4, 1e8, r_up_s=9.0, r_down_s=4.0, startup_s=0.0)]
+    windows = [(n, 0.0, 1e5) for n in range(2)] + [(2, 300.0, 1e5), (3, 600.0, 1e5)]
+    inst = tiny_instance(4, rows, windows=windows, t_end=2000.0, costs=CostModel(rescale=mode))
+    run_episode(inst, pol, decision_interval_s=2.0)
+    assert pol.jobs[0].cost_up == pytest.approx(9.0)
 
 
 def test_malletrain__probes_largest_first():

@@ -320,7 +320,9 @@ class JobMix:
             )
 
     def rows(self, rng: np.random.Generator, prefix: str = "job") -> list[JobRow]:
-        """Draw the jobs."""
+        """Draw the jobs (none for ``num_jobs == 0``, drawing nothing from ``rng``)."""
+        if self.num_jobs == 0:
+            return []
         names = list(self.models)
         w = np.array([self.models[m] for m in names], dtype=np.float64)
         gaps = rng.exponential(3600.0 / self.arrival_rate_per_h, self.num_jobs)

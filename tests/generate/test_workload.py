@@ -265,6 +265,12 @@ def test_build_jobs__no_curve_no_profile_is_config_error():
 
 
 # -- JobMix / Campaign ----------------------------------------------------------------
+def test_job_mix_rows__zero_jobs_is_an_empty_workload_and_draws_nothing():
+    rng = np.random.default_rng(5)
+    assert JobMix(num_jobs=0).rows(rng) == []
+    assert rng.random() == np.random.default_rng(5).random()
+
+
 def test_job_mix_rows__deterministic_per_seed():
     a = JobMix().rows(np.random.default_rng(3))
     b = JobMix().rows(np.random.default_rng(3))

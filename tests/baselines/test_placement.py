@@ -206,6 +206,19 @@ def test_pm_first_select__best_fit_locality_score():
     assert pm_first_select(units, np.ones(5), np.array([0, 0, 0, 1, 2]), 1).tolist() == [4]
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_pm_first_select__matches_the_rule_written_out(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    units = np.sort(rng.choice(200, n, replace=False))
+    sf = rng.choice([0.9, 1.0, 1.13, 2.5], n)
+    host = rng.integers(0, 6, n)
+    g = int(rng.integers(1, n + 1))
+    same = {(s, h): int(np.sum((sf == s) & (host == h))) for s, h in zip(sf, host, strict=True)}
+    key = sorted(range(n), key=lambda i: (sf[i], abs(same[sf[i], host[i]] - g), units[i]))
+    assert pm_first_select(units, sf, host, g).tolist() == sorted(units[key[:g]].tolist())
+
+
 def test_pm_first_place__large_job_uses_fast_units_across_hosts():
     sd = np.ones((8, 4))
     sd[:, B] = [1.2, 1.0, 1.0, 1.2, 1.0, 1.0, 1.2, 1.2]

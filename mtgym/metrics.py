@@ -1,7 +1,9 @@
 """Episode metrics, computed from a final state (pure; the same for every policy).
 
 The **upper bound** is every offered node-second at the best per-node rate of any job, with
-perfect linear scaling and no overhead (capped at the total work that was submitted).
+perfect linear scaling and no overhead, capped at the work of the jobs submitted by the end.
+Once every job has completed, every policy that completed them reaches ``samples`` = the
+cap (fraction 1.0): compare ``makespan`` and the JCTs then, not the fraction.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
 
     best = throughput_model(instance).best_node_rate()
     ub_rate = float(best.max()) if best.size else 0.0
-    ub = min(state.offered_node_s * ub_rate, float(jobs.work.sum()))
+    submitted = jobs.submit_s <= state.time
+    ub = min(state.offered_node_s * ub_rate, float(jobs.work[submitted].sum()))
     if finished.all() and finished.size:
         makespan = float(np.nanmax(state.finish_time) - jobs.submit_s.min())
     else:

@@ -312,8 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from mtgym.bridge.cli import add_bridge_commands
     from mtgym.reproduce.cli import add_reproduce_command
+    from mtgym.scavenger.cli import add_scavenge_command
 
     add_bridge_commands(sub)
+    add_scavenge_command(sub)
     add_reproduce_command(sub)
     _plugin_commands(sub)
 

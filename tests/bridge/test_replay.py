@@ -39,6 +39,7 @@ def one_two_one_trace(path):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # measures real scaling: needs the cores to itself (see the Makefile)
 def test_replay__two_jobs_one_two_one(bridge_dir):
     trace_path = bridge_dir / "trace.jsonl"
     tr = one_two_one_trace(trace_path)
@@ -83,11 +84,8 @@ def test_replay__two_jobs_one_two_one(bridge_dir):
         assert set(ws) == {"1", "2"}, (j, ws.keys())
         assert all(w["measured"] > 0 and w["intervals"] >= 5 for w in ws.values())
         assert ws["2"]["predicted_speedup"] == pytest.approx(2.0)
-        # Real CPU timings on a shared 2-core machine (pytest -n 2) do not reliably scale,
-        # so the test checks that the report flags exactly the measured drops (the scaling
-        # itself is what scripts/bench_bridge.py measures on a quiet machine).
-        drop = ws["2"]["measured"] < ws["1"]["measured"] * 0.95
-        assert len(jb["monotone_violations"]) == int(drop), jb["monotone_violations"]
+        assert jb["monotone_violations"] == [], jb["monotone_violations"]
+        assert ws["2"]["measured"] > ws["1"]["measured"] * 0.95
         # rescale costs were measured (checkpoint, stop, restart: seconds); a grows 1 -> 2
         # then stops, b stops then starts at 2 and shrinks 2 -> 1: starts from 0 for both
         kind = {"0": "up", "1": "down"}[j]

@@ -19,6 +19,7 @@ that its command line still names the job folder (PIDs are reused).
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import shlex
 import signal
@@ -507,9 +508,10 @@ class SlurmLauncher:
     --rdzv-backend=c10d --rdzv-endpoint=<first host>:29400``; all agents meet at the store of
     the first host's agent. The job folder (reports, checkpoints, stop files) must be on a
     shared file system. Graceful stop: the same stop file as locally. Forced stop (a node
-    reclaimed past the deadline): ``scancel --signal=TERM --name=<step>`` (torchrun forwards
-    it to the workers), then ``scancel --name=<step>`` (Slurm kills every task on every
-    node after ``KillWait``).
+    reclaimed past the deadline): ``scancel --signal=TERM --user=<user> --name=<step>``
+    (torchrun forwards it to the workers), then ``scancel --user=<user> --name=<step>``
+    (Slurm kills every task on every node after ``KillWait``). ``--user`` keeps the names
+    from matching another user's steps.
 
     ``dry_run`` returns the commands without running anything (tested); ``start`` runs the
     launch commands.
@@ -525,6 +527,7 @@ class SlurmLauncher:
     env: Mapping[str, str] = field(default_factory=dict)  # e.g. {"NCCL_SOCKET_IFNAME": "ib0"}
     srun_extra: tuple[str, ...] = ()
     node_names: Sequence[str] | None = None  # simulator node index -> host name
+    user: str = field(default_factory=getpass.getuser)  # scancel only this user's steps
 
     def hosts(self, nodes: Sequence[int | str]) -> list[str]:
         """Host names of simulator nodes (names pass through)."""
@@ -604,8 +607,8 @@ class SlurmLauncher:
             ],
             "stop": [["touch", str(jd / "control" / f"stop-g{gen}")]],
             "kill": [
-                ["scancel", "--signal=TERM", f"--name={name}"],
-                ["scancel", f"--name={name}"],
+                ["scancel", "--signal=TERM", f"--user={self.user}", f"--name={name}"],
+                ["scancel", f"--user={self.user}", f"--name={name}"],
             ],
         }
 

@@ -207,7 +207,7 @@ class SlurmStepLauncher:
         deadline = time.time() + self.exit_s
         while True:
             try:
-                self.client.scancel(f"--name={handle.name}")
+                self.client.scancel(f"--user={self.slurm.user}", f"--name={handle.name}")
             except SlurmError as exc:  # srun is signalled next anyway
                 err = str(exc)
             if once:

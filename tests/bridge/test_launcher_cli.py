@@ -64,8 +64,8 @@ def test_slurm__dry_run_commands():
     assert w[w.index("--stop-file") + 1] == "/shared/run/jobs/3/control/stop-g2"
     assert cmds["stop"] == [["touch", "/shared/run/jobs/3/control/stop-g2"]]
     assert cmds["kill"] == [
-        ["scancel", "--signal=TERM", "--name=mtgym-3-g2"],
-        ["scancel", "--name=mtgym-3-g2"],
+        ["scancel", "--signal=TERM", f"--user={sl.user}", "--name=mtgym-3-g2"],
+        ["scancel", f"--user={sl.user}", "--name=mtgym-3-g2"],
     ]
     script = sl.dry_run_script(spec, [4, 5, 6], gen=2)
     assert "# launch" in script and shlex.split(script.splitlines()[2]) == launch

@@ -25,6 +25,12 @@ def _need_slurm() -> None:
     pytest.skip(why)
 
 
+@pytest.fixture
+def need_slurm() -> None:
+    """Skip (or fail, under ``MTGYM_REQUIRE_SLURM=1``) when Slurm is not installed."""
+    _need_slurm()
+
+
 @pytest.fixture(scope="module")
 def slurm_cluster():
     """Four nodes n1..n4 (2 x a100 each), partitions main (default) and scav (preemptible)."""

@@ -190,10 +190,7 @@ def test_killed_slurmd_is_not_lent_and_is_released(slurm: LocalSlurm, tmp_path: 
     scav.close()
 
 
-def test_slurm_unreachable_clear_error_retries_and_nothing_kept(tmp_path: Path):
-    from conftest import _need_slurm
-
-    _need_slurm()
+def test_slurm_unreachable_clear_error_retries_and_nothing_kept(need_slurm, tmp_path: Path):
     cluster = LocalSlurm(num_nodes=2)
     try:
         cluster.start()

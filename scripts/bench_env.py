@@ -1,6 +1,7 @@
 """Benchmark: env steps per second with random valid actions at three sizes, next to a
 CartPole step measured in the same run. Both envs are built with ``gym.make`` (same
-wrappers) and only ``env.step`` is timed (drawing the random valid action is not).
+wrappers) and only ``env.step`` is timed (drawing the random valid action is not). A few
+untimed warm-up steps first load (or, on a fresh clone, compile) the numba kernels.
 Prints figures; asserts nothing.
 
     .venv/bin/python scripts/bench_env.py [--steps 2000] [--mode counts]
@@ -57,9 +58,15 @@ def random_valid(mask: np.ndarray, nvec: np.ndarray, rng: np.random.Generator) -
     return r.argmax(axis=1)
 
 
-def time_env(env: gym.Env, steps: int, rng: np.random.Generator, masked: bool) -> tuple[float, int]:
+def time_env(
+    env: gym.Env, steps: int, rng: np.random.Generator, masked: bool, warmup: int = 10
+) -> tuple[float, int]:
     env.reset(seed=0)
     nvec = getattr(env.action_space, "nvec", None)
+    for _ in range(warmup):  # untimed: one-off JIT loading/compilation
+        a = random_valid(env.unwrapped.action_masks(), nvec, rng) if masked else None
+        env.step(env.action_space.sample() if a is None else a)
+    env.reset(seed=0)
     elapsed, n = 0.0, 0
     while n < steps:
         if masked:

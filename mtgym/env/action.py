@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
+from numba import njit
 
 from mtgym.env.slots import JobSlots
 from mtgym.generate.instance import Instance
@@ -74,31 +75,15 @@ class ActionCodec:
     def mask(self, state: ClusterState, instance: Instance, slots: JobSlots) -> np.ndarray:
         """Flat concatenation of per-dimension masks (sb3-contrib's MultiDiscrete layout)."""
         m = self._mask
-        m[:] = 0
         jobs = instance.jobs
-        present = slots.present
-        sj = np.maximum(slots.job, 0)
-        n_avail = int(np.count_nonzero(state.available))
         if self.mode == "counts":
-            grid = m.reshape(self.S, self.C + 1)
-            grid[:, 0] = 1
-            c = np.arange(self.C + 1)
-            hi = np.minimum(np.minimum(jobs.max_nodes[sj], self.C), n_avail)
-            ok = (c[None, :] >= jobs.min_nodes[sj][:, None]) & (c[None, :] <= hi[:, None])
-            grid[:, 1:] = (ok[:, 1:] & present[:, None]).astype(np.int8)
+            _counts_mask(m, slots.job, jobs.min_nodes, jobs.max_nodes, state.available, self.C)
         elif self.mode == "delta":
-            grid = m.reshape(self.S, 3)
-            grid[:, 1] = 1
-            n = state.n_nodes[sj]
-            free = n_avail - int(state.n_nodes.sum())
-            grid[:, 0] = present & (n > 0)
-            need = np.where(n == 0, jobs.min_nodes[sj], 1)
-            cap = np.minimum(jobs.max_nodes[sj], self.C)
-            grid[:, 2] = present & (n < cap) & (free >= need)
+            _delta_mask(
+                m, slots.job, jobs.min_nodes, jobs.max_nodes, state.available, state.n_nodes, self.C
+            )
         else:
-            grid = m.reshape(self.N, self.S + 1)
-            grid[:, 0] = 1
-            grid[:, 1:] = (state.available[:, None] & present[None, :]).astype(np.int8)
+            _assign_mask(m, slots.job, state.available)
         return m
 
     # -- decoding --------------------------------------------------------------------
@@ -132,32 +117,17 @@ class ActionCodec:
         instance: Instance,
     ) -> tuple[np.ndarray, dict[str, int]]:
         jobs = instance.jobs
-        rep = {"empty_slot": 0, "over_max": 0, "below_min": 0, "oversubscribed": 0}
-        empty = ~present & (target > 0)
-        rep["empty_slot"] = int(empty.sum())
-        target = np.where(present, target, 0)
-        mx = jobs.max_nodes[sj]
-        over = target > mx
-        rep["over_max"] = int(over.sum())
-        target = np.minimum(target, mx)
-        below = (target > 0) & (target < jobs.min_nodes[sj])
-        rep["below_min"] = int(below.sum())
-        target = np.where(below, 0, target)
-        free = int(np.count_nonzero(state.available))
-        if int(target.sum()) > free:
-            order = np.argsort(sj + np.where(present, 0, 1 << 40), kind="stable")  # FCFS
-            left = free
-            for s in order:
-                want = int(target[s])
-                got = min(want, left)
-                if got < jobs.min_nodes[sj[s]]:
-                    got = 0
-                if got != want:
-                    rep["oversubscribed"] += 1
-                target[s] = got
-                left -= got
-        slots_on = np.flatnonzero(present)
-        order = slots_on[np.argsort(sj[slots_on], kind="stable")]
+        target = np.array(target, dtype=np.int64)  # a private copy, repaired in place
+        counts = _repair_targets(
+            target, present, sj, jobs.min_nodes, jobs.max_nodes, state.available
+        )
+        rep = {
+            "empty_slot": int(counts[0]),
+            "over_max": int(counts[1]),
+            "below_min": int(counts[2]),
+            "oversubscribed": int(counts[3]),
+        }
+        order = _fcfs(present, sj)
         node_job = pack_targets(
             state.available,
             state.node_job,
@@ -174,3 +144,134 @@ class ActionCodec:
         node_job = ext[a]
         rep = {"empty_slot": int(np.count_nonzero((a > 0) & (node_job < 0)))}
         return node_job, rep
+
+
+# ---------------------------------------------------------------------------------------
+# Compiled kernels (numba): masks and the count repairs, as loops over slots.
+# ---------------------------------------------------------------------------------------
+@njit(cache=True)
+def _counts_mask(
+    m: np.ndarray,
+    slot_job: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    available: np.ndarray,
+    C: int,
+) -> None:  # pragma: no cover - jit
+    """``counts`` mask in place: 0 always; min..min(max, C, idle nodes) for a present slot."""
+    n_avail = 0
+    for n in range(available.shape[0]):
+        if available[n]:
+            n_avail += 1
+    for s in range(slot_job.shape[0]):
+        row = s * (C + 1)
+        m[row] = 1
+        j = slot_job[s]
+        lo, hi = 1, 0
+        if j >= 0:
+            lo, hi = max(min_nodes[j], 1), min(min(max_nodes[j], C), n_avail)
+        for c in range(1, C + 1):
+            m[row + c] = 1 if lo <= c <= hi else 0
+
+
+@njit(cache=True)
+def _delta_mask(
+    m: np.ndarray,
+    slot_job: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    available: np.ndarray,
+    n_nodes: np.ndarray,
+    C: int,
+) -> None:  # pragma: no cover - jit
+    """``delta`` mask in place: keep always; shrink a running job; grow one below its cap
+    when enough nodes are free (its minimum from 0, else one).
+    """
+    n_avail = 0
+    for n in range(available.shape[0]):
+        if available[n]:
+            n_avail += 1
+    held = 0
+    for j in range(n_nodes.shape[0]):
+        held += n_nodes[j]
+    free = n_avail - held
+    for s in range(slot_job.shape[0]):
+        j = slot_job[s]
+        m[3 * s] = 0
+        m[3 * s + 1] = 1
+        m[3 * s + 2] = 0
+        if j < 0:
+            continue
+        n = n_nodes[j]
+        need = min_nodes[j] if n == 0 else 1
+        m[3 * s] = 1 if n > 0 else 0
+        m[3 * s + 2] = 1 if n < min(max_nodes[j], C) and free >= need else 0
+
+
+@njit(cache=True)
+def _assign_mask(
+    m: np.ndarray, slot_job: np.ndarray, available: np.ndarray
+) -> None:  # pragma: no cover - jit
+    """``assign`` mask in place: "none" always; any present slot on an idle node."""
+    S = slot_job.shape[0]
+    for n in range(available.shape[0]):
+        row = n * (S + 1)
+        m[row] = 1
+        for s in range(S):
+            m[row + 1 + s] = 1 if available[n] and slot_job[s] >= 0 else 0
+
+
+@njit(cache=True)
+def _fcfs(present: np.ndarray, sj: np.ndarray) -> np.ndarray:  # pragma: no cover - jit
+    """The present slots in order of their jobs' submission (job index)."""
+    on = np.flatnonzero(present)
+    keys = np.empty(on.shape[0], dtype=np.int64)
+    for i in range(on.shape[0]):
+        keys[i] = sj[on[i]]
+    return on[np.argsort(keys, kind="mergesort")]
+
+
+@njit(cache=True)
+def _repair_targets(
+    target: np.ndarray,
+    present: np.ndarray,
+    sj: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    available: np.ndarray,
+) -> np.ndarray:  # pragma: no cover - jit
+    """Repair per-slot node counts in place (module docstring's rules, in its order);
+    returns the counts of (empty_slot, over_max, below_min, oversubscribed).
+    """
+    rep = np.zeros(4, dtype=np.int64)
+    total = 0
+    for s in range(target.shape[0]):
+        if not present[s]:
+            if target[s] > 0:
+                rep[0] += 1
+            target[s] = 0
+            continue
+        j = sj[s]
+        if target[s] > max_nodes[j]:
+            rep[1] += 1
+            target[s] = max_nodes[j]
+        if target[s] > 0 and target[s] < min_nodes[j]:
+            rep[2] += 1
+            target[s] = 0
+        total += target[s]
+    free = 0
+    for n in range(available.shape[0]):
+        if available[n]:
+            free += 1
+    if total > free:  # FCFS: in submission order, each job gets what is left
+        left = free
+        for s in _fcfs(present, sj):
+            want = target[s]
+            got = min(want, left)
+            if got < min_nodes[sj[s]]:
+                got = 0
+            if got != want:
+                rep[3] += 1
+            target[s] = got
+            left -= got
+    return rep

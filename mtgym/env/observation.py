@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
+from numba import njit
 
 from mtgym.env.slots import JobSlots
 from mtgym.generate.instance import Instance
@@ -18,13 +19,14 @@ from mtgym.model.throughput import interp_rows
 from mtgym.sim.profiling import PassiveProfiler
 from mtgym.sim.state import ClusterState
 from mtgym.sim.view import InfoMode
-from mtgym.types import NUM_CLASSES
+from mtgym.types import NUM_CLASSES, JobStatus
 
 RATE_SCALE = 20.0  # log1p(samples/s) / 20: 1e8 samples/s -> 0.92
 WORK_SCALE = 25.0  # log1p(samples) / 25
 TIME_SCALE = 12.0  # log1p(seconds) / 12: one week -> 1.1
 COST_SCALE = 60.0  # seconds / 60
 OBS_HIGH = 8.0  # every scaled feature is clipped to [-1, 8] (values are O(1) by design)
+_ACTIVE = int(JobStatus.ACTIVE)  # a compile-time constant in the kernels
 
 
 def curve_points(max_count: int) -> np.ndarray:
@@ -113,6 +115,15 @@ class ObservationBuilder:
         np.clip(js, -1.0, OBS_HIGH, out=js)
         np.clip(curve, 0.0, OBS_HIGH, out=curve)
         self._job_static, self._curve, self._known = js, curve, known
+        N, S = self.N, self.S
+        # Divisors of the log-scaled arguments ``_obs_args`` lays out (see there).
+        self._scale = np.concatenate(
+            (
+                np.full(2 * N, TIME_SCALE),
+                np.tile([RATE_SCALE, TIME_SCALE, WORK_SCALE, WORK_SCALE], S),
+            )
+        )
+        self._work_arr = jobs.work if self._work is not None else np.zeros(0)
 
     def build(
         self,
@@ -127,57 +138,53 @@ class ObservationBuilder:
         N, S = self.N, self.S
         sup = instance.supply
         t = state.time
-        # -- nodes: static columns from bind, dynamic ones here --
-        nodes = self._node_static.copy()
-        avail = state.available
-        nodes[:, 0] = avail
-        nodes[:, 1] = state.node_job >= 0
-        w = state.window
-        has = w >= 0
-        wi = np.maximum(w, 0)
-        nodes[:, 7] = (
-            np.log1p(np.where(has, np.maximum(t - sup.start_s[wi], 0.0), 0.0)) / TIME_SCALE
-        )
-        known = has & sup.end_known[wi]
-        nodes[:, 8] = known
-        nodes[:, 9] = (
-            np.log1p(np.where(known, np.maximum(sup.end_s[wi] - t, 0.0), 0.0)) / TIME_SCALE
-        )
-        # node -> slot (-1 maps through the extra last cell)
-        slot_of_job = np.full(instance.num_jobs + 1, -1, dtype=np.int64)
         present = slots.present
+        # One compiled pass gathers the arguments of every log-scaled feature; numpy takes
+        # the logarithms (its own log1p, as always); a second pass writes everything.
+        x, n_avail, n_active = _obs_args(
+            state.available,
+            state.window,
+            sup.start_s,
+            sup.end_s,
+            sup.end_known,
+            t,
+            slots.job,
+            state.status,
+            state.rate,
+            state.stall_until,
+            instance.jobs.submit_s,
+            state.progress,
+            self._work_arr,
+        )
+        np.log1p(x, out=x)
+        x /= self._scale
+        nodes, node_job, jf, curve, known_c = _obs_fill(
+            x,
+            self._node_static,
+            state.available,
+            state.node_job,
+            state.window,
+            sup.end_known,
+            t,
+            slots.job,
+            state.n_nodes,
+            state.stall_until,
+            self._job_static,
+            self._curve,
+            self._known,
+            self.C,
+        )
         idx = np.flatnonzero(present)
-        j = slots.job[idx]
-        slot_of_job[j] = idx
-        node_job = slot_of_job[state.node_job].astype(np.float32)
-        # -- jobs --
-        jf = np.zeros((S, self.job_dim), dtype=np.float32)
-        curve = np.zeros((S, self.P), dtype=np.float32)
-        known_c = np.zeros((S, self.P), dtype=np.float32)
-        if idx.size:
-            jf[idx] = self._job_static[j]
-            jf[idx, 5] = state.n_nodes[j] / self.C
-            # what progress reports show: 0 while the job pauses
-            jf[idx, 8] = (
-                np.log1p(np.where(state.stall_until[j] > t, 0.0, state.rate[j])) / RATE_SCALE
-            )
-            jf[idx, 9] = np.log1p(np.maximum(t - instance.jobs.submit_s[j], 0.0)) / TIME_SCALE
-            jf[idx, 10] = state.stall_until[j] > t
-            jf[idx, 11] = np.log1p(state.progress[j]) / WORK_SCALE
-            if self._work is None:  # profiled: only what was measured
-                vals, kn = profiler.curve_at(j, self.points)
-                jf[idx, 15] = (~np.isnan(profiler.rate[j, 1:])).sum(axis=1) / self.C
-                curve[idx] = np.log1p(vals) / RATE_SCALE
-                known_c[idx] = kn
-            else:
-                jf[idx, 12] = (
-                    np.log1p(np.maximum(self._work[j] - state.progress[j], 0.0)) / WORK_SCALE
-                )
-                curve[idx] = self._curve[j]
-                known_c[idx] = self._known[j]
+        if self._work is None and idx.size:  # profiled: only what was measured
+            j = slots.job[idx]
+            vals, kn = profiler.curve_at(j, self.points)
+            jf[idx, 15] = (~np.isnan(profiler.rate[j, 1:])).sum(axis=1) / self.C
+            curve[idx] = np.log1p(vals) / RATE_SCALE
+            known_c[idx] = kn
+            np.clip(jf[:, 15], -1.0, OBS_HIGH, out=jf[:, 15])
+            np.clip(curve, 0.0, OBS_HIGH, out=curve)
         # -- global --
         g = np.zeros(self.global_dim, dtype=np.float32)
-        n_avail = int(np.count_nonzero(avail))
         g[0] = (
             (t - instance.t_start) / max(t_end - instance.t_start, 1.0)
             if np.isfinite(t_end)
@@ -185,16 +192,13 @@ class ObservationBuilder:
         )
         g[1] = n_avail / N
         g[2] = (n_avail - int(state.n_nodes.sum())) / N
-        g[3] = slots.queued(state) / max(S, 1)
+        g[3] = (n_active - idx.size) / max(S, 1)  # slots.queued(state)
         g[4] = idx.size / max(S, 1)
         g[5] = np.log1p(max(t - instance.t_start, 0.0)) / TIME_SCALE
-        np.clip(nodes[:, 7:10], -1.0, OBS_HIGH, out=nodes[:, 7:10])
-        np.clip(jf, -1.0, OBS_HIGH, out=jf)
-        np.clip(curve, 0.0, OBS_HIGH, out=curve)
         np.clip(g, -1.0, OBS_HIGH, out=g)
         return {
             "nodes": nodes,
-            "node_mask": avail.astype(np.float32),
+            "node_mask": state.available.astype(np.float32),
             "node_job": node_job,
             "jobs": jf,
             "job_mask": present.astype(np.float32),
@@ -203,3 +207,125 @@ class ObservationBuilder:
             "global": g,
             "action_mask": action_mask.copy(),
         }
+
+
+# ---------------------------------------------------------------------------------------
+# Compiled kernels (numba): the loop form of the vectorised build. Logarithms are left to
+# numpy (``build``), so every value is bit-identical to the vectorised formulas.
+# ---------------------------------------------------------------------------------------
+@njit(cache=True)
+def _obs_args(
+    available: np.ndarray,
+    window: np.ndarray,
+    start_s: np.ndarray,
+    end_s: np.ndarray,
+    end_known: np.ndarray,
+    t: float,
+    slot_job: np.ndarray,
+    status: np.ndarray,
+    rate: np.ndarray,
+    stall_until: np.ndarray,
+    submit_s: np.ndarray,
+    progress: np.ndarray,
+    work: np.ndarray,
+) -> tuple[np.ndarray, int, int]:  # pragma: no cover - jit
+    """Arguments of the log-scaled features, flat: per node the idle time so far and the
+    known time until reclaim (2N), then per slot the shown rate, age, progress and
+    remaining work (4S; 0 for an empty slot, remaining work 0 when ``work`` is empty).
+    Also returns the idle node count and the active job count.
+    """
+    N = available.shape[0]
+    S = slot_job.shape[0]
+    x = np.zeros(2 * N + 4 * S)
+    n_avail = 0
+    for n in range(N):
+        if available[n]:
+            n_avail += 1
+        w = window[n]
+        if w >= 0:
+            x[n] = max(t - start_s[w], 0.0)
+            if end_known[w]:
+                x[N + n] = max(end_s[w] - t, 0.0)
+    n_active = 0
+    for j in range(status.shape[0]):
+        if status[j] == _ACTIVE:
+            n_active += 1
+    o = 2 * N
+    for s in range(S):
+        j = slot_job[s]
+        if j < 0:
+            continue
+        x[o + 4 * s] = 0.0 if stall_until[j] > t else rate[j]  # 0 while the job pauses
+        x[o + 4 * s + 1] = max(t - submit_s[j], 0.0)
+        x[o + 4 * s + 2] = progress[j]
+        if work.shape[0]:
+            x[o + 4 * s + 3] = max(work[j] - progress[j], 0.0)
+    return x, n_avail, n_active
+
+
+@njit(cache=True)
+def _clip32(v: float, lo: float) -> np.float32:  # pragma: no cover - jit
+    """``v`` as float32, clipped to [lo, OBS_HIGH] (as ``np.clip`` on the float32 array)."""
+    f = np.float32(v)
+    return min(max(f, np.float32(lo)), np.float32(OBS_HIGH))
+
+
+@njit(cache=True)
+def _obs_fill(
+    x: np.ndarray,
+    node_static: np.ndarray,
+    available: np.ndarray,
+    node_job: np.ndarray,
+    window: np.ndarray,
+    end_known: np.ndarray,
+    t: float,
+    slot_job: np.ndarray,
+    n_nodes: np.ndarray,
+    stall_until: np.ndarray,
+    job_static: np.ndarray,
+    curve_static: np.ndarray,
+    known_static: np.ndarray,
+    C: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """Fresh ``nodes``, ``node_job``, ``jobs``, ``job_curve`` and ``job_curve_known``
+    arrays from the static parts and the log-scaled features ``x`` (see ``_obs_args``).
+    """
+    N = available.shape[0]
+    S = slot_job.shape[0]
+    nodes = node_static.copy()
+    slot_of_job = np.full(job_static.shape[0], -1, dtype=np.int64)
+    for s in range(S):
+        if slot_job[s] >= 0:
+            slot_of_job[slot_job[s]] = s
+    node_slot = np.empty(N, dtype=np.float32)
+    for n in range(N):
+        nodes[n, 0] = 1.0 if available[n] else 0.0
+        j = node_job[n]
+        nodes[n, 1] = 1.0 if j >= 0 else 0.0
+        node_slot[n] = slot_of_job[j] if j >= 0 else -1
+        w = window[n]
+        nodes[n, 7] = _clip32(x[n], -1.0)
+        nodes[n, 8] = 1.0 if w >= 0 and end_known[w] else 0.0
+        nodes[n, 9] = _clip32(x[N + n], -1.0)
+    D = job_static.shape[1]
+    P = curve_static.shape[1]
+    jf = np.zeros((S, D), dtype=np.float32)
+    curve = np.zeros((S, P), dtype=np.float32)
+    known = np.zeros((S, P), dtype=np.float32)
+    o = 2 * N
+    for s in range(S):
+        j = slot_job[s]
+        if j < 0:
+            continue
+        for k in range(D):
+            jf[s, k] = job_static[j, k]
+        jf[s, 5] = _clip32(n_nodes[j] / C, -1.0)
+        jf[s, 8] = _clip32(x[o + 4 * s], -1.0)
+        jf[s, 9] = _clip32(x[o + 4 * s + 1], -1.0)
+        jf[s, 10] = 1.0 if stall_until[j] > t else 0.0
+        jf[s, 11] = _clip32(x[o + 4 * s + 2], -1.0)
+        jf[s, 12] = _clip32(x[o + 4 * s + 3], -1.0)
+        for k in range(P):
+            curve[s, k] = curve_static[j, k]
+            known[s, k] = known_static[j, k]
+    return nodes, node_slot, jf, curve, known

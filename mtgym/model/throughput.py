@@ -23,7 +23,10 @@ All functions broadcast over jobs; ``ThroughputModel`` caches per-instance const
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+from numba import njit
 
 from mtgym.generate.instance import Cluster, Jobs
 from mtgym.types import PerfKind
@@ -68,6 +71,21 @@ class ThroughputModel:
         self._capacity = np.array(
             [np.bincount(topo.coords[:, k]).max() for k in range(topo.num_levels)], dtype=np.int64
         )
+        f64 = np.float64
+        self._consts = RateConsts(
+            int(self._gpn),
+            np.ascontiguousarray(self._bw, dtype=f64),
+            np.ascontiguousarray(self._lat, dtype=f64),
+            np.ascontiguousarray(self._lam, dtype=f64),
+            np.ascontiguousarray(self._is_table),
+            np.ascontiguousarray(jobs.curve_nodes, dtype=f64),
+            np.ascontiguousarray(jobs.curve_tput, dtype=f64),
+            np.ascontiguousarray(jobs.local_batch, dtype=f64),
+            np.ascontiguousarray(jobs.grad_bytes, dtype=f64),
+            np.ascontiguousarray(jobs.overlap, dtype=f64),
+            np.ascontiguousarray(jobs.app_class, dtype=np.int64),
+            np.ascontiguousarray(jobs.type_rate, dtype=f64),
+        )
 
     # -- the formula -------------------------------------------------------------------
     def formula(
@@ -82,29 +100,8 @@ class ThroughputModel:
             np.asarray(slow, dtype=np.float64),
             np.asarray(spread, dtype=np.int64),
         )
-        jb = self.jobs
-        out = np.zeros(job.shape, dtype=np.float64)
-        pos = count > 0
-        table = self._is_table[job] & pos
-        if table.any():
-            j = job[table]
-            base = interp_rows(count[table], jb.curve_nodes[j], jb.curve_tput[j])
-            out[table] = base / slow[table] / self._lam[spread[table]]
-        param = ~self._is_table[job] & pos
-        if param.any():
-            j = job[param]
-            g = count[param] * self._gpn
-            lb = jb.local_batch[j]
-            lvl = spread[param]
-            t_comp = lb * slow[param]
-            t_comm = np.where(
-                g > 1,
-                2.0 * (g - 1.0) / g * jb.grad_bytes[j] / self._bw[lvl]
-                + 2.0 * (g - 1.0) * self._lat[lvl],
-                0.0,
-            )
-            out[param] = g * lb / (t_comp + (1.0 - jb.overlap[j]) * t_comm)
-        return out
+        out = _formula_many(self._consts, job.ravel(), count.ravel(), slow.ravel(), spread.ravel())
+        return out.reshape(job.shape)
 
     # -- on actual node sets -----------------------------------------------------------
     def node_slowness(
@@ -119,27 +116,16 @@ class ThroughputModel:
         """Rates, node counts and spreads of every job under a node-to-job map.
 
         Returns three (J,) arrays: samples/s (0 for jobs without nodes), counts (int32) and
-        spread levels (int8). Cost: one sort of the assigned nodes, then ``reduceat``.
+        spread levels (int8). Cost: one compiled pass over the nodes, then the formula for
+        each job that holds nodes.
         """
-        J = self.jobs.num_jobs
-        rate = np.zeros(J)
-        count = np.zeros(J, dtype=np.int32)
-        spread = np.zeros(J, dtype=np.int8)
-        nodes = np.flatnonzero(node_job >= 0)
-        if nodes.size == 0:
-            return rate, count, spread
-        owners = node_job[nodes]
-        order = np.argsort(owners, kind="stable")
-        nodes, owners = nodes[order], owners[order]
-        starts = np.concatenate(([0], np.flatnonzero(owners[1:] != owners[:-1]) + 1))
-        jobs = owners[starts]
-        slow = np.maximum.reduceat(self.node_slowness(owners, nodes), starts)
-        cnt = np.diff(np.append(starts, nodes.size))
-        spr = self.cluster.topology.spreads_by_job(nodes, starts)
-        rate[jobs] = self.formula(jobs, cnt, slow, spr)
-        count[jobs] = cnt
-        spread[jobs] = spr
-        return rate, count, spread
+        return _job_rates(
+            self._consts,
+            np.ascontiguousarray(node_job, dtype=np.int32),
+            self.cluster.slowdown,
+            self.cluster.gpu_type,
+            self.cluster.topology.coords,
+        )
 
     def rate_on(self, job: int, nodes: np.ndarray) -> float:
         """Rate of one job on an explicit node set."""
@@ -211,3 +197,127 @@ class ThroughputModel:
                 per_node = np.where(n > 0, jb.curve_tput[table] / np.where(n > 0, n, 1.0), 0.0)
             out[table] = per_node.max(axis=1) / best[table]
         return out
+
+
+# ---------------------------------------------------------------------------------------
+# Compiled kernels (numba). Every floating-point operation is written in the order of the
+# vectorised formulas above (no fast-math, no reassociation), so results are bit-identical
+# to evaluating them with numpy.
+# ---------------------------------------------------------------------------------------
+class RateConsts(NamedTuple):
+    """Per-instance constants of the formula, as contiguous arrays (the kernels' input)."""
+
+    gpus_per_node: int
+    bw: np.ndarray  # (L,) bytes/s per spread level
+    lat: np.ndarray  # (L,) s
+    lam: np.ndarray  # (L,) locality factor
+    is_table: np.ndarray  # (J,) bool
+    curve_nodes: np.ndarray  # (J, K)
+    curve_tput: np.ndarray  # (J, K)
+    local_batch: np.ndarray  # (J,)
+    grad_bytes: np.ndarray  # (J,)
+    overlap: np.ndarray  # (J,)
+    app_class: np.ndarray  # (J,) int64
+    type_rate: np.ndarray  # (J, T)
+
+
+@njit(cache=True, error_model="numpy")
+def _interp1(x: float, xp: np.ndarray, fp: np.ndarray) -> float:  # pragma: no cover - jit
+    """``interp_rows`` for one row (same operations, same order)."""
+    K = xp.shape[0]
+    if K == 1:
+        return fp[0]
+    n_le = 0
+    for k in range(K):
+        if xp[k] <= x:
+            n_le += 1
+    idx = min(max(n_le - 1, 0), K - 2)
+    x0, x1 = xp[idx], xp[idx + 1]
+    y0, y1 = fp[idx], fp[idx + 1]
+    dx = x1 - x0
+    w = (min(x, x1) - x0) / dx if dx > 0 else 0.0
+    y = y0 + min(max(w, 0.0), 1.0) * (y1 - y0)
+    return fp[K - 1] if x >= xp[K - 1] else y
+
+
+@njit(cache=True, error_model="numpy")
+def _rate1(
+    c: RateConsts, j: int, count: float, slow: float, lvl: int
+) -> float:  # pragma: no cover - jit
+    """The formula for one (job, count, slowness, spread level); 0 when ``count <= 0``."""
+    if not count > 0:
+        return 0.0
+    if c.is_table[j]:
+        base = _interp1(count, c.curve_nodes[j], c.curve_tput[j])
+        return base / slow / c.lam[lvl]
+    g = count * c.gpus_per_node
+    lb = c.local_batch[j]
+    t_comp = lb * slow
+    if g > 1:
+        t_comm = 2.0 * (g - 1.0) / g * c.grad_bytes[j] / c.bw[lvl] + 2.0 * (g - 1.0) * c.lat[lvl]
+    else:
+        t_comm = 0.0
+    return g * lb / (t_comp + (1.0 - c.overlap[j]) * t_comm)
+
+
+@njit(cache=True, error_model="numpy")
+def _formula_many(
+    c: RateConsts, job: np.ndarray, count: np.ndarray, slow: np.ndarray, spread: np.ndarray
+) -> np.ndarray:  # pragma: no cover - jit
+    """``ThroughputModel.formula`` on flat (M,) arrays."""
+    out = np.zeros(job.shape[0])
+    for i in range(job.shape[0]):
+        out[i] = _rate1(c, job[i], count[i], slow[i], spread[i])
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _job_rates(
+    c: RateConsts,
+    node_job: np.ndarray,
+    slowdown: np.ndarray,
+    gpu_type: np.ndarray,
+    coords: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - jit
+    """``ThroughputModel.job_rates``: one pass over the nodes (count, slowest device and
+    per-level group range of each job), then the formula per job that holds nodes.
+    """
+    J = c.is_table.shape[0]
+    L = coords.shape[1]
+    rate = np.zeros(J)
+    count = np.zeros(J, dtype=np.int32)
+    spread = np.zeros(J, dtype=np.int8)
+    slow = np.zeros(J)
+    lo = np.empty((J, L), dtype=coords.dtype)
+    hi = np.empty((J, L), dtype=coords.dtype)
+    for n in range(node_job.shape[0]):
+        j = node_job[n]
+        if j < 0:
+            continue
+        s = slowdown[n, c.app_class[j]] / c.type_rate[j, gpu_type[n]]
+        if count[j] == 0:
+            slow[j] = s
+            for k in range(L):
+                lo[j, k] = coords[n, k]
+                hi[j, k] = coords[n, k]
+        else:
+            if (s > slow[j] or np.isnan(s)) and not np.isnan(slow[j]):  # as np.maximum
+                slow[j] = s
+            for k in range(L):
+                v = coords[n, k]
+                if v < lo[j, k]:
+                    lo[j, k] = v
+                if v > hi[j, k]:
+                    hi[j, k] = v
+        count[j] += 1
+    for j in range(J):
+        if count[j] == 0:
+            continue
+        lvl = 0
+        for k in range(L):
+            if lo[j, k] == hi[j, k]:
+                lvl = k
+                break
+        spread[j] = lvl
+        rate[j] = _rate1(c, j, float(count[j]), slow[j], lvl)
+    return rate, count, spread

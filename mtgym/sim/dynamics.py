@@ -21,6 +21,7 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from mtgym.generate.instance import Instance
 from mtgym.model.throughput import ThroughputModel
@@ -34,6 +35,9 @@ from mtgym.types import (
     Repair,
     RescaleMode,
 )
+
+_ACTIVE = int(JobStatus.ACTIVE)  # compile-time constants in the kernels
+_COMPLETED = int(JobStatus.COMPLETED)
 
 _MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
 
@@ -103,6 +107,8 @@ def repair_allocation(state: ClusterState, instance: Instance, a: np.ndarray) ->
     """
     rep = Repair()
     jobs = instance.jobs
+    if _feasible(a, state.available, state.status, jobs.min_nodes, jobs.max_nodes):
+        return rep  # nothing to repair (the common case): skip the vectorised checks
     idx = np.flatnonzero(a >= 0)  # assigned nodes only: usually a small share of N
     owners = a[idx]
     bad = ~state.available[idx]
@@ -176,49 +182,35 @@ def apply_allocation(
     rep = repair_allocation(state, instance, a)
     state.decisions += 1
     old = state.node_job
-    changed = old != a
-    if not changed.any():
-        return rep, 0
     J = instance.num_jobs
-    gained = np.zeros(J, dtype=bool)
-    gained[a[changed & (a >= 0)]] = True
-    lost = np.zeros(J, dtype=bool)
-    lost[old[changed & (old >= 0)]] = True
-    touched = gained | lost
-    old_rate, old_n = state.rate.copy(), state.n_nodes.copy()
+    gained, touched = _diff_jobs(old, a, J)
+    if touched.size == 0:
+        return rep, 0
+    old_rate, old_n = state.rate, state.n_nodes
     state.node_job = a
-    _refresh_rates(state, instance)
-    new_n = state.n_nodes
+    _refresh_rates(state, instance)  # new rate/n_nodes/spread arrays: old_* stay intact
     jobs = instance.jobs
-    t = state.time
-    stopped = touched & (new_n == 0)
-    started = touched & (old_n == 0) & (new_n > 0)
-    grown = touched & (old_n > 0) & (new_n > 0) & gained
-    shrunk = touched & (old_n > 0) & (new_n > 0) & ~gained
-    # Voluntary changes checkpoint first.
-    state.ckpt_progress[touched] = np.maximum(
-        state.ckpt_progress[touched], state.progress[touched] - state.debt[touched]
+    _charge_changes(
+        touched,
+        gained,
+        old_n,
+        state.n_nodes,
+        old_rate,
+        state.time,
+        instance.costs.rescale == RescaleMode.BFTRAINER,
+        jobs.startup_s,
+        jobs.r_up_s,
+        jobs.r_down_s,
+        state.progress,
+        state.debt,
+        state.ckpt_progress,
+        state.stall_until,
+        state.first_start,
+        state.rescales,
+        state.starts,
+        state.rescale_cost_s,
     )
-    state.stall_until[stopped] = -np.inf
-    if instance.costs.rescale == RescaleMode.BFTRAINER:
-        # BFTrainer charges any shrink, to zero included: R_down x rate before (owed on the
-        # next start), so stopping and restarting does not dodge the rescale cost.
-        idx = np.flatnonzero(stopped)
-        state.rescales[idx] += 1
-        state.rescale_cost_s[idx] += jobs.r_down_s[idx]
-        state.debt[idx] += jobs.r_down_s[idx] * old_rate[idx]
-    idx = np.flatnonzero(started)
-    state.starts[idx] += 1
-    fresh = idx[np.isnan(state.first_start[idx])]
-    state.first_start[fresh] = t
-    _charge(state, instance, idx, jobs.startup_s[idx], old_rate[idx], pause=True)
-    state.rescale_cost_s[idx] += jobs.startup_s[idx]
-    for mask, cost in ((grown, jobs.r_up_s), (shrunk, jobs.r_down_s)):
-        idx = np.flatnonzero(mask)
-        state.rescales[idx] += 1
-        state.rescale_cost_s[idx] += cost[idx]
-        _charge(state, instance, idx, cost[idx], old_rate[idx], pause=False)
-    return rep, int(touched.sum())
+    return rep, int(touched.size)
 
 
 def _refresh_rates(state: ClusterState, instance: Instance) -> None:
@@ -230,15 +222,15 @@ def _refresh_rates(state: ClusterState, instance: Instance) -> None:
 # ---------------------------------------------------------------------------------------
 def _milestone_times(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
     """Jobs that progress now (they hold nodes) and when each reaches its next milestone."""
-    held = np.flatnonzero(state.n_nodes > 0)
-    rate = state.rate[held]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_hit = (
-            state.time
-            + np.maximum(state.stall_until[held] - state.time, 0.0)
-            + (state.debt[held] + state.milestone[held] - state.progress[held]) / rate
-        )
-    return held, np.where(rate > 0, t_hit, np.inf)
+    return _hit_times(
+        state.time,
+        state.n_nodes,
+        state.rate,
+        state.stall_until,
+        state.debt,
+        state.milestone,
+        state.progress,
+    )
 
 
 def _integrate(state: ClusterState, instance: Instance, t1: float, held: np.ndarray) -> float:
@@ -250,37 +242,31 @@ def _integrate(state: ClusterState, instance: Instance, t1: float, held: np.ndar
     if dt <= 0:
         state.time = max(state.time, t1)
         return 0.0
-    n_avail = float(np.count_nonzero(state.available))
-    state.offered_node_s += n_avail * dt
-    state.active_job_s += (
-        float(state.arrival_cursor - np.count_nonzero(state.status >= JobStatus.COMPLETED)) * dt
-    )
-    # Counted independently of the node counts, so check_state can verify
-    # offered = allocated + unused (it fails if a job holds a node that is not idle).
-    state.unused_node_s += float(np.count_nonzero(state.available & (state.node_job < 0))) * dt
+    n_avail, n_unused, n_finished = _counts(state.available, state.node_job, state.status)
+    state.offered_node_s += float(n_avail) * dt
+    state.active_job_s += float(state.arrival_cursor - n_finished) * dt
+    # Unused nodes are counted independently of the job node counts, so check_state can
+    # verify offered = allocated + unused (it fails if a job holds a node that is not idle).
+    state.unused_node_s += float(n_unused) * dt
     if held.size == 0:
         state.time = t1
         return 0.0
-    rate = state.rate[held]
-    n = state.n_nodes[held]
-    stall = np.clip(state.stall_until[held] - state.time, 0.0, dt)
-    gross = np.where(rate > 0, (dt - stall) * rate, 0.0)
-    debt = state.debt[held]
-    pay = np.minimum(gross, debt)
-    gain = gross - pay
-    debt = debt - pay
-    state.debt[held] = debt
-    progress = np.minimum(state.progress[held] + gain, state.milestone[held])
-    state.progress[held] = progress
-    every = instance.jobs.ckpt_every[held]
-    with np.errstate(invalid="ignore"):
-        periodic = np.where(np.isfinite(every), np.floor(progress / every) * every, 0.0)
-    ck = state.ckpt_progress[held]
-    state.ckpt_progress[held] = np.where(debt > 0, ck, np.maximum(ck, periodic))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        useful_t = np.where(rate > 0, gain / rate, 0.0)
-    state.stalled_s[held] += dt - useful_t
-    state.node_s[held] += n * dt
+    gain, useful_t, n = _integrate_held(
+        held,
+        state.time,
+        dt,
+        state.rate,
+        state.n_nodes,
+        state.stall_until,
+        state.debt,
+        state.progress,
+        state.milestone,
+        instance.jobs.ckpt_every,
+        state.ckpt_progress,
+        state.stalled_s,
+        state.node_s,
+    )
+    # Reductions stay in numpy (pairwise sums, BLAS dot): the same rounding as ever.
     state.allocated_node_s += float(n.sum()) * dt
     state.productive_node_s += float(np.dot(n, useful_t))
     state.time = t1
@@ -308,9 +294,7 @@ def _process_milestones(
     # Due: the job whose milestone time defined this instant (t_hit == t exactly), and any
     # whose remaining distance is within rounding of zero (relative to its work, never to
     # the clock, so large absolute times cannot finish a job early).
-    gap = state.milestone[held] - state.progress[held]
-    near = (state.debt[held] <= 0.0) & (gap <= 1e-9 * jobs.work[held])
-    due = held[(t_hit <= t) | near]
+    due = _due(held, t_hit, t, state.milestone, state.progress, state.debt, jobs.work)
     if due.size == 0:
         return
     info.samples += float((state.milestone[due] - state.progress[due]).sum())
@@ -354,6 +338,8 @@ def _process_milestones(
 def _process_reclaims(state: ClusterState, instance: Instance, t: float, info: StepInfo) -> None:
     sup = instance.supply
     lo = state.end_cursor
+    if lo >= sup.num_windows or sup.end_sorted_s[lo] > t:
+        return  # no window ends by t (the common case)
     hi = lo + int(np.searchsorted(sup.end_sorted_s[lo:], t, side="right"))
     if hi == lo:
         return
@@ -406,6 +392,8 @@ def _process_reclaims(state: ClusterState, instance: Instance, t: float, info: S
 def _process_idle(state: ClusterState, instance: Instance, t: float, info: StepInfo) -> None:
     sup = instance.supply
     lo = state.start_cursor
+    if lo >= sup.num_windows or sup.start_s[lo] > t:
+        return  # no window starts by t (the common case)
     hi = lo + int(np.searchsorted(sup.start_s[lo:], t, side="right"))
     if hi == lo:
         return
@@ -424,6 +412,8 @@ def _process_idle(state: ClusterState, instance: Instance, t: float, info: StepI
 def _process_arrivals(state: ClusterState, instance: Instance, t: float, info: StepInfo) -> None:
     sub = instance.jobs.submit_s
     lo = state.arrival_cursor
+    if lo >= sub.shape[0] or sub[lo] > t:
+        return  # no arrival by t (the common case)
     hi = lo + int(np.searchsorted(sub[lo:], t, side="right"))
     if hi == lo:
         return
@@ -521,3 +511,230 @@ def advance(
             break
     info.t1 = s.time
     return s, info
+
+
+# ---------------------------------------------------------------------------------------
+# Compiled kernels (numba). Each one is the loop form of the vectorised code it replaced:
+# the same floating-point operations in the same order per job (no fast-math), so the
+# simulation stays bit-identical. Sums over jobs stay in numpy (its pairwise summation).
+# ---------------------------------------------------------------------------------------
+@njit(cache=True)
+def _fmax(a: float, b: float) -> float:  # pragma: no cover - jit
+    """``np.maximum`` on two floats (NaN propagates)."""
+    if a != a or a >= b:
+        return a
+    return b
+
+
+@njit(cache=True)
+def _feasible(
+    a: np.ndarray,
+    available: np.ndarray,
+    status: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+) -> bool:  # pragma: no cover - jit
+    """True when ``repair_allocation`` would change nothing: every assigned node is idle and
+    runs an active job, and every job gets 0 or between its min and max nodes.
+    """
+    cnt = np.zeros(status.shape[0], dtype=np.int64)
+    for n in range(a.shape[0]):
+        j = a[n]
+        if j < 0:
+            continue
+        if not available[n] or status[j] != _ACTIVE:
+            return False
+        cnt[j] += 1
+    for j in range(cnt.shape[0]):
+        if cnt[j] > 0 and (cnt[j] < min_nodes[j] or cnt[j] > max_nodes[j]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _counts(
+    available: np.ndarray, node_job: np.ndarray, status: np.ndarray
+) -> tuple[int, int, int]:  # pragma: no cover - jit
+    """Idle nodes, idle nodes running nothing, and finished (completed or stopped) jobs."""
+    n_avail = n_unused = 0
+    for n in range(available.shape[0]):
+        if available[n]:
+            n_avail += 1
+            if node_job[n] < 0:
+                n_unused += 1
+    n_finished = 0
+    for j in range(status.shape[0]):
+        if status[j] >= _COMPLETED:
+            n_finished += 1
+    return n_avail, n_unused, n_finished
+
+
+@njit(cache=True)
+def _diff_jobs(old: np.ndarray, new: np.ndarray, J: int) -> tuple[np.ndarray, np.ndarray]:
+    """Jobs that gained a node (bool (J,)) and every job whose node set changed (sorted)."""
+    gained = np.zeros(J, dtype=np.bool_)
+    touched = np.zeros(J, dtype=np.bool_)
+    for n in range(old.shape[0]):
+        o, a = old[n], new[n]
+        if o != a:
+            if a >= 0:
+                gained[a] = True
+                touched[a] = True
+            if o >= 0:
+                touched[o] = True
+    return gained, np.flatnonzero(touched)
+
+
+@njit(cache=True, error_model="numpy")
+def _charge_changes(
+    touched: np.ndarray,
+    gained: np.ndarray,
+    old_n: np.ndarray,
+    new_n: np.ndarray,
+    old_rate: np.ndarray,
+    t: float,
+    bftrainer: bool,
+    startup_s: np.ndarray,
+    r_up_s: np.ndarray,
+    r_down_s: np.ndarray,
+    progress: np.ndarray,
+    debt: np.ndarray,
+    ckpt_progress: np.ndarray,
+    stall_until: np.ndarray,
+    first_start: np.ndarray,
+    rescales: np.ndarray,
+    starts: np.ndarray,
+    rescale_cost_s: np.ndarray,
+) -> None:  # pragma: no cover - jit
+    """Checkpoint and charge every job whose node set changed (``apply_allocation`` rules):
+    a stop is free under ``PAUSE`` and costs ``r_down_s x rate before`` (debt) under
+    BFTrainer; a start pauses ``startup_s``; a grow costs ``r_up_s``, a shrink ``r_down_s``
+    (a pause, or BFTrainer's lost samples).
+    """
+    for j in touched:
+        # Voluntary changes checkpoint first.
+        ckpt_progress[j] = _fmax(ckpt_progress[j], progress[j] - debt[j])
+        if new_n[j] == 0:  # stopped
+            stall_until[j] = -np.inf
+            if bftrainer:
+                rescales[j] += 1
+                rescale_cost_s[j] += r_down_s[j]
+                debt[j] += r_down_s[j] * old_rate[j]
+        elif old_n[j] == 0:  # started: always a pause
+            starts[j] += 1
+            if np.isnan(first_start[j]):
+                first_start[j] = t
+            stall_until[j] = _fmax(stall_until[j], t + startup_s[j])
+            rescale_cost_s[j] += startup_s[j]
+        else:  # grown (any node added) or only shrunk
+            cost = r_up_s[j] if gained[j] else r_down_s[j]
+            rescales[j] += 1
+            rescale_cost_s[j] += cost
+            if bftrainer:
+                debt[j] += cost * old_rate[j]
+            else:
+                stall_until[j] = _fmax(stall_until[j], t + cost)
+
+
+@njit(cache=True, error_model="numpy")
+def _hit_times(
+    t: float,
+    n_nodes: np.ndarray,
+    rate: np.ndarray,
+    stall_until: np.ndarray,
+    debt: np.ndarray,
+    milestone: np.ndarray,
+    progress: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - jit
+    """Jobs holding nodes and when each reaches its next milestone (inf without a rate):
+    after its pause, its debt, then the distance to the milestone at its rate.
+    """
+    held = np.flatnonzero(n_nodes > 0)
+    t_hit = np.empty(held.shape[0])
+    for i in range(held.shape[0]):
+        j = held[i]
+        r = rate[j]
+        if r > 0:
+            t_hit[i] = (
+                t + _fmax(stall_until[j] - t, 0.0) + (debt[j] + milestone[j] - progress[j]) / r
+            )
+        else:
+            t_hit[i] = np.inf
+    return held, t_hit
+
+
+@njit(cache=True, error_model="numpy")
+def _integrate_held(
+    held: np.ndarray,
+    t: float,
+    dt: float,
+    rate: np.ndarray,
+    n_nodes: np.ndarray,
+    stall_until: np.ndarray,
+    debt: np.ndarray,
+    progress: np.ndarray,
+    milestone: np.ndarray,
+    ckpt_every: np.ndarray,
+    ckpt_progress: np.ndarray,
+    stalled_s: np.ndarray,
+    node_s: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - jit
+    """Advance the jobs in ``held`` by ``dt`` (no event inside), in place: pause, then debt,
+    then progress (capped at the milestone); periodic checkpoints; stalled and node seconds.
+
+    Returns (useful samples gained, useful seconds, node counts) per held job, for the
+    caller's sums.
+    """
+    m = held.shape[0]
+    gain = np.empty(m)
+    useful_t = np.empty(m)
+    n_out = np.empty(m, dtype=n_nodes.dtype)
+    for i in range(m):
+        j = held[i]
+        r = rate[j]
+        n = n_nodes[j]
+        n_out[i] = n
+        stall = min(max(stall_until[j] - t, 0.0), dt)
+        gross = (dt - stall) * r if r > 0 else 0.0
+        d = debt[j]
+        pay = min(gross, d)
+        g = gross - pay
+        d = d - pay
+        debt[j] = d
+        p = min(progress[j] + g, milestone[j])
+        progress[j] = p
+        every = ckpt_every[j]
+        periodic = np.floor(p / every) * every if np.isfinite(every) else 0.0
+        ck = ckpt_progress[j]
+        if not d > 0:
+            ckpt_progress[j] = _fmax(ck, periodic)
+        u = g / r if r > 0 else 0.0
+        useful_t[i] = u
+        gain[i] = g
+        stalled_s[j] += dt - u
+        node_s[j] += n * dt
+    return gain, useful_t, n_out
+
+
+@njit(cache=True)
+def _due(
+    held: np.ndarray,
+    t_hit: np.ndarray,
+    t: float,
+    milestone: np.ndarray,
+    progress: np.ndarray,
+    debt: np.ndarray,
+    work: np.ndarray,
+) -> np.ndarray:  # pragma: no cover - jit
+    """Held jobs whose milestone is due at ``t``: its time is ``t``, or the remaining
+    distance is within 1e-9 of the job's work (no debt left).
+    """
+    out = np.empty(held.shape[0], dtype=held.dtype)
+    k = 0
+    for i in range(held.shape[0]):
+        j = held[i]
+        near = debt[j] <= 0.0 and milestone[j] - progress[j] <= 1e-9 * work[j]
+        if t_hit[i] <= t or near:
+            out[k] = j
+            k += 1
+    return out[:k]

@@ -30,6 +30,8 @@ def _train(ns: argparse.Namespace) -> int:
         progress=not ns.no_progress,
         bc_expert=ns.bc_expert,
         dagger_rounds=ns.dagger_rounds,
+        bc_seeds=tuple(range(11, 11 + ns.bc_episodes)),
+        context=not ns.no_context,
         learning_rate=ns.learning_rate,
     )
     if ns.address and ns.backend != "ray":
@@ -96,6 +98,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=3,
         help="DAgger rounds after cloning (default: %(default)s)",
+    )
+    t.add_argument(
+        "--bc-episodes",
+        type=int,
+        default=4,
+        help="expert episodes to clone, and per DAgger round (default: %(default)s)",
+    )
+    t.add_argument(
+        "--no-context",
+        action="store_true",
+        help="the earlier extractor: slots embedded independently, a shared 128-unit head",
     )
     t.add_argument(
         "--learning-rate", type=float, default=3e-4, help="PPO learning rate (default: %(default)s)"

@@ -29,7 +29,12 @@ def mlp(sizes: list[int]) -> nn.Sequential:
 class SetFeatures(BaseFeaturesExtractor):
     """DeepSets over nodes, per-slot job embeddings, global features (module docstring)."""
 
-    def __init__(self, observation_space: spaces.Dict, embed_dim: int = 64) -> None:
+    def __init__(
+        self,
+        observation_space: spaces.Dict,
+        embed_dim: int = 64,
+        context: bool = False,
+    ) -> None:
         node_dim = observation_space["nodes"].shape[-1]
         slots, job_dim = observation_space["jobs"].shape
         points = observation_space["job_curve"].shape[-1]
@@ -39,6 +44,13 @@ class SetFeatures(BaseFeaturesExtractor):
         self.slots = slots
         self.node_net = mlp([node_dim, d, d])
         self.job_net = mlp([job_dim + 2 * points + d + 1, d, d])
+        # ``context``: every slot's embedding also sees the others (their mean) and the idle
+        # pool, so a slot's count can depend on the competing jobs and the supply (what an
+        # allocator needs); without it only the policy MLP mixes the slots.
+        self.context = context
+        if context:
+            self.ctx_net = mlp([3 * d + glob, d])
+            self.mix_net = mlp([2 * d, d, d])
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """(batch, features_dim)."""
@@ -67,5 +79,11 @@ class SetFeatures(BaseFeaturesExtractor):
             ],
             dim=-1,
         )
-        jobs = self.job_net(job_in) * obs["job_mask"].unsqueeze(-1)
+        jm = obs["job_mask"].unsqueeze(-1)
+        jobs = self.job_net(job_in) * jm
+        if self.context:
+            jobs_mean = jobs.sum(dim=1) / jm.sum(dim=1).clamp(min=1.0)
+            ctx = self.ctx_net(torch.cat([jobs_mean, mean, mx, obs["global"]], dim=1))
+            ctx = ctx.unsqueeze(1).expand(-1, self.slots, -1)
+            jobs = self.mix_net(torch.cat([jobs, ctx], dim=-1)) * jm
         return torch.cat([jobs.flatten(1), mean, mx, obs["global"]], dim=1)

@@ -46,6 +46,7 @@ class Args:
     gamma: float = 0.995
     ent_coef: float = 0.0
     embed_dim: int = 64
+    context: bool = True  # slot embeddings see the other jobs and the pool (agents/features.py)
     eval_seeds: tuple[int, ...] = (1000, 1001)
     eval_freq: int = 20_000  # env steps between evaluations (0 = none)
     checkpoint_freq: int = 20_000
@@ -92,8 +93,11 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
 
     policy_kwargs = {
         "features_extractor_class": SetFeatures,
-        "features_extractor_kwargs": {"embed_dim": args.embed_dim},
-        "net_arch": {"pi": [128], "vf": [128]},
+        "features_extractor_kwargs": {"embed_dim": args.embed_dim, "context": args.context},
+        # with context each slot's embedding already carries what its count depends on, so
+        # the action head reads it directly (a shared hidden layer was a 128-wide
+        # bottleneck for 16 slots x 17 counts)
+        "net_arch": {"pi": [] if args.context else [128], "vf": [128]},
     }
     common = {
         "policy": "MultiInputPolicy",
@@ -177,7 +181,8 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
             best = (score, copy.deepcopy(model.policy.state_dict()))
         if r == args.dagger_rounds:
             break
-        seeds = [100 + 10 * r + k for k in range(len(args.bc_seeds))]
+        # DAgger states come from seeds far from the evaluation ones (compare uses 100+)
+        seeds = [10_000 + 100 * r + k for k in range(len(args.bc_seeds))]
         data = merge(data, collect(args.scenario, args.bc_expert, seeds, kw, actor=model))
         pretrain(model, data, epochs=max(args.bc_epochs // 2, 1), lr=2e-3, seed=args.seed + r)
     model.policy.load_state_dict(best[1])

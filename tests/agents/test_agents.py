@@ -23,13 +23,14 @@ def obs_tensors(obs):
     return {k: torch.as_tensor(v, dtype=torch.float32).unsqueeze(0) for k, v in obs.items()}
 
 
-def test_features__invariant_to_node_order_and_any_cluster_size():
+@pytest.mark.parametrize("context", [False, True])
+def test_features__invariant_to_node_order_and_any_cluster_size(context):
     env = ScavengeEnv("default")
     obs, _ = env.reset(seed=0)
     env.step(env.noop())
     obs, *_ = env.step(np.where(obs["job_mask"] > 0, 2, 0))
     torch.manual_seed(0)
-    net = SetFeatures(env.observation_space, embed_dim=16)
+    net = SetFeatures(env.observation_space, embed_dim=16, context=context)
     a = net(obs_tensors(obs))
     perm = np.random.default_rng(0).permutation(env.num_nodes)
     shuffled = dict(obs)

@@ -25,7 +25,7 @@ from numba import njit
 
 from mtgym.env.slots import JobSlots
 from mtgym.generate.instance import Instance
-from mtgym.policy.placement import pack_targets
+from mtgym.policy.placement import _classes64, _pack, _static_order, pack_targets
 from mtgym.sim.state import ClusterState
 
 ACTION_MODES = ("counts", "assign", "delta")
@@ -52,6 +52,14 @@ class ActionCodec:
     # -- validation ------------------------------------------------------------------
     def _check(self, action: np.ndarray) -> np.ndarray:
         a = np.asarray(action)
+        if a.dtype == np.int64 and a.shape == self.nvec.shape:  # the common case
+            i = _out_of_range(a, self.nvec)
+            if i < 0:
+                return a.copy()
+            return self._check_slow(a)
+        return self._check_slow(a)
+
+    def _check_slow(self, a: np.ndarray) -> np.ndarray:
         if a.shape != self.nvec.shape:
             raise ValueError(
                 f"action has shape {a.shape}; expected {self.nvec.shape} "
@@ -91,6 +99,43 @@ class ActionCodec:
         self, action: np.ndarray, state: ClusterState, instance: Instance, slots: JobSlots
     ) -> tuple[np.ndarray, dict[str, int]]:
         """Return the node map to apply and the repairs made (counts by kind)."""
+        if self.mode == "counts":
+            a = np.asarray(action)
+            if (
+                a.dtype == np.int64
+                and a.shape == self.nvec.shape
+                and state.node_job.dtype == np.int32
+                and state.available.dtype == np.bool_
+            ):  # the common case: check, repair and place in one compiled call
+                jobs, cl = instance.jobs, instance.cluster
+                slowdown = cl.profiled_slowdown
+                group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
+                bad, counts, node_job, total, free = _decode_counts_pack(
+                    a,
+                    self.C,
+                    slots.job,
+                    jobs.min_nodes,
+                    jobs.max_nodes,
+                    state.available,
+                    state.node_job,
+                    np.ascontiguousarray(slowdown, dtype=np.float64),
+                    _classes64(jobs.app_class),
+                    group,
+                    seg_start,
+                    seg_nodes,
+                )
+                if bad < 0:
+                    if total > free:  # as pack_targets (never after the repair)
+                        raise ValueError(
+                            f"targets need {total} free nodes but only {free} are free"
+                        )
+                    rep = {
+                        "empty_slot": counts[0],
+                        "over_max": counts[1],
+                        "below_min": counts[2],
+                        "oversubscribed": counts[3],
+                    }
+                    return node_job, rep
         a = self._check(action)
         if self.mode == "assign":
             return self._decode_assign(a, slots)
@@ -105,7 +150,7 @@ class ActionCodec:
             target = np.minimum(target, np.minimum(jobs.max_nodes[sj], self.C))
             target = np.where(present, target, 0)  # "keep" on an empty slot is a no-op
         else:
-            target = a.copy()
+            target = a  # _realise repairs a private copy
         return self._realise(target, present, sj, state, instance)
 
     def _realise(
@@ -118,24 +163,35 @@ class ActionCodec:
     ) -> tuple[np.ndarray, dict[str, int]]:
         jobs = instance.jobs
         target = np.array(target, dtype=np.int64)  # a private copy, repaired in place
-        counts = _repair_targets(
+        counts, order_jobs, order_targets = _repair_ordered(
             target, present, sj, jobs.min_nodes, jobs.max_nodes, state.available
         )
+        return self._place(counts, order_jobs, order_targets, state, instance)
+
+    def _place(
+        self,
+        counts: tuple[int, int, int, int],
+        order_jobs: np.ndarray,
+        order_targets: np.ndarray,
+        state: ClusterState,
+        instance: Instance,
+    ) -> tuple[np.ndarray, dict[str, int]]:
+        """The node map for repaired targets (jobs in FCFS order) and the repair record."""
+        jobs = instance.jobs
         rep = {
-            "empty_slot": int(counts[0]),
-            "over_max": int(counts[1]),
-            "below_min": int(counts[2]),
-            "oversubscribed": int(counts[3]),
+            "empty_slot": counts[0],
+            "over_max": counts[1],
+            "below_min": counts[2],
+            "oversubscribed": counts[3],
         }
-        order = _fcfs(present, sj)
         node_job = pack_targets(
             state.available,
             state.node_job,
             instance.cluster.profiled_slowdown,
             jobs.app_class,
             instance.cluster.topology.coords,
-            sj[order],
-            target[order],
+            order_jobs,
+            order_targets,
         )
         return node_job, rep
 
@@ -275,3 +331,65 @@ def _repair_targets(
             target[s] = got
             left -= got
     return rep
+
+
+@njit(cache=True)
+def _out_of_range(a: np.ndarray, nvec: np.ndarray) -> int:  # pragma: no cover - jit
+    """Index of the first entry outside ``0..nvec-1``, or -1."""
+    for i in range(a.shape[0]):
+        if a[i] < 0 or a[i] >= nvec[i]:
+            return i
+    return -1
+
+
+@njit(cache=True)
+def _repair_ordered(
+    target: np.ndarray,
+    present: np.ndarray,
+    sj: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    available: np.ndarray,
+) -> tuple[tuple[int, int, int, int], np.ndarray, np.ndarray]:  # pragma: no cover - jit
+    """``_repair_targets``, then the present slots' jobs and repaired targets in FCFS order
+    (what ``pack_targets`` takes). Repair counts come back as a tuple of ints.
+    """
+    rep = _repair_targets(target, present, sj, min_nodes, max_nodes, available)
+    order = _fcfs(present, sj)
+    jobs = np.empty(order.shape[0], dtype=np.int64)
+    tg = np.empty(order.shape[0], dtype=np.int64)
+    for i in range(order.shape[0]):
+        jobs[i] = sj[order[i]]
+        tg[i] = target[order[i]]
+    return (rep[0], rep[1], rep[2], rep[3]), jobs, tg
+
+
+@njit(cache=True)
+def _decode_counts_pack(
+    a: np.ndarray,
+    C: int,
+    slot_job: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    available: np.ndarray,
+    node_job: np.ndarray,
+    slowdown: np.ndarray,
+    app_class: np.ndarray,
+    group: np.ndarray,
+    seg_start: np.ndarray,
+    seg_nodes: np.ndarray,
+) -> tuple[int, tuple[int, int, int, int], np.ndarray, int, int]:  # pragma: no cover - jit
+    """A ``counts`` action (int64) in one call: the first entry outside 0..C (or -1); when
+    all are in range, ``_repair_ordered`` on a copy, then ``pack_targets``' ``_pack``.
+    Returns (bad index, repair counts, node map, nodes needed, nodes free).
+    """
+    for i in range(a.shape[0]):
+        if a[i] < 0 or a[i] > C:
+            return i, (0, 0, 0, 0), np.empty(0, dtype=np.int32), 0, 0
+    present = slot_job >= 0
+    sj = np.maximum(slot_job, 0)
+    counts, jobs, tg = _repair_ordered(a.copy(), present, sj, min_nodes, max_nodes, available)
+    out, total, free = _pack(
+        available, node_job, slowdown, app_class, group, seg_start, seg_nodes, jobs, tg
+    )
+    return -1, counts, out, total, free

@@ -22,6 +22,9 @@ from mtgym.sim.profiling import PassiveProfiler
 from mtgym.sim.view import InfoMode
 from mtgym.types import DECISION_EVENTS, EventKind
 
+_NO_EVENT = EventKind.NONE  # (enum attribute look-ups are slow in the step loop)
+_HORIZON = EventKind.HORIZON
+
 
 class ScavengeEnv(gym.Env):
     """Schedule malleable DL training jobs onto the idle nodes of a supercomputer.
@@ -236,7 +239,7 @@ class ScavengeEnv(gym.Env):
         if self.decision_interval_s is None:
             until, stop_on = inst.t_end, DECISION_EVENTS
         else:
-            until, stop_on = min(inst.t_end, t0 + self.decision_interval_s), EventKind.HORIZON
+            until, stop_on = min(inst.t_end, t0 + self.decision_interval_s), _HORIZON
         s, info = advance(s, inst, node_job, until=until, stop_on=stop_on, copy=False)
         if self.debug:
             check_state(s, inst)
@@ -247,7 +250,7 @@ class ScavengeEnv(gym.Env):
         self.slots.update(s)
         reward = self.reward_fn(before, s)
         terminated = bool(info.all_done)
-        stuck = info.t1 == info.t0 and info.kinds == EventKind.NONE
+        stuck = info.t1 == info.t0 and info.kinds == _NO_EVENT
         truncated = (not terminated) and (s.time >= inst.t_end or stuck)
         return (
             self._observe(),
@@ -294,10 +297,10 @@ class ScavengeEnv(gym.Env):
             "time": float(s.time),
             "action_mask": self._mask.copy(),
             "slots": self.slots.job.copy(),
-            "queued": self.slots.queued(s),
+            "queued": self.builder.queued,  # slots.queued(s), counted by _observe's build
         }
         if info is not None:
-            rep = dict(act_repair or {})
+            rep = act_repair if act_repair is not None else {}  # decode's: a fresh dict
             if info.repair is not None:
                 r = info.repair
                 rep.update(
@@ -308,7 +311,7 @@ class ScavengeEnv(gym.Env):
                 )
             out.update(
                 repair=rep,
-                repaired=any(v for v in rep.values()),
+                repaired=any(rep.values()),
                 events=int(info.kinds),
                 reclaimed_nodes=info.reclaimed_nodes,
                 idle_nodes=info.idle_nodes,

@@ -9,6 +9,8 @@ profiling) and no work or costs; ``oracle`` -> the truth.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from gymnasium import spaces
 from numba import njit
@@ -63,6 +65,7 @@ class ObservationBuilder:
         self.node_dim = self.NODE_BASE + self.G
         self.job_dim = 16
         self.global_dim = 6
+        self.queued = 0  # submitted jobs without a slot, as of the last ``build``
         f32 = np.float32
         self.space = spaces.Dict(
             {
@@ -138,10 +141,9 @@ class ObservationBuilder:
         N, S = self.N, self.S
         sup = instance.supply
         t = state.time
-        present = slots.present
         # One compiled pass gathers the arguments of every log-scaled feature; numpy takes
         # the logarithms (its own log1p, as always); a second pass writes everything.
-        x, n_avail, n_active = _obs_args(
+        x, n_avail, n_active, n_held, n_present = _obs_args(
             state.available,
             state.window,
             sup.start_s,
@@ -155,12 +157,29 @@ class ObservationBuilder:
             instance.jobs.submit_s,
             state.progress,
             self._work_arr,
+            state.n_nodes,
         )
         np.log1p(x, out=x)
         x /= self._scale
-        nodes, node_job, jf, curve, known_c = _obs_fill(
+        self.queued = n_active - n_present  # JobSlots.queued(state), for the env's info
+        # Fresh output arrays (numba would box each returned array, slower than this).
+        f32 = np.float32
+        nodes = self._node_static.copy()
+        node_job = np.empty(N, dtype=f32)
+        node_mask = np.empty(N, dtype=f32)
+        jf = np.zeros((S, self.job_dim), dtype=f32)
+        job_mask = np.empty(S, dtype=f32)
+        curve = np.zeros((S, self.P), dtype=f32)
+        known_c = np.zeros((S, self.P), dtype=f32)
+        _obs_fill(
+            nodes,
+            node_job,
+            node_mask,
+            jf,
+            job_mask,
+            curve,
+            known_c,
             x,
-            self._node_static,
             state.available,
             state.node_job,
             state.window,
@@ -174,8 +193,8 @@ class ObservationBuilder:
             self._known,
             self.C,
         )
-        idx = np.flatnonzero(present)
-        if self._work is None and idx.size:  # profiled: only what was measured
+        if self._work is None and n_present:  # profiled: only what was measured
+            idx = np.flatnonzero(slots.present)
             j = slots.job[idx]
             vals, kn = profiler.curve_at(j, self.points)
             jf[idx, 15] = (~np.isnan(profiler.rate[j, 1:])).sum(axis=1) / self.C
@@ -183,25 +202,27 @@ class ObservationBuilder:
             known_c[idx] = kn
             np.clip(jf[:, 15], -1.0, OBS_HIGH, out=jf[:, 15])
             np.clip(curve, 0.0, OBS_HIGH, out=curve)
-        # -- global --
-        g = np.zeros(self.global_dim, dtype=np.float32)
-        g[0] = (
-            (t - instance.t_start) / max(t_end - instance.t_start, 1.0)
-            if np.isfinite(t_end)
-            else 0.0
+        # -- global -- (float64 values, then float32 and clipped, as assigning into a float32
+        # array and ``np.clip`` did)
+        t_start = instance.t_start
+        g = np.array(
+            (
+                (t - t_start) / max(t_end - t_start, 1.0) if math.isfinite(t_end) else 0.0,
+                n_avail / N,
+                (n_avail - n_held) / N,
+                (n_active - n_present) / max(S, 1),  # slots.queued(state)
+                n_present / max(S, 1),
+                np.log1p(max(t - t_start, 0.0)) / TIME_SCALE,
+            ),
+            dtype=np.float32,
         )
-        g[1] = n_avail / N
-        g[2] = (n_avail - int(state.n_nodes.sum())) / N
-        g[3] = (n_active - idx.size) / max(S, 1)  # slots.queued(state)
-        g[4] = idx.size / max(S, 1)
-        g[5] = np.log1p(max(t - instance.t_start, 0.0)) / TIME_SCALE
-        np.clip(g, -1.0, OBS_HIGH, out=g)
+        np.minimum(np.maximum(g, -1.0, out=g), OBS_HIGH, out=g)
         return {
             "nodes": nodes,
-            "node_mask": state.available.astype(np.float32),
+            "node_mask": node_mask,
             "node_job": node_job,
             "jobs": jf,
-            "job_mask": present.astype(np.float32),
+            "job_mask": job_mask,
             "job_curve": curve,
             "job_curve_known": known_c,
             "global": g,
@@ -228,11 +249,13 @@ def _obs_args(
     submit_s: np.ndarray,
     progress: np.ndarray,
     work: np.ndarray,
-) -> tuple[np.ndarray, int, int]:  # pragma: no cover - jit
+    n_nodes: np.ndarray,
+) -> tuple[np.ndarray, int, int, int, int]:  # pragma: no cover - jit
     """Arguments of the log-scaled features, flat: per node the idle time so far and the
     known time until reclaim (2N), then per slot the shown rate, age, progress and
     remaining work (4S; 0 for an empty slot, remaining work 0 when ``work`` is empty).
-    Also returns the idle node count and the active job count.
+    Also returns the idle node count, the active job count, the nodes held by jobs and
+    the occupied slots.
     """
     N = available.shape[0]
     S = slot_job.shape[0]
@@ -246,21 +269,24 @@ def _obs_args(
             x[n] = max(t - start_s[w], 0.0)
             if end_known[w]:
                 x[N + n] = max(end_s[w] - t, 0.0)
-    n_active = 0
+    n_active = n_held = 0
     for j in range(status.shape[0]):
         if status[j] == _ACTIVE:
             n_active += 1
+        n_held += n_nodes[j]
     o = 2 * N
+    n_present = 0
     for s in range(S):
         j = slot_job[s]
         if j < 0:
             continue
+        n_present += 1
         x[o + 4 * s] = 0.0 if stall_until[j] > t else rate[j]  # 0 while the job pauses
         x[o + 4 * s + 1] = max(t - submit_s[j], 0.0)
         x[o + 4 * s + 2] = progress[j]
         if work.shape[0]:
             x[o + 4 * s + 3] = max(work[j] - progress[j], 0.0)
-    return x, n_avail, n_active
+    return x, n_avail, n_active, n_held, n_present
 
 
 @njit(cache=True)
@@ -272,8 +298,14 @@ def _clip32(v: float, lo: float) -> np.float32:  # pragma: no cover - jit
 
 @njit(cache=True)
 def _obs_fill(
+    nodes: np.ndarray,
+    node_slot: np.ndarray,
+    node_mask: np.ndarray,
+    jf: np.ndarray,
+    job_mask: np.ndarray,
+    curve: np.ndarray,
+    known: np.ndarray,
     x: np.ndarray,
-    node_static: np.ndarray,
     available: np.ndarray,
     node_job: np.ndarray,
     window: np.ndarray,
@@ -286,20 +318,21 @@ def _obs_fill(
     curve_static: np.ndarray,
     known_static: np.ndarray,
     C: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
-    """Fresh ``nodes``, ``node_job``, ``jobs``, ``job_curve`` and ``job_curve_known``
-    arrays from the static parts and the log-scaled features ``x`` (see ``_obs_args``).
+) -> None:  # pragma: no cover - jit
+    """Fill ``nodes`` (a copy of the static part), ``node_slot`` (``node_job``),
+    ``node_mask``, ``jf`` (``jobs``), ``job_mask``, ``curve`` and ``known`` (zeros, for
+    ``job_curve`` and ``job_curve_known``) from the static parts and the log-scaled
+    features ``x`` (see ``_obs_args``).
     """
     N = available.shape[0]
     S = slot_job.shape[0]
-    nodes = node_static.copy()
     slot_of_job = np.full(job_static.shape[0], -1, dtype=np.int64)
     for s in range(S):
         if slot_job[s] >= 0:
             slot_of_job[slot_job[s]] = s
-    node_slot = np.empty(N, dtype=np.float32)
     for n in range(N):
         nodes[n, 0] = 1.0 if available[n] else 0.0
+        node_mask[n] = 1.0 if available[n] else 0.0
         j = node_job[n]
         nodes[n, 1] = 1.0 if j >= 0 else 0.0
         node_slot[n] = slot_of_job[j] if j >= 0 else -1
@@ -309,12 +342,10 @@ def _obs_fill(
         nodes[n, 9] = _clip32(x[N + n], -1.0)
     D = job_static.shape[1]
     P = curve_static.shape[1]
-    jf = np.zeros((S, D), dtype=np.float32)
-    curve = np.zeros((S, P), dtype=np.float32)
-    known = np.zeros((S, P), dtype=np.float32)
     o = 2 * N
     for s in range(S):
         j = slot_job[s]
+        job_mask[s] = 1.0 if j >= 0 else 0.0
         if j < 0:
             continue
         for k in range(D):
@@ -328,4 +359,3 @@ def _obs_fill(
         for k in range(P):
             curve[s, k] = curve_static[j, k]
             known[s, k] = known_static[j, k]
-    return nodes, node_slot, jf, curve, known

@@ -8,6 +8,7 @@ queue (BFTrainer's ``maxJ`` admission). Only jobs in slots can hold nodes.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from mtgym.sim.state import ClusterState
 from mtgym.types import JobStatus
@@ -28,25 +29,8 @@ class JobSlots:
 
     def update(self, state: ClusterState) -> None:
         """Free the slots of finished jobs; admit waiting jobs FCFS into free slots."""
-        occ = self.job >= 0
-        if occ.any():
-            done = state.status[self.job[occ]] != JobStatus.ACTIVE
-            if done.any():
-                idx = np.flatnonzero(occ)[done]
-                self.job[idx] = -1
-        free = np.flatnonzero(self.job < 0)
-        if free.size == 0:
-            return
         # jobs are stored in submission order: admit from the cursor while active
-        submitted = state.arrival_cursor
-        cand = np.arange(self._next, submitted)
-        cand = cand[state.status[cand] == JobStatus.ACTIVE]
-        take = cand[: free.size]
-        self.job[free[: take.size]] = take
-        if take.size:
-            self._next = int(take[-1]) + 1
-        elif cand.size == 0:
-            self._next = submitted
+        self._next = _update(self.job, state.status, self._next, state.arrival_cursor)
 
     @property
     def present(self) -> np.ndarray:
@@ -55,5 +39,56 @@ class JobSlots:
 
     def queued(self, state: ClusterState) -> int:
         """Submitted, unfinished jobs without a slot."""
-        active = int(np.count_nonzero(state.status == JobStatus.ACTIVE))
-        return active - int(np.count_nonzero(self.present))
+        return _queued(self.job, state.status)
+
+
+_ACTIVE = int(JobStatus.ACTIVE)  # a compile-time constant in the kernels
+
+
+@njit(cache=True)
+def _update(
+    job: np.ndarray, status: np.ndarray, nxt: int, submitted: int
+) -> int:  # pragma: no cover - jit
+    """``JobSlots.update`` in place on ``job``; returns the new admission cursor.
+
+    Slots of jobs no longer active are freed; then the active jobs from the cursor up to
+    ``submitted`` take the free slots in order (lowest slot first). The cursor moves past
+    the last job admitted, or to ``submitted`` when no active job was waiting; it stays
+    put when no slot is free.
+    """
+    S = job.shape[0]
+    n_free = 0
+    for s in range(S):
+        j = job[s]
+        if j >= 0 and status[j] != _ACTIVE:
+            job[s] = -1
+        if job[s] < 0:
+            n_free += 1
+    if n_free == 0:
+        return nxt
+    s = 0
+    last = -1
+    for j in range(nxt, submitted):
+        if status[j] != _ACTIVE:
+            continue
+        if n_free == 0:  # a waiting job but no slot left
+            return last + 1
+        while job[s] >= 0:
+            s += 1
+        job[s] = j
+        last = j
+        n_free -= 1
+    return last + 1 if last >= 0 else submitted
+
+
+@njit(cache=True)
+def _queued(job: np.ndarray, status: np.ndarray) -> int:  # pragma: no cover - jit
+    """Active jobs minus occupied slots."""
+    active = 0
+    for j in range(status.shape[0]):
+        if status[j] == _ACTIVE:
+            active += 1
+    for s in range(job.shape[0]):
+        if job[s] >= 0:
+            active -= 1
+    return active

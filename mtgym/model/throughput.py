@@ -86,6 +86,14 @@ class ThroughputModel:
             np.ascontiguousarray(jobs.app_class, dtype=np.int64),
             np.ascontiguousarray(jobs.type_rate, dtype=f64),
         )
+        # ``job_rates``' kernel arguments after the node map (numba resolves the types of
+        # plain arrays in C, of a named tuple in Python: several us per call)
+        self._rate_args = (
+            *self._consts,
+            cluster.slowdown,
+            cluster.gpu_type,
+            cluster.topology.coords,
+        )
 
     # -- the formula -------------------------------------------------------------------
     def formula(
@@ -119,13 +127,7 @@ class ThroughputModel:
         spread levels (int8). Cost: one compiled pass over the nodes, then the formula for
         each job that holds nodes.
         """
-        return _job_rates(
-            self._consts,
-            np.ascontiguousarray(node_job, dtype=np.int32),
-            self.cluster.slowdown,
-            self.cluster.gpu_type,
-            self.cluster.topology.coords,
-        )
+        return _job_rates_flat(np.ascontiguousarray(node_job, dtype=np.int32), *self._rate_args)
 
     def rate_on(self, job: int, nodes: np.ndarray) -> float:
         """Rate of one job on an explicit node set."""
@@ -321,3 +323,40 @@ def _job_rates(
         spread[j] = lvl
         rate[j] = _rate1(c, j, float(count[j]), slow[j], lvl)
     return rate, count, spread
+
+
+@njit(cache=True, error_model="numpy")
+def _job_rates_flat(
+    node_job: np.ndarray,
+    gpus_per_node: int,
+    bw: np.ndarray,
+    lat: np.ndarray,
+    lam: np.ndarray,
+    is_table: np.ndarray,
+    curve_nodes: np.ndarray,
+    curve_tput: np.ndarray,
+    local_batch: np.ndarray,
+    grad_bytes: np.ndarray,
+    overlap: np.ndarray,
+    app_class: np.ndarray,
+    type_rate: np.ndarray,
+    slowdown: np.ndarray,
+    gpu_type: np.ndarray,
+    coords: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - jit
+    """``_job_rates`` with ``RateConsts`` given field by field (cheaper to call)."""
+    c = RateConsts(
+        gpus_per_node,
+        bw,
+        lat,
+        lam,
+        is_table,
+        curve_nodes,
+        curve_tput,
+        local_batch,
+        grad_bytes,
+        overlap,
+        app_class,
+        type_rate,
+    )
+    return _job_rates(c, node_job, slowdown, gpu_type, coords)

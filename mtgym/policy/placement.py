@@ -50,7 +50,7 @@ def pack_targets(
         np.ascontiguousarray(available, dtype=np.bool_),
         np.ascontiguousarray(node_job, dtype=np.int32),
         np.ascontiguousarray(slowdown, dtype=np.float64),
-        np.ascontiguousarray(app_class, dtype=np.int64),
+        _classes64(app_class),
         group,
         seg_start,
         seg_nodes,
@@ -60,6 +60,22 @@ def pack_targets(
     if total > free:
         raise ValueError(f"targets need {total} free nodes but only {free} are free")
     return a
+
+
+# The int64 copy of the last read-only ``app_class`` array (an instance's), and its source.
+_CLASS_CACHE: list = [None, None]
+
+
+def _classes64(app_class: np.ndarray) -> np.ndarray:
+    """``app_class`` as a contiguous int64 array; cached for a read-only input."""
+    if isinstance(app_class, np.ndarray) and not app_class.flags.writeable:
+        ref, out = _CLASS_CACHE
+        if ref is not None and ref() is app_class:
+            return out
+        out = np.ascontiguousarray(app_class, dtype=np.int64)
+        _CLASS_CACHE[:] = [weakref.ref(app_class), out]
+        return out
+    return np.ascontiguousarray(app_class, dtype=np.int64)
 
 
 def _static_order(
@@ -128,20 +144,27 @@ def _pack(
         if j >= 0:
             have[j] += 1
     # -- drop: per job above its target, keep the `keep` fastest (then lowest index) --
+    # Each job's held nodes in index order, bucketed in one pass over the nodes.
+    first = np.zeros(J + 1, dtype=np.int64)
+    for j in range(J):
+        first[j + 1] = first[j] + have[j]
+    bucket = np.empty(first[J], dtype=np.int64)
+    fill = first[:J].copy()
+    for n in range(N):
+        j = a[n]
+        if j >= 0:
+            bucket[fill[j]] = n
+            fill[j] += 1
     for j in range(J):
         if have[j] <= keep[j]:
             continue
-        mine = np.empty(have[j], dtype=np.int64)
-        m = 0
-        for n in range(N):
-            if a[n] == j:
-                mine[m] = n
-                m += 1
+        mine = bucket[first[j] : first[j + 1]]
+        m = mine.shape[0]
         sf = np.empty(m)
         c = app_class[j]
         for i in range(m):
             sf[i] = slowdown[mine[i], c]
-        order = np.argsort(sf, kind="mergesort")  # stable: ties stay in index order
+        order = _stable_argsort(sf)  # stable: ties stay in index order
         for r in range(keep[j], m):
             a[mine[order[r]]] = -1
         have[j] = keep[j]
@@ -183,3 +206,27 @@ def _pack(
                     return a, total, n_free
                 left = need[i]
     return a, total, n_free
+
+
+@njit(cache=True)
+def _stable_argsort(v: np.ndarray) -> np.ndarray:  # pragma: no cover - jit
+    """``np.argsort(v, kind="mergesort")``: a stable sort, NaN last. Short arrays (a job's
+    nodes) by insertion, which gives the same permutation (a stable sort's is unique).
+    """
+    m = v.shape[0]
+    if m > 64:
+        return np.argsort(v, kind="mergesort")
+    order = np.arange(m)
+    for i in range(1, m):
+        k = order[i]
+        x = v[k]
+        p = i - 1
+        while p >= 0:
+            y = v[order[p]]
+            if x < y or (np.isnan(y) and not np.isnan(x)):  # x strictly before y
+                order[p + 1] = order[p]
+                p -= 1
+            else:
+                break
+        order[p + 1] = k
+    return order

@@ -17,6 +17,7 @@ Rules (see ``docs/model.md`` and ``ClusterState``):
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass
 
@@ -38,6 +39,19 @@ from mtgym.types import (
 
 _ACTIVE = int(JobStatus.ACTIVE)  # compile-time constants in the kernels
 _COMPLETED = int(JobStatus.COMPLETED)
+# Event kinds as plain ints: ``advance`` accumulates ``StepInfo.kinds`` as an int (enum
+# attribute look-ups and flag operators are slow) and turns it into an ``EventKind`` at the end.
+_K_RECLAIMED = int(EventKind.NODE_RECLAIMED)
+_K_COMPLETED = int(EventKind.JOB_COMPLETED)
+_K_STOPPED = int(EventKind.TRIAL_STOPPED)
+_K_RUNG = int(EventKind.RUNG_REACHED)
+_K_IDLE = int(EventKind.NODE_IDLE)
+_K_ARRIVED = int(EventKind.JOB_ARRIVED)
+_K_TIMER = int(EventKind.TIMER)
+_K_HORIZON = int(EventKind.HORIZON)
+_K_FINISHING = _K_COMPLETED | _K_STOPPED
+# How a reclaim is charged (``_preempt``).
+_PREEMPT_CHECKPOINT, _PREEMPT_BFTRAINER, _PREEMPT_PAUSE = 0, 1, 2
 
 _MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
 
@@ -86,10 +100,15 @@ def validate_allocation(node_job: np.ndarray, num_nodes: int, num_jobs: int) -> 
         raise ValueError(
             f"allocation has shape {a.shape}; expected ({num_nodes},), one job per node"
         )
-    if a.size and not np.issubdtype(a.dtype, np.integer):
+    if a.size and a.dtype.kind not in "iu":  # the integer types (np.issubdtype, faster)
         raise ValueError(f"allocation dtype {a.dtype} is not an integer type")
-    if a.size and (a.min() < -1 or a.max() >= num_jobs):
+    if a.dtype == np.int32 or a.dtype == np.int64:  # the common case: one compiled pass
+        i = _out_of_range(a, num_jobs)
+    elif a.size and (a.min() < -1 or a.max() >= num_jobs):
         i = int(np.flatnonzero((a < -1) | (a >= num_jobs))[0])
+    else:
+        i = -1
+    if i >= 0:
         raise ValueError(
             f"allocation[{i}] = {int(a[i])} is out of range; allowed -1 (idle) .. {num_jobs - 1}"
         )
@@ -151,25 +170,6 @@ def repair_allocation(state: ClusterState, instance: Instance, a: np.ndarray) ->
     return rep
 
 
-def _charge(
-    state: ClusterState,
-    instance: Instance,
-    jobs: np.ndarray,
-    cost_s: np.ndarray,
-    old_rate: np.ndarray,
-    *,
-    pause: bool,
-) -> None:
-    """Charge ``cost_s`` seconds to ``jobs``: a pause, or BFTrainer's lost samples."""
-    if jobs.size == 0:
-        return
-    t = state.time
-    if pause or instance.costs.rescale == RescaleMode.PAUSE:
-        state.stall_until[jobs] = np.maximum(state.stall_until[jobs], t + cost_s)
-    else:
-        state.debt[jobs] += cost_s * old_rate
-
-
 def apply_allocation(
     state: ClusterState, instance: Instance, allocation: Allocation | np.ndarray
 ) -> tuple[Repair, int]:
@@ -178,18 +178,34 @@ def apply_allocation(
     Returns the repair record and the number of jobs whose node set changed.
     """
     node_job = allocation.node_job if isinstance(allocation, Allocation) else allocation
-    a = validate_allocation(node_job, instance.num_nodes, instance.num_jobs)
-    rep = repair_allocation(state, instance, a)
-    state.decisions += 1
-    old = state.node_job
     J = instance.num_jobs
-    gained, touched = _diff_jobs(old, a, J)
+    jobs = instance.jobs
+    old = state.node_job
+    if (
+        type(node_job) is np.ndarray
+        and (node_job.dtype == np.int32 or node_job.dtype == np.int64)
+        and node_job.shape == (instance.num_nodes,)
+    ):  # the common case: validate, copy, check feasibility and diff in one compiled call
+        bad, a, feasible, gained, touched = _prepare(
+            node_job, J, state.available, state.status, jobs.min_nodes, jobs.max_nodes, old
+        )
+        if bad >= 0:
+            validate_allocation(node_job, instance.num_nodes, J)  # raises
+        if feasible:
+            rep = Repair()
+        else:
+            rep = repair_allocation(state, instance, a)
+            gained, touched = _diff_jobs(old, a, J)
+    else:
+        a = validate_allocation(node_job, instance.num_nodes, J)
+        rep = repair_allocation(state, instance, a)
+        gained, touched = _diff_jobs(old, a, J)
+    state.decisions += 1
     if touched.size == 0:
         return rep, 0
     old_rate, old_n = state.rate, state.n_nodes
     state.node_job = a
     _refresh_rates(state, instance)  # new rate/n_nodes/spread arrays: old_* stay intact
-    jobs = instance.jobs
     _charge_changes(
         touched,
         gained,
@@ -220,9 +236,14 @@ def _refresh_rates(state: ClusterState, instance: Instance) -> None:
 # ---------------------------------------------------------------------------------------
 # Integration and events
 # ---------------------------------------------------------------------------------------
-def _milestone_times(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
-    """Jobs that progress now (they hold nodes) and when each reaches its next milestone."""
-    return _hit_times(
+def _milestone_times(
+    state: ClusterState, instance: Instance
+) -> tuple[tuple[np.ndarray, np.ndarray], float]:
+    """Jobs that progress now (they hold nodes), when each reaches its next milestone, and
+    the earliest pending event time (``t_end`` included), in one compiled pass.
+    """
+    sup, t_end = instance.supply, instance.t_end
+    held, t_hit, t_next = _hit_next(
         state.time,
         state.n_nodes,
         state.rate,
@@ -230,7 +251,17 @@ def _milestone_times(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
         state.debt,
         state.milestone,
         state.progress,
+        float(t_end),
+        state.timers.peek_time(),
+        sup.start_s,
+        state.start_cursor,
+        sup.end_sorted_s,
+        state.end_cursor,
+        instance.jobs.submit_s,
+        state.arrival_cursor,
     )
+    # ``min`` over Python objects returned ``t_end`` itself on a tie (it came first)
+    return (held, t_hit), (t_end if t_next >= t_end else t_next)
 
 
 def _integrate(state: ClusterState, instance: Instance, t1: float, held: np.ndarray) -> float:
@@ -242,16 +273,10 @@ def _integrate(state: ClusterState, instance: Instance, t1: float, held: np.ndar
     if dt <= 0:
         state.time = max(state.time, t1)
         return 0.0
-    n_avail, n_unused, n_finished = _counts(state.available, state.node_job, state.status)
-    state.offered_node_s += float(n_avail) * dt
-    state.active_job_s += float(state.arrival_cursor - n_finished) * dt
-    # Unused nodes are counted independently of the job node counts, so check_state can
-    # verify offered = allocated + unused (it fails if a job holds a node that is not idle).
-    state.unused_node_s += float(n_unused) * dt
-    if held.size == 0:
-        state.time = t1
-        return 0.0
-    gain, useful_t, n = _integrate_held(
+    (n_avail, n_unused, n_finished), (gain, useful_t, n, n_sum) = _integrate_all(
+        state.available,
+        state.node_job,
+        state.status,
         held,
         state.time,
         dt,
@@ -266,8 +291,16 @@ def _integrate(state: ClusterState, instance: Instance, t1: float, held: np.ndar
         state.stalled_s,
         state.node_s,
     )
-    # Reductions stay in numpy (pairwise sums, BLAS dot): the same rounding as ever.
-    state.allocated_node_s += float(n.sum()) * dt
+    state.offered_node_s += float(n_avail) * dt
+    state.active_job_s += float(state.arrival_cursor - n_finished) * dt
+    # Unused nodes are counted independently of the job node counts, so check_state can
+    # verify offered = allocated + unused (it fails if a job holds a node that is not idle).
+    state.unused_node_s += float(n_unused) * dt
+    if held.size == 0:
+        state.time = t1
+        return 0.0
+    # Float reductions stay in numpy (pairwise sums, BLAS dot): the same rounding as ever.
+    state.allocated_node_s += float(n_sum) * dt
     state.productive_node_s += float(np.dot(n, useful_t))
     state.time = t1
     return float(gain.sum())
@@ -306,10 +339,10 @@ def _process_milestones(
     _release(state, done)
     if done.size:
         info.completions += int(done.size)
-        info.kinds |= EventKind.JOB_COMPLETED
+        info.kinds |= _K_COMPLETED
     stopped = []
     for j in due[state.milestone[due] < jobs.work[due]]:  # campaign rungs: rare
-        info.kinds |= EventKind.RUNG_REACHED
+        info.kinds |= _K_RUNG
         r = int(state.rung[j])
         state.rung[j] = r + 1
         c = int(jobs.campaign[j])
@@ -331,7 +364,7 @@ def _process_milestones(
         state.finish_time[arr] = t
         _release(state, arr)
         info.stops += len(stopped)
-        info.kinds |= EventKind.TRIAL_STOPPED
+        info.kinds |= _K_STOPPED
     _refresh_rates(state, instance)
 
 
@@ -340,53 +373,59 @@ def _process_reclaims(state: ClusterState, instance: Instance, t: float, info: S
     lo = state.end_cursor
     if lo >= sup.num_windows or sup.end_sorted_s[lo] > t:
         return  # no window ends by t (the common case)
-    hi = lo + int(np.searchsorted(sup.end_sorted_s[lo:], t, side="right"))
+    # One compiled pass: the windows ending by t, their live nodes taken away, the owners.
+    hi, n_live, hit = _reclaim_nodes(
+        t,
+        lo,
+        sup.end_sorted_s,
+        sup.end_order,
+        sup.node,
+        state.window,
+        state.available,
+        state.node_job,
+    )
     if hi == lo:
         return
-    ws = sup.end_order[lo:hi]
     state.end_cursor = hi
-    nodes = sup.node[ws]
-    live = state.window[nodes] == ws  # windows that opened (always, unless before t_start)
-    nodes = nodes[live]
-    if nodes.size == 0:
+    if n_live == 0:
         return
-    state.events += int(nodes.size)
-    info.reclaimed_nodes += int(nodes.size)
-    info.kinds |= EventKind.NODE_RECLAIMED
-    owners = state.node_job[nodes]
-    state.available[nodes] = False
-    state.window[nodes] = -1
-    state.node_job[nodes] = -1
-    hit = np.unique(owners[owners >= 0])
+    state.events += n_live
+    info.reclaimed_nodes += n_live
+    info.kinds |= _K_RECLAIMED
     if hit.size == 0:
         return
-    old_rate = state.rate.copy()
+    old_rate = state.rate  # _refresh_rates makes new arrays: this one stays as it was
     _refresh_rates(state, instance)
-    jobs = instance.jobs
-    # A job left below its minimum cannot run: it releases the rest of its nodes.
-    below = hit[(state.n_nodes[hit] > 0) & (state.n_nodes[hit] < jobs.min_nodes[hit])]
-    if below.size:
-        _release(state, below)
-    state.stall_until[hit[state.n_nodes[hit] == 0]] = -np.inf  # no pause pending without nodes
-    if t >= instance.t_end:
-        return  # windows cut at the horizon: the episode ends, nobody is pre-empted
-    info.preempted_jobs += int(hit.size)
-    state.preemptions[hit] += 1
-    still = hit[state.n_nodes[hit] > 0]
+    past_end = t >= instance.t_end  # windows cut at the horizon: nobody is pre-empted
     if instance.costs.preemption == PreemptionMode.CHECKPOINT:
-        # Back to the last checkpoint: everything since must be redone.
-        new_debt = np.maximum(state.progress[hit] - state.ckpt_progress[hit], state.debt[hit])
-        state.preempt_lost_samples[hit] += new_debt - state.debt[hit]
-        state.debt[hit] = new_debt
-        state.preempt_cost_s[still] += jobs.r_down_s[still]
-        _charge(state, instance, still, jobs.r_down_s[still], old_rate[still], pause=True)
+        mode = _PREEMPT_CHECKPOINT
     elif instance.costs.rescale == RescaleMode.BFTRAINER:
-        # BFTrainer charges R_down x rate before, once per job per event, nodes left or not.
-        state.preempt_cost_s[hit] += jobs.r_down_s[hit]
-        _charge(state, instance, hit, jobs.r_down_s[hit], old_rate[hit], pause=False)
+        mode = _PREEMPT_BFTRAINER
     else:
-        state.preempt_cost_s[still] += jobs.r_down_s[still]
-        _charge(state, instance, still, jobs.r_down_s[still], old_rate[still], pause=True)
+        mode = _PREEMPT_PAUSE
+    jobs = instance.jobs
+    _preempt(
+        hit,
+        t,
+        past_end,
+        mode,
+        jobs.min_nodes,
+        jobs.r_down_s,
+        old_rate,
+        state.node_job,
+        state.n_nodes,
+        state.rate,
+        state.spread,
+        state.stall_until,
+        state.progress,
+        state.ckpt_progress,
+        state.debt,
+        state.preempt_lost_samples,
+        state.preempt_cost_s,
+        state.preemptions,
+    )
+    if not past_end:
+        info.preempted_jobs += int(hit.size)
 
 
 def _process_idle(state: ClusterState, instance: Instance, t: float, info: StepInfo) -> None:
@@ -394,19 +433,14 @@ def _process_idle(state: ClusterState, instance: Instance, t: float, info: StepI
     lo = state.start_cursor
     if lo >= sup.num_windows or sup.start_s[lo] > t:
         return  # no window starts by t (the common case)
-    hi = lo + int(np.searchsorted(sup.start_s[lo:], t, side="right"))
+    hi, n = _open_windows(t, lo, sup.start_s, sup.end_s, sup.node, state.window, state.available)
     if hi == lo:
         return
     state.start_cursor = hi
-    ws = np.arange(lo, hi)
-    ws = ws[sup.end_s[ws] > t]  # a window that also ended by now never shows (t_start case)
-    nodes = sup.node[ws]
-    state.available[nodes] = True
-    state.window[nodes] = ws
-    state.events += int(nodes.size)
-    info.idle_nodes += int(nodes.size)
-    if nodes.size:
-        info.kinds |= EventKind.NODE_IDLE
+    state.events += n
+    info.idle_nodes += n
+    if n:
+        info.kinds |= _K_IDLE
 
 
 def _process_arrivals(state: ClusterState, instance: Instance, t: float, info: StepInfo) -> None:
@@ -421,28 +455,11 @@ def _process_arrivals(state: ClusterState, instance: Instance, t: float, info: S
     state.status[lo:hi] = JobStatus.ACTIVE
     state.events += hi - lo
     info.arrivals += hi - lo
-    info.kinds |= EventKind.JOB_ARRIVED
-
-
-def _next_time(state: ClusterState, instance: Instance, t_hit: np.ndarray) -> float:
-    """The earliest pending event time (t_end included)."""
-    sup, jobs = instance.supply, instance.jobs
-    cand = [instance.t_end, state.timers.peek_time()]
-    if state.start_cursor < sup.num_windows:
-        cand.append(float(sup.start_s[state.start_cursor]))
-    if state.end_cursor < sup.num_windows:
-        cand.append(float(sup.end_sorted_s[state.end_cursor]))
-    if state.arrival_cursor < jobs.num_jobs:
-        cand.append(float(jobs.submit_s[state.arrival_cursor]))
-    if t_hit.size:
-        cand.append(float(t_hit.min()))
-    return min(cand)
+    info.kinds |= _K_ARRIVED
 
 
 def _all_done(state: ClusterState, instance: Instance) -> bool:
-    return state.arrival_cursor >= instance.num_jobs and bool(
-        np.all(state.status >= JobStatus.COMPLETED)
-    )
+    return state.arrival_cursor >= instance.num_jobs and _all_finished(state.status)
 
 
 def _events_at(
@@ -454,10 +471,11 @@ def _events_at(
     _process_reclaims(state, instance, t, info)
     _process_idle(state, instance, t, info)
     _process_arrivals(state, instance, t, info)
-    due = state.timers.pop_until(t)
-    if due:
-        state.events += len(due)
-        info.kinds |= EventKind.TIMER
+    if len(state.timers):  # skip pop_until on an empty queue (the common case)
+        due = state.timers.pop_until(t)
+        if due:
+            state.events += len(due)
+            info.kinds |= _K_TIMER
 
 
 def initial_state(instance: Instance) -> ClusterState:
@@ -486,30 +504,30 @@ def advance(
     stay free). Returns the state at the stopping time and what happened.
     """
     s = state.copy() if copy else state
-    info = StepInfo(s.time, s.time)
+    info = StepInfo(s.time, s.time, 0)  # kinds: a plain int until the end (see _K_*)
     if allocation is not None:
         info.repair, info.rescaled_jobs = apply_allocation(s, instance, allocation)
-    limit = min(until, instance.t_end)
+    t_end = instance.t_end
+    limit = min(until, t_end)
+    stop = int(stop_on)
     while True:
-        hit = _milestone_times(s)
-        t_next = _next_time(s, instance, hit[1])
+        hit, t_next = _milestone_times(s, instance)
         if t_next > limit:
             t_next = limit
-        if not np.isfinite(t_next):  # nothing will ever happen again
+        if not math.isfinite(t_next):  # nothing will ever happen again
             info.all_done = _all_done(s, instance)
             break
         info.samples += _integrate(s, instance, t_next, hit[0])
         _events_at(s, instance, hit, info)
-        if s.time >= instance.t_end:
-            info.kinds |= EventKind.HORIZON
+        if s.time >= t_end:
+            info.kinds |= _K_HORIZON
             info.horizon = True
         info.all_done = _all_done(s, instance)
-        finished_now = info.all_done and info.kinds & (
-            EventKind.JOB_COMPLETED | EventKind.TRIAL_STOPPED
-        )
-        if (info.kinds & stop_on) or s.time >= limit or finished_now:
+        finished_now = info.all_done and info.kinds & _K_FINISHING
+        if (info.kinds & stop) or s.time >= limit or finished_now:
             break
     info.t1 = s.time
+    info.kinds = EventKind(info.kinds)
     return s, info
 
 
@@ -738,3 +756,270 @@ def _due(
             out[k] = j
             k += 1
     return out[:k]
+
+
+@njit(cache=True)
+def _out_of_range(a: np.ndarray, num_jobs: int) -> int:  # pragma: no cover - jit
+    """Index of the first entry outside -1..num_jobs-1, or -1."""
+    for n in range(a.shape[0]):
+        if a[n] < -1 or a[n] >= num_jobs:
+            return n
+    return -1
+
+
+@njit(cache=True)
+def _all_finished(status: np.ndarray) -> bool:  # pragma: no cover - jit
+    """Every job completed or stopped."""
+    done = True
+    for j in range(status.shape[0]):
+        if status[j] < _COMPLETED:
+            done = False
+            break
+    return done
+
+
+@njit(cache=True, error_model="numpy")
+def _hit_next(
+    t: float,
+    n_nodes: np.ndarray,
+    rate: np.ndarray,
+    stall_until: np.ndarray,
+    debt: np.ndarray,
+    milestone: np.ndarray,
+    progress: np.ndarray,
+    t_end: float,
+    t_timer: float,
+    start_s: np.ndarray,
+    start_cursor: int,
+    end_sorted_s: np.ndarray,
+    end_cursor: int,
+    submit_s: np.ndarray,
+    arrival_cursor: int,
+) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover - jit
+    """``_hit_times``, then the earliest of ``t_end``, the next timer, window start, window
+    end, arrival and milestone: ``min`` over them in that order (a later one wins only when
+    strictly earlier; the milestone time is ``t_hit.min()``, NaN propagating).
+    """
+    held, t_hit = _hit_times(t, n_nodes, rate, stall_until, debt, milestone, progress)
+    m = t_end
+    if t_timer < m:
+        m = t_timer
+    if start_cursor < start_s.shape[0] and start_s[start_cursor] < m:
+        m = start_s[start_cursor]
+    if end_cursor < end_sorted_s.shape[0] and end_sorted_s[end_cursor] < m:
+        m = end_sorted_s[end_cursor]
+    if arrival_cursor < submit_s.shape[0] and submit_s[arrival_cursor] < m:
+        m = submit_s[arrival_cursor]
+    if t_hit.shape[0]:
+        h = t_hit[0]
+        for i in range(1, t_hit.shape[0]):
+            v = t_hit[i]
+            if v < h or v != v:
+                h = v
+                if v != v:
+                    break
+        if h < m:
+            m = h
+    return held, t_hit, m
+
+
+@njit(cache=True)
+def _reclaim_nodes(
+    t: float,
+    lo: int,
+    end_sorted_s: np.ndarray,
+    end_order: np.ndarray,
+    node: np.ndarray,
+    window: np.ndarray,
+    available: np.ndarray,
+    node_job: np.ndarray,
+) -> tuple[int, int, np.ndarray]:  # pragma: no cover - jit
+    """Windows ``lo..hi-1`` (by end) end by ``t``: each one's node, if that window is still
+    its current one, stops being idle and loses its job. Returns ``hi``, the number of such
+    nodes and the sorted distinct jobs that lost nodes.
+    """
+    hi = lo
+    while hi < end_sorted_s.shape[0] and end_sorted_s[hi] <= t:
+        hi += 1
+    owners = np.empty(hi - lo, dtype=node_job.dtype)
+    n_live = k = 0
+    for i in range(lo, hi):
+        w = end_order[i]
+        n = node[w]
+        if window[n] != w:  # a window that never opened (before t_start)
+            continue
+        n_live += 1
+        if node_job[n] >= 0:
+            owners[k] = node_job[n]
+            k += 1
+        available[n] = False
+        window[n] = -1
+        node_job[n] = -1
+    return hi, n_live, np.unique(owners[:k])
+
+
+@njit(cache=True)
+def _open_windows(
+    t: float,
+    lo: int,
+    start_s: np.ndarray,
+    end_s: np.ndarray,
+    node: np.ndarray,
+    window: np.ndarray,
+    available: np.ndarray,
+) -> tuple[int, int]:  # pragma: no cover - jit
+    """Windows ``lo..hi-1`` start by ``t``: their nodes become idle (unless the window also
+    ended by now: the t_start case). Returns ``hi`` and the number of nodes made idle.
+    """
+    hi = lo
+    while hi < start_s.shape[0] and start_s[hi] <= t:
+        hi += 1
+    k = 0
+    for w in range(lo, hi):
+        if end_s[w] > t:
+            n = node[w]
+            available[n] = True
+            window[n] = w
+            k += 1
+    return hi, k
+
+
+@njit(cache=True, error_model="numpy")
+def _preempt(
+    hit: np.ndarray,
+    t: float,
+    past_end: bool,
+    mode: int,
+    min_nodes: np.ndarray,
+    r_down_s: np.ndarray,
+    old_rate: np.ndarray,
+    node_job: np.ndarray,
+    n_nodes: np.ndarray,
+    rate: np.ndarray,
+    spread: np.ndarray,
+    stall_until: np.ndarray,
+    progress: np.ndarray,
+    ckpt_progress: np.ndarray,
+    debt: np.ndarray,
+    preempt_lost_samples: np.ndarray,
+    preempt_cost_s: np.ndarray,
+    preemptions: np.ndarray,
+) -> None:  # pragma: no cover - jit
+    """``_process_reclaims`` after the rates were refreshed, in place, for the sorted
+    distinct jobs ``hit`` that lost nodes: a job left below its minimum releases its other
+    nodes (``_release``); a job left without nodes has no pause pending; unless past the
+    horizon, each is pre-empted: ``checkpoint`` -> debt up to the progress since its last
+    checkpoint, plus an ``r_down_s`` pause if it still runs; ``bftrainer`` rescaling ->
+    ``r_down_s x rate before`` as debt, nodes left or not; else an ``r_down_s`` pause if it
+    still runs.
+    """
+    below = np.zeros(n_nodes.shape[0], dtype=np.bool_)
+    any_below = False
+    for j in hit:
+        if n_nodes[j] > 0 and n_nodes[j] < min_nodes[j]:
+            below[j] = True
+            any_below = True
+    if any_below:
+        for n in range(node_job.shape[0]):
+            j = node_job[n]
+            if j >= 0 and below[j]:
+                node_job[n] = -1
+        for j in hit:
+            if below[j]:
+                n_nodes[j] = 0
+                rate[j] = 0.0
+                spread[j] = 0
+                stall_until[j] = -np.inf
+    for j in hit:
+        if n_nodes[j] == 0:
+            stall_until[j] = -np.inf
+    if past_end:
+        return
+    for j in hit:
+        preemptions[j] += 1
+    if mode == _PREEMPT_CHECKPOINT:
+        for j in hit:
+            d = debt[j]
+            new_debt = _fmax(progress[j] - ckpt_progress[j], d)
+            preempt_lost_samples[j] += new_debt - d
+            debt[j] = new_debt
+        for j in hit:
+            if n_nodes[j] > 0:
+                preempt_cost_s[j] += r_down_s[j]
+                stall_until[j] = _fmax(stall_until[j], t + r_down_s[j])
+    elif mode == _PREEMPT_BFTRAINER:
+        for j in hit:
+            preempt_cost_s[j] += r_down_s[j]
+            debt[j] += r_down_s[j] * old_rate[j]
+    else:
+        for j in hit:
+            if n_nodes[j] > 0:
+                preempt_cost_s[j] += r_down_s[j]
+                stall_until[j] = _fmax(stall_until[j], t + r_down_s[j])
+
+
+@njit(cache=True, error_model="numpy")
+def _integrate_all(
+    available: np.ndarray,
+    node_job: np.ndarray,
+    status: np.ndarray,
+    held: np.ndarray,
+    t: float,
+    dt: float,
+    rate: np.ndarray,
+    n_nodes: np.ndarray,
+    stall_until: np.ndarray,
+    debt: np.ndarray,
+    progress: np.ndarray,
+    milestone: np.ndarray,
+    ckpt_every: np.ndarray,
+    ckpt_progress: np.ndarray,
+    stalled_s: np.ndarray,
+    node_s: np.ndarray,
+) -> tuple[
+    tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray, int]
+]:  # pragma: no cover
+    """``_counts`` then ``_integrate_held`` (one call); also the sum of the node counts."""
+    counts = _counts(available, node_job, status)
+    gain, useful_t, n = _integrate_held(
+        held,
+        t,
+        dt,
+        rate,
+        n_nodes,
+        stall_until,
+        debt,
+        progress,
+        milestone,
+        ckpt_every,
+        ckpt_progress,
+        stalled_s,
+        node_s,
+    )
+    n_sum = 0
+    for i in range(n.shape[0]):
+        n_sum += n[i]
+    return counts, (gain, useful_t, n, n_sum)
+
+
+@njit(cache=True)
+def _prepare(
+    node_job: np.ndarray,
+    J: int,
+    available: np.ndarray,
+    status: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    old: np.ndarray,
+) -> tuple[int, np.ndarray, bool, np.ndarray, np.ndarray]:  # pragma: no cover - jit
+    """``apply_allocation``'s checks in one call: the first entry out of -1..J-1 (or -1);
+    when none, an int32 copy, whether it is feasible as it is (``_feasible``) and its
+    ``_diff_jobs`` against ``old``.
+    """
+    bad = _out_of_range(node_job, J)
+    if bad >= 0:
+        return bad, np.empty(0, np.int32), False, np.empty(0, np.bool_), np.empty(0, np.int64)
+    a = node_job.astype(np.int32)
+    feasible = _feasible(a, available, status, min_nodes, max_nodes)
+    gained, touched = _diff_jobs(old, a, J)
+    return -1, a, feasible, gained, touched

@@ -9,6 +9,7 @@ rate at ``n`` (on that node set). ``PassiveProfiler`` keeps the latest measureme
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from mtgym.generate.instance import Instance
 from mtgym.sim.state import ClusterState
@@ -42,19 +43,20 @@ class PassiveProfiler:
         dt = after.time - t0
         if dt <= 0:
             return
-        n = after.n_nodes
-        steady = (
-            (n > 0)
-            & (n == n_nodes0)
-            & (after.stall_until <= t0)
-            & (debt0 == 0)
-            & (after.debt == 0)
-            & (n <= self.max_count)
+        _observe(
+            self.rate,
+            self.samples,
+            t0,
+            dt,
+            progress0,
+            n_nodes0,
+            debt0,
+            after.n_nodes,
+            after.stall_until,
+            after.debt,
+            after.progress,
+            self.max_count,
         )
-        jobs = np.flatnonzero(steady)
-        if jobs.size:
-            self.rate[jobs, n[jobs]] = (after.progress[jobs] - progress0[jobs]) / dt
-            self.samples[jobs, n[jobs]] += 1
 
     def curve_at(self, jobs: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Estimates at ``counts`` for ``jobs``, interpolated between measured counts.
@@ -75,3 +77,33 @@ class PassiveProfiler:
             out[i, inside] = np.interp(c[inside], xs, ys)
             known[i, inside] = True
         return out, known
+
+
+@njit(cache=True)
+def _observe(
+    rate: np.ndarray,
+    samples: np.ndarray,
+    t0: float,
+    dt: float,
+    progress0: np.ndarray,
+    n_nodes0: np.ndarray,
+    debt0: np.ndarray,
+    n_nodes: np.ndarray,
+    stall_until: np.ndarray,
+    debt: np.ndarray,
+    progress: np.ndarray,
+    max_count: int,
+) -> None:  # pragma: no cover - jit
+    """``PassiveProfiler.observe``'s update, in place, one job at a time."""
+    for j in range(n_nodes.shape[0]):
+        n = n_nodes[j]
+        if (
+            n > 0
+            and n == n_nodes0[j]
+            and stall_until[j] <= t0
+            and debt0[j] == 0
+            and debt[j] == 0
+            and n <= max_count
+        ):
+            rate[j, n] = (progress[j] - progress0[j]) / dt
+            samples[j, n] += 1

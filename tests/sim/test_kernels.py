@@ -200,3 +200,113 @@ def test_kernels__repair_fast_path_agrees_with_the_full_repair(inst):
     b[np.flatnonzero(~state.available)[:1]] = j  # one node that is not idle
     rep = repair_allocation(state, inst, b)
     assert rep.unavailable_nodes == 1
+
+
+# -- the step-path kernels (env slots, profiler, placement sort, event times) ------------
+def ref_slots_update(job: np.ndarray, nxt: int, status: np.ndarray, submitted: int) -> int:
+    """``JobSlots.update`` as it was (numpy), in place on ``job``; returns the cursor."""
+    occ = job >= 0
+    if occ.any():
+        done = status[job[occ]] != JobStatus.ACTIVE
+        if done.any():
+            job[np.flatnonzero(occ)[done]] = -1
+    free = np.flatnonzero(job < 0)
+    if free.size == 0:
+        return nxt
+    cand = np.arange(nxt, submitted)
+    cand = cand[status[cand] == JobStatus.ACTIVE]
+    take = cand[: free.size]
+    job[free[: take.size]] = take
+    if take.size:
+        return int(take[-1]) + 1
+    return submitted if cand.size == 0 else nxt
+
+
+def test_kernels__slots_update_matches_numpy():
+    from mtgym.env.slots import _queued, _update
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        J, S = int(rng.integers(1, 40)), int(rng.integers(1, 9))
+        status = rng.integers(0, 4, J).astype(np.int8)  # FUTURE..STOPPED
+        submitted = int(rng.integers(0, J + 1))
+        job = np.full(S, -1, dtype=np.int64)
+        pick = rng.permutation(submitted)[: rng.integers(0, S + 1)]
+        job[: pick.size] = pick
+        rng.shuffle(job)
+        nxt = int(rng.integers(0, submitted + 1))
+        want = job.copy()
+        want_next = ref_slots_update(want, nxt, status, submitted)
+        got_next = _update(job, status, nxt, submitted)
+        np.testing.assert_array_equal(job, want)
+        assert got_next == want_next
+        active = int(np.count_nonzero(status == JobStatus.ACTIVE))
+        assert _queued(job, status) == active - int(np.count_nonzero(job >= 0))
+
+
+def test_kernels__profiler_observe_matches_numpy():
+    from mtgym.sim.profiling import _observe
+
+    rng = np.random.default_rng(1)
+    J, C = 50, 8
+    rate = np.full((J, C + 1), np.nan)
+    samples = np.zeros((J, C + 1), dtype=np.int32)
+    want_rate, want_samples = rate.copy(), samples.copy()
+    for _ in range(50):
+        n0 = rng.integers(0, C + 3, J).astype(np.int32)
+        n = np.where(rng.random(J) < 0.7, n0, rng.integers(0, C + 3, J)).astype(np.int32)
+        debt0 = np.where(rng.random(J) < 0.8, 0.0, rng.random(J))
+        debt = np.where(rng.random(J) < 0.8, 0.0, rng.random(J))
+        stall = np.where(rng.random(J) < 0.5, -np.inf, rng.random(J) * 20)
+        p0 = rng.random(J) * 1e6
+        p1 = p0 + rng.random(J) * 1e3
+        t0, dt = 10.0, float(rng.random() * 7 + 0.1)
+        steady = (n > 0) & (n == n0) & (stall <= t0) & (debt0 == 0) & (debt == 0) & (n <= C)
+        jobs = np.flatnonzero(steady)
+        want_rate[jobs, n[jobs]] = (p1[jobs] - p0[jobs]) / dt
+        want_samples[jobs, n[jobs]] += 1
+        _observe(rate, samples, t0, dt, p0, n0, debt0, n, stall, debt, p1, C)
+        np.testing.assert_array_equal(rate, want_rate)
+        np.testing.assert_array_equal(samples, want_samples)
+
+
+def test_kernels__stable_argsort_is_numpy_mergesort():
+    from mtgym.policy.placement import _stable_argsort
+
+    rng = np.random.default_rng(2)
+    for m in [*range(0, 20), 63, 64, 65, 100]:
+        for _ in range(20):
+            v = rng.integers(0, 4, m).astype(np.float64)  # many ties
+            v[rng.random(m) < 0.1] = np.nan
+            np.testing.assert_array_equal(_stable_argsort(v), np.argsort(v, kind="mergesort"))
+
+
+def test_kernels__next_event_time_is_min_of_the_candidates():
+    from mtgym.sim.dynamics import _hit_next
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        J = 12
+        n_nodes = rng.integers(0, 3, J).astype(np.int32)
+        rate = np.where(rng.random(J) < 0.8, rng.random(J) * 10, 0.0)
+        stall = np.where(rng.random(J) < 0.5, -np.inf, rng.random(J) * 50)
+        debt = np.where(rng.random(J) < 0.7, 0.0, rng.random(J) * 5)
+        prog = rng.random(J) * 100
+        ms = prog + rng.random(J) * 100
+        t = 10.0
+        start_s, end_s, sub = (np.sort(rng.random(5) * 100) for _ in range(3))
+        cur = [int(rng.integers(0, 6)) for _ in range(3)]
+        t_timer = float(rng.choice([np.inf, rng.random() * 100]))
+        t_end = float(rng.choice([np.inf, 80.0]))
+        held, t_hit, got = _hit_next(
+            t, n_nodes, rate, stall, debt, ms, prog, t_end, t_timer,
+            start_s, cur[0], end_s, cur[1], sub, cur[2],
+        )  # fmt: skip
+        cand = [t_end, t_timer]
+        for arr, c in ((start_s, cur[0]), (end_s, cur[1]), (sub, cur[2])):
+            if c < arr.size:
+                cand.append(float(arr[c]))
+        if t_hit.size:
+            cand.append(float(t_hit.min()))
+        np.testing.assert_array_equal(held, np.flatnonzero(n_nodes > 0))
+        assert got == min(cand)

@@ -271,15 +271,22 @@ def train(args: Args) -> Path:
     )
     wall = time.perf_counter() - t0
     model.save(str(out / "model.zip"))
+    kept = "ppo"
     if best[1] is not None:
         # keep the better of the imitated policy and the PPO-fine-tuned one (eval seeds)
         final = evaluate_agent(out / "model.zip", args.scenario, args.eval_seeds)["samples"]
         if best[0] > final:
             model.policy.load_state_dict(best[1])
             model.save(str(out / "model.zip"))
+            kept = "imitation"
     (out / "train.json").write_text(
         json.dumps(
-            {"wall_s": wall, "timesteps": args.timesteps, "steps_per_s": args.timesteps / wall},
+            {
+                "wall_s": wall,
+                "timesteps": args.timesteps,
+                "steps_per_s": args.timesteps / wall,
+                "kept": kept,
+            },
             indent=2,
         )
     )

@@ -204,3 +204,40 @@ def test_shipped_agent__evaluates_on_a_different_cluster_size():
     res = pol.episode(bigger(5))
     assert res.metrics.samples > 0 and res.decisions > 10
     assert Path(PRETRAINED / "agent.json").is_file()
+
+
+def test_imitation__clones_freetrain_on_the_default_scenario(tmp_path):
+    """BC fits the expert's per-slot counts (an untrained policy does not), and the train
+    command runs BC + DAgger end to end and says which policy it kept."""
+    from agents.imitation import collect, pretrain
+    from agents.train import Args, build_model
+    from mtgym.cli import main
+
+    args = Args(scenario="default", max_jobs=16, max_count=16)
+    data = collect("default", "freetrain", [11], args.config().env_kwargs())
+    env = ScavengeEnv("default", **args.config().env_kwargs())
+    model = build_model(args, env, None)
+
+    def slot_accuracy() -> float:
+        obs = {k: torch.as_tensor(v, dtype=torch.float32) for k, v in data.obs.items()}
+        with torch.no_grad():
+            dist = model.policy.get_distribution(obs, action_masks=data.masks)
+            pred = dist.get_actions(deterministic=True).numpy()
+        present = data.obs["job_mask"] > 0
+        return float((pred == data.actions)[present].mean())
+
+    before = slot_accuracy()
+    losses = pretrain(model, data, epochs=25, lr=3e-3, seed=0)
+    after = slot_accuracy()
+    assert losses[-1] < 0.5 * losses[0]
+    print(f"slot accuracy {before:.3f} -> {after:.3f}")
+    assert before < 0.5 and after > 0.9, (before, after)
+
+    out = tmp_path / "bc"
+    argv = ["train", "--scenario", "toy-two-jobs", "--timesteps", "256", "--n-envs", "1"]
+    argv += ["--max-jobs", "2", "--max-count", "4", "--eval-freq", "0", "--no-progress"]
+    argv += ["--bc-expert", "freetrain", "--bc-episodes", "2", "--dagger-rounds", "1"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert json.loads((out / "train.json").read_text())["kept"] in ("imitation", "ppo")
+    saved = json.loads((out / "args.json").read_text())
+    assert saved["bc_seeds"] == [11, 12] and saved["context"] is True

@@ -326,7 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    return dispatch(build_parser().parse_args(argv))
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; known errors become one line on stderr and exit status 2."""
     try:
         return int(args.func(args))
     except (MtgymError, KeyError, ValueError, OSError) as exc:

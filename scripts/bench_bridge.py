@@ -24,8 +24,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from mtgym.bridge.calibrate import calibrate, write_bftrainer_csv, write_calibration
 from mtgym.bridge.controller import ReplayConfig, replay
 from mtgym.bridge.measure import measure_replay
@@ -33,31 +31,8 @@ from mtgym.bridge.record import record_episode
 from mtgym.bridge.report import build_report, write_report
 from mtgym.bridge.trace import read_trace
 from mtgym.policy.registry import make_policy
-from mtgym.sim.view import InfoMode
-from mtgym.testing import linear_job, tiny_instance
-from mtgym.types import Allocation, AppClass
-
-
-class Plan:
-    name = "staggered"
-    info_mode = InfoMode.ORACLE
-
-    def __init__(self, plan):
-        self.plan = plan
-
-    def reset(self, view):
-        pass
-
-    def decide(self, view):
-        m = {}
-        for t, mapping in self.plan:
-            if t <= view.time + 1e-9:
-                m = mapping
-        a = np.full(view.num_nodes, -1, dtype=np.int32)
-        for n, j in m.items():
-            if view.available[n]:
-                a[n] = j
-        return Allocation(a)
+from mtgym.testing import ScriptPolicy, linear_job, tiny_instance
+from mtgym.types import AppClass
 
 
 def record(plan: str, path: Path) -> None:
@@ -68,8 +43,9 @@ def record(plan: str, path: Path) -> None:
     if plan == "staggered":
         windows = [(0, 0, 400), (1, 0, 300), (1, 310, 400), (2, 100, 150), (2, 200, 250)]
         inst = tiny_instance(3, rows, windows=windows, t_end=400)
-        pol = Plan(
-            [(0, {0: 0, 1: 1}), (100, {0: 0, 1: 0}), (200, {0: 1, 1: 1}), (300, {0: 1, 1: 0})]
+        pol = ScriptPolicy(
+            [(0, {0: 0, 1: 1}), (100, {0: 0, 1: 0}), (200, {0: 1, 1: 1}), (300, {0: 1, 1: 0})],
+            name="staggered",
         )
     else:
         windows = [(0, 0, 300), (1, 0, 300), (2, 100, 200), (3, 100, 200)]

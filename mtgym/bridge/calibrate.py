@@ -34,6 +34,7 @@ from mtgym.bridge.measure import Measurements
 from mtgym.bridge.trace import Trace
 from mtgym.errors import DataError
 from mtgym.generate.workload import JobRow
+from mtgym.readers.bftrainer import JOB_COLUMNS
 from mtgym.types import AppClass
 
 FORMAT = "mtgym-calibration"
@@ -190,19 +191,7 @@ def write_bftrainer_csv(cal: dict[str, Any], path: str | Path, *, work: float = 
     p.parent.mkdir(parents=True, exist_ok=True)
     with open(p, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            [
-                "job_id",
-                "model",
-                "submit_s",
-                "jmin",
-                "jmax",
-                "pmax_samples",
-                "rescale_up_s",
-                "rescale_down_s",
-                *(f"tput_n{k}" for k in ks),
-            ]
-        )
+        w.writerow([*JOB_COLUMNS, *(f"tput_n{k}" for k in ks)])
         for j, e in entries:
             w.writerow(
                 [

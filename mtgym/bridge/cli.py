@@ -407,15 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m mtgym.bridge``."""
-    from mtgym.errors import MtgymError
+    from mtgym.cli import dispatch
 
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except (MtgymError, KeyError, ValueError, OSError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"error: {msg}", file=sys.stderr)
-        return 2
+    return dispatch(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

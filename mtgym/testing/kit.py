@@ -135,6 +135,34 @@ class RandomPolicy:
         return Allocation(np.where(view.available, a, -1).astype(np.int32))
 
 
+class ScriptPolicy:
+    """Plays a fixed plan: from time t on, node -> job (only nodes that are idle now).
+
+    ``plan`` is a list of (t, {node: job}); the latest entry with t <= now applies.
+    """
+
+    info_mode = InfoMode.ORACLE
+
+    def __init__(self, plan: Sequence[tuple[float, dict[int, int]]], name: str = "script"):
+        self.plan = sorted(plan, key=lambda p: p[0])
+        self.name = name
+
+    def reset(self, view: SchedulerView) -> None:
+        """Nothing to reset."""
+
+    def decide(self, view: SchedulerView) -> Allocation:
+        """The plan's node map at ``view.time``, on the idle nodes."""
+        m: dict[int, int] = {}
+        for t, mapping in self.plan:
+            if t <= view.time + 1e-9:
+                m = mapping
+        a = np.full(view.num_nodes, -1, dtype=np.int32)
+        for n, j in m.items():
+            if view.available[n]:
+                a[n] = j
+        return Allocation(a)
+
+
 def checked_rollout(
     instance: Instance, policy: Policy, *, max_steps: int = 10_000
 ) -> list[tuple[ClusterState, StepInfo]]:

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
-from mtgym.sim.view import InfoMode
-from mtgym.types import Allocation
-
 
 def pids_mentioning(text: str) -> list[int]:
     """Live PIDs whose command line contains ``text`` (no psutil: /proc)."""
@@ -39,27 +34,3 @@ def alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except OSError:
         return False
-
-
-class ScriptPolicy:
-    """Plays a fixed plan: from time t on, node -> job (only nodes that are idle now)."""
-
-    name = "script"
-    info_mode = InfoMode.ORACLE
-
-    def __init__(self, plan: list[tuple[float, dict[int, int]]]) -> None:
-        self.plan = sorted(plan, key=lambda p: p[0])
-
-    def reset(self, view) -> None:
-        pass
-
-    def decide(self, view) -> Allocation:
-        m: dict[int, int] = {}
-        for t, mapping in self.plan:
-            if t <= view.time + 1e-9:
-                m = mapping
-        a = np.full(view.num_nodes, -1, dtype=np.int32)
-        for n, j in m.items():
-            if view.available[n]:
-                a[n] = j
-        return Allocation(a)

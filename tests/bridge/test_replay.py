@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from bridge_helpers import ScriptPolicy
 
 from mtgym.bridge.calibrate import job_rows, read_calibration
 from mtgym.bridge.cli import main
@@ -15,7 +14,7 @@ from mtgym.policy.registry import make_policy
 from mtgym.readers import read_bftrainer_jobs
 from mtgym.scenarios import get_generator
 from mtgym.sim.runner import run_episode
-from mtgym.testing import linear_job, tiny_instance
+from mtgym.testing import ScriptPolicy, linear_job, tiny_instance
 from mtgym.types import AppClass
 
 

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-from bridge_helpers import ScriptPolicy
 
 from mtgym.bridge.record import RecordDecisions, record_episode, trace_header
 from mtgym.bridge.trace import (
@@ -19,7 +18,7 @@ from mtgym.bridge.trace import (
 )
 from mtgym.policy.registry import make_policy
 from mtgym.sim.runner import run_episode
-from mtgym.testing import linear_job, tiny_instance
+from mtgym.testing import ScriptPolicy, linear_job, tiny_instance
 
 
 def two_job_instance():

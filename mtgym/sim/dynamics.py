@@ -26,6 +26,7 @@ from numba import njit
 
 from mtgym.generate.instance import Instance
 from mtgym.model.throughput import ThroughputModel
+from mtgym.sim.numeric import dot
 from mtgym.sim.state import ClusterState
 from mtgym.types import (
     DECISION_EVENTS,
@@ -299,9 +300,8 @@ def _integrate(state: ClusterState, instance: Instance, t1: float, held: np.ndar
     if held.size == 0:
         state.time = t1
         return 0.0
-    # Float reductions stay in numpy (pairwise sums, BLAS dot): the same rounding as ever.
     state.allocated_node_s += float(n_sum) * dt
-    state.productive_node_s += float(np.dot(n, useful_t))
+    state.productive_node_s += dot(n, useful_t)  # fixed order (np.dot's BLAS order varies)
     state.time = t1
     return float(gain.sum())
 

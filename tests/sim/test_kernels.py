@@ -310,3 +310,15 @@ def test_kernels__next_event_time_is_min_of_the_candidates():
             cand.append(float(t_hit.min()))
         np.testing.assert_array_equal(held, np.flatnonzero(n_nodes > 0))
         assert got == min(cand)
+
+
+def test_kernels__pairwise_sum_is_numpys_sum_and_dot_is_fixed_order():
+    from mtgym.sim.numeric import dot, pairwise_sum
+
+    rng = np.random.default_rng(4)
+    for n in [*range(0, 300), 1000, 1001, 4734, 100_003]:
+        a = rng.standard_normal(n) * 10.0 ** rng.integers(-5, 10, n)
+        assert pairwise_sum(a) == a.sum()  # bit for bit, including numpy's blocking
+        k = rng.integers(0, 64, n).astype(np.int32)
+        assert dot(k, a) == pairwise_sum(k * a)  # the products, summed pairwise
+        assert abs(dot(k, a) - float(np.dot(k, a))) <= 1e-12 * float(np.abs(k * a).sum())

@@ -281,14 +281,35 @@ def _job_rates(
     gpu_type: np.ndarray,
     coords: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - jit
-    """``ThroughputModel.job_rates``: one pass over the nodes (count, slowest device and
-    per-level group range of each job), then the formula per job that holds nodes.
-    """
+    """``ThroughputModel.job_rates`` into new arrays (``_job_rates_into``)."""
     J = c.is_table.shape[0]
-    L = coords.shape[1]
     rate = np.zeros(J)
     count = np.zeros(J, dtype=np.int32)
     spread = np.zeros(J, dtype=np.int8)
+    _job_rates_into(c, node_job, slowdown, gpu_type, coords, rate, count, spread)
+    return rate, count, spread
+
+
+@njit(cache=True, error_model="numpy")
+def _job_rates_into(
+    c: RateConsts,
+    node_job: np.ndarray,
+    slowdown: np.ndarray,
+    gpu_type: np.ndarray,
+    coords: np.ndarray,
+    rate: np.ndarray,
+    count: np.ndarray,
+    spread: np.ndarray,
+) -> None:  # pragma: no cover - jit
+    """Rates, node counts and spread levels of every job, written over ``rate``, ``count``
+    and ``spread`` (J,): one pass over the nodes (count, slowest device and per-level group
+    range of each job), then the formula per job that holds nodes.
+    """
+    J = c.is_table.shape[0]
+    L = coords.shape[1]
+    rate[:] = 0.0
+    count[:] = 0
+    spread[:] = 0
     slow = np.zeros(J)
     lo = np.empty((J, L), dtype=coords.dtype)
     hi = np.empty((J, L), dtype=coords.dtype)
@@ -322,7 +343,6 @@ def _job_rates(
                 break
         spread[j] = lvl
         rate[j] = _rate1(c, j, float(count[j]), slow[j], lvl)
-    return rate, count, spread
 
 
 @njit(cache=True, error_model="numpy")

@@ -299,3 +299,25 @@ def test_advance__decision_tick_via_until_integrates_between():
         s, _ = advance(s, inst, a, until=10.0 * k)
     assert s.time == 100.0 and s.progress[0] == pytest.approx(20_000.0)
     assert s.rescales[0] == 0 and s.starts[0] == 1
+
+
+def test_advance__timers_stop_the_call_and_count_as_events():
+    """A due timer ends ``advance`` (TIMER is a decision event) exactly at its time, with
+    the progress integrated to it; timers that do not stop the call are consumed in passing.
+    """
+    inst = tiny_instance(2, [linear_job("j", 100.0, 2, W)])
+    s = initial_state(inst)
+    s.timers.push(50.0, "a")
+    s.timers.push(50.0, "b")
+    s.timers.push(80.0, "c")
+    events0 = s.events
+    s, info = advance(s, inst, alloc(2, {0: 0, 1: 0}), copy=False)
+    assert info.t1 == 50.0 and info.kinds & EventKind.TIMER
+    assert s.events == events0 + 2 and len(s.timers) == 1  # both timers at 50 s popped
+    assert s.progress[0] == 50.0 * 200.0 and info.samples == 50.0 * 200.0
+    # Not a stop kind here: the timer at 80 s is consumed, the call runs to the completion.
+    s, info = advance(s, inst, None, stop_on=EventKind.JOB_COMPLETED, copy=False)
+    assert len(s.timers) == 0 and s.events == events0 + 3  # the timer (milestones: not here)
+    assert info.kinds == EventKind.TIMER | EventKind.JOB_COMPLETED
+    assert s.status[0] == JobStatus.COMPLETED and s.finish_time[0] == W / 200.0
+    check_state(s, inst)

@@ -282,7 +282,28 @@ def test_kernels__stable_argsort_is_numpy_mergesort():
 
 
 def test_kernels__next_event_time_is_min_of_the_candidates():
-    from mtgym.sim.dynamics import _hit_next
+    from mtgym.sim.engine import Jobs, Static, hit_next
+
+    def _hit_next(
+        t, n_nodes, rate, stall, debt, ms, prog, t_end, t_timer, start_s, c0, end_s, c1, sub, c2
+    ):
+        z = np.zeros(n_nodes.size)
+        jb = Jobs(
+            **{k: z for k in Jobs._fields}
+            | dict(
+                n_nodes=n_nodes,
+                rate=rate,
+                stall_until=stall,
+                debt=debt,
+                milestone=ms,
+                progress=prog,
+            )
+        )
+        st = Static(
+            **{k: z for k in Static._fields}
+            | dict(start_s=start_s, end_sorted_s=end_s, submit_s=sub)
+        )
+        return hit_next(t, jb, st, t_end, t_timer, c0, c1, c2)
 
     rng = np.random.default_rng(3)
     for _ in range(200):

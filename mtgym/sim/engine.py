@@ -1,0 +1,922 @@
+"""The compiled event loop behind ``advance``: one call applies an allocation, then
+integrates and processes events until a stop (``mtgym.sim.dynamics`` has the rules).
+
+A Python loop over the same pieces cost ~20 compiled calls and many small numpy operations
+per decision; the env's step cost was mostly that overhead. Here the state's arrays are
+updated in place and its scalars travel in two small registers (``F_*`` float64,
+``R_*`` int64). Every piece is the loop form of the vectorised code it replaced, with the
+same floating-point operations in the same order; sums use numpy's pairwise order
+(``mtgym.sim.numeric``), so results are the same bits as before.
+
+``run`` returns to Python only for what Python owns: a timer that is due (the heap of
+``EventQueue``), an allocation to repair, or an allocation out of range.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from mtgym.generate.instance import Instance
+from mtgym.model.throughput import RateConsts, _job_rates_into
+from mtgym.sim.numeric import dot, pairwise_sum
+from mtgym.types import EventKind, JobStatus
+
+_ACTIVE = int(JobStatus.ACTIVE)  # compile-time constants in the kernels
+_COMPLETED = int(JobStatus.COMPLETED)
+_STOPPED = int(JobStatus.STOPPED)
+K_RECLAIMED = int(EventKind.NODE_RECLAIMED)
+K_COMPLETED = int(EventKind.JOB_COMPLETED)
+K_STOPPED = int(EventKind.TRIAL_STOPPED)
+K_RUNG = int(EventKind.RUNG_REACHED)
+K_IDLE = int(EventKind.NODE_IDLE)
+K_ARRIVED = int(EventKind.JOB_ARRIVED)
+K_TIMER = int(EventKind.TIMER)
+K_HORIZON = int(EventKind.HORIZON)
+K_FINISHING = K_COMPLETED | K_STOPPED
+
+# How a reclaim is charged (``_preempt``).
+PREEMPT_CHECKPOINT, PREEMPT_BFTRAINER, PREEMPT_PAUSE = 0, 1, 2
+
+# Float register: the state's float scalars, then the call's useful samples.
+F_TIME, F_OFFERED, F_ALLOCATED, F_UNUSED, F_ACTIVE, F_PRODUCTIVE, F_SAMPLES = range(7)
+NUM_F = 7
+# Int register: the state's int scalars, then what happened during the call (``StepInfo``).
+(
+    R_EVENTS,
+    R_DECISIONS,
+    R_START,
+    R_END,
+    R_ARRIVAL,
+    R_KINDS,
+    R_RECLAIMED,
+    R_IDLE,
+    R_ARRIVALS,
+    R_COMPLETIONS,
+    R_STOPS,
+    R_PREEMPTED,
+    R_RESCALED,
+    R_ALL_DONE,
+    R_HORIZON,
+) = range(15)
+NUM_R = 15
+
+# ``run``'s result codes.
+DONE, OUT_OF_RANGE, NEEDS_REPAIR, TIMER_DUE = 0, 1, 2, 3
+
+
+class Nodes(NamedTuple):
+    """Per-node state (kernel-side bundle of ``ClusterState`` arrays)."""
+
+    available: np.ndarray
+    node_job: np.ndarray
+    window: np.ndarray
+
+
+class Jobs(NamedTuple):
+    """Per-job state (kernel-side bundle of ``ClusterState`` arrays)."""
+
+    status: np.ndarray
+    n_nodes: np.ndarray
+    rate: np.ndarray
+    spread: np.ndarray
+    progress: np.ndarray
+    milestone: np.ndarray
+    rung: np.ndarray
+    stall_until: np.ndarray
+    debt: np.ndarray
+    ckpt_progress: np.ndarray
+    first_start: np.ndarray
+    finish_time: np.ndarray
+    rescales: np.ndarray
+    starts: np.ndarray
+    preemptions: np.ndarray
+    rescale_cost_s: np.ndarray
+    preempt_cost_s: np.ndarray
+    preempt_lost_samples: np.ndarray
+    stalled_s: np.ndarray
+    node_s: np.ndarray
+
+
+class Static(NamedTuple):
+    """The instance's constants the loop reads (jobs, campaigns, supply, throughput)."""
+
+    submit_s: np.ndarray
+    min_nodes: np.ndarray
+    max_nodes: np.ndarray
+    work: np.ndarray
+    ckpt_every: np.ndarray
+    startup_s: np.ndarray
+    r_up_s: np.ndarray
+    r_down_s: np.ndarray
+    campaign: np.ndarray
+    quality: np.ndarray
+    rungs: np.ndarray
+    eta: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+    end_sorted_s: np.ndarray
+    end_order: np.ndarray
+    win_node: np.ndarray
+    slowdown: np.ndarray
+    gpu_type: np.ndarray
+    coords: np.ndarray
+
+
+# Names of the ``ClusterState`` arrays ``run`` takes, in its argument order.
+NODE_FIELDS = Nodes._fields
+JOB_FIELDS = Jobs._fields
+
+
+def static_args(instance: Instance, consts: RateConsts) -> tuple:
+    """``run``'s instance arguments: ``Static`` then the throughput model's ``consts``."""
+    jobs, sup, cl = instance.jobs, instance.supply, instance.cluster
+    st = (
+        jobs.submit_s,
+        jobs.min_nodes,
+        jobs.max_nodes,
+        jobs.work,
+        jobs.ckpt_every,
+        jobs.startup_s,
+        jobs.r_up_s,
+        jobs.r_down_s,
+        jobs.campaign,
+        jobs.quality,
+        jobs.rungs,
+        instance.campaigns.eta,
+        sup.start_s,
+        sup.end_s,
+        sup.end_sorted_s,
+        sup.end_order,
+        sup.node,
+        cl.slowdown,
+        cl.gpu_type,
+        cl.topology.coords,
+    )
+    return st + tuple(consts)
+
+
+# ---------------------------------------------------------------------------------------
+# Pieces (each the loop form of the code it replaced; see ``mtgym.sim.dynamics``)
+# ---------------------------------------------------------------------------------------
+@njit(cache=True)
+def fmax(a: float, b: float) -> float:  # pragma: no cover - jit
+    """``np.maximum`` on two floats (NaN propagates)."""
+    if a != a or a >= b:
+        return a
+    return b
+
+
+@njit(cache=True)
+def out_of_range(a: np.ndarray, num_jobs: int) -> int:  # pragma: no cover - jit
+    """Index of the first entry outside -1..num_jobs-1, or -1."""
+    for n in range(a.shape[0]):
+        if a[n] < -1 or a[n] >= num_jobs:
+            return n
+    return -1
+
+
+@njit(cache=True)
+def feasible(
+    a: np.ndarray,
+    available: np.ndarray,
+    status: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+) -> bool:  # pragma: no cover - jit
+    """True when ``repair_allocation`` would change nothing: every assigned node is idle and
+    runs an active job, and every job gets 0 or between its min and max nodes.
+    """
+    cnt = np.zeros(status.shape[0], dtype=np.int64)
+    for n in range(a.shape[0]):
+        j = a[n]
+        if j < 0:
+            continue
+        if not available[n] or status[j] != _ACTIVE:
+            return False
+        cnt[j] += 1
+    for j in range(cnt.shape[0]):
+        if cnt[j] > 0 and (cnt[j] < min_nodes[j] or cnt[j] > max_nodes[j]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def diff_jobs(old: np.ndarray, new: np.ndarray, J: int) -> tuple[np.ndarray, np.ndarray]:
+    """Jobs that gained a node (bool (J,)) and every job whose node set changed (sorted)."""
+    gained = np.zeros(J, dtype=np.bool_)
+    touched = np.zeros(J, dtype=np.bool_)
+    for n in range(old.shape[0]):
+        o, a = old[n], new[n]
+        if o != a:
+            if a >= 0:
+                gained[a] = True
+                touched[a] = True
+            if o >= 0:
+                touched[o] = True
+    return gained, np.flatnonzero(touched)
+
+
+@njit(cache=True, error_model="numpy")
+def _refresh(nd: Nodes, jb: Jobs, st: Static, rc: RateConsts) -> None:  # pragma: no cover
+    """Rates, node counts and spreads of every job from the node map, in place."""
+    _job_rates_into(
+        rc, nd.node_job, st.slowdown, st.gpu_type, st.coords, jb.rate, jb.n_nodes, jb.spread
+    )
+
+
+@njit(cache=True, error_model="numpy")
+def _charge_changes(
+    touched: np.ndarray,
+    gained: np.ndarray,
+    old_n: np.ndarray,
+    old_rate: np.ndarray,
+    t: float,
+    bftrainer: bool,
+    jb: Jobs,
+    st: Static,
+) -> None:  # pragma: no cover - jit
+    """Checkpoint and charge every job whose node set changed: a stop is free under
+    ``PAUSE`` and costs ``r_down_s x rate before`` (debt) under BFTrainer; a start pauses
+    ``startup_s``; a grow costs ``r_up_s``, a shrink ``r_down_s`` (a pause, or BFTrainer's
+    lost samples).
+    """
+    for j in touched:
+        # Voluntary changes checkpoint first.
+        jb.ckpt_progress[j] = fmax(jb.ckpt_progress[j], jb.progress[j] - jb.debt[j])
+        if jb.n_nodes[j] == 0:  # stopped
+            jb.stall_until[j] = -np.inf
+            if bftrainer:
+                jb.rescales[j] += 1
+                jb.rescale_cost_s[j] += st.r_down_s[j]
+                jb.debt[j] += st.r_down_s[j] * old_rate[j]
+        elif old_n[j] == 0:  # started: always a pause
+            jb.starts[j] += 1
+            if np.isnan(jb.first_start[j]):
+                jb.first_start[j] = t
+            jb.stall_until[j] = fmax(jb.stall_until[j], t + st.startup_s[j])
+            jb.rescale_cost_s[j] += st.startup_s[j]
+        else:  # grown (any node added) or only shrunk
+            cost = st.r_up_s[j] if gained[j] else st.r_down_s[j]
+            jb.rescales[j] += 1
+            jb.rescale_cost_s[j] += cost
+            if bftrainer:
+                jb.debt[j] += cost * old_rate[j]
+            else:
+                jb.stall_until[j] = fmax(jb.stall_until[j], t + cost)
+
+
+@njit(cache=True, error_model="numpy")
+def _apply(
+    f: np.ndarray,
+    r: np.ndarray,
+    alloc: np.ndarray,
+    check: bool,
+    bftrainer: bool,
+    nd: Nodes,
+    jb: Jobs,
+    st: Static,
+    rc: RateConsts,
+) -> tuple[int, int]:  # pragma: no cover - jit
+    """Apply a node map at the current time (``apply_allocation``). Nothing changes when it
+    is out of range (``OUT_OF_RANGE``, index) or, with ``check``, needs a repair.
+    """
+    J = jb.status.shape[0]
+    bad = out_of_range(alloc, J)
+    if bad >= 0:
+        return OUT_OF_RANGE, bad
+    a = alloc.astype(np.int32)
+    if check and not feasible(a, nd.available, jb.status, st.min_nodes, st.max_nodes):
+        return NEEDS_REPAIR, -1
+    gained, touched = diff_jobs(nd.node_job, a, J)
+    r[R_DECISIONS] += 1
+    r[R_RESCALED] = touched.shape[0]
+    if touched.shape[0] == 0:
+        return DONE, -1
+    old_rate = jb.rate.copy()
+    old_n = jb.n_nodes.copy()
+    nd.node_job[:] = a
+    _refresh(nd, jb, st, rc)
+    _charge_changes(touched, gained, old_n, old_rate, f[F_TIME], bftrainer, jb, st)
+    return DONE, -1
+
+
+@njit(cache=True, error_model="numpy")
+def hit_next(
+    t: float,
+    jb: Jobs,
+    st: Static,
+    t_end: float,
+    t_timer: float,
+    start_cursor: int,
+    end_cursor: int,
+    arrival_cursor: int,
+) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover - jit
+    """Jobs holding nodes, when each reaches its next milestone (after its pause, its debt,
+    then the distance at its rate; inf without a rate), and the earliest pending event:
+    ``min`` over ``t_end``, the next timer, window start, window end, arrival and milestone
+    in that order (a later one wins only when strictly earlier; NaN propagates from the
+    milestones).
+    """
+    held = np.flatnonzero(jb.n_nodes > 0)
+    t_hit = np.empty(held.shape[0])
+    for i in range(held.shape[0]):
+        j = held[i]
+        rt = jb.rate[j]
+        if rt > 0:
+            t_hit[i] = (
+                t
+                + fmax(jb.stall_until[j] - t, 0.0)
+                + (jb.debt[j] + jb.milestone[j] - jb.progress[j]) / rt
+            )
+        else:
+            t_hit[i] = np.inf
+    m = t_end
+    if t_timer < m:
+        m = t_timer
+    if start_cursor < st.start_s.shape[0] and st.start_s[start_cursor] < m:
+        m = st.start_s[start_cursor]
+    if end_cursor < st.end_sorted_s.shape[0] and st.end_sorted_s[end_cursor] < m:
+        m = st.end_sorted_s[end_cursor]
+    if arrival_cursor < st.submit_s.shape[0] and st.submit_s[arrival_cursor] < m:
+        m = st.submit_s[arrival_cursor]
+    if t_hit.shape[0]:
+        h = t_hit[0]
+        for i in range(1, t_hit.shape[0]):
+            v = t_hit[i]
+            if v < h or v != v:
+                h = v
+                if v != v:
+                    break
+        if h < m:
+            m = h
+    return held, t_hit, m
+
+
+@njit(cache=True, error_model="numpy")
+def _integrate(
+    f: np.ndarray, r: np.ndarray, t1: float, held: np.ndarray, nd: Nodes, jb: Jobs, st: Static
+) -> float:  # pragma: no cover - jit
+    """Advance progress and accumulators to ``t1`` (no event inside): per held job pause,
+    then debt, then progress (capped at the milestone); periodic checkpoints; stalled and
+    node seconds. Returns the useful samples gained.
+    """
+    t = f[F_TIME]
+    dt = t1 - t
+    if dt <= 0:
+        return 0.0  # (t1 <= t: the time stays)
+    n_avail = n_unused = 0
+    for n in range(nd.available.shape[0]):
+        if nd.available[n]:
+            n_avail += 1
+            if nd.node_job[n] < 0:
+                n_unused += 1
+    n_finished = 0
+    for j in range(jb.status.shape[0]):
+        if jb.status[j] >= _COMPLETED:
+            n_finished += 1
+    m = held.shape[0]
+    gain = np.empty(m)
+    useful_t = np.empty(m)
+    n_held = np.empty(m, dtype=jb.n_nodes.dtype)
+    n_sum = 0
+    for i in range(m):
+        j = held[i]
+        rt = jb.rate[j]
+        k = jb.n_nodes[j]
+        n_held[i] = k
+        n_sum += k
+        stall = min(max(jb.stall_until[j] - t, 0.0), dt)
+        gross = (dt - stall) * rt if rt > 0 else 0.0
+        d = jb.debt[j]
+        pay = min(gross, d)
+        g = gross - pay
+        d = d - pay
+        jb.debt[j] = d
+        p = min(jb.progress[j] + g, jb.milestone[j])
+        jb.progress[j] = p
+        every = st.ckpt_every[j]
+        periodic = np.floor(p / every) * every if np.isfinite(every) else 0.0
+        ck = jb.ckpt_progress[j]
+        if not d > 0:
+            jb.ckpt_progress[j] = fmax(ck, periodic)
+        u = g / rt if rt > 0 else 0.0
+        useful_t[i] = u
+        gain[i] = g
+        jb.stalled_s[j] += dt - u
+        jb.node_s[j] += k * dt
+    f[F_OFFERED] += float(n_avail) * dt
+    f[F_ACTIVE] += float(r[R_ARRIVAL] - n_finished) * dt
+    # Unused nodes are counted independently of the job node counts, so check_state can
+    # verify offered = allocated + unused (it fails if a job holds a node that is not idle).
+    f[F_UNUSED] += float(n_unused) * dt
+    f[F_TIME] = t1
+    if m == 0:
+        return 0.0
+    f[F_ALLOCATED] += float(n_sum) * dt
+    f[F_PRODUCTIVE] += dot(n_held, useful_t)
+    return pairwise_sum(gain)
+
+
+@njit(cache=True)
+def _release(jobs: np.ndarray, k: int, nd: Nodes, jb: Jobs) -> None:  # pragma: no cover
+    """Take every node away from ``jobs[:k]`` (finished or below their minimum)."""
+    if k == 0:
+        return
+    mark = np.zeros(jb.status.shape[0], dtype=np.bool_)
+    for i in range(k):
+        mark[jobs[i]] = True
+    for n in range(nd.node_job.shape[0]):
+        j = nd.node_job[n]
+        if j >= 0 and mark[j]:
+            nd.node_job[n] = -1
+    for i in range(k):
+        j = jobs[i]
+        jb.n_nodes[j] = 0
+        jb.rate[j] = 0.0
+        jb.spread[j] = 0
+        jb.stall_until[j] = -np.inf
+
+
+@njit(cache=True, error_model="numpy")
+def _milestones(
+    f: np.ndarray,
+    r: np.ndarray,
+    held: np.ndarray,
+    t_hit: np.ndarray,
+    nd: Nodes,
+    jb: Jobs,
+    st: Static,
+    rc: RateConsts,
+) -> None:  # pragma: no cover - jit
+    """Jobs at a milestone now: those whose time is now, and any whose remaining distance is
+    within 1e-9 of its work (relative to the work, never to the clock, so large absolute
+    times cannot finish a job early). The work done -> completed; a campaign rung -> the
+    trial continues only if its quality ranks in the best ``1/eta`` of its campaign's
+    trials at that rung, else it is stopped.
+    """
+    t = f[F_TIME]
+    due = np.empty(held.shape[0], dtype=np.int64)
+    nd_ = 0
+    for i in range(held.shape[0]):
+        j = held[i]
+        near = jb.debt[j] <= 0.0 and jb.milestone[j] - jb.progress[j] <= 1e-9 * st.work[j]
+        if t_hit[i] <= t or near:
+            due[nd_] = j
+            nd_ += 1
+    if nd_ == 0:
+        return
+    due = due[:nd_]
+    left = np.empty(nd_)
+    for i in range(nd_):
+        left[i] = jb.milestone[due[i]] - jb.progress[due[i]]
+    f[F_SAMPLES] += pairwise_sum(left)
+    done = np.empty(nd_, dtype=np.int64)
+    n_done = 0
+    for j in due:
+        jb.progress[j] = jb.milestone[j]
+        jb.debt[j] = 0.0
+        if jb.milestone[j] >= st.work[j]:
+            jb.status[j] = _COMPLETED
+            jb.finish_time[j] = t
+            done[n_done] = j
+            n_done += 1
+    _release(done, n_done, nd, jb)
+    if n_done:
+        r[R_COMPLETIONS] += n_done
+        r[R_KINDS] |= K_COMPLETED
+    stopped = np.empty(nd_, dtype=np.int64)
+    n_stop = 0
+    for j in due:
+        if not jb.milestone[j] < st.work[j]:  # (campaign rungs: rare)
+            continue
+        r[R_KINDS] |= K_RUNG
+        rr = jb.rung[j]
+        jb.rung[j] = rr + 1
+        c = st.campaign[j]
+        keep = True
+        if c >= 0:
+            m = rank = 0
+            for k in range(st.campaign.shape[0]):
+                if st.campaign[k] == c and jb.rung[k] >= rr + 1:
+                    m += 1
+                    if st.quality[k] > st.quality[j]:
+                        rank += 1
+            keep = rank < math.ceil(m / st.eta[c])
+        if keep:
+            nxt = st.rungs[j, rr + 1] if rr + 1 < st.rungs.shape[1] else np.nan
+            jb.milestone[j] = st.work[j] * (1.0 if np.isnan(nxt) else min(nxt, 1.0))
+        else:
+            stopped[n_stop] = j
+            n_stop += 1
+    if n_stop:
+        for i in range(n_stop):
+            jb.status[stopped[i]] = _STOPPED
+            jb.finish_time[stopped[i]] = t
+        _release(stopped, n_stop, nd, jb)
+        r[R_STOPS] += n_stop
+        r[R_KINDS] |= K_STOPPED
+    _refresh(nd, jb, st, rc)
+
+
+@njit(cache=True)
+def reclaim_nodes(
+    t: float,
+    lo: int,
+    end_sorted_s: np.ndarray,
+    end_order: np.ndarray,
+    node: np.ndarray,
+    window: np.ndarray,
+    available: np.ndarray,
+    node_job: np.ndarray,
+) -> tuple[int, int, np.ndarray]:  # pragma: no cover - jit
+    """Windows ``lo..hi-1`` (by end) end by ``t``: each one's node, if that window is still
+    its current one, stops being idle and loses its job. Returns ``hi``, the number of such
+    nodes and the sorted distinct jobs that lost nodes.
+    """
+    hi = lo
+    while hi < end_sorted_s.shape[0] and end_sorted_s[hi] <= t:
+        hi += 1
+    owners = np.empty(hi - lo, dtype=node_job.dtype)
+    n_live = k = 0
+    for i in range(lo, hi):
+        w = end_order[i]
+        n = node[w]
+        if window[n] != w:  # a window that never opened (before t_start)
+            continue
+        n_live += 1
+        if node_job[n] >= 0:
+            owners[k] = node_job[n]
+            k += 1
+        available[n] = False
+        window[n] = -1
+        node_job[n] = -1
+    return hi, n_live, np.unique(owners[:k])
+
+
+@njit(cache=True, error_model="numpy")
+def _preempt(
+    hit: np.ndarray,
+    t: float,
+    past_end: bool,
+    mode: int,
+    old_rate: np.ndarray,
+    nd: Nodes,
+    jb: Jobs,
+    st: Static,
+) -> None:  # pragma: no cover - jit
+    """After the rates were refreshed, for the sorted distinct jobs ``hit`` that lost nodes:
+    a job left below its minimum releases its other nodes; a job left without nodes has no
+    pause pending; unless past the horizon, each is pre-empted: ``checkpoint`` -> debt up
+    to the progress since its last checkpoint, plus an ``r_down_s`` pause if it still runs;
+    ``bftrainer`` rescaling -> ``r_down_s x rate before`` as debt, nodes left or not; else
+    an ``r_down_s`` pause if it still runs.
+    """
+    below = np.empty(hit.shape[0], dtype=np.int64)
+    k = 0
+    for j in hit:
+        if jb.n_nodes[j] > 0 and jb.n_nodes[j] < st.min_nodes[j]:
+            below[k] = j
+            k += 1
+    _release(below, k, nd, jb)
+    for j in hit:
+        if jb.n_nodes[j] == 0:
+            jb.stall_until[j] = -np.inf
+    if past_end:
+        return
+    for j in hit:
+        jb.preemptions[j] += 1
+    if mode == PREEMPT_CHECKPOINT:
+        for j in hit:
+            d = jb.debt[j]
+            new_debt = fmax(jb.progress[j] - jb.ckpt_progress[j], d)
+            jb.preempt_lost_samples[j] += new_debt - d
+            jb.debt[j] = new_debt
+        for j in hit:
+            if jb.n_nodes[j] > 0:
+                jb.preempt_cost_s[j] += st.r_down_s[j]
+                jb.stall_until[j] = fmax(jb.stall_until[j], t + st.r_down_s[j])
+    elif mode == PREEMPT_BFTRAINER:
+        for j in hit:
+            jb.preempt_cost_s[j] += st.r_down_s[j]
+            jb.debt[j] += st.r_down_s[j] * old_rate[j]
+    else:
+        for j in hit:
+            if jb.n_nodes[j] > 0:
+                jb.preempt_cost_s[j] += st.r_down_s[j]
+                jb.stall_until[j] = fmax(jb.stall_until[j], t + st.r_down_s[j])
+
+
+@njit(cache=True, error_model="numpy")
+def _reclaims(
+    f: np.ndarray,
+    r: np.ndarray,
+    t_end: float,
+    preempt_mode: int,
+    nd: Nodes,
+    jb: Jobs,
+    st: Static,
+    rc: RateConsts,
+) -> None:  # pragma: no cover - jit
+    """Windows ending by now: their nodes leave at once and their jobs are pre-empted
+    (windows cut at ``t_end`` are not reclaims: nobody is charged).
+    """
+    t = f[F_TIME]
+    lo = r[R_END]
+    if lo >= st.end_sorted_s.shape[0] or st.end_sorted_s[lo] > t:
+        return  # no window ends by t (the common case)
+    hi, n_live, hit = reclaim_nodes(
+        t, lo, st.end_sorted_s, st.end_order, st.win_node, nd.window, nd.available, nd.node_job
+    )
+    if hi == lo:
+        return
+    r[R_END] = hi
+    if n_live == 0:
+        return
+    r[R_EVENTS] += n_live
+    r[R_RECLAIMED] += n_live
+    r[R_KINDS] |= K_RECLAIMED
+    if hit.shape[0] == 0:
+        return
+    old_rate = jb.rate.copy()
+    _refresh(nd, jb, st, rc)
+    past_end = t >= t_end
+    _preempt(hit, t, past_end, preempt_mode, old_rate, nd, jb, st)
+    if not past_end:
+        r[R_PREEMPTED] += hit.shape[0]
+
+
+@njit(cache=True)
+def _open_windows(f: np.ndarray, r: np.ndarray, nd: Nodes, st: Static) -> None:  # pragma: no cover
+    """Windows starting by now: their nodes become idle (unless the window also ended by
+    now: the ``t_start`` case).
+    """
+    t = f[F_TIME]
+    lo = r[R_START]
+    W = st.start_s.shape[0]
+    if lo >= W or st.start_s[lo] > t:
+        return  # no window starts by t (the common case)
+    hi = lo
+    while hi < W and st.start_s[hi] <= t:
+        hi += 1
+    k = 0
+    for w in range(lo, hi):
+        if st.end_s[w] > t:
+            n = st.win_node[w]
+            nd.available[n] = True
+            nd.window[n] = w
+            k += 1
+    r[R_START] = hi
+    r[R_EVENTS] += k
+    r[R_IDLE] += k
+    if k:
+        r[R_KINDS] |= K_IDLE
+
+
+@njit(cache=True)
+def _arrivals(f: np.ndarray, r: np.ndarray, jb: Jobs, st: Static) -> None:  # pragma: no cover
+    """Jobs submitted by now become active (jobs are sorted by submission)."""
+    t = f[F_TIME]
+    lo = r[R_ARRIVAL]
+    J = st.submit_s.shape[0]
+    if lo >= J or st.submit_s[lo] > t:
+        return  # no arrival by t (the common case)
+    hi = lo
+    while hi < J and st.submit_s[hi] <= t:
+        hi += 1
+    for j in range(lo, hi):
+        jb.status[j] = _ACTIVE
+    r[R_ARRIVAL] = hi
+    r[R_EVENTS] += hi - lo
+    r[R_ARRIVALS] += hi - lo
+    r[R_KINDS] |= K_ARRIVED
+
+
+@njit(cache=True)
+def _all_done(r: np.ndarray, jb: Jobs) -> bool:  # pragma: no cover - jit
+    """Every job arrived and completed or stopped."""
+    if r[R_ARRIVAL] < jb.status.shape[0]:
+        return False
+    done = True
+    for j in range(jb.status.shape[0]):
+        if jb.status[j] < _COMPLETED:
+            done = False
+            break
+    return done
+
+
+@njit(cache=True, error_model="numpy")
+def _events_at(
+    f: np.ndarray,
+    r: np.ndarray,
+    held: np.ndarray,
+    t_hit: np.ndarray,
+    t_end: float,
+    preempt_mode: int,
+    nd: Nodes,
+    jb: Jobs,
+    st: Static,
+    rc: RateConsts,
+) -> None:  # pragma: no cover - jit
+    """Every event due now but timers, in the fixed order of kinds."""
+    _milestones(f, r, held, t_hit, nd, jb, st, rc)
+    _reclaims(f, r, t_end, preempt_mode, nd, jb, st, rc)
+    _open_windows(f, r, nd, st)
+    _arrivals(f, r, jb, st)
+
+
+@njit(cache=True, error_model="numpy")
+def _loop(
+    f: np.ndarray,
+    r: np.ndarray,
+    limit: float,
+    stop: int,
+    t_end: float,
+    t_timer: float,
+    resume: bool,
+    preempt_mode: int,
+    nd: Nodes,
+    jb: Jobs,
+    st: Static,
+    rc: RateConsts,
+) -> int:  # pragma: no cover - jit
+    """``advance``'s loop: next event time, integrate to it, process what is due; stop on a
+    kind in ``stop``, at ``limit``, or when the last job finishes. ``TIMER_DUE`` hands a due
+    timer to Python; ``resume`` continues after it (the end-of-instant checks).
+    """
+    while True:
+        if not resume:
+            held, t_hit, t_next = hit_next(
+                f[F_TIME], jb, st, t_end, t_timer, r[R_START], r[R_END], r[R_ARRIVAL]
+            )
+            if t_next >= t_end:
+                t_next = t_end
+            if t_next > limit:
+                t_next = limit
+            if not np.isfinite(t_next):  # nothing will ever happen again
+                r[R_ALL_DONE] = 1 if _all_done(r, jb) else 0
+                return DONE
+            f[F_SAMPLES] += _integrate(f, r, t_next, held, nd, jb, st)
+            _events_at(f, r, held, t_hit, t_end, preempt_mode, nd, jb, st, rc)
+            if t_timer <= f[F_TIME]:
+                return TIMER_DUE
+        resume = False
+        if f[F_TIME] >= t_end:
+            r[R_KINDS] |= K_HORIZON
+            r[R_HORIZON] = 1
+        done = _all_done(r, jb)
+        r[R_ALL_DONE] = 1 if done else 0
+        finished_now = done and (r[R_KINDS] & K_FINISHING) != 0
+        if (r[R_KINDS] & stop) != 0 or f[F_TIME] >= limit or finished_now:
+            return DONE
+
+
+@njit(cache=True, error_model="numpy")
+def run(
+    f: np.ndarray,
+    r: np.ndarray,
+    alloc: np.ndarray,
+    apply: bool,
+    check: bool,
+    loop: int,
+    limit: float,
+    stop: int,
+    t_end: float,
+    t_timer: float,
+    resume: bool,
+    bftrainer: bool,
+    preempt_mode: int,
+    available: np.ndarray,
+    node_job: np.ndarray,
+    window: np.ndarray,
+    status: np.ndarray,
+    n_nodes: np.ndarray,
+    rate: np.ndarray,
+    spread: np.ndarray,
+    progress: np.ndarray,
+    milestone: np.ndarray,
+    rung: np.ndarray,
+    stall_until: np.ndarray,
+    debt: np.ndarray,
+    ckpt_progress: np.ndarray,
+    first_start: np.ndarray,
+    finish_time: np.ndarray,
+    rescales: np.ndarray,
+    starts: np.ndarray,
+    preemptions: np.ndarray,
+    rescale_cost_s: np.ndarray,
+    preempt_cost_s: np.ndarray,
+    preempt_lost_samples: np.ndarray,
+    stalled_s: np.ndarray,
+    node_s: np.ndarray,
+    submit_s: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    work: np.ndarray,
+    ckpt_every: np.ndarray,
+    startup_s: np.ndarray,
+    r_up_s: np.ndarray,
+    r_down_s: np.ndarray,
+    campaign: np.ndarray,
+    quality: np.ndarray,
+    rungs: np.ndarray,
+    eta: np.ndarray,
+    start_s: np.ndarray,
+    end_s: np.ndarray,
+    end_sorted_s: np.ndarray,
+    end_order: np.ndarray,
+    win_node: np.ndarray,
+    slowdown: np.ndarray,
+    gpu_type: np.ndarray,
+    coords: np.ndarray,
+    gpus_per_node: int,
+    bw: np.ndarray,
+    lat: np.ndarray,
+    lam: np.ndarray,
+    is_table: np.ndarray,
+    curve_nodes: np.ndarray,
+    curve_tput: np.ndarray,
+    local_batch: np.ndarray,
+    grad_bytes: np.ndarray,
+    overlap: np.ndarray,
+    app_class: np.ndarray,
+    type_rate: np.ndarray,
+) -> tuple[int, int]:  # pragma: no cover - jit
+    """Apply ``alloc`` (when ``apply``; ``check``: return ``NEEDS_REPAIR`` untouched if it
+    is infeasible), then run the loop (``loop`` 1) or only the events due now (``loop`` 2,
+    the initial state). The state's arrays change in place and its scalars in ``f``/``r``.
+    Flat arguments: numba resolves plain arrays fast, named tuples slowly.
+    Returns (code, index of the first out-of-range entry or -1).
+    """
+    nd = Nodes(available, node_job, window)
+    jb = Jobs(
+        status,
+        n_nodes,
+        rate,
+        spread,
+        progress,
+        milestone,
+        rung,
+        stall_until,
+        debt,
+        ckpt_progress,
+        first_start,
+        finish_time,
+        rescales,
+        starts,
+        preemptions,
+        rescale_cost_s,
+        preempt_cost_s,
+        preempt_lost_samples,
+        stalled_s,
+        node_s,
+    )
+    st = Static(
+        submit_s,
+        min_nodes,
+        max_nodes,
+        work,
+        ckpt_every,
+        startup_s,
+        r_up_s,
+        r_down_s,
+        campaign,
+        quality,
+        rungs,
+        eta,
+        start_s,
+        end_s,
+        end_sorted_s,
+        end_order,
+        win_node,
+        slowdown,
+        gpu_type,
+        coords,
+    )
+    rc = RateConsts(
+        gpus_per_node,
+        bw,
+        lat,
+        lam,
+        is_table,
+        curve_nodes,
+        curve_tput,
+        local_batch,
+        grad_bytes,
+        overlap,
+        app_class,
+        type_rate,
+    )
+    if apply:
+        code, bad = _apply(f, r, alloc, check, bftrainer, nd, jb, st, rc)
+        if code != DONE:
+            return code, bad
+    if loop == 1:
+        return _loop(f, r, limit, stop, t_end, t_timer, resume, preempt_mode, nd, jb, st, rc), -1
+    if loop == 2:
+        empty = np.empty(0, dtype=np.int64)
+        _events_at(f, r, empty, np.empty(0), t_end, preempt_mode, nd, jb, st, rc)
+    return DONE, -1

@@ -17,6 +17,7 @@ import numpy as np
 
 from mtgym.generate.instance import Instance
 from mtgym.sim.dynamics import throughput_model
+from mtgym.sim.numeric import dot, pairwise_sum
 from mtgym.sim.state import ClusterState
 
 REWARDS = ("progress", "throughput", "jct")
@@ -46,7 +47,7 @@ class RewardFn:
     def __call__(self, before: StepDelta, state: ClusterState) -> float:
         """The reward of the step that led from ``before`` to ``state``."""
         if self.name == "progress":
-            return float(np.dot(state.progress - before.progress, self._inv_work))
+            return dot(state.progress - before.progress, self._inv_work)  # (fixed order)
         if self.name == "throughput":
-            return float((state.progress.sum() - before.progress.sum()) * self._tput_scale)
+            return (pairwise_sum(state.progress) - pairwise_sum(before.progress)) * self._tput_scale
         return -(state.active_job_s - before.active_job_s) / 3600.0

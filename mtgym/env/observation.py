@@ -9,7 +9,7 @@ profiling) and no work or costs; ``oracle`` -> the truth.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 
 import numpy as np
 from gymnasium import spaces
@@ -124,9 +124,11 @@ class ObservationBuilder:
             (
                 np.full(2 * N, TIME_SCALE),
                 np.tile([RATE_SCALE, TIME_SCALE, WORK_SCALE, WORK_SCALE], S),
+                [TIME_SCALE],
             )
         )
         self._work_arr = jobs.work if self._work is not None else np.zeros(0)
+        self._x = np.zeros(2 * N + 4 * S + 1)  # ``_obs_args``' output, reused
 
     def build(
         self,
@@ -138,18 +140,18 @@ class ObservationBuilder:
         t_end: float,
     ) -> dict[str, np.ndarray]:
         """The observation of ``state`` (fresh arrays: safe to keep). Call ``bind`` first."""
-        N, S = self.N, self.S
         sup = instance.supply
-        t = state.time
         # One compiled pass gathers the arguments of every log-scaled feature; numpy takes
         # the logarithms (its own log1p, as always); a second pass writes everything.
-        x, n_avail, n_active, n_held, n_present = _obs_args(
+        counts = _obs_args(
+            self._x,
             state.available,
             state.window,
             sup.start_s,
             sup.end_s,
             sup.end_known,
-            t,
+            state.time,
+            instance.t_start,
             slots.job,
             state.status,
             state.rate,
@@ -159,8 +161,28 @@ class ObservationBuilder:
             self._work_arr,
             state.n_nodes,
         )
+        return self.finish(state, instance, slots, profiler, action_mask, t_end, counts)
+
+    def finish(
+        self,
+        state: ClusterState,
+        instance: Instance,
+        slots: JobSlots,
+        profiler: PassiveProfiler,
+        action_mask: np.ndarray,
+        t_end: float,
+        counts: tuple[int, int, int, int],
+        fill: Callable[..., None] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """``build`` after ``_obs_args`` filled ``self._x`` and returned ``counts`` (idle
+        nodes, active jobs, held nodes, occupied slots). ``fill``: ``_obs_fill`` bound to
+        these inputs by the caller (it takes the outputs and ``counts``).
+        """
+        N, S = self.N, self.S
+        x = self._x
         np.log1p(x, out=x)
         x /= self._scale
+        n_avail, n_active, n_held, n_present = counts
         self.queued = n_active - n_present  # JobSlots.queued(state), for the env's info
         # Fresh output arrays (numba would box each returned array, slower than this).
         f32 = np.float32
@@ -171,28 +193,39 @@ class ObservationBuilder:
         job_mask = np.empty(S, dtype=f32)
         curve = np.zeros((S, self.P), dtype=f32)
         known_c = np.zeros((S, self.P), dtype=f32)
-        _obs_fill(
-            nodes,
-            node_job,
-            node_mask,
-            jf,
-            job_mask,
-            curve,
-            known_c,
-            x,
-            state.available,
-            state.node_job,
-            state.window,
-            sup.end_known,
-            t,
-            slots.job,
-            state.n_nodes,
-            state.stall_until,
-            self._job_static,
-            self._curve,
-            self._known,
-            self.C,
-        )
+        g = np.empty(self.global_dim, dtype=f32)
+        if fill is None:
+            _obs_fill(
+                nodes,
+                node_job,
+                node_mask,
+                jf,
+                job_mask,
+                curve,
+                known_c,
+                g,
+                x,
+                state.available,
+                state.node_job,
+                state.window,
+                instance.supply.end_known,
+                state.time,
+                instance.t_start,
+                t_end,
+                slots.job,
+                state.n_nodes,
+                state.stall_until,
+                self._job_static,
+                self._curve,
+                self._known,
+                self.C,
+                n_avail,
+                n_active,
+                n_held,
+                n_present,
+            )
+        else:  # the same kernel, its inputs held by the caller (``mtgym.env.fast``)
+            fill(nodes, node_job, node_mask, jf, job_mask, curve, known_c, g, counts)
         if self._work is None and n_present:  # profiled: only what was measured
             idx = np.flatnonzero(slots.present)
             j = slots.job[idx]
@@ -202,21 +235,6 @@ class ObservationBuilder:
             known_c[idx] = kn
             np.clip(jf[:, 15], -1.0, OBS_HIGH, out=jf[:, 15])
             np.clip(curve, 0.0, OBS_HIGH, out=curve)
-        # -- global -- (float64 values, then float32 and clipped, as assigning into a float32
-        # array and ``np.clip`` did)
-        t_start = instance.t_start
-        g = np.array(
-            (
-                (t - t_start) / max(t_end - t_start, 1.0) if math.isfinite(t_end) else 0.0,
-                n_avail / N,
-                (n_avail - n_held) / N,
-                (n_active - n_present) / max(S, 1),  # slots.queued(state)
-                n_present / max(S, 1),
-                np.log1p(max(t - t_start, 0.0)) / TIME_SCALE,
-            ),
-            dtype=np.float32,
-        )
-        np.minimum(np.maximum(g, -1.0, out=g), OBS_HIGH, out=g)
         return {
             "nodes": nodes,
             "node_mask": node_mask,
@@ -236,12 +254,14 @@ class ObservationBuilder:
 # ---------------------------------------------------------------------------------------
 @njit(cache=True)
 def _obs_args(
+    x: np.ndarray,
     available: np.ndarray,
     window: np.ndarray,
     start_s: np.ndarray,
     end_s: np.ndarray,
     end_known: np.ndarray,
     t: float,
+    t_start: float,
     slot_job: np.ndarray,
     status: np.ndarray,
     rate: np.ndarray,
@@ -250,16 +270,16 @@ def _obs_args(
     progress: np.ndarray,
     work: np.ndarray,
     n_nodes: np.ndarray,
-) -> tuple[np.ndarray, int, int, int, int]:  # pragma: no cover - jit
-    """Arguments of the log-scaled features, flat: per node the idle time so far and the
-    known time until reclaim (2N), then per slot the shown rate, age, progress and
-    remaining work (4S; 0 for an empty slot, remaining work 0 when ``work`` is empty).
-    Also returns the idle node count, the active job count, the nodes held by jobs and
-    the occupied slots.
+) -> tuple[int, int, int, int]:  # pragma: no cover - jit
+    """Arguments of the log-scaled features into ``x``, flat: per node the idle time so far
+    and the known time until reclaim (2N), then per slot the shown rate, age, progress and
+    remaining work (4S; 0 for an empty slot, remaining work 0 when ``work`` is empty), then
+    the time since the start. Returns the idle node count, the active job count, the nodes
+    held by jobs and the occupied slots.
     """
     N = available.shape[0]
     S = slot_job.shape[0]
-    x = np.zeros(2 * N + 4 * S)
+    x[:] = 0.0
     n_avail = 0
     for n in range(N):
         if available[n]:
@@ -286,7 +306,8 @@ def _obs_args(
         x[o + 4 * s + 2] = progress[j]
         if work.shape[0]:
             x[o + 4 * s + 3] = max(work[j] - progress[j], 0.0)
-    return x, n_avail, n_active, n_held, n_present
+    x[o + 4 * S] = max(t - t_start, 0.0)
+    return n_avail, n_active, n_held, n_present
 
 
 @njit(cache=True)
@@ -305,12 +326,15 @@ def _obs_fill(
     job_mask: np.ndarray,
     curve: np.ndarray,
     known: np.ndarray,
+    g: np.ndarray,
     x: np.ndarray,
     available: np.ndarray,
     node_job: np.ndarray,
     window: np.ndarray,
     end_known: np.ndarray,
     t: float,
+    t_start: float,
+    t_end: float,
     slot_job: np.ndarray,
     n_nodes: np.ndarray,
     stall_until: np.ndarray,
@@ -318,11 +342,15 @@ def _obs_fill(
     curve_static: np.ndarray,
     known_static: np.ndarray,
     C: int,
+    n_avail: int,
+    n_active: int,
+    n_held: int,
+    n_present: int,
 ) -> None:  # pragma: no cover - jit
     """Fill ``nodes`` (a copy of the static part), ``node_slot`` (``node_job``),
     ``node_mask``, ``jf`` (``jobs``), ``job_mask``, ``curve`` and ``known`` (zeros, for
-    ``job_curve`` and ``job_curve_known``) from the static parts and the log-scaled
-    features ``x`` (see ``_obs_args``).
+    ``job_curve`` and ``job_curve_known``) and ``g`` (``global``) from the static parts,
+    the log-scaled features ``x`` (see ``_obs_args``) and the counts it returned.
     """
     N = available.shape[0]
     S = slot_job.shape[0]
@@ -359,3 +387,11 @@ def _obs_fill(
         for k in range(P):
             curve[s, k] = curve_static[j, k]
             known[s, k] = known_static[j, k]
+    # global: float64 values, then float32 and clipped
+    span = t_end - t_start
+    g[0] = _clip32((t - t_start) / max(span, 1.0) if np.isfinite(t_end) else 0.0, -1.0)
+    g[1] = _clip32(n_avail / N, -1.0)
+    g[2] = _clip32((n_avail - n_held) / N, -1.0)
+    g[3] = _clip32((n_active - n_present) / max(S, 1), -1.0)  # slots.queued(state)
+    g[4] = _clip32(n_present / max(S, 1), -1.0)
+    g[5] = _clip32(x[o + 4 * S], -1.0)

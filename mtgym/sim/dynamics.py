@@ -352,9 +352,25 @@ def _apply_and_run(
             code, _ = _run(s, ctx, f, r, a, False, loop, limit, stop, False)
         else:
             rep = Repair()
-    while code == engine.TIMER_DUE:  # the heap of timers is Python's
+    return rep, _finish_timers(s, ctx, f, r, loop, limit, stop, code)
+
+
+def _finish_timers(
+    s: ClusterState,
+    ctx: _Context,
+    f: np.ndarray,
+    r: np.ndarray,
+    loop: int,
+    limit: float,
+    stop: int,
+    code: int,
+) -> int:
+    """While the engine hands back a due timer: pop the timers due (the heap is Python's),
+    count them, and resume the engine's loop. Returns the last code.
+    """
+    while code == engine.TIMER_DUE:
         due = s.timers.pop_until(float(f[engine.F_TIME]))
         r[engine.R_EVENTS] += len(due)
         r[engine.R_KINDS] |= engine.K_TIMER
         code, _ = _run(s, ctx, f, r, None, False, loop, limit, stop, True)
-    return rep, code
+    return code

@@ -1,0 +1,467 @@
+"""The env's ``counts``-mode step in two compiled calls, through one argument.
+
+numba's dispatcher costs ~0.1 us per argument, and a step touches ~80 arrays (the state's,
+the instance's, the slots', the profiler's, the observation builder's). ``StepBag`` (a
+numba ``StructRef``) holds them all, so each call takes one argument: ``_pre`` decodes the
+action, places it and runs the engine (``mtgym.sim.engine``); ``_post`` updates the
+profiler and the slots, computes the reward and the mask and gathers the observation's
+arguments. The same kernels as the general path do the work, so both give the same bits
+(``tests/env/test_fast.py``). Anything unusual (an action out of range, an allocation to
+repair) goes back to the general path before anything changed; a due timer is finished
+by the general engine call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numba import njit, types
+from numba.experimental import structref
+
+from mtgym.env.action import _counts_mask, _decode_counts_pack
+from mtgym.env.observation import _obs_args, _obs_fill
+from mtgym.env.slots import _update
+from mtgym.model.throughput import RateConsts
+from mtgym.policy.placement import _static_order
+from mtgym.sim import dynamics, engine
+from mtgym.sim.engine import Jobs, Nodes, Static
+from mtgym.sim.numeric import dot, pairwise_sum
+from mtgym.sim.profiling import _observe
+from mtgym.types import EventKind
+
+if TYPE_CHECKING:
+    from mtgym.env.env import ScavengeEnv
+
+_EXTRA = (
+    "slot_job",
+    "p_slowdown",
+    "group",
+    "seg_start",
+    "seg_nodes",
+    "mask",
+    "node_map",
+    "prof_rate",
+    "prof_samples",
+    "inv_work",
+    "p0",
+    "n0",
+    "d0",
+    "x",
+    "end_known",
+    "obs_work",
+    "job_static",
+    "curve_static",
+    "known_static",
+)
+FIELDS = (*engine.NODE_FIELDS, *engine.JOB_FIELDS, *Static._fields, *RateConsts._fields, *_EXTRA)
+
+# ``_pre``'s result codes beyond the engine's.
+PACK_FAILED = 10  # the placement needs more free nodes than there are (ValueError)
+REWARDS = {"progress": 0, "throughput": 1, "jct": 2}
+
+
+@structref.register
+class StepBagType(types.StructRef):
+    """numba type of ``StepBag``: its fields' types are those of the arrays given."""
+
+    def preprocess_fields(self, fields):  # noqa: D102
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class StepBag(structref.StructRefProxy):
+    """Every array of one env episode, for the kernels (built at reset)."""
+
+
+structref.define_proxy(StepBag, StepBagType, list(FIELDS))
+
+
+@njit(cache=True)
+def _bundles(b: Any) -> tuple[Nodes, Jobs, Static, RateConsts]:  # pragma: no cover - jit
+    nd = Nodes(b.available, b.node_job, b.window)
+    jb = Jobs(
+        b.status,
+        b.n_nodes,
+        b.rate,
+        b.spread,
+        b.progress,
+        b.milestone,
+        b.rung,
+        b.stall_until,
+        b.debt,
+        b.ckpt_progress,
+        b.first_start,
+        b.finish_time,
+        b.rescales,
+        b.starts,
+        b.preemptions,
+        b.rescale_cost_s,
+        b.preempt_cost_s,
+        b.preempt_lost_samples,
+        b.stalled_s,
+        b.node_s,
+    )
+    st = Static(
+        b.submit_s,
+        b.min_nodes,
+        b.max_nodes,
+        b.work,
+        b.ckpt_every,
+        b.startup_s,
+        b.r_up_s,
+        b.r_down_s,
+        b.campaign,
+        b.quality,
+        b.rungs,
+        b.eta,
+        b.start_s,
+        b.end_s,
+        b.end_sorted_s,
+        b.end_order,
+        b.win_node,
+        b.slowdown,
+        b.gpu_type,
+        b.coords,
+    )
+    rc = RateConsts(
+        b.gpus_per_node,
+        b.bw,
+        b.lat,
+        b.lam,
+        b.is_table,
+        b.curve_nodes,
+        b.curve_tput,
+        b.local_batch,
+        b.grad_bytes,
+        b.overlap,
+        b.app_class,
+        b.type_rate,
+    )
+    return nd, jb, st, rc
+
+
+@njit(cache=True, error_model="numpy")
+def _pre(
+    b: Any,
+    action: np.ndarray,
+    C: int,
+    f: np.ndarray,
+    r: np.ndarray,
+    scalars: tuple[float, float, float, float, float, float, int, int, int, int, int],
+    limit: float,
+    stop: int,
+    t_end: float,
+    t_timer: float,
+    bftrainer: bool,
+    preempt_mode: int,
+) -> tuple[int, int, int, int, int, int]:  # pragma: no cover - jit
+    """Decode and place a ``counts`` action into ``b.node_map``, keep the progress, node
+    counts and debts of before, then apply and run (``engine.run``) with the state's
+    ``scalars`` (as ``dynamics._registers``) loaded into ``f`` and ``r``. Returns (code,
+    bad index, and the repair counts: empty slot, over max, below min, oversubscribed).
+    """
+    f[0], f[1], f[2], f[3], f[4], f[5] = scalars[:6]
+    f[engine.F_SAMPLES] = 0.0
+    r[:] = 0
+    r[0], r[1], r[2], r[3], r[4] = scalars[6:]
+    bad, rep, node_map, total, free = _decode_counts_pack(
+        action,
+        C,
+        b.slot_job,
+        b.min_nodes,
+        b.max_nodes,
+        b.available,
+        b.node_job,
+        b.p_slowdown,
+        b.app_class,
+        b.group,
+        b.seg_start,
+        b.seg_nodes,
+    )
+    if bad >= 0:
+        return engine.OUT_OF_RANGE, bad, 0, 0, 0, 0
+    if total > free:
+        return PACK_FAILED, -1, 0, 0, 0, 0
+    b.node_map[:] = node_map
+    b.p0[:] = b.progress
+    b.n0[:] = b.n_nodes
+    b.d0[:] = b.debt
+    nd, jb, st, rc = _bundles(b)
+    code, bad = engine._apply(f, r, node_map, True, bftrainer, nd, jb, st, rc)
+    if code == engine.DONE:
+        code = engine._loop(f, r, limit, stop, t_end, t_timer, False, preempt_mode, nd, jb, st, rc)
+    return code, bad, rep[0], rep[1], rep[2], rep[3]
+
+
+@njit(cache=True, error_model="numpy")
+def _post(
+    b: Any,
+    t0: float,
+    t: float,
+    t_start: float,
+    active0: float,
+    active: float,
+    reward_kind: int,
+    tput_scale: float,
+    C: int,
+    max_count: int,
+    slot_next: int,
+    arrival_cursor: int,
+) -> tuple[float, int, tuple[int, int, int, int]]:  # pragma: no cover - jit
+    """After the engine: the profiler's observation, the slots' update, the reward, the
+    ``counts`` mask and the observation's arguments (``b.x``). Returns (reward, the slots'
+    cursor, (idle nodes, active jobs, held nodes, occupied slots)).
+    """
+    if t - t0 > 0:
+        _observe(
+            b.prof_rate,
+            b.prof_samples,
+            t0,
+            t - t0,
+            b.p0,
+            b.n0,
+            b.d0,
+            b.n_nodes,
+            b.stall_until,
+            b.debt,
+            b.progress,
+            max_count,
+        )
+    nxt = _update(b.slot_job, b.status, slot_next, arrival_cursor)
+    if reward_kind == 0:
+        dp = np.empty(b.progress.shape[0])
+        for j in range(dp.shape[0]):
+            dp[j] = b.progress[j] - b.p0[j]
+        reward = dot(dp, b.inv_work)
+    elif reward_kind == 1:
+        reward = (pairwise_sum(b.progress) - pairwise_sum(b.p0)) * tput_scale
+    else:
+        reward = -(active - active0) / 3600.0
+    _counts_mask(b.mask, b.slot_job, b.min_nodes, b.max_nodes, b.available, C)
+    counts = _obs_args(
+        b.x,
+        b.available,
+        b.window,
+        b.start_s,
+        b.end_s,
+        b.end_known,
+        t,
+        t_start,
+        b.slot_job,
+        b.status,
+        b.rate,
+        b.stall_until,
+        b.submit_s,
+        b.progress,
+        b.obs_work,
+        b.n_nodes,
+    )
+    return reward, nxt, counts
+
+
+@njit(cache=True)
+def _fill(
+    b: Any,
+    nodes: np.ndarray,
+    node_slot: np.ndarray,
+    node_mask: np.ndarray,
+    jf: np.ndarray,
+    job_mask: np.ndarray,
+    curve: np.ndarray,
+    known: np.ndarray,
+    g: np.ndarray,
+    t: float,
+    t_start: float,
+    t_end: float,
+    C: int,
+    counts: tuple[int, int, int, int],
+) -> None:  # pragma: no cover - jit
+    """``_obs_fill`` with its inputs from the bag."""
+    _obs_fill(
+        nodes,
+        node_slot,
+        node_mask,
+        jf,
+        job_mask,
+        curve,
+        known,
+        g,
+        b.x,
+        b.available,
+        b.node_job,
+        b.window,
+        b.end_known,
+        t,
+        t_start,
+        t_end,
+        b.slot_job,
+        b.n_nodes,
+        b.stall_until,
+        b.job_static,
+        b.curve_static,
+        b.known_static,
+        C,
+        counts[0],
+        counts[1],
+        counts[2],
+        counts[3],
+    )
+
+
+class FastStep:
+    """The ``counts``-mode step of one env episode (bound at reset)."""
+
+    def __init__(self, env: ScavengeEnv) -> None:
+        s, inst = env.state, env.instance
+        self.env = env
+        self.state = s
+        self.ctx = dynamics._context(inst)
+        cl, jobs = inst.cluster, inst.jobs
+        J, N = inst.num_jobs, inst.num_nodes
+        slowdown = cl.profiled_slowdown
+        group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
+        self.node_map = np.empty(N, dtype=np.int32)
+        self.f = np.zeros(engine.NUM_F)
+        self.r = np.zeros(engine.NUM_R, dtype=np.int64)
+        builder = env.builder
+        extra = (
+            env.slots.job,
+            np.ascontiguousarray(slowdown, dtype=np.float64),
+            group,
+            seg_start,
+            seg_nodes,
+            env.codec._mask,
+            self.node_map,
+            env.profiler.rate,
+            env.profiler.samples,
+            1.0 / jobs.work,
+            np.zeros(J),
+            np.zeros(J, dtype=s.n_nodes.dtype),
+            np.zeros(J),
+            builder._x,
+            inst.supply.end_known,
+            builder._work_arr,
+            builder._job_static,
+            builder._curve,
+            builder._known,
+        )
+        self.bag = StepBag(*dynamics._STATE_ARRAYS(s), *self.ctx.static, *extra)
+        rf = env.reward_fn
+        self.reward_kind = REWARDS[rf.name]
+        self.tput_scale = float(rf._tput_scale)
+
+    def usable(self, action: Any) -> bool:
+        """The fast path applies: this episode's state, an int64 action of the right shape."""
+        env = self.env
+        return (
+            env.state is self.state
+            and type(action) is np.ndarray
+            and action.dtype == np.int64
+            and action.shape == (env.num_slots,)
+        )
+
+    def step(self, action: np.ndarray) -> tuple | None:
+        """One env step, or None (nothing changed) when the general path must take it."""
+        env, s, inst = self.env, self.state, self.env.instance
+        ctx, f, r = self.ctx, self.f, self.r
+        t0 = s.time
+        scalars = (
+            t0,
+            s.offered_node_s,
+            s.allocated_node_s,
+            s.unused_node_s,
+            s.active_job_s,
+            s.productive_node_s,
+            s.events,
+            s.decisions,
+            s.start_cursor,
+            s.end_cursor,
+            s.arrival_cursor,
+        )
+        if env.decision_interval_s is None:
+            limit, stop = ctx.t_end, int(dynamics.DECISION_EVENTS)
+        else:
+            limit, stop = min(ctx.t_end, t0 + env.decision_interval_s), int(EventKind.HORIZON)
+        active0 = s.active_job_s
+        code, _, e0, e1, e2, e3 = _pre(
+            self.bag,
+            action,
+            env.max_count,
+            f,
+            r,
+            scalars,
+            limit,
+            stop,
+            ctx.t_end,
+            s.timers.peek_time(),
+            ctx.bftrainer,
+            ctx.preempt_mode,
+        )
+        if code in (engine.OUT_OF_RANGE, PACK_FAILED, engine.NEEDS_REPAIR):
+            return None  # (nothing changed: the general path raises or repairs)
+        if code == engine.TIMER_DUE:
+            dynamics._finish_timers(s, ctx, f, r, 1, limit, stop, code)
+        dynamics._store(s, f, r)
+        t = s.time
+        reward, env.slots._next, counts = _post(
+            self.bag,
+            t0,
+            t,
+            inst.t_start,
+            active0,
+            s.active_job_s,
+            self.reward_kind,
+            self.tput_scale,
+            env.max_count,
+            env.profiler.max_count,
+            env.slots._next,
+            s.arrival_cursor,
+        )
+        if env.debug:
+            from mtgym.sim.invariants import check_state
+
+            check_state(s, inst)
+        if env.render_mode == "rgb_array":
+            env.history.record(t0, t, s.node_job, s.available)
+        ri = r.tolist()
+        kinds = ri[engine.R_KINDS]
+        terminated = bool(ri[engine.R_ALL_DONE])
+        truncated = (not terminated) and (t >= inst.t_end or (t == t0 and kinds == 0))
+        env._mask = mask = env.codec._mask.copy()
+        bag, t_start, t_end, C = self.bag, inst.t_start, inst.t_end, env.max_count
+
+        def fill(*out: np.ndarray) -> None:
+            _fill(bag, *out[:8], t, t_start, t_end, C, out[8])
+
+        obs = env.builder.finish(s, inst, env.slots, env.profiler, mask, t_end, counts, fill)
+        rep = {
+            "empty_slot": e0,
+            "over_max": e1,
+            "below_min": e2,
+            "oversubscribed": e3,
+            "unavailable_nodes": 0,  # (the engine's repairs: none, it was feasible)
+            "inactive_job_nodes": 0,
+            "dyn_over_max_nodes": 0,
+            "dyn_below_min_jobs": 0,
+        }
+        info = {
+            "time": float(t),
+            "action_mask": mask.copy(),
+            "slots": env.slots.job.copy(),
+            "queued": env.builder.queued,
+            "repair": rep,
+            "repaired": any(rep.values()),
+            "events": kinds,
+            "reclaimed_nodes": ri[engine.R_RECLAIMED],
+            "idle_nodes": ri[engine.R_IDLE],
+            "arrivals": ri[engine.R_ARRIVALS],
+            "completions": ri[engine.R_COMPLETIONS],
+            "stops": ri[engine.R_STOPS],
+            "samples": float(f[engine.F_SAMPLES]),
+            "elapsed_s": float(t - t0),
+        }
+        if terminated or truncated:
+            from mtgym.metrics import compute_metrics
+
+            info["metrics"] = compute_metrics(s, inst).as_dict()
+        return obs, float(reward), terminated, truncated, info

@@ -1,0 +1,102 @@
+"""The compiled ``counts``-mode step (``mtgym.env.fast``) against the general path: bit for
+bit, including timers, every reward and information mode, decision intervals, resets, and
+the fall-backs (out-of-range actions, other dtypes, a replaced state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from mtgym.env import ScavengeEnv
+from mtgym.generate.instance import CostModel
+from mtgym.scenarios import get_generator
+from mtgym.types import PreemptionMode, RescaleMode
+
+
+def identical(a, b) -> bool:
+    """Same values, same types, NaN equal to NaN, through dicts and arrays."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(identical(a[k], b[k]) for k in a)
+    if isinstance(a, tuple | list):
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    if isinstance(a, float) and np.isnan(a):
+        return np.isnan(b)
+    return a == b
+
+
+class GeneralOnly(ScavengeEnv):
+    """The env with its fast path switched off."""
+
+    def reset(self, **kw):
+        out = super().reset(**kw)
+        self._fast = None
+        return out
+
+
+def lockstep(scenario, steps: int, seed: int, timers: bool = False, **kw) -> int:
+    """Step the env and its general-path twin with the same random valid actions; assert
+    every output and the final states agree. Returns how many steps took the fast path.
+    """
+    fast, ref = ScavengeEnv(scenario, **kw), GeneralOnly(scenario, **kw)
+    rng = np.random.default_rng(seed)
+    assert identical(fast.reset(seed=seed), ref.reset(seed=seed))
+    used = 0
+    for i in range(steps):
+        if timers and i % 7 == 0:  # the engine hands due timers back to Python
+            for env in (fast, ref):
+                env.state.timers.push(env.state.time + 37.0 * (1 + i % 3), payload=i)
+        m = fast.action_masks().reshape(fast.num_slots, -1)
+        a = (rng.random(m.shape) * m).argmax(axis=1)
+        used += fast._fast is not None and fast._fast.usable(a)
+        out_f, out_r = fast.step(a), ref.step(a)
+        assert identical(out_f, out_r), f"step {i} differs"
+        if out_f[2] or out_f[3]:
+            assert identical(fast.reset(), ref.reset())
+    for name in ("progress", "debt", "node_job", "n_nodes", "stall_until", "node_s"):
+        assert np.array_equal(getattr(fast.state, name), getattr(ref.state, name))
+    assert fast.state.productive_node_s == ref.state.productive_node_s
+    assert fast.state.events == ref.state.events and len(fast.state.timers) == len(ref.state.timers)
+    assert np.array_equal(fast.profiler.rate, ref.profiler.rate, equal_nan=True)
+    return used
+
+
+@pytest.mark.parametrize(
+    ("info_mode", "reward"),
+    [("user", "progress"), ("profiled", "throughput"), ("oracle", "jct")],
+)
+def test_fast__counts_step_is_the_general_step_bit_for_bit(info_mode, reward):
+    used = lockstep("default", 120, 3, info_mode=info_mode, reward=reward)
+    assert used == 120
+
+
+def test_fast__timers_intervals_and_cost_modes_agree():
+    inst = get_generator("default")(1)
+    bft = replace(inst, costs=CostModel(RescaleMode.BFTRAINER, PreemptionMode.CHECKPOINT))
+    assert lockstep(inst, 150, 4, timers=True) == 150
+    assert lockstep(bft, 150, 5, timers=True, decision_interval_s=300.0) == 150
+    assert lockstep("nas-campaign", 150, 6, max_jobs=8) == 150  # campaign rungs and stops
+
+
+def test_fast__falls_back_to_the_general_path_unchanged():
+    env = ScavengeEnv("default")
+    env.reset(seed=0)
+    t0, prog = env.state.time, env.state.progress.copy()
+    bad = np.zeros(env.num_slots, dtype=np.int64)
+    bad[2] = env.max_count + 1
+    with pytest.raises(ValueError, match=r"action\[2\]"):
+        env.step(bad)
+    assert env.state.time == t0 and np.array_equal(env.state.progress, prog)  # untouched
+    assert not env._fast.usable(env.noop().astype(np.int32))  # another dtype: general path
+    env.step(env.noop().astype(np.int32))
+    old = env.state
+    env.state = old.copy()  # a replaced state: the bag no longer holds its arrays
+    assert not env._fast.usable(env.noop())
+    env.step(env.noop())
+    assert env.state.time > old.time

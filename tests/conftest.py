@@ -22,3 +22,11 @@ def shared_data() -> Path:
     if not (path / "README.md").exists():
         pytest.skip(f"real data not found at {path} (set MTGYM_SHARED_DATA)")
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_log_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """SB3 models learning without a log folder make ``/tmp/SB3-<date>`` ones: keep them
+    in pytest's temporary directory instead.
+    """
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3"))

@@ -53,6 +53,7 @@ _EXTRA = (
     "job_static",
     "curve_static",
     "known_static",
+    "obs_scale",
 )
 FIELDS = (*engine.NODE_FIELDS, *engine.JOB_FIELDS, *Static._fields, *RateConsts._fields, *_EXTRA)
 
@@ -287,6 +288,7 @@ def _fill(
         known,
         g,
         b.x,
+        b.obs_scale,
         b.available,
         b.node_job,
         b.window,
@@ -344,6 +346,7 @@ class FastStep:
             builder._job_static,
             builder._curve,
             builder._known,
+            builder._scale,
         )
         self.bag = StepBag(*dynamics._STATE_ARRAYS(s), *self.ctx.static, *extra)
         rf = env.reward_fn

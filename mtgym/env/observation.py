@@ -180,8 +180,7 @@ class ObservationBuilder:
         """
         N, S = self.N, self.S
         x = self._x
-        np.log1p(x, out=x)
-        x /= self._scale
+        np.log1p(x, out=x)  # (the kernel divides by the scales)
         n_avail, n_active, n_held, n_present = counts
         self.queued = n_active - n_present  # JobSlots.queued(state), for the env's info
         # Fresh output arrays (numba would box each returned array, slower than this).
@@ -205,6 +204,7 @@ class ObservationBuilder:
                 known_c,
                 g,
                 x,
+                self._scale,
                 state.available,
                 state.node_job,
                 state.window,
@@ -328,6 +328,7 @@ def _obs_fill(
     known: np.ndarray,
     g: np.ndarray,
     x: np.ndarray,
+    scale: np.ndarray,
     available: np.ndarray,
     node_job: np.ndarray,
     window: np.ndarray,
@@ -350,7 +351,8 @@ def _obs_fill(
     """Fill ``nodes`` (a copy of the static part), ``node_slot`` (``node_job``),
     ``node_mask``, ``jf`` (``jobs``), ``job_mask``, ``curve`` and ``known`` (zeros, for
     ``job_curve`` and ``job_curve_known``) and ``g`` (``global``) from the static parts,
-    the log-scaled features ``x`` (see ``_obs_args``) and the counts it returned.
+    the features ``x`` (``log1p`` of ``_obs_args``' output) divided by ``scale``, and the
+    counts ``_obs_args`` returned.
     """
     N = available.shape[0]
     S = slot_job.shape[0]
@@ -365,9 +367,9 @@ def _obs_fill(
         nodes[n, 1] = 1.0 if j >= 0 else 0.0
         node_slot[n] = slot_of_job[j] if j >= 0 else -1
         w = window[n]
-        nodes[n, 7] = _clip32(x[n], -1.0)
+        nodes[n, 7] = _clip32(x[n] / scale[n], -1.0)
         nodes[n, 8] = 1.0 if w >= 0 and end_known[w] else 0.0
-        nodes[n, 9] = _clip32(x[N + n], -1.0)
+        nodes[n, 9] = _clip32(x[N + n] / scale[N + n], -1.0)
     D = job_static.shape[1]
     P = curve_static.shape[1]
     o = 2 * N
@@ -379,11 +381,11 @@ def _obs_fill(
         for k in range(D):
             jf[s, k] = job_static[j, k]
         jf[s, 5] = _clip32(n_nodes[j] / C, -1.0)
-        jf[s, 8] = _clip32(x[o + 4 * s], -1.0)
-        jf[s, 9] = _clip32(x[o + 4 * s + 1], -1.0)
+        jf[s, 8] = _clip32(x[o + 4 * s] / scale[o + 4 * s], -1.0)
+        jf[s, 9] = _clip32(x[o + 4 * s + 1] / scale[o + 4 * s + 1], -1.0)
         jf[s, 10] = 1.0 if stall_until[j] > t else 0.0
-        jf[s, 11] = _clip32(x[o + 4 * s + 2], -1.0)
-        jf[s, 12] = _clip32(x[o + 4 * s + 3], -1.0)
+        jf[s, 11] = _clip32(x[o + 4 * s + 2] / scale[o + 4 * s + 2], -1.0)
+        jf[s, 12] = _clip32(x[o + 4 * s + 3] / scale[o + 4 * s + 3], -1.0)
         for k in range(P):
             curve[s, k] = curve_static[j, k]
             known[s, k] = known_static[j, k]
@@ -394,4 +396,4 @@ def _obs_fill(
     g[2] = _clip32((n_avail - n_held) / N, -1.0)
     g[3] = _clip32((n_active - n_present) / max(S, 1), -1.0)  # slots.queued(state)
     g[4] = _clip32(n_present / max(S, 1), -1.0)
-    g[5] = _clip32(x[o + 4 * S], -1.0)
+    g[5] = _clip32(x[o + 4 * S] / scale[o + 4 * S], -1.0)

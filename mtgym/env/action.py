@@ -143,12 +143,9 @@ class ActionCodec:
         present = slots.present
         sj = np.maximum(slots.job, 0)
         if self.mode == "delta":
-            n = state.n_nodes[sj].astype(np.int64)
-            grow = np.where(n == 0, jobs.min_nodes[sj], 2 * n)
-            shrink = np.where(n // 2 >= jobs.min_nodes[sj], n // 2, 0)
-            target = np.where(a == 2, grow, np.where(a == 0, shrink, n))
-            target = np.minimum(target, np.minimum(jobs.max_nodes[sj], self.C))
-            target = np.where(present, target, 0)  # "keep" on an empty slot is a no-op
+            target = _delta_targets(
+                a, slots.job, state.n_nodes, jobs.min_nodes, jobs.max_nodes, self.C
+            )
         else:
             target = a  # _realise repairs a private copy
         return self._realise(target, present, sj, state, instance)
@@ -365,6 +362,61 @@ def _repair_ordered(
 
 
 @njit(cache=True)
+def _delta_targets(
+    a: np.ndarray,
+    slot_job: np.ndarray,
+    n_nodes: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    C: int,
+) -> np.ndarray:  # pragma: no cover - jit
+    """``delta`` actions as node-count targets per slot: grow (double; from 0 to the
+    minimum), shrink (halve; below the minimum -> 0) or keep, capped at min(max, C); 0 for
+    an empty slot ("keep" there is a no-op).
+    """
+    out = np.zeros(a.shape[0], dtype=np.int64)
+    for s in range(a.shape[0]):
+        j = slot_job[s]
+        if j < 0:
+            continue
+        n = np.int64(n_nodes[j])
+        if a[s] == 2:
+            t = np.int64(min_nodes[j]) if n == 0 else 2 * n
+        elif a[s] == 0:
+            t = n // 2 if n // 2 >= min_nodes[j] else np.int64(0)
+        else:
+            t = n
+        out[s] = min(t, min(np.int64(max_nodes[j]), np.int64(C)))
+    return out
+
+
+@njit(cache=True)
+def _targets_pack(
+    target: np.ndarray,
+    slot_job: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    available: np.ndarray,
+    node_job: np.ndarray,
+    slowdown: np.ndarray,
+    app_class: np.ndarray,
+    group: np.ndarray,
+    seg_start: np.ndarray,
+    seg_nodes: np.ndarray,
+) -> tuple[tuple[int, int, int, int], np.ndarray, int, int]:  # pragma: no cover - jit
+    """Per-slot targets (repaired in place: ``_repair_ordered``), then ``pack_targets``'
+    ``_pack``. Returns (repair counts, node map, nodes needed, nodes free).
+    """
+    present = slot_job >= 0
+    sj = np.maximum(slot_job, 0)
+    counts, jobs, tg = _repair_ordered(target, present, sj, min_nodes, max_nodes, available)
+    out, total, free = _pack(
+        available, node_job, slowdown, app_class, group, seg_start, seg_nodes, jobs, tg
+    )
+    return counts, out, total, free
+
+
+@njit(cache=True)
 def _decode_counts_pack(
     a: np.ndarray,
     C: int,
@@ -380,16 +432,80 @@ def _decode_counts_pack(
     seg_nodes: np.ndarray,
 ) -> tuple[int, tuple[int, int, int, int], np.ndarray, int, int]:  # pragma: no cover - jit
     """A ``counts`` action (int64) in one call: the first entry outside 0..C (or -1); when
-    all are in range, ``_repair_ordered`` on a copy, then ``pack_targets``' ``_pack``.
-    Returns (bad index, repair counts, node map, nodes needed, nodes free).
+    all are in range, ``_targets_pack`` on a copy. Returns (bad index, repair counts, node
+    map, nodes needed, nodes free).
     """
     for i in range(a.shape[0]):
         if a[i] < 0 or a[i] > C:
             return i, (0, 0, 0, 0), np.empty(0, dtype=np.int32), 0, 0
-    present = slot_job >= 0
-    sj = np.maximum(slot_job, 0)
-    counts, jobs, tg = _repair_ordered(a.copy(), present, sj, min_nodes, max_nodes, available)
-    out, total, free = _pack(
-        available, node_job, slowdown, app_class, group, seg_start, seg_nodes, jobs, tg
+    counts, out, total, free = _targets_pack(
+        a.copy(),
+        slot_job,
+        min_nodes,
+        max_nodes,
+        available,
+        node_job,
+        slowdown,
+        app_class,
+        group,
+        seg_start,
+        seg_nodes,
     )
     return -1, counts, out, total, free
+
+
+@njit(cache=True)
+def _decode_delta_pack(
+    a: np.ndarray,
+    C: int,
+    slot_job: np.ndarray,
+    n_nodes: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+    available: np.ndarray,
+    node_job: np.ndarray,
+    slowdown: np.ndarray,
+    app_class: np.ndarray,
+    group: np.ndarray,
+    seg_start: np.ndarray,
+    seg_nodes: np.ndarray,
+) -> tuple[int, tuple[int, int, int, int], np.ndarray, int, int]:  # pragma: no cover - jit
+    """``_decode_counts_pack`` for a ``delta`` action (entries 0..2)."""
+    for i in range(a.shape[0]):
+        if a[i] < 0 or a[i] > 2:
+            return i, (0, 0, 0, 0), np.empty(0, dtype=np.int32), 0, 0
+    target = _delta_targets(a, slot_job, n_nodes, min_nodes, max_nodes, C)
+    counts, out, total, free = _targets_pack(
+        target,
+        slot_job,
+        min_nodes,
+        max_nodes,
+        available,
+        node_job,
+        slowdown,
+        app_class,
+        group,
+        seg_start,
+        seg_nodes,
+    )
+    return -1, counts, out, total, free
+
+
+@njit(cache=True)
+def _decode_assign(
+    a: np.ndarray, slot_job: np.ndarray
+) -> tuple[int, int, np.ndarray]:  # pragma: no cover - jit
+    """An ``assign`` action (int64): the first entry outside 0..S (or -1), the entries
+    naming an empty slot, and the node map (slot ``k`` -> its job, 0 -> none).
+    """
+    S = slot_job.shape[0]
+    out = np.empty(a.shape[0], dtype=np.int32)
+    empty = 0
+    for n in range(a.shape[0]):
+        k = a[n]
+        if k < 0 or k > S:
+            return n, 0, out
+        out[n] = slot_job[k - 1] if k > 0 else -1
+        if k > 0 and out[n] < 0:
+            empty += 1
+    return -1, empty, out

@@ -228,7 +228,7 @@ class ScavengeEnv(gym.Env):
         self.reward_fn = RewardFn(self.reward_name, inst)
         self.builder.bind(inst)
         self.history.clear()
-        self._fast = FastStep(self) if self.action_mode == "counts" else None
+        self._fast = FastStep(self)
         return self._observe(), self._info(None, None)
 
     def step(self, action):  # noqa: D102

@@ -1,4 +1,4 @@
-"""The env's ``counts``-mode step in two compiled calls, through one argument.
+"""The env's step in two compiled calls, through one argument (every action mode).
 
 numba's dispatcher costs ~0.1 us per argument, and a step touches ~80 arrays (the state's,
 the instance's, the slots', the profiler's, the observation builder's). ``StepBag`` (a
@@ -19,7 +19,14 @@ import numpy as np
 from numba import njit, types
 from numba.experimental import structref
 
-from mtgym.env.action import _counts_mask, _decode_counts_pack
+from mtgym.env.action import (
+    _assign_mask,
+    _counts_mask,
+    _decode_assign,
+    _decode_counts_pack,
+    _decode_delta_pack,
+    _delta_mask,
+)
 from mtgym.env.observation import _obs_args, _obs_fill
 from mtgym.env.slots import _update
 from mtgym.model.throughput import RateConsts
@@ -60,6 +67,14 @@ FIELDS = (*engine.NODE_FIELDS, *engine.JOB_FIELDS, *Static._fields, *RateConsts.
 # ``_pre``'s result codes beyond the engine's.
 PACK_FAILED = 10  # the placement needs more free nodes than there are (ValueError)
 REWARDS = {"progress": 0, "throughput": 1, "jct": 2}
+MODES = {"counts": 0, "delta": 1, "assign": 2}
+# The engine's repair counts in ``info["repair"]`` (as the general path's ``_info``).
+ENGINE_REPAIRS = {
+    "unavailable_nodes": 0,
+    "inactive_job_nodes": 0,
+    "dyn_over_max_nodes": 0,
+    "dyn_below_min_jobs": 0,
+}
 
 
 @structref.register
@@ -144,6 +159,7 @@ def _bundles(b: Any) -> tuple[Nodes, Jobs, Static, RateConsts]:  # pragma: no co
 @njit(cache=True, error_model="numpy")
 def _pre(
     b: Any,
+    mode: int,
     action: np.ndarray,
     C: int,
     f: np.ndarray,
@@ -156,29 +172,51 @@ def _pre(
     bftrainer: bool,
     preempt_mode: int,
 ) -> tuple[int, int, int, int, int, int]:  # pragma: no cover - jit
-    """Decode and place a ``counts`` action into ``b.node_map``, keep the progress, node
+    """Decode an action (``mode``: ``MODES``) into ``b.node_map``, keep the progress, node
     counts and debts of before, then apply and run (``engine.run``) with the state's
     ``scalars`` (as ``dynamics._registers``) loaded into ``f`` and ``r``. Returns (code,
-    bad index, and the repair counts: empty slot, over max, below min, oversubscribed).
+    bad index, and the decoder's repair counts: empty slot, over max, below min,
+    oversubscribed; ``assign`` has only the first).
     """
     f[0], f[1], f[2], f[3], f[4], f[5] = scalars[:6]
     f[engine.F_SAMPLES] = 0.0
     r[:] = 0
     r[0], r[1], r[2], r[3], r[4] = scalars[6:]
-    bad, rep, node_map, total, free = _decode_counts_pack(
-        action,
-        C,
-        b.slot_job,
-        b.min_nodes,
-        b.max_nodes,
-        b.available,
-        b.node_job,
-        b.p_slowdown,
-        b.app_class,
-        b.group,
-        b.seg_start,
-        b.seg_nodes,
-    )
+    total = free = 0
+    if mode == 2:
+        bad, empty, node_map = _decode_assign(action, b.slot_job)
+        rep = (empty, 0, 0, 0)
+    elif mode == 1:
+        bad, rep, node_map, total, free = _decode_delta_pack(
+            action,
+            C,
+            b.slot_job,
+            b.n_nodes,
+            b.min_nodes,
+            b.max_nodes,
+            b.available,
+            b.node_job,
+            b.p_slowdown,
+            b.app_class,
+            b.group,
+            b.seg_start,
+            b.seg_nodes,
+        )
+    else:
+        bad, rep, node_map, total, free = _decode_counts_pack(
+            action,
+            C,
+            b.slot_job,
+            b.min_nodes,
+            b.max_nodes,
+            b.available,
+            b.node_job,
+            b.p_slowdown,
+            b.app_class,
+            b.group,
+            b.seg_start,
+            b.seg_nodes,
+        )
     if bad >= 0:
         return engine.OUT_OF_RANGE, bad, 0, 0, 0, 0
     if total > free:
@@ -204,13 +242,14 @@ def _post(
     active: float,
     reward_kind: int,
     tput_scale: float,
+    mode: int,
     C: int,
     max_count: int,
     slot_next: int,
     arrival_cursor: int,
 ) -> tuple[float, int, tuple[int, int, int, int]]:  # pragma: no cover - jit
     """After the engine: the profiler's observation, the slots' update, the reward, the
-    ``counts`` mask and the observation's arguments (``b.x``). Returns (reward, the slots'
+    action mask and the observation's arguments (``b.x``). Returns (reward, the slots'
     cursor, (idle nodes, active jobs, held nodes, occupied slots)).
     """
     if t - t0 > 0:
@@ -238,7 +277,12 @@ def _post(
         reward = (pairwise_sum(b.progress) - pairwise_sum(b.p0)) * tput_scale
     else:
         reward = -(active - active0) / 3600.0
-    _counts_mask(b.mask, b.slot_job, b.min_nodes, b.max_nodes, b.available, C)
+    if mode == 0:
+        _counts_mask(b.mask, b.slot_job, b.min_nodes, b.max_nodes, b.available, C)
+    elif mode == 1:
+        _delta_mask(b.mask, b.slot_job, b.min_nodes, b.max_nodes, b.available, b.n_nodes, C)
+    else:
+        _assign_mask(b.mask, b.slot_job, b.available)
     counts = _obs_args(
         b.x,
         b.available,
@@ -311,7 +355,7 @@ def _fill(
 
 
 class FastStep:
-    """The ``counts``-mode step of one env episode (bound at reset)."""
+    """The step of one env episode (bound at reset)."""
 
     def __init__(self, env: ScavengeEnv) -> None:
         s, inst = env.state, env.instance
@@ -350,6 +394,8 @@ class FastStep:
         )
         self.bag = StepBag(*dynamics._STATE_ARRAYS(s), *self.ctx.static, *extra)
         rf = env.reward_fn
+        self.mode = MODES[env.action_mode]
+        self.shape = env.codec.nvec.shape
         self.reward_kind = REWARDS[rf.name]
         self.tput_scale = float(rf._tput_scale)
 
@@ -360,7 +406,7 @@ class FastStep:
             env.state is self.state
             and type(action) is np.ndarray
             and action.dtype == np.int64
-            and action.shape == (env.num_slots,)
+            and action.shape == self.shape
         )
 
     def step(self, action: np.ndarray) -> tuple | None:
@@ -388,6 +434,7 @@ class FastStep:
         active0 = s.active_job_s
         code, _, e0, e1, e2, e3 = _pre(
             self.bag,
+            self.mode,
             action,
             env.max_count,
             f,
@@ -415,6 +462,7 @@ class FastStep:
             s.active_job_s,
             self.reward_kind,
             self.tput_scale,
+            self.mode,
             env.max_count,
             env.profiler.max_count,
             env.slots._next,
@@ -437,16 +485,11 @@ class FastStep:
             _fill(bag, *out[:8], t, t_start, t_end, C, out[8])
 
         obs = env.builder.finish(s, inst, env.slots, env.profiler, mask, t_end, counts, fill)
-        rep = {
-            "empty_slot": e0,
-            "over_max": e1,
-            "below_min": e2,
-            "oversubscribed": e3,
-            "unavailable_nodes": 0,  # (the engine's repairs: none, it was feasible)
-            "inactive_job_nodes": 0,
-            "dyn_over_max_nodes": 0,
-            "dyn_below_min_jobs": 0,
-        }
+        if self.mode == 2:
+            rep = {"empty_slot": e0}
+        else:
+            rep = {"empty_slot": e0, "over_max": e1, "below_min": e2, "oversubscribed": e3}
+        rep.update(ENGINE_REPAIRS)  # (none: the allocation was feasible)
         info = {
             "time": float(t),
             "action_mask": mask.copy(),

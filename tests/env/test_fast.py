@@ -1,6 +1,6 @@
-"""The compiled ``counts``-mode step (``mtgym.env.fast``) against the general path: bit for
-bit, including timers, every reward and information mode, decision intervals, resets, and
-the fall-backs (out-of-range actions, other dtypes, a replaced state).
+"""The compiled step (``mtgym.env.fast``) against the general path: bit for bit, in every
+action, reward and information mode, with timers, decision intervals and resets, and the
+fall-backs (out-of-range actions, allocations to repair, other dtypes, a replaced state).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def lockstep(scenario, steps: int, seed: int, timers: bool = False, **kw) -> int
         if timers and i % 7 == 0:  # the engine hands due timers back to Python
             for env in (fast, ref):
                 env.state.timers.push(env.state.time + 37.0 * (1 + i % 3), payload=i)
-        m = fast.action_masks().reshape(fast.num_slots, -1)
+        m = fast.action_masks().reshape(len(fast.action_space.nvec), -1)
         a = (rng.random(m.shape) * m).argmax(axis=1)
         used += fast._fast is not None and fast._fast.usable(a)
         out_f, out_r = fast.step(a), ref.step(a)
@@ -71,8 +71,9 @@ def lockstep(scenario, steps: int, seed: int, timers: bool = False, **kw) -> int
     ("info_mode", "reward"),
     [("user", "progress"), ("profiled", "throughput"), ("oracle", "jct")],
 )
-def test_fast__counts_step_is_the_general_step_bit_for_bit(info_mode, reward):
-    used = lockstep("default", 120, 3, info_mode=info_mode, reward=reward)
+@pytest.mark.parametrize("action_mode", ["counts", "delta", "assign"])
+def test_fast__step_is_the_general_step_bit_for_bit(action_mode, info_mode, reward):
+    used = lockstep("default", 120, 3, action_mode=action_mode, info_mode=info_mode, reward=reward)
     assert used == 120
 
 

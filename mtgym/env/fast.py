@@ -6,9 +6,9 @@ numba ``StructRef``) holds them all, so each call takes one argument: ``_pre`` d
 action, places it and runs the engine (``mtgym.sim.engine``); ``_post`` updates the
 profiler and the slots, computes the reward and the mask and gathers the observation's
 arguments. The same kernels as the general path do the work, so both give the same bits
-(``tests/env/test_fast.py``). Anything unusual (an action out of range, an allocation to
-repair) goes back to the general path before anything changed; a due timer is finished
-by the general engine call.
+(``tests/env/test_fast.py``). An action out of range goes back to the general path before
+anything changed (it raises there); an allocation to repair is repaired
+(``repair_allocation``) and applied; a due timer is finished by the general engine call.
 """
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ def _pre(
     bftrainer: bool,
     preempt_mode: int,
 ) -> tuple[int, int, int, int, int, int]:  # pragma: no cover - jit
-    """Decode an action (``mode``: ``MODES``) into ``b.node_map``, keep the progress, node
+    """Decode an action (``mode``: ``MODES``; 3: take ``b.node_map`` as it is) into
+    ``b.node_map``, keep the progress, node
     counts and debts of before, then apply and run (``engine.run``) with the state's
     ``scalars`` (as ``dynamics._registers``) loaded into ``f`` and ``r``. Returns (code,
     bad index, and the decoder's repair counts: empty slot, over max, below min,
@@ -183,7 +184,9 @@ def _pre(
     r[:] = 0
     r[0], r[1], r[2], r[3], r[4] = scalars[6:]
     total = free = 0
-    if mode == 2:
+    if mode == 3:  # b.node_map as it is (repaired by the caller)
+        bad, rep, node_map = -1, (0, 0, 0, 0), b.node_map.copy()
+    elif mode == 2:
         bad, empty, node_map = _decode_assign(action, b.slot_job)
         rep = (empty, 0, 0, 0)
     elif mode == 1:
@@ -226,7 +229,7 @@ def _pre(
     b.n0[:] = b.n_nodes
     b.d0[:] = b.debt
     nd, jb, st, rc = _bundles(b)
-    code, bad = engine._apply(f, r, node_map, True, bftrainer, nd, jb, st, rc)
+    code, bad = engine._apply(f, r, node_map, mode != 3, bftrainer, nd, jb, st, rc)
     if code == engine.DONE:
         code = engine._loop(f, r, limit, stop, t_end, t_timer, False, preempt_mode, nd, jb, st, rc)
     return code, bad, rep[0], rep[1], rep[2], rep[3]
@@ -447,8 +450,26 @@ class FastStep:
             ctx.bftrainer,
             ctx.preempt_mode,
         )
-        if code in (engine.OUT_OF_RANGE, PACK_FAILED, engine.NEEDS_REPAIR):
-            return None  # (nothing changed: the general path raises or repairs)
+        if code in (engine.OUT_OF_RANGE, PACK_FAILED):
+            return None  # (nothing changed: the general path raises)
+        dyn = None
+        if code == engine.NEEDS_REPAIR:  # nothing changed: repair the decoded map, apply it
+            dyn = dynamics.repair_allocation(s, inst, self.node_map)
+            code = _pre(
+                self.bag,
+                3,
+                action,
+                env.max_count,
+                f,
+                r,
+                scalars,
+                limit,
+                stop,
+                ctx.t_end,
+                s.timers.peek_time(),
+                ctx.bftrainer,
+                ctx.preempt_mode,
+            )[0]
         if code == engine.TIMER_DUE:
             dynamics._finish_timers(s, ctx, f, r, 1, limit, stop, code)
         dynamics._store(s, f, r)
@@ -489,7 +510,15 @@ class FastStep:
             rep = {"empty_slot": e0}
         else:
             rep = {"empty_slot": e0, "over_max": e1, "below_min": e2, "oversubscribed": e3}
-        rep.update(ENGINE_REPAIRS)  # (none: the allocation was feasible)
+        if dyn is None:
+            rep.update(ENGINE_REPAIRS)  # (none: the allocation was feasible)
+        else:
+            rep.update(
+                unavailable_nodes=dyn.unavailable_nodes,
+                inactive_job_nodes=dyn.inactive_job_nodes,
+                dyn_over_max_nodes=dyn.over_max_nodes,
+                dyn_below_min_jobs=dyn.below_min_jobs,
+            )
         info = {
             "time": float(t),
             "action_mask": mask.copy(),

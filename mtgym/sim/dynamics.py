@@ -32,7 +32,6 @@ from mtgym.types import (
     DECISION_EVENTS,
     Allocation,
     EventKind,
-    JobStatus,
     PreemptionMode,
     Repair,
     RescaleMode,
@@ -109,50 +108,13 @@ def repair_allocation(state: ClusterState, instance: Instance, a: np.ndarray) ->
        lowest-indexed new ones.
     4. A job given 1..min-1 nodes gets none.
     """
-    rep = Repair()
     jobs = instance.jobs
     if feasible(a, state.available, state.status, jobs.min_nodes, jobs.max_nodes):
-        return rep  # nothing to repair (the common case): skip the vectorised checks
-    idx = np.flatnonzero(a >= 0)  # assigned nodes only: usually a small share of N
-    owners = a[idx]
-    bad = ~state.available[idx]
-    if bad.any():
-        rep.unavailable_nodes = int(bad.sum())
-        rep.jobs.extend(np.unique(owners[bad]).tolist())
-        a[idx[bad]] = -1
-        idx, owners = idx[~bad], owners[~bad]
-    bad = state.status[owners] != JobStatus.ACTIVE
-    if bad.any():
-        rep.inactive_job_nodes = int(bad.sum())
-        rep.jobs.extend(np.unique(owners[bad]).tolist())
-        a[idx[bad]] = -1
-        idx, owners = idx[~bad], owners[~bad]
-    cnt = np.bincount(owners, minlength=instance.num_jobs)
-    over = cnt > jobs.max_nodes
-    if over.any():
-        # Rank each job's nodes (held first, then by index) and drop those past its max.
-        sel = over[owners]
-        nodes, own = idx[sel], owners[sel]
-        new_node = (state.node_job[nodes] != own).astype(np.int8)
-        order = np.lexsort((nodes, new_node, own))
-        nodes, own = nodes[order], own[order]
-        first = np.concatenate(([0], np.flatnonzero(own[1:] != own[:-1]) + 1))
-        rank = np.arange(nodes.size) - np.repeat(first, np.diff(np.append(first, nodes.size)))
-        drop = rank >= jobs.max_nodes[own]
-        a[nodes[drop]] = -1
-        rep.over_max_nodes += int(drop.sum())
-        rep.jobs.extend(np.flatnonzero(over).tolist())
-        keep = a[idx] >= 0
-        idx, owners = idx[keep], owners[keep]
-        cnt = np.minimum(cnt, jobs.max_nodes)
-    below = np.flatnonzero((cnt > 0) & (cnt < jobs.min_nodes))
-    if below.size:
-        a[idx[np.isin(owners, below)]] = -1
-        rep.below_min_jobs = int(below.size)
-        rep.jobs.extend(below.tolist())
-    if rep.jobs:
-        rep.jobs = sorted(set(rep.jobs))
-    return rep
+        return Repair()  # nothing to repair (the common case)
+    unavailable, inactive, over, below, changed = engine.repair(
+        a, state.available, state.status, state.node_job, jobs.min_nodes, jobs.max_nodes
+    )
+    return Repair(unavailable, inactive, over, below, changed.tolist())
 
 
 def apply_allocation(

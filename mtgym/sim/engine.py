@@ -205,6 +205,69 @@ def feasible(
 
 
 @njit(cache=True)
+def repair(
+    a: np.ndarray,
+    available: np.ndarray,
+    status: np.ndarray,
+    node_job: np.ndarray,
+    min_nodes: np.ndarray,
+    max_nodes: np.ndarray,
+) -> tuple[int, int, int, int, np.ndarray]:  # pragma: no cover - jit
+    """``repair_allocation``'s rules on the map ``a``, in place, in their order: nodes not
+    idle, then nodes of inactive jobs, are left unassigned; a job above its maximum keeps
+    the nodes it holds now first, then the lowest-indexed new ones; a job left with 1..min-1
+    nodes gets none. Returns the counts (unavailable nodes, inactive-job nodes, nodes over
+    a maximum, jobs below their minimum) and the sorted jobs whose allocation changed.
+    """
+    J = status.shape[0]
+    flag = np.zeros(J, dtype=np.bool_)
+    unavailable = inactive = 0
+    for n in range(a.shape[0]):
+        j = a[n]
+        if j >= 0 and not available[n]:
+            unavailable += 1
+            flag[j] = True
+            a[n] = -1
+    for n in range(a.shape[0]):
+        j = a[n]
+        if j >= 0 and status[j] != _ACTIVE:
+            inactive += 1
+            flag[j] = True
+            a[n] = -1
+    cnt = np.zeros(J, dtype=np.int64)
+    for n in range(a.shape[0]):
+        if a[n] >= 0:
+            cnt[a[n]] += 1
+    over = 0
+    for j in range(J):
+        if cnt[j] <= max_nodes[j]:
+            continue
+        flag[j] = True
+        kept = 0
+        for held in (True, False):  # the nodes it holds now first, each in index order
+            for n in range(a.shape[0]):
+                if a[n] == j and (node_job[n] == j) == held:
+                    if kept < max_nodes[j]:
+                        kept += 1
+                    else:
+                        a[n] = -1
+                        over += 1
+        cnt[j] = max_nodes[j]
+    below = np.zeros(J, dtype=np.bool_)
+    n_below = 0
+    for j in range(J):
+        if cnt[j] > 0 and cnt[j] < min_nodes[j]:
+            below[j] = True
+            flag[j] = True
+            n_below += 1
+    if n_below:
+        for n in range(a.shape[0]):
+            if a[n] >= 0 and below[a[n]]:
+                a[n] = -1
+    return unavailable, inactive, over, n_below, np.flatnonzero(flag)
+
+
+@njit(cache=True)
 def diff_jobs(old: np.ndarray, new: np.ndarray, J: int) -> tuple[np.ndarray, np.ndarray]:
     """Jobs that gained a node (bool (J,)) and every job whose node set changed (sorted)."""
     gained = np.zeros(J, dtype=np.bool_)

@@ -343,3 +343,72 @@ def test_kernels__pairwise_sum_is_numpys_sum_and_dot_is_fixed_order():
         k = rng.integers(0, 64, n).astype(np.int32)
         assert dot(k, a) == pairwise_sum(k * a)  # the products, summed pairwise
         assert abs(dot(k, a) - float(np.dot(k, a))) <= 1e-12 * float(np.abs(k * a).sum())
+
+
+def ref_repair(state, instance, a: np.ndarray) -> tuple:
+    """``repair_allocation`` as it was (numpy), in place on ``a``."""
+    from mtgym.types import Repair
+
+    rep = Repair()
+    jobs = instance.jobs
+    idx = np.flatnonzero(a >= 0)
+    owners = a[idx]
+    bad = ~state.available[idx]
+    if bad.any():
+        rep.unavailable_nodes = int(bad.sum())
+        rep.jobs.extend(np.unique(owners[bad]).tolist())
+        a[idx[bad]] = -1
+        idx, owners = idx[~bad], owners[~bad]
+    bad = state.status[owners] != JobStatus.ACTIVE
+    if bad.any():
+        rep.inactive_job_nodes = int(bad.sum())
+        rep.jobs.extend(np.unique(owners[bad]).tolist())
+        a[idx[bad]] = -1
+        idx, owners = idx[~bad], owners[~bad]
+    cnt = np.bincount(owners, minlength=instance.num_jobs)
+    over = cnt > jobs.max_nodes
+    if over.any():
+        sel = over[owners]
+        nodes, own = idx[sel], owners[sel]
+        new_node = (state.node_job[nodes] != own).astype(np.int8)
+        order = np.lexsort((nodes, new_node, own))
+        nodes, own = nodes[order], own[order]
+        first = np.concatenate(([0], np.flatnonzero(own[1:] != own[:-1]) + 1))
+        rank = np.arange(nodes.size) - np.repeat(first, np.diff(np.append(first, nodes.size)))
+        drop = rank >= jobs.max_nodes[own]
+        a[nodes[drop]] = -1
+        rep.over_max_nodes += int(drop.sum())
+        rep.jobs.extend(np.flatnonzero(over).tolist())
+        keep = a[idx] >= 0
+        idx, owners = idx[keep], owners[keep]
+        cnt = np.minimum(cnt, jobs.max_nodes)
+    below = np.flatnonzero((cnt > 0) & (cnt < jobs.min_nodes))
+    if below.size:
+        a[idx[np.isin(owners, below)]] = -1
+        rep.below_min_jobs = int(below.size)
+        rep.jobs.extend(below.tolist())
+    if rep.jobs:
+        rep.jobs = sorted(set(rep.jobs))
+    return rep
+
+
+def test_kernels__repair_matches_numpy(inst):
+    """Random in-range maps, most infeasible in every way, repaired as the numpy code did."""
+    rng = np.random.default_rng(5)
+    state = initial_state(inst)
+    J, N = inst.num_jobs, inst.num_nodes
+    for trial in range(60):
+        state.status[:] = rng.choice(
+            [JobStatus.FUTURE, JobStatus.ACTIVE, JobStatus.COMPLETED], J, p=[0.1, 0.8, 0.1]
+        )
+        state.available[:] = rng.random(N) < 0.7
+        held = rng.integers(-1, min(J, 6), N).astype(np.int32)
+        state.node_job[:] = np.where(state.available, held, -1)
+        a = rng.integers(-1, min(J, 6), N).astype(np.int32)
+        if trial % 3 == 0:
+            a[rng.random(N) < 0.5] = -1
+        want_a, got_a = a.copy(), a.copy()
+        want = ref_repair(state, inst, want_a)
+        got = repair_allocation(state, inst, got_a)
+        np.testing.assert_array_equal(got_a, want_a)
+        assert got == want and all(type(v) is int for v in got.jobs)

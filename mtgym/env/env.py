@@ -83,6 +83,8 @@ class ScavengeEnv(gym.Env):
     ## State
     ``ClusterState`` (``self.state``): node map, availability, per-job progress, pauses,
     debts and accumulators; ``self.instance`` holds the episode's immutable ``Instance``.
+    A step updates the state's arrays in place (copy what you keep); observations and
+    infos are fresh arrays.
 
     ## Arguments
     | name | default | meaning |

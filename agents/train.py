@@ -262,6 +262,7 @@ def train(args: Args) -> Path:
     best: tuple[float, dict | None] = (-np.inf, None)
     if args.bc_expert and not args.resume:
         best = imitate(model, args, out)
+    t_rl = time.perf_counter()
     model.learn(
         total_timesteps=args.timesteps,
         callback=callbacks,
@@ -269,7 +270,8 @@ def train(args: Args) -> Path:
         tb_log_name=f"{args.scenario}__{args.algo}__{args.seed}",
         reset_num_timesteps=not bool(args.resume),
     )
-    wall = time.perf_counter() - t0
+    t_end = time.perf_counter()
+    wall, rl_s = t_end - t0, t_end - t_rl
     model.save(str(out / "model.zip"))
     kept = "ppo"
     if best[1] is not None:
@@ -282,9 +284,11 @@ def train(args: Args) -> Path:
     (out / "train.json").write_text(
         json.dumps(
             {
-                "wall_s": wall,
+                "wall_s": wall,  # imitation (BC + DAgger) and RL
+                "imitation_s": wall - rl_s,
+                "rl_s": rl_s,
                 "timesteps": args.timesteps,
-                "steps_per_s": args.timesteps / wall,
+                "steps_per_s": args.timesteps / rl_s if rl_s > 0 else 0.0,  # RL steps only
                 "kept": kept,
             },
             indent=2,

@@ -238,6 +238,10 @@ def test_imitation__clones_freetrain_on_the_default_scenario(tmp_path):
     argv += ["--max-jobs", "2", "--max-count", "4", "--eval-freq", "0", "--no-progress"]
     argv += ["--bc-expert", "freetrain", "--bc-episodes", "2", "--dagger-rounds", "1"]
     assert main([*argv, "--out", str(out)]) == 0
-    assert json.loads((out / "train.json").read_text())["kept"] in ("imitation", "ppo")
+    info = json.loads((out / "train.json").read_text())
+    assert info["kept"] in ("imitation", "ppo")
+    assert info["imitation_s"] > 0 and info["rl_s"] > 0  # the RL rate counts RL time only
+    assert info["wall_s"] == pytest.approx(info["imitation_s"] + info["rl_s"])
+    assert info["steps_per_s"] == pytest.approx(256 / info["rl_s"])
     saved = json.loads((out / "args.json").read_text())
     assert saved["bc_seeds"] == [11, 12] and saved["context"] is True

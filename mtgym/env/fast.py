@@ -435,41 +435,15 @@ class FastStep:
         else:
             limit, stop = min(ctx.t_end, t0 + env.decision_interval_s), int(EventKind.HORIZON)
         active0 = s.active_job_s
-        code, _, e0, e1, e2, e3 = _pre(
-            self.bag,
-            self.mode,
-            action,
-            env.max_count,
-            f,
-            r,
-            scalars,
-            limit,
-            stop,
-            ctx.t_end,
-            s.timers.peek_time(),
-            ctx.bftrainer,
-            ctx.preempt_mode,
-        )
+        rest = (f, r, scalars, limit, stop, ctx.t_end, s.timers.peek_time())
+        rest += (ctx.bftrainer, ctx.preempt_mode)
+        code, _, e0, e1, e2, e3 = _pre(self.bag, self.mode, action, env.max_count, *rest)
         if code in (engine.OUT_OF_RANGE, PACK_FAILED):
             return None  # (nothing changed: the general path raises)
         dyn = None
         if code == engine.NEEDS_REPAIR:  # nothing changed: repair the decoded map, apply it
             dyn = dynamics.repair_allocation(s, inst, self.node_map)
-            code = _pre(
-                self.bag,
-                3,
-                action,
-                env.max_count,
-                f,
-                r,
-                scalars,
-                limit,
-                stop,
-                ctx.t_end,
-                s.timers.peek_time(),
-                ctx.bftrainer,
-                ctx.preempt_mode,
-            )[0]
+            code = _pre(self.bag, 3, action, env.max_count, *rest)[0]
         if code == engine.TIMER_DUE:
             dynamics._finish_timers(s, ctx, f, r, 1, limit, stop, code)
         dynamics._store(s, f, r)

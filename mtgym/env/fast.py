@@ -417,19 +417,7 @@ class FastStep:
         env, s, inst = self.env, self.state, self.env.instance
         ctx, f, r = self.ctx, self.f, self.r
         t0 = s.time
-        scalars = (
-            t0,
-            s.offered_node_s,
-            s.allocated_node_s,
-            s.unused_node_s,
-            s.active_job_s,
-            s.productive_node_s,
-            s.events,
-            s.decisions,
-            s.start_cursor,
-            s.end_cursor,
-            s.arrival_cursor,
-        )
+        scalars = dynamics.SCALARS(s)
         if env.decision_interval_s is None:
             limit, stop = ctx.t_end, int(dynamics.DECISION_EVENTS)
         else:

@@ -197,6 +197,20 @@ class _Context:
 
 _CONTEXTS: weakref.WeakKeyDictionary[Instance, _Context] = weakref.WeakKeyDictionary()
 _STATE_ARRAYS = attrgetter(*engine.NODE_FIELDS, *engine.JOB_FIELDS)
+# The state's scalars in register order (``engine.F_*`` then ``engine.R_*``; ``_store``).
+SCALARS = attrgetter(
+    "time",
+    "offered_node_s",
+    "allocated_node_s",
+    "unused_node_s",
+    "active_job_s",
+    "productive_node_s",
+    "events",
+    "decisions",
+    "start_cursor",
+    "end_cursor",
+    "arrival_cursor",
+)
 _NO_ALLOCATION = np.zeros(0, dtype=np.int32)
 
 
@@ -219,19 +233,10 @@ def _context(instance: Instance) -> _Context:
 
 def _registers(s: ClusterState) -> tuple[np.ndarray, np.ndarray]:
     """The state's scalars in the engine's float and int registers."""
-    f = np.array(
-        (
-            s.time,
-            s.offered_node_s,
-            s.allocated_node_s,
-            s.unused_node_s,
-            s.active_job_s,
-            s.productive_node_s,
-            0.0,
-        )
-    )
+    vals = SCALARS(s)
+    f = np.array((*vals[:6], 0.0))
     r = np.zeros(engine.NUM_R, dtype=np.int64)
-    r[:5] = (s.events, s.decisions, s.start_cursor, s.end_cursor, s.arrival_cursor)
+    r[:5] = vals[6:]
     return f, r
 
 

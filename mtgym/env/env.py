@@ -237,6 +237,8 @@ class ScavengeEnv(gym.Env):
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         fast = self._fast
+        if fast is not None and fast.state is not self.state:  # a state set from outside
+            self._fast = fast = FastStep(self)
         if fast is not None and fast.usable(action):  # (same results, fewer calls)
             out = fast.step(action)
             if out is not None:

@@ -403,7 +403,10 @@ class FastStep:
         self.tput_scale = float(rf._tput_scale)
 
     def usable(self, action: Any) -> bool:
-        """The fast path applies: this episode's state, an int64 action of the right shape."""
+        """The fast path applies: the state it was built for (the env rebuilds it when its
+        state object is replaced; arrays of a state are updated in place, never rebound),
+        an int64 action of the right shape.
+        """
         env = self.env
         return (
             env.state is self.state

@@ -19,6 +19,9 @@ class ClusterState:
     Progress is *useful* samples and never decreases: work lost to a pre-emption is recorded
     as ``debt`` (samples to redo before progress resumes) and rescale pauses as
     ``stall_until``, so completion times stay exact under piecewise-constant rates.
+
+    ``advance(copy=False)`` and the env update the arrays in place (they keep their
+    identity); to restore a state, replace the whole object (``env.state = saved.copy()``).
     """
 
     time: float

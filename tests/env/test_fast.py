@@ -96,8 +96,13 @@ def test_fast__falls_back_to_the_general_path_unchanged():
     assert env.state.time == t0 and np.array_equal(env.state.progress, prog)  # untouched
     assert not env._fast.usable(env.noop().astype(np.int32))  # another dtype: general path
     env.step(env.noop().astype(np.int32))
-    old = env.state
-    env.state = old.copy()  # a replaced state: the bag no longer holds its arrays
+    old, ref = env.state, GeneralOnly("default")
+    ref.reset(seed=0)
+    ref.state, ref.slots.job[:], ref.slots._next = old.copy(), env.slots.job, env.slots._next
+    ref.profiler.rate[:] = env.profiler.rate
+    env.state = old.copy()  # a state set from outside (a checkpoint): the bag is rebuilt
     assert not env._fast.usable(env.noop())
-    env.step(env.noop())
+    a = env.noop()
+    assert identical(env.step(a), ref.step(a))
+    assert env._fast.state is env.state and env._fast.usable(a)
     assert env.state.time > old.time

@@ -115,6 +115,7 @@ class ScavengeEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
+    compiled_step = True  # step through ``mtgym.env.fast`` (False: the general path only)
 
     def __init__(
         self,
@@ -230,19 +231,20 @@ class ScavengeEnv(gym.Env):
         self.reward_fn = RewardFn(self.reward_name, inst)
         self.builder.bind(inst)
         self.history.clear()
-        self._fast = FastStep(self)
+        self._fast = None  # (built at the first step)
         return self._observe(), self._info(None, None)
 
     def step(self, action):  # noqa: D102
         if self.state is None:
             raise RuntimeError("call reset() before step()")
-        fast = self._fast
-        if fast is not None and fast.state is not self.state:  # a state set from outside
-            self._fast = fast = FastStep(self)
-        if fast is not None and fast.usable(action):  # (same results, fewer calls)
-            out = fast.step(action)
-            if out is not None:
-                return out
+        if self.compiled_step:  # (the same results as below, in two compiled calls)
+            fast = self._fast
+            if fast is None or fast.state is not self.state:  # new episode, state set, copy
+                self._fast = fast = FastStep(self)
+            if fast.usable(action):
+                out = fast.step(action)
+                if out is not None:
+                    return out
         s, inst = self.state, self.instance
         node_job, act_repair = self.codec.decode(action, s, inst, self.slots)
         before = StepDelta(s.progress.copy(), s.active_job_s)
@@ -270,6 +272,14 @@ class ScavengeEnv(gym.Env):
             truncated,
             self._info(info, act_repair, terminated or truncated),
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable and deep-copyable (for look-ahead search): the compiled step's arrays
+        are not carried, the copy builds its own at its first step.
+        """
+        d = self.__dict__.copy()
+        d["_fast"] = None
+        return d
 
     def render(self):  # noqa: D102
         if self.render_mode is None or self.state is None:

@@ -34,10 +34,7 @@ def identical(a, b) -> bool:
 class GeneralOnly(ScavengeEnv):
     """The env with its fast path switched off."""
 
-    def reset(self, **kw):
-        out = super().reset(**kw)
-        self._fast = None
-        return out
+    compiled_step = False
 
 
 def lockstep(scenario, steps: int, seed: int, timers: bool = False, **kw) -> int:
@@ -54,8 +51,8 @@ def lockstep(scenario, steps: int, seed: int, timers: bool = False, **kw) -> int
                 env.state.timers.push(env.state.time + 37.0 * (1 + i % 3), payload=i)
         m = fast.action_masks().reshape(len(fast.action_space.nvec), -1)
         a = (rng.random(m.shape) * m).argmax(axis=1)
-        used += fast._fast is not None and fast._fast.usable(a)
         out_f, out_r = fast.step(a), ref.step(a)
+        used += fast._fast is not None and fast._fast.usable(a)
         assert identical(out_f, out_r), f"step {i} differs"
         if out_f[2] or out_f[3]:
             assert identical(fast.reset(), ref.reset())
@@ -96,6 +93,7 @@ def test_fast__falls_back_to_the_general_path_unchanged():
     assert env.state.time == t0 and np.array_equal(env.state.progress, prog)  # untouched
     assert not env._fast.usable(env.noop().astype(np.int32))  # another dtype: general path
     env.step(env.noop().astype(np.int32))
+    assert env._fast.state is env.state
     old, ref = env.state, GeneralOnly("default")
     ref.reset(seed=0)
     ref.state, ref.slots.job[:], ref.slots._next = old.copy(), env.slots.job, env.slots._next
@@ -106,3 +104,18 @@ def test_fast__falls_back_to_the_general_path_unchanged():
     assert identical(env.step(a), ref.step(a))
     assert env._fast.state is env.state and env._fast.usable(a)
     assert env.state.time > old.time
+
+
+def test_fast__env_pickles_and_deep_copies_for_look_ahead():
+    import copy
+    import pickle
+
+    env = ScavengeEnv("default")
+    env.reset(seed=2)
+    env.step(env.noop())
+    twin, clone = copy.deepcopy(env), pickle.loads(pickle.dumps(env))
+    assert twin._fast is None and twin.state is not env.state
+    a = env.noop()
+    out = env.step(a)
+    assert identical(twin.step(a), out) and identical(clone.step(a), out)
+    assert twin._fast is not None and twin._fast.state is twin.state

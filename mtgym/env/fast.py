@@ -32,7 +32,23 @@ from mtgym.env.slots import _update
 from mtgym.model.throughput import RateConsts
 from mtgym.policy.placement import _static_order
 from mtgym.sim import dynamics, engine
-from mtgym.sim.engine import Jobs, Nodes, Static
+from mtgym.sim.dynamics import SCALARS
+from mtgym.sim.engine import (
+    F_SAMPLES,
+    NEEDS_REPAIR,
+    OUT_OF_RANGE,
+    R_ALL_DONE,
+    R_ARRIVALS,
+    R_COMPLETIONS,
+    R_IDLE,
+    R_KINDS,
+    R_RECLAIMED,
+    R_STOPS,
+    TIMER_DUE,
+    Jobs,
+    Nodes,
+    Static,
+)
 from mtgym.sim.numeric import dot, pairwise_sum
 from mtgym.sim.profiling import _observe
 from mtgym.types import EventKind
@@ -64,6 +80,8 @@ _EXTRA = (
 )
 FIELDS = (*engine.NODE_FIELDS, *engine.JOB_FIELDS, *Static._fields, *RateConsts._fields, *_EXTRA)
 
+_DECISION = int(dynamics.DECISION_EVENTS)  # stop kinds as ints
+_HORIZON = int(EventKind.HORIZON)
 # ``_pre``'s result codes beyond the engine's.
 PACK_FAILED = 10  # the placement needs more free nodes than there are (ValueError)
 REWARDS = {"progress": 0, "throughput": 1, "jct": 2}
@@ -397,6 +415,11 @@ class FastStep:
         )
         self.bag = StepBag(*dynamics._STATE_ARRAYS(s), *self.ctx.static, *extra)
         rf = env.reward_fn
+        self.inst = inst
+        self.mask = env.codec._mask
+        self.C = env.max_count
+        self.profile_max = env.profiler.max_count
+        self.t_start = inst.t_start
         self.mode = MODES[env.action_mode]
         self.shape = env.codec.nvec.shape
         self.reward_kind = REWARDS[rf.name]
@@ -417,41 +440,49 @@ class FastStep:
 
     def step(self, action: np.ndarray) -> tuple | None:
         """One env step, or None (nothing changed) when the general path must take it."""
-        env, s, inst = self.env, self.state, self.env.instance
-        ctx, f, r = self.ctx, self.f, self.r
+        env, s, inst, ctx, f, r, bag = (
+            self.env,
+            self.state,
+            self.inst,
+            self.ctx,
+            self.f,
+            self.r,
+            self.bag,
+        )
         t0 = s.time
-        scalars = dynamics.SCALARS(s)
+        scalars = SCALARS(s)
         if env.decision_interval_s is None:
-            limit, stop = ctx.t_end, int(dynamics.DECISION_EVENTS)
+            limit, stop = ctx.t_end, _DECISION
         else:
-            limit, stop = min(ctx.t_end, t0 + env.decision_interval_s), int(EventKind.HORIZON)
+            limit, stop = min(ctx.t_end, t0 + env.decision_interval_s), _HORIZON
         active0 = s.active_job_s
-        rest = (f, r, scalars, limit, stop, ctx.t_end, s.timers.peek_time())
-        rest += (ctx.bftrainer, ctx.preempt_mode)
-        code, _, e0, e1, e2, e3 = _pre(self.bag, self.mode, action, env.max_count, *rest)
-        if code in (engine.OUT_OF_RANGE, PACK_FAILED):
+        rest = (f, r, scalars, limit, stop, ctx.t_end, s.timers.peek_time(), ctx.bftrainer)
+        rest += (ctx.preempt_mode,)
+        code, _, e0, e1, e2, e3 = _pre(bag, self.mode, action, self.C, *rest)
+        if code in (OUT_OF_RANGE, PACK_FAILED):
             return None  # (nothing changed: the general path raises)
         dyn = None
-        if code == engine.NEEDS_REPAIR:  # nothing changed: repair the decoded map, apply it
+        if code == NEEDS_REPAIR:  # nothing changed: repair the decoded map, apply it
             dyn = dynamics.repair_allocation(s, inst, self.node_map)
-            code = _pre(self.bag, 3, action, env.max_count, *rest)[0]
-        if code == engine.TIMER_DUE:
+            code = _pre(bag, 3, action, self.C, *rest)[0]
+        if code == TIMER_DUE:
             dynamics._finish_timers(s, ctx, f, r, 1, limit, stop, code)
         dynamics._store(s, f, r)
         t = s.time
-        reward, env.slots._next, counts = _post(
-            self.bag,
+        slots = env.slots
+        reward, slots._next, counts = _post(
+            bag,
             t0,
             t,
-            inst.t_start,
+            self.t_start,
             active0,
             s.active_job_s,
             self.reward_kind,
             self.tput_scale,
             self.mode,
-            env.max_count,
-            env.profiler.max_count,
-            env.slots._next,
+            self.C,
+            self.profile_max,
+            slots._next,
             s.arrival_cursor,
         )
         if env.debug:
@@ -461,16 +492,12 @@ class FastStep:
         if env.render_mode == "rgb_array":
             env.history.record(t0, t, s.node_job, s.available)
         ri = r.tolist()
-        kinds = ri[engine.R_KINDS]
-        terminated = bool(ri[engine.R_ALL_DONE])
-        truncated = (not terminated) and (t >= inst.t_end or (t == t0 and kinds == 0))
-        env._mask = mask = env.codec._mask.copy()
-        bag, t_start, t_end, C = self.bag, inst.t_start, inst.t_end, env.max_count
-
-        def fill(*out: np.ndarray) -> None:
-            _fill(bag, *out[:8], t, t_start, t_end, C, out[8])
-
-        obs = env.builder.finish(s, inst, env.slots, env.profiler, mask, t_end, counts, fill)
+        kinds = ri[R_KINDS]
+        terminated = bool(ri[R_ALL_DONE])
+        truncated = (not terminated) and (t >= ctx.t_end or (t == t0 and kinds == 0))
+        env._mask = mask = self.mask.copy()
+        fill = (_fill, bag, t, self.t_start, ctx.t_end, self.C)
+        obs = env.builder.finish(s, inst, slots, env.profiler, mask, ctx.t_end, counts, fill)
         if self.mode == 2:
             rep = {"empty_slot": e0}
         else:
@@ -485,23 +512,23 @@ class FastStep:
                 dyn_below_min_jobs=dyn.below_min_jobs,
             )
         info = {
-            "time": float(t),
+            "time": t,
             "action_mask": mask.copy(),
-            "slots": env.slots.job.copy(),
+            "slots": slots.job.copy(),
             "queued": env.builder.queued,
             "repair": rep,
             "repaired": any(rep.values()),
             "events": kinds,
-            "reclaimed_nodes": ri[engine.R_RECLAIMED],
-            "idle_nodes": ri[engine.R_IDLE],
-            "arrivals": ri[engine.R_ARRIVALS],
-            "completions": ri[engine.R_COMPLETIONS],
-            "stops": ri[engine.R_STOPS],
-            "samples": float(f[engine.F_SAMPLES]),
-            "elapsed_s": float(t - t0),
+            "reclaimed_nodes": ri[R_RECLAIMED],
+            "idle_nodes": ri[R_IDLE],
+            "arrivals": ri[R_ARRIVALS],
+            "completions": ri[R_COMPLETIONS],
+            "stops": ri[R_STOPS],
+            "samples": float(f[F_SAMPLES]),
+            "elapsed_s": t - t0,
         }
         if terminated or truncated:
             from mtgym.metrics import compute_metrics
 
             info["metrics"] = compute_metrics(s, inst).as_dict()
-        return obs, float(reward), terminated, truncated, info
+        return obs, reward, terminated, truncated, info

@@ -9,8 +9,6 @@ profiling) and no work or costs; ``oracle`` -> the truth.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 from gymnasium import spaces
 from numba import njit
@@ -172,11 +170,11 @@ class ObservationBuilder:
         action_mask: np.ndarray,
         t_end: float,
         counts: tuple[int, int, int, int],
-        fill: Callable[..., None] | None = None,
+        fill: tuple | None = None,
     ) -> dict[str, np.ndarray]:
         """``build`` after ``_obs_args`` filled ``self._x`` and returned ``counts`` (idle
-        nodes, active jobs, held nodes, occupied slots). ``fill``: ``_obs_fill`` bound to
-        these inputs by the caller (it takes the outputs and ``counts``).
+        nodes, active jobs, held nodes, occupied slots). ``fill``: (kernel, bag, time,
+        t_start, t_end, C) to fill through ``mtgym.env.fast._fill`` instead.
         """
         N, S = self.N, self.S
         x = self._x
@@ -225,7 +223,9 @@ class ObservationBuilder:
                 n_present,
             )
         else:  # the same kernel, its inputs held by the caller (``mtgym.env.fast``)
-            fill(nodes, node_job, node_mask, jf, job_mask, curve, known_c, g, counts)
+            kernel, bag, t, t_start, t_end_, C = fill
+            kernel(bag, nodes, node_job, node_mask, jf, job_mask, curve, known_c, g, t, t_start,
+                   t_end_, C, counts)  # fmt: skip
         if self._work is None and n_present:  # profiled: only what was measured
             idx = np.flatnonzero(slots.present)
             j = slots.job[idx]

@@ -119,3 +119,16 @@ def test_fast__env_pickles_and_deep_copies_for_look_ahead():
     out = env.step(a)
     assert identical(twin.step(a), out) and identical(clone.step(a), out)
     assert twin._fast is not None and twin._fast.state is twin.state
+
+
+def test_fast__rendering_and_debug_checks_see_the_same_steps():
+    envs = [
+        cls("default", render_mode="rgb_array", debug=True) for cls in (ScavengeEnv, GeneralOnly)
+    ]
+    for env in envs:
+        env.reset(seed=7)
+        for _ in range(15):
+            env.step(env.noop())
+    assert envs[0]._fast is not None and envs[1]._fast is None
+    assert len(envs[0].history.steps) == len(envs[1].history.steps) > 0
+    assert np.array_equal(envs[0].render(), envs[1].render())

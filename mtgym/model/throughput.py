@@ -302,20 +302,44 @@ def _job_rates_into(
     spread: np.ndarray,
 ) -> None:  # pragma: no cover - jit
     """Rates, node counts and spread levels of every job, written over ``rate``, ``count``
-    and ``spread`` (J,): one pass over the nodes (count, slowest device and per-level group
-    range of each job), then the formula per job that holds nodes.
+    and ``spread`` (J,) (``_job_rates_of`` for all jobs).
+    """
+    J = c.is_table.shape[0]
+    _job_rates_of(c, node_job, slowdown, gpu_type, coords, rate, count, spread, np.arange(J))
+
+
+@njit(cache=True, error_model="numpy")
+def _job_rates_of(
+    c: RateConsts,
+    node_job: np.ndarray,
+    slowdown: np.ndarray,
+    gpu_type: np.ndarray,
+    coords: np.ndarray,
+    rate: np.ndarray,
+    count: np.ndarray,
+    spread: np.ndarray,
+    jobs: np.ndarray,
+) -> None:  # pragma: no cover - jit
+    """Rate, node count and spread level of each of the distinct ``jobs``, written into
+    ``rate``, ``count`` and ``spread`` (J,); other jobs' entries are left as they are (the
+    caller knows only these jobs' node sets changed). One pass over the nodes (count,
+    slowest device and per-level group range of each job), then the formula per job that
+    holds nodes.
     """
     J = c.is_table.shape[0]
     L = coords.shape[1]
-    rate[:] = 0.0
-    count[:] = 0
-    spread[:] = 0
-    slow = np.zeros(J)
+    mark = np.zeros(J, dtype=np.bool_)
+    for j in jobs:
+        mark[j] = True
+        rate[j] = 0.0
+        count[j] = 0
+        spread[j] = 0
+    slow = np.empty(J)
     lo = np.empty((J, L), dtype=coords.dtype)
     hi = np.empty((J, L), dtype=coords.dtype)
     for n in range(node_job.shape[0]):
         j = node_job[n]
-        if j < 0:
+        if j < 0 or not mark[j]:
             continue
         s = slowdown[n, c.app_class[j]] / c.type_rate[j, gpu_type[n]]
         if count[j] == 0:
@@ -333,7 +357,7 @@ def _job_rates_into(
                 if v > hi[j, k]:
                     hi[j, k] = v
         count[j] += 1
-    for j in range(J):
+    for j in jobs:
         if count[j] == 0:
             continue
         lvl = 0

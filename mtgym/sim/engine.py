@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from mtgym.generate.instance import Instance
-from mtgym.model.throughput import RateConsts, _job_rates_into
+from mtgym.model.throughput import RateConsts, _job_rates_into, _job_rates_of
 from mtgym.sim.numeric import dot, pairwise_sum
 from mtgym.types import EventKind, JobStatus
 
@@ -292,6 +292,18 @@ def _refresh(nd: Nodes, jb: Jobs, st: Static, rc: RateConsts) -> None:  # pragma
 
 
 @njit(cache=True, error_model="numpy")
+def _refresh_some(
+    nd: Nodes, jb: Jobs, st: Static, rc: RateConsts, jobs: np.ndarray
+) -> None:  # pragma: no cover - jit
+    """``_refresh`` for the distinct ``jobs`` whose node sets changed (the others' entries
+    are what a full refresh would write again).
+    """
+    _job_rates_of(
+        rc, nd.node_job, st.slowdown, st.gpu_type, st.coords, jb.rate, jb.n_nodes, jb.spread, jobs
+    )
+
+
+@njit(cache=True, error_model="numpy")
 def _charge_changes(
     touched: np.ndarray,
     gained: np.ndarray,
@@ -362,7 +374,7 @@ def _apply(
     old_rate = jb.rate.copy()
     old_n = jb.n_nodes.copy()
     nd.node_job[:] = a
-    _refresh(nd, jb, st, rc)
+    _refresh_some(nd, jb, st, rc, touched)
     _charge_changes(touched, gained, old_n, old_rate, f[F_TIME], bftrainer, jb, st)
     return DONE, -1
 
@@ -705,7 +717,7 @@ def _reclaims(
     if hit.shape[0] == 0:
         return
     old_rate = jb.rate.copy()
-    _refresh(nd, jb, st, rc)
+    _refresh_some(nd, jb, st, rc, hit)
     past_end = t >= t_end
     _preempt(hit, t, past_end, preempt_mode, old_rate, nd, jb, st)
     if not past_end:

@@ -9,6 +9,10 @@ __version__ = "0.1.0"
 
 from gymnasium.envs.registration import register as _register
 
+from mtgym import _kernel_cache
+
+_kernel_cache.configure()  # (before any kernel is compiled or loaded: see the module)
+
 #: The environment ids registered by ``import mtgym``.
 ENV_IDS = ("mtgym/Scavenge-v0",)
 

@@ -1,8 +1,9 @@
 """``ObservationBuilder``: state -> the env's Dict observation (fixed shapes, padded, masked).
 
 All values are float32 and roughly O(1): rates, work and durations are log-scaled with fixed
-constants (``log1p(x) / scale``), never with instance truths, so nothing hidden leaks through
-normalisation. What a job row shows depends on the information mode (``mtgym.sim.view``):
+constants (``log1p(x) / scale``, the C library's log1p: the same bits on every CPU), never
+with instance truths, so nothing hidden leaks through normalisation. What a job row shows
+depends on the information mode (``mtgym.sim.view``):
 ``user`` -> declared curve, work and costs; ``profiled`` -> only measured rates (passive
 profiling) and no work or costs; ``oracle`` -> the truth.
 """
@@ -16,6 +17,7 @@ from numba import njit
 from mtgym.env.slots import JobSlots
 from mtgym.generate.instance import Instance
 from mtgym.model.throughput import interp_rows
+from mtgym.sim.numeric import log1p
 from mtgym.sim.profiling import PassiveProfiler
 from mtgym.sim.state import ClusterState
 from mtgym.sim.view import InfoMode
@@ -107,7 +109,7 @@ class ObservationBuilder:
             rows = np.repeat(np.arange(J), self.P)
             vals = interp_rows(pts.ravel(), jobs.curve_nodes[rows], tput[rows]).reshape(J, self.P)
             kn = pts <= np.minimum(jobs.max_nodes, C)[:, None]
-            curve[:] = np.log1p(np.where(kn, vals, 0.0)) / RATE_SCALE
+            curve[:] = log1p(np.where(kn, vals, 0.0)) / RATE_SCALE
             known[:] = kn
             js[:, 13] = (jobs.r_up_s if oracle else jobs.declared_r_up_s) / COST_SCALE
             js[:, 14] = (jobs.r_down_s if oracle else jobs.declared_r_down_s) / COST_SCALE
@@ -139,8 +141,8 @@ class ObservationBuilder:
     ) -> dict[str, np.ndarray]:
         """The observation of ``state`` (fresh arrays: safe to keep). Call ``bind`` first."""
         sup = instance.supply
-        # One compiled pass gathers the arguments of every log-scaled feature; numpy takes
-        # the logarithms (its own log1p, as always); a second pass writes everything.
+        # One compiled pass gathers the arguments of every log-scaled feature, a second one
+        # takes the logarithms (the C library's: the same bits on every CPU) and writes.
         counts = _obs_args(
             self._x,
             state.available,
@@ -177,8 +179,7 @@ class ObservationBuilder:
         t_start, t_end, C) to fill through ``mtgym.env.fast._fill`` instead.
         """
         N, S = self.N, self.S
-        x = self._x
-        np.log1p(x, out=x)  # (the kernel divides by the scales)
+        x = self._x  # (the kernel takes the logarithms and divides by the scales)
         n_avail, n_active, n_held, n_present = counts
         self.queued = n_active - n_present  # JobSlots.queued(state), for the env's info
         # Fresh output arrays (numba would box each returned array, slower than this).
@@ -231,7 +232,7 @@ class ObservationBuilder:
             j = slots.job[idx]
             vals, kn = profiler.curve_at(j, self.points)
             jf[idx, 15] = (~np.isnan(profiler.rate[j, 1:])).sum(axis=1) / self.C
-            curve[idx] = np.log1p(vals) / RATE_SCALE
+            curve[idx] = log1p(vals) / RATE_SCALE
             known_c[idx] = kn
             np.clip(jf[:, 15], -1.0, OBS_HIGH, out=jf[:, 15])
             np.clip(curve, 0.0, OBS_HIGH, out=curve)
@@ -367,9 +368,9 @@ def _obs_fill(
         nodes[n, 1] = 1.0 if j >= 0 else 0.0
         node_slot[n] = slot_of_job[j] if j >= 0 else -1
         w = window[n]
-        nodes[n, 7] = _clip32(x[n] / scale[n], -1.0)
+        nodes[n, 7] = _clip32(np.log1p(x[n]) / scale[n], -1.0)
         nodes[n, 8] = 1.0 if w >= 0 and end_known[w] else 0.0
-        nodes[n, 9] = _clip32(x[N + n] / scale[N + n], -1.0)
+        nodes[n, 9] = _clip32(np.log1p(x[N + n]) / scale[N + n], -1.0)
     D = job_static.shape[1]
     P = curve_static.shape[1]
     o = 2 * N
@@ -381,11 +382,11 @@ def _obs_fill(
         for k in range(D):
             jf[s, k] = job_static[j, k]
         jf[s, 5] = _clip32(n_nodes[j] / C, -1.0)
-        jf[s, 8] = _clip32(x[o + 4 * s] / scale[o + 4 * s], -1.0)
-        jf[s, 9] = _clip32(x[o + 4 * s + 1] / scale[o + 4 * s + 1], -1.0)
+        jf[s, 8] = _clip32(np.log1p(x[o + 4 * s]) / scale[o + 4 * s], -1.0)
+        jf[s, 9] = _clip32(np.log1p(x[o + 4 * s + 1]) / scale[o + 4 * s + 1], -1.0)
         jf[s, 10] = 1.0 if stall_until[j] > t else 0.0
-        jf[s, 11] = _clip32(x[o + 4 * s + 2] / scale[o + 4 * s + 2], -1.0)
-        jf[s, 12] = _clip32(x[o + 4 * s + 3] / scale[o + 4 * s + 3], -1.0)
+        jf[s, 11] = _clip32(np.log1p(x[o + 4 * s + 2]) / scale[o + 4 * s + 2], -1.0)
+        jf[s, 12] = _clip32(np.log1p(x[o + 4 * s + 3]) / scale[o + 4 * s + 3], -1.0)
         for k in range(P):
             curve[s, k] = curve_static[j, k]
             known[s, k] = known_static[j, k]
@@ -396,4 +397,4 @@ def _obs_fill(
     g[2] = _clip32((n_avail - n_held) / N, -1.0)
     g[3] = _clip32((n_active - n_present) / max(S, 1), -1.0)  # slots.queued(state)
     g[4] = _clip32(n_present / max(S, 1), -1.0)
-    g[5] = _clip32(x[o + 4 * S] / scale[o + 4 * S], -1.0)
+    g[5] = _clip32(np.log1p(x[o + 4 * S]) / scale[o + 4 * S], -1.0)

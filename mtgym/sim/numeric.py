@@ -3,7 +3,9 @@
 ``pairwise_sum`` is numpy's own pairwise summation of a float64 array (blocks of 128 with
 eight accumulators, halves above), so a kernel that sums where numpy summed before gets the
 same bits. ``dot`` is the pairwise sum of the products: unlike ``np.dot`` (BLAS, whose order
-depends on the CPU's kernel), its rounding is the same on every machine.
+depends on the CPU's kernel), its rounding is the same on every machine. ``log1p`` is the C
+library's (numpy's own ``np.log1p`` takes an AVX-512 code path where the CPU has one, whose
+last bits differ).
 """
 
 from __future__ import annotations
@@ -88,3 +90,13 @@ def dot(x: np.ndarray, y: np.ndarray) -> float:  # pragma: no cover - jit
     for i in range(x.shape[0]):
         p[i] = float(x[i]) * y[i]
     return pairwise_sum(p)
+
+
+@njit(cache=True)
+def log1p(a: np.ndarray) -> np.ndarray:  # pragma: no cover - jit
+    """``np.log1p`` element-wise with the C library's ``log1p`` (the kernels' own)."""
+    out = np.empty_like(a)
+    flat, res = a.ravel(), out.ravel()
+    for i in range(flat.shape[0]):
+        res[i] = np.log1p(flat[i])
+    return out

@@ -133,46 +133,54 @@ def _pack(
     """
     N = available.shape[0]
     J = app_class.shape[0]
+    M = jobs.shape[0]
     a = np.empty(N, dtype=np.int32)
-    keep = np.zeros(J, dtype=np.int64)
-    for i in range(jobs.shape[0]):
-        keep[jobs[i]] = targets[i]
-    have = np.zeros(J, dtype=np.int64)
+    # Listed jobs by their last position in ``jobs`` (its target counts); work per listed
+    # job, not per job of the instance (M is a few slots, J can be thousands).
+    pos = np.full(J, -1, dtype=np.int64)
+    for i in range(M):
+        pos[jobs[i]] = i
+    have = np.zeros(M, dtype=np.int64)
     for n in range(N):
         j = node_job[n] if available[n] else -1
+        if j >= 0 and pos[j] < 0:
+            j = -1  # a job not listed keeps no node
         a[n] = j
         if j >= 0:
-            have[j] += 1
+            have[pos[j]] += 1
     # -- drop: per job above its target, keep the `keep` fastest (then lowest index) --
     # Each job's held nodes in index order, bucketed in one pass over the nodes.
-    first = np.zeros(J + 1, dtype=np.int64)
-    for j in range(J):
-        first[j + 1] = first[j] + have[j]
-    bucket = np.empty(first[J], dtype=np.int64)
-    fill = first[:J].copy()
+    first = np.zeros(M + 1, dtype=np.int64)
+    for p in range(M):
+        first[p + 1] = first[p] + have[p]
+    bucket = np.empty(first[M], dtype=np.int64)
+    fill = first[:M].copy()
     for n in range(N):
         j = a[n]
         if j >= 0:
-            bucket[fill[j]] = n
-            fill[j] += 1
-    for j in range(J):
-        if have[j] <= keep[j]:
+            p = pos[j]
+            bucket[fill[p]] = n
+            fill[p] += 1
+    for p in range(M):
+        keep = targets[p]
+        if have[p] <= keep:
             continue
-        mine = bucket[first[j] : first[j + 1]]
+        mine = bucket[first[p] : first[p + 1]]
         m = mine.shape[0]
         sf = np.empty(m)
-        c = app_class[j]
+        c = app_class[jobs[p]]
         for i in range(m):
             sf[i] = slowdown[mine[i], c]
         order = _stable_argsort(sf)  # stable: ties stay in index order
-        for r in range(keep[j], m):
+        for r in range(keep, m):
             a[mine[order[r]]] = -1
-        have[j] = keep[j]
+        have[p] = keep
     # -- grow: take free nodes in one global order --
-    need = np.zeros(jobs.shape[0], dtype=np.int64)
+    need = np.zeros(M, dtype=np.int64)
     total = 0
-    for i in range(jobs.shape[0]):
-        need[i] = max(keep[jobs[i]] - have[jobs[i]], 0)
+    for i in range(M):
+        p = pos[jobs[i]]
+        need[i] = max(targets[p] - have[p], 0)
         total += need[i]
     G = seg_start.shape[0] - 1
     gfree = np.zeros(G, dtype=np.int64)

@@ -4,8 +4,8 @@ numba's dispatcher costs ~0.1 us per argument, and a step touches ~80 arrays (th
 the instance's, the slots', the profiler's, the observation builder's). ``StepBag`` (a
 numba ``StructRef``) holds them all, so each call takes one argument: ``_pre`` decodes the
 action, places it and runs the engine (``mtgym.sim.engine``); ``_post`` updates the
-profiler and the slots, computes the reward and the mask and gathers the observation's
-arguments. The same kernels as the general path do the work, so both give the same bits
+profiler and the slots, computes the reward and the mask and fills the observation. The
+same kernels as the general path do the work, so both give the same bits
 (``tests/env/test_fast.py``). An action out of range goes back to the general path before
 anything changed (it raises there); an allocation to repair is repaired
 (``repair_allocation``) and applied; a due timer is finished by the general engine call.
@@ -268,10 +268,20 @@ def _post(
     max_count: int,
     slot_next: int,
     arrival_cursor: int,
+    t_end: float,
+    nodes: np.ndarray,
+    node_slot: np.ndarray,
+    node_mask: np.ndarray,
+    jf: np.ndarray,
+    job_mask: np.ndarray,
+    curve: np.ndarray,
+    known: np.ndarray,
+    g: np.ndarray,
 ) -> tuple[float, int, tuple[int, int, int, int]]:  # pragma: no cover - jit
     """After the engine: the profiler's observation, the slots' update, the reward, the
-    action mask and the observation's arguments (``b.x``). Returns (reward, the slots'
-    cursor, (idle nodes, active jobs, held nodes, occupied slots)).
+    action mask, and the observation into ``nodes`` .. ``g`` (``ObservationBuilder.outputs``).
+    Returns (reward, the slots' cursor, (idle nodes, active jobs, held nodes, occupied
+    slots)).
     """
     if t - t0 > 0:
         _observe(
@@ -322,27 +332,6 @@ def _post(
         b.obs_work,
         b.n_nodes,
     )
-    return reward, nxt, counts
-
-
-@njit(cache=True)
-def _fill(
-    b: Any,
-    nodes: np.ndarray,
-    node_slot: np.ndarray,
-    node_mask: np.ndarray,
-    jf: np.ndarray,
-    job_mask: np.ndarray,
-    curve: np.ndarray,
-    known: np.ndarray,
-    g: np.ndarray,
-    t: float,
-    t_start: float,
-    t_end: float,
-    C: int,
-    counts: tuple[int, int, int, int],
-) -> None:  # pragma: no cover - jit
-    """``_obs_fill`` with its inputs from the bag."""
     _obs_fill(
         nodes,
         node_slot,
@@ -373,6 +362,7 @@ def _fill(
         counts[2],
         counts[3],
     )
+    return reward, nxt, counts
 
 
 class FastStep:
@@ -470,6 +460,7 @@ class FastStep:
         dynamics._store(s, f, r)
         t = s.time
         slots = env.slots
+        out = env.builder.outputs()
         reward, slots._next, counts = _post(
             bag,
             t0,
@@ -484,6 +475,8 @@ class FastStep:
             self.profile_max,
             slots._next,
             s.arrival_cursor,
+            ctx.t_end,
+            *out,
         )
         if env.debug:
             from mtgym.sim.invariants import check_state
@@ -496,8 +489,7 @@ class FastStep:
         terminated = bool(ri[R_ALL_DONE])
         truncated = (not terminated) and (t >= ctx.t_end or (t == t0 and kinds == 0))
         env._mask = mask = self.mask.copy()
-        fill = (_fill, bag, t, self.t_start, ctx.t_end, self.C)
-        obs = env.builder.finish(s, inst, slots, env.profiler, mask, ctx.t_end, counts, fill)
+        obs = env.builder.complete(slots, env.profiler, mask, out, counts)
         if self.mode == 2:
             rep = {"empty_slot": e0}
         else:

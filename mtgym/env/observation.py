@@ -161,72 +161,63 @@ class ObservationBuilder:
             self._work_arr,
             state.n_nodes,
         )
-        return self.finish(state, instance, slots, profiler, action_mask, t_end, counts)
+        out = self.outputs()
+        _obs_fill(
+            *out,
+            self._x,
+            self._scale,
+            state.available,
+            state.node_job,
+            state.window,
+            sup.end_known,
+            state.time,
+            instance.t_start,
+            t_end,
+            slots.job,
+            state.n_nodes,
+            state.stall_until,
+            self._job_static,
+            self._curve,
+            self._known,
+            self.C,
+            *counts,
+        )
+        return self.complete(slots, profiler, action_mask, out, counts)
 
-    def finish(
+    def outputs(self) -> tuple[np.ndarray, ...]:
+        """Fresh output arrays for ``_obs_fill``.
+
+        In order: nodes (a copy of the static part), node_job, node_mask, jobs, job_mask,
+        job_curve, job_curve_known, global. Allocated here: numba would box each array it
+        returned, slower than this.
+        """
+        N, S, f32 = self.N, self.S, np.float32
+        return (
+            self._node_static.copy(),
+            np.empty(N, dtype=f32),
+            np.empty(N, dtype=f32),
+            np.zeros((S, self.job_dim), dtype=f32),
+            np.empty(S, dtype=f32),
+            np.zeros((S, self.P), dtype=f32),
+            np.zeros((S, self.P), dtype=f32),
+            np.empty(self.global_dim, dtype=f32),
+        )
+
+    def complete(
         self,
-        state: ClusterState,
-        instance: Instance,
         slots: JobSlots,
         profiler: PassiveProfiler,
         action_mask: np.ndarray,
-        t_end: float,
+        out: tuple[np.ndarray, ...],
         counts: tuple[int, int, int, int],
-        fill: tuple | None = None,
     ) -> dict[str, np.ndarray]:
-        """``build`` after ``_obs_args`` filled ``self._x`` and returned ``counts`` (idle
-        nodes, active jobs, held nodes, occupied slots). ``fill``: (kernel, bag, time,
-        t_start, t_end, C) to fill through ``mtgym.env.fast._fill`` instead.
+        """The observation from ``outputs()`` filled by ``_obs_fill`` and the ``counts``
+        ``_obs_args`` returned (idle nodes, active jobs, held nodes, occupied slots); in
+        ``profiled`` mode the measured curves are added here.
         """
-        N, S = self.N, self.S
-        x = self._x  # (the kernel takes the logarithms and divides by the scales)
-        n_avail, n_active, n_held, n_present = counts
-        self.queued = n_active - n_present  # JobSlots.queued(state), for the env's info
-        # Fresh output arrays (numba would box each returned array, slower than this).
-        f32 = np.float32
-        nodes = self._node_static.copy()
-        node_job = np.empty(N, dtype=f32)
-        node_mask = np.empty(N, dtype=f32)
-        jf = np.zeros((S, self.job_dim), dtype=f32)
-        job_mask = np.empty(S, dtype=f32)
-        curve = np.zeros((S, self.P), dtype=f32)
-        known_c = np.zeros((S, self.P), dtype=f32)
-        g = np.empty(self.global_dim, dtype=f32)
-        if fill is None:
-            _obs_fill(
-                nodes,
-                node_job,
-                node_mask,
-                jf,
-                job_mask,
-                curve,
-                known_c,
-                g,
-                x,
-                self._scale,
-                state.available,
-                state.node_job,
-                state.window,
-                instance.supply.end_known,
-                state.time,
-                instance.t_start,
-                t_end,
-                slots.job,
-                state.n_nodes,
-                state.stall_until,
-                self._job_static,
-                self._curve,
-                self._known,
-                self.C,
-                n_avail,
-                n_active,
-                n_held,
-                n_present,
-            )
-        else:  # the same kernel, its inputs held by the caller (``mtgym.env.fast``)
-            kernel, bag, t, t_start, t_end_, C = fill
-            kernel(bag, nodes, node_job, node_mask, jf, job_mask, curve, known_c, g, t, t_start,
-                   t_end_, C, counts)  # fmt: skip
+        nodes, node_job, node_mask, jf, job_mask, curve, known_c, g = out
+        n_present = counts[3]
+        self.queued = counts[1] - n_present  # JobSlots.queued(state), for the env's info
         if self._work is None and n_present:  # profiled: only what was measured
             idx = np.flatnonzero(slots.present)
             j = slots.job[idx]

@@ -247,7 +247,9 @@ def _pre(
     b.n0[:] = b.n_nodes
     b.d0[:] = b.debt
     nd, jb, st, rc = _bundles(b)
-    code, bad = engine._apply(f, r, node_map, mode != 3, bftrainer, nd, jb, st, rc)
+    # Only ``assign`` maps can be infeasible: packed counts give idle nodes to slot jobs
+    # (active), 0 or min..max each (the lockstep tests would see a repair otherwise).
+    code, bad = engine._apply(f, r, node_map, mode == 2, bftrainer, nd, jb, st, rc)
     if code == engine.DONE:
         code = engine._loop(f, r, limit, stop, t_end, t_timer, False, preempt_mode, nd, jb, st, rc)
     return code, bad, rep[0], rep[1], rep[2], rep[3]

@@ -314,12 +314,14 @@ def _charge_changes(
     jb: Jobs,
     st: Static,
 ) -> None:  # pragma: no cover - jit
-    """Checkpoint and charge every job whose node set changed: a stop is free under
+    """Checkpoint and charge every job whose node set changed (``old_n`` and ``old_rate``
+    per entry of ``touched``): a stop is free under
     ``PAUSE`` and costs ``r_down_s x rate before`` (debt) under BFTrainer; a start pauses
     ``startup_s``; a grow costs ``r_up_s``, a shrink ``r_down_s`` (a pause, or BFTrainer's
     lost samples).
     """
-    for j in touched:
+    for i in range(touched.shape[0]):
+        j = touched[i]
         # Voluntary changes checkpoint first.
         jb.ckpt_progress[j] = fmax(jb.ckpt_progress[j], jb.progress[j] - jb.debt[j])
         if jb.n_nodes[j] == 0:  # stopped
@@ -327,8 +329,8 @@ def _charge_changes(
             if bftrainer:
                 jb.rescales[j] += 1
                 jb.rescale_cost_s[j] += st.r_down_s[j]
-                jb.debt[j] += st.r_down_s[j] * old_rate[j]
-        elif old_n[j] == 0:  # started: always a pause
+                jb.debt[j] += st.r_down_s[j] * old_rate[i]
+        elif old_n[i] == 0:  # started: always a pause
             jb.starts[j] += 1
             if np.isnan(jb.first_start[j]):
                 jb.first_start[j] = t
@@ -339,7 +341,7 @@ def _charge_changes(
             jb.rescales[j] += 1
             jb.rescale_cost_s[j] += cost
             if bftrainer:
-                jb.debt[j] += cost * old_rate[j]
+                jb.debt[j] += cost * old_rate[i]
             else:
                 jb.stall_until[j] = fmax(jb.stall_until[j], t + cost)
 
@@ -371,8 +373,11 @@ def _apply(
     r[R_RESCALED] = touched.shape[0]
     if touched.shape[0] == 0:
         return DONE, -1
-    old_rate = jb.rate.copy()
-    old_n = jb.n_nodes.copy()
+    old_rate = np.empty(touched.shape[0])  # (per touched job: what the charges read)
+    old_n = np.empty(touched.shape[0], dtype=jb.n_nodes.dtype)
+    for i in range(touched.shape[0]):
+        old_rate[i] = jb.rate[touched[i]]
+        old_n[i] = jb.n_nodes[touched[i]]
     nd.node_job[:] = a
     _refresh_some(nd, jb, st, rc, touched)
     _charge_changes(touched, gained, old_n, old_rate, f[F_TIME], bftrainer, jb, st)
@@ -643,7 +648,8 @@ def _preempt(
     jb: Jobs,
     st: Static,
 ) -> None:  # pragma: no cover - jit
-    """After the rates were refreshed, for the sorted distinct jobs ``hit`` that lost nodes:
+    """After the rates were refreshed, for the sorted distinct jobs ``hit`` that lost nodes
+    (``old_rate``: their rates before, per entry):
     a job left below its minimum releases its other nodes; a job left without nodes has no
     pause pending; unless past the horizon, each is pre-empted: ``checkpoint`` -> debt up
     to the progress since its last checkpoint, plus an ``r_down_s`` pause if it still runs;
@@ -675,9 +681,10 @@ def _preempt(
                 jb.preempt_cost_s[j] += st.r_down_s[j]
                 jb.stall_until[j] = fmax(jb.stall_until[j], t + st.r_down_s[j])
     elif mode == PREEMPT_BFTRAINER:
-        for j in hit:
+        for i in range(hit.shape[0]):
+            j = hit[i]
             jb.preempt_cost_s[j] += st.r_down_s[j]
-            jb.debt[j] += st.r_down_s[j] * old_rate[j]
+            jb.debt[j] += st.r_down_s[j] * old_rate[i]
     else:
         for j in hit:
             if jb.n_nodes[j] > 0:
@@ -716,7 +723,9 @@ def _reclaims(
     r[R_KINDS] |= K_RECLAIMED
     if hit.shape[0] == 0:
         return
-    old_rate = jb.rate.copy()
+    old_rate = np.empty(hit.shape[0])  # (per hit job)
+    for i in range(hit.shape[0]):
+        old_rate[i] = jb.rate[hit[i]]
     _refresh_some(nd, jb, st, rc, hit)
     past_end = t >= t_end
     _preempt(hit, t, past_end, preempt_mode, old_rate, nd, jb, st)

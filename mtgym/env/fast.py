@@ -242,7 +242,8 @@ def _pre(
         return engine.OUT_OF_RANGE, bad, 0, 0, 0, 0
     if total > free:
         return PACK_FAILED, -1, 0, 0, 0, 0
-    b.node_map[:] = node_map
+    if mode == 2:  # (kept for a repair: only assign maps can need one)
+        b.node_map[:] = node_map
     b.p0[:] = b.progress
     b.n0[:] = b.n_nodes
     b.d0[:] = b.debt

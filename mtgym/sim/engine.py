@@ -358,14 +358,11 @@ def _apply(
     st: Static,
     rc: RateConsts,
 ) -> tuple[int, int]:  # pragma: no cover - jit
-    """Apply a node map at the current time (``apply_allocation``). Nothing changes when it
-    is out of range (``OUT_OF_RANGE``, index) or, with ``check``, needs a repair.
+    """Apply a node map (int32, in range) at the current time (``apply_allocation``).
+    Nothing changes when, with ``check``, it needs a repair (``NEEDS_REPAIR``).
     """
     J = jb.status.shape[0]
-    bad = out_of_range(alloc, J)
-    if bad >= 0:
-        return OUT_OF_RANGE, bad
-    a = alloc.astype(np.int32)
+    a = alloc
     if check and not feasible(a, nd.available, jb.status, st.min_nodes, st.max_nodes):
         return NEEDS_REPAIR, -1
     gained, touched = diff_jobs(nd.node_job, a, J)
@@ -995,7 +992,10 @@ def run(
         type_rate,
     )
     if apply:
-        code, bad = _apply(f, r, alloc, check, bftrainer, nd, jb, st, rc)
+        bad = out_of_range(alloc, jb.status.shape[0])
+        if bad >= 0:
+            return OUT_OF_RANGE, bad
+        code, bad = _apply(f, r, alloc.astype(np.int32), check, bftrainer, nd, jb, st, rc)
         if code != DONE:
             return code, bad
     if loop == 1:

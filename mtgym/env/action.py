@@ -99,7 +99,7 @@ class ActionCodec:
         self, action: np.ndarray, state: ClusterState, instance: Instance, slots: JobSlots
     ) -> tuple[np.ndarray, dict[str, int]]:
         """Return the node map to apply and the repairs made (counts by kind)."""
-        if self.mode == "counts":
+        if self.mode != "assign":
             a = np.asarray(action)
             if (
                 a.dtype == np.int64
@@ -110,10 +110,12 @@ class ActionCodec:
                 jobs, cl = instance.jobs, instance.cluster
                 slowdown = cl.profiled_slowdown
                 group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
-                bad, counts, node_job, total, free = _decode_counts_pack(
+                bad, counts, node_job, total, free = _decode_pack(
                     a,
+                    self.mode == "delta",
                     self.C,
                     slots.job,
+                    state.n_nodes,
                     jobs.min_nodes,
                     jobs.max_nodes,
                     state.available,
@@ -193,10 +195,8 @@ class ActionCodec:
         return node_job, rep
 
     def _decode_assign(self, a: np.ndarray, slots: JobSlots) -> tuple[np.ndarray, dict[str, int]]:
-        ext = np.concatenate(([-1], slots.job)).astype(np.int32)
-        node_job = ext[a]
-        rep = {"empty_slot": int(np.count_nonzero((a > 0) & (node_job < 0)))}
-        return node_job, rep
+        _, empty, node_job = _decode_assign(a, slots.job)  # (``a`` is checked: in range)
+        return node_job, {"empty_slot": empty}
 
 
 # ---------------------------------------------------------------------------------------
@@ -391,72 +391,9 @@ def _delta_targets(
 
 
 @njit(cache=True)
-def _targets_pack(
-    target: np.ndarray,
-    slot_job: np.ndarray,
-    min_nodes: np.ndarray,
-    max_nodes: np.ndarray,
-    available: np.ndarray,
-    node_job: np.ndarray,
-    slowdown: np.ndarray,
-    app_class: np.ndarray,
-    group: np.ndarray,
-    seg_start: np.ndarray,
-    seg_nodes: np.ndarray,
-) -> tuple[tuple[int, int, int, int], np.ndarray, int, int]:  # pragma: no cover - jit
-    """Per-slot targets (repaired in place: ``_repair_ordered``), then ``pack_targets``'
-    ``_pack``. Returns (repair counts, node map, nodes needed, nodes free).
-    """
-    present = slot_job >= 0
-    sj = np.maximum(slot_job, 0)
-    counts, jobs, tg = _repair_ordered(target, present, sj, min_nodes, max_nodes, available)
-    out, total, free = _pack(
-        available, node_job, slowdown, app_class, group, seg_start, seg_nodes, jobs, tg
-    )
-    return counts, out, total, free
-
-
-@njit(cache=True)
-def _decode_counts_pack(
+def _decode_pack(
     a: np.ndarray,
-    C: int,
-    slot_job: np.ndarray,
-    min_nodes: np.ndarray,
-    max_nodes: np.ndarray,
-    available: np.ndarray,
-    node_job: np.ndarray,
-    slowdown: np.ndarray,
-    app_class: np.ndarray,
-    group: np.ndarray,
-    seg_start: np.ndarray,
-    seg_nodes: np.ndarray,
-) -> tuple[int, tuple[int, int, int, int], np.ndarray, int, int]:  # pragma: no cover - jit
-    """A ``counts`` action (int64) in one call: the first entry outside 0..C (or -1); when
-    all are in range, ``_targets_pack`` on a copy. Returns (bad index, repair counts, node
-    map, nodes needed, nodes free).
-    """
-    for i in range(a.shape[0]):
-        if a[i] < 0 or a[i] > C:
-            return i, (0, 0, 0, 0), np.empty(0, dtype=np.int32), 0, 0
-    counts, out, total, free = _targets_pack(
-        a.copy(),
-        slot_job,
-        min_nodes,
-        max_nodes,
-        available,
-        node_job,
-        slowdown,
-        app_class,
-        group,
-        seg_start,
-        seg_nodes,
-    )
-    return -1, counts, out, total, free
-
-
-@njit(cache=True)
-def _decode_delta_pack(
-    a: np.ndarray,
+    delta: bool,
     C: int,
     slot_job: np.ndarray,
     n_nodes: np.ndarray,
@@ -470,23 +407,21 @@ def _decode_delta_pack(
     seg_start: np.ndarray,
     seg_nodes: np.ndarray,
 ) -> tuple[int, tuple[int, int, int, int], np.ndarray, int, int]:  # pragma: no cover - jit
-    """``_decode_counts_pack`` for a ``delta`` action (entries 0..2)."""
+    """A ``counts`` (entries 0..C) or ``delta`` (0..2) action, int64, in one call: the first
+    entry out of range (or -1); when all are in range, its targets (the counts, or
+    ``_delta_targets``) repaired (``_repair_ordered``) and placed (``pack_targets``'
+    ``_pack``). Returns (bad index, repair counts, node map, nodes needed, nodes free).
+    """
+    hi = 2 if delta else C
     for i in range(a.shape[0]):
-        if a[i] < 0 or a[i] > 2:
+        if a[i] < 0 or a[i] > hi:
             return i, (0, 0, 0, 0), np.empty(0, dtype=np.int32), 0, 0
-    target = _delta_targets(a, slot_job, n_nodes, min_nodes, max_nodes, C)
-    counts, out, total, free = _targets_pack(
-        target,
-        slot_job,
-        min_nodes,
-        max_nodes,
-        available,
-        node_job,
-        slowdown,
-        app_class,
-        group,
-        seg_start,
-        seg_nodes,
+    target = _delta_targets(a, slot_job, n_nodes, min_nodes, max_nodes, C) if delta else a.copy()
+    present = slot_job >= 0
+    sj = np.maximum(slot_job, 0)
+    counts, jobs, tg = _repair_ordered(target, present, sj, min_nodes, max_nodes, available)
+    out, total, free = _pack(
+        available, node_job, slowdown, app_class, group, seg_start, seg_nodes, jobs, tg
     )
     return -1, counts, out, total, free
 

@@ -23,8 +23,7 @@ from mtgym.env.action import (
     _assign_mask,
     _counts_mask,
     _decode_assign,
-    _decode_counts_pack,
-    _decode_delta_pack,
+    _decode_pack,
     _delta_mask,
 )
 from mtgym.env.observation import _obs_args, _obs_fill
@@ -190,10 +189,10 @@ def _pre(
     bftrainer: bool,
     preempt_mode: int,
 ) -> tuple[int, int, int, int, int, int]:  # pragma: no cover - jit
-    """Decode an action (``mode``: ``MODES``; 3: take ``b.node_map`` as it is) into
-    ``b.node_map``, keep the progress, node
-    counts and debts of before, then apply and run (``engine.run``) with the state's
-    ``scalars`` (as ``dynamics._registers``) loaded into ``f`` and ``r``. Returns (code,
+    """Decode an action (``mode``: ``MODES``; 3: take ``b.node_map`` as it is, repaired),
+    keep the progress, node counts and debts of before, then apply and run
+    (``engine.run``) with the state's ``scalars`` (as ``dynamics._registers``) loaded into
+    ``f`` and ``r``. Returns (code,
     bad index, and the decoder's repair counts: empty slot, over max, below min,
     oversubscribed; ``assign`` has only the first).
     """
@@ -207,27 +206,13 @@ def _pre(
     elif mode == 2:
         bad, empty, node_map = _decode_assign(action, b.slot_job)
         rep = (empty, 0, 0, 0)
-    elif mode == 1:
-        bad, rep, node_map, total, free = _decode_delta_pack(
+    else:
+        bad, rep, node_map, total, free = _decode_pack(
             action,
+            mode == 1,
             C,
             b.slot_job,
             b.n_nodes,
-            b.min_nodes,
-            b.max_nodes,
-            b.available,
-            b.node_job,
-            b.p_slowdown,
-            b.app_class,
-            b.group,
-            b.seg_start,
-            b.seg_nodes,
-        )
-    else:
-        bad, rep, node_map, total, free = _decode_counts_pack(
-            action,
-            C,
-            b.slot_job,
             b.min_nodes,
             b.max_nodes,
             b.available,
@@ -460,7 +445,7 @@ class FastStep:
             code = _pre(bag, 3, action, self.C, *rest)[0]
         if code == TIMER_DUE:
             dynamics._finish_timers(s, ctx, f, r, 1, limit, stop, code)
-        dynamics._store(s, f, r)
+        fl, ri = dynamics._store(s, f, r)
         t = s.time
         slots = env.slots
         out = env.builder.outputs()
@@ -487,7 +472,6 @@ class FastStep:
             check_state(s, inst)
         if env.render_mode == "rgb_array":
             env.history.record(t0, t, s.node_job, s.available)
-        ri = r.tolist()
         kinds = ri[R_KINDS]
         terminated = bool(ri[R_ALL_DONE])
         truncated = (not terminated) and (t >= ctx.t_end or (t == t0 and kinds == 0))
@@ -519,7 +503,7 @@ class FastStep:
             "arrivals": ri[R_ARRIVALS],
             "completions": ri[R_COMPLETIONS],
             "stops": ri[R_STOPS],
-            "samples": float(f[F_SAMPLES]),
+            "samples": fl[F_SAMPLES],
             "elapsed_s": t - t0,
         }
         if terminated or truncated:

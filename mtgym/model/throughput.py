@@ -281,31 +281,13 @@ def _job_rates(
     gpu_type: np.ndarray,
     coords: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - jit
-    """``ThroughputModel.job_rates`` into new arrays (``_job_rates_into``)."""
+    """``ThroughputModel.job_rates`` into new arrays (``_job_rates_of`` for all jobs)."""
     J = c.is_table.shape[0]
     rate = np.zeros(J)
     count = np.zeros(J, dtype=np.int32)
     spread = np.zeros(J, dtype=np.int8)
-    _job_rates_into(c, node_job, slowdown, gpu_type, coords, rate, count, spread)
-    return rate, count, spread
-
-
-@njit(cache=True, error_model="numpy")
-def _job_rates_into(
-    c: RateConsts,
-    node_job: np.ndarray,
-    slowdown: np.ndarray,
-    gpu_type: np.ndarray,
-    coords: np.ndarray,
-    rate: np.ndarray,
-    count: np.ndarray,
-    spread: np.ndarray,
-) -> None:  # pragma: no cover - jit
-    """Rates, node counts and spread levels of every job, written over ``rate``, ``count``
-    and ``spread`` (J,) (``_job_rates_of`` for all jobs).
-    """
-    J = c.is_table.shape[0]
     _job_rates_of(c, node_job, slowdown, gpu_type, coords, rate, count, spread, np.arange(J))
+    return rate, count, spread
 
 
 @njit(cache=True, error_model="numpy")

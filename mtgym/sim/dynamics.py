@@ -162,8 +162,7 @@ def advance(
     rep, _ = _apply_and_run(
         s, instance, allocation, f, r, 1, min(until, instance.t_end), int(stop_on)
     )
-    _store(s, f, r)
-    kinds = r.tolist()
+    fl, kinds = _store(s, f, r)
     return s, StepInfo(
         t0,
         s.time,
@@ -175,7 +174,7 @@ def advance(
         stops=kinds[engine.R_STOPS],
         preempted_jobs=kinds[engine.R_PREEMPTED],
         rescaled_jobs=kinds[engine.R_RESCALED],
-        samples=float(f[engine.F_SAMPLES]),
+        samples=fl[engine.F_SAMPLES],
         repair=rep,
         all_done=bool(kinds[engine.R_ALL_DONE]),
         horizon=bool(kinds[engine.R_HORIZON]),
@@ -240,8 +239,11 @@ def _registers(s: ClusterState) -> tuple[np.ndarray, np.ndarray]:
     return f, r
 
 
-def _store(s: ClusterState, f: np.ndarray, r: np.ndarray) -> None:
-    """The registers back into the state's scalars (as Python floats and ints)."""
+def _store(s: ClusterState, f: np.ndarray, r: np.ndarray) -> tuple[list, list]:
+    """The registers back into the state's scalars (as Python floats and ints); returns
+    both registers as lists (what the call did is in their tails).
+    """
+    fl, ri = f.tolist(), r.tolist()
     (
         s.time,
         s.offered_node_s,
@@ -250,8 +252,9 @@ def _store(s: ClusterState, f: np.ndarray, r: np.ndarray) -> None:
         s.active_job_s,
         s.productive_node_s,
         _,
-    ) = f.tolist()
-    s.events, s.decisions, s.start_cursor, s.end_cursor, s.arrival_cursor = r[:5].tolist()
+    ) = fl
+    s.events, s.decisions, s.start_cursor, s.end_cursor, s.arrival_cursor = ri[:5]
+    return fl, ri
 
 
 def _run(

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from mtgym.generate.instance import Instance
-from mtgym.model.throughput import RateConsts, _job_rates_into, _job_rates_of
+from mtgym.model.throughput import RateConsts, _job_rates_of
 from mtgym.sim.numeric import dot, pairwise_sum
 from mtgym.types import EventKind, JobStatus
 
@@ -284,19 +284,11 @@ def diff_jobs(old: np.ndarray, new: np.ndarray, J: int) -> tuple[np.ndarray, np.
 
 
 @njit(cache=True, error_model="numpy")
-def _refresh(nd: Nodes, jb: Jobs, st: Static, rc: RateConsts) -> None:  # pragma: no cover
-    """Rates, node counts and spreads of every job from the node map, in place."""
-    _job_rates_into(
-        rc, nd.node_job, st.slowdown, st.gpu_type, st.coords, jb.rate, jb.n_nodes, jb.spread
-    )
-
-
-@njit(cache=True, error_model="numpy")
-def _refresh_some(
+def _refresh(
     nd: Nodes, jb: Jobs, st: Static, rc: RateConsts, jobs: np.ndarray
 ) -> None:  # pragma: no cover - jit
-    """``_refresh`` for the distinct ``jobs`` whose node sets changed (the others' entries
-    are what a full refresh would write again).
+    """Rates, node counts and spreads, in place, of the distinct ``jobs`` whose node sets
+    changed (the other jobs' entries stand as they are).
     """
     _job_rates_of(
         rc, nd.node_job, st.slowdown, st.gpu_type, st.coords, jb.rate, jb.n_nodes, jb.spread, jobs
@@ -376,7 +368,7 @@ def _apply(
         old_rate[i] = jb.rate[touched[i]]
         old_n[i] = jb.n_nodes[touched[i]]
     nd.node_job[:] = a
-    _refresh_some(nd, jb, st, rc, touched)
+    _refresh(nd, jb, st, rc, touched)
     _charge_changes(touched, gained, old_n, old_rate, f[F_TIME], bftrainer, jb, st)
     return DONE, -1
 
@@ -596,7 +588,7 @@ def _milestones(
         _release(stopped, n_stop, nd, jb)
         r[R_STOPS] += n_stop
         r[R_KINDS] |= K_STOPPED
-    _refresh(nd, jb, st, rc)
+    _refresh(nd, jb, st, rc, due)  # (only due jobs lost nodes)
 
 
 @njit(cache=True)
@@ -723,7 +715,7 @@ def _reclaims(
     old_rate = np.empty(hit.shape[0])  # (per hit job)
     for i in range(hit.shape[0]):
         old_rate[i] = jb.rate[hit[i]]
-    _refresh_some(nd, jb, st, rc, hit)
+    _refresh(nd, jb, st, rc, hit)
     past_end = t >= t_end
     _preempt(hit, t, past_end, preempt_mode, old_rate, nd, jb, st)
     if not past_end:

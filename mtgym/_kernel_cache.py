@@ -2,13 +2,17 @@
 
 numba keys a cached kernel by its own file's time stamp only, so a kernel that calls
 kernels from other files (the engine, the env's compiled step) would be loaded stale after
-those files change, silently running the old code. A folder named by a hash of every
-source file of the package avoids that: any edit gives a fresh folder (one compilation,
-about a minute). Older folders beyond the newest few are removed.
+those files change, silently running the old code. A folder named by a hash of the
+sources a kernel can depend on avoids that: an edit there gives a fresh folder (one
+compilation, about a minute). Those sources are every file that uses numba plus, taken
+transitively, the package modules they import at module level (their constants are frozen
+into the compiled code); an edit to a CLI, a reader or a report leaves the kernels cached.
+Older folders beyond the newest few are removed.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import shutil
@@ -18,10 +22,53 @@ from pathlib import Path
 KEEP = 3  # folders of earlier source versions kept (switching branches back and forth)
 
 
+def _module_file(root: Path, dotted: str) -> Path | None:
+    """The file of ``pkg.a.b`` under ``root`` (the package folder), or None."""
+    parts = dotted.split(".")[1:]
+    base = root.joinpath(*parts)
+    for cand in ((base.with_suffix(".py"),) if parts else ()) + (base / "__init__.py",):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _top_level_imports(path: Path, pkg: str) -> list[str]:
+    """Modules of ``pkg`` that ``path`` imports at module level (``from m import x`` gives
+    both ``m`` and ``m.x``, which may be a module).
+    """
+    out: list[str] = []
+    for node in ast.parse(path.read_bytes()).body:
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return [m for m in out if m == pkg or m.startswith(pkg + ".")]
+
+
+def kernel_sources(root: Path) -> list[Path]:
+    """The files whose edits can change a compiled kernel: those that use numba, and the
+    package modules they import at module level, transitively (with their packages'
+    ``__init__`` files, which run on import).
+    """
+    pkg = root.name
+    todo = [p for p in sorted(root.rglob("*.py")) if b"numba" in p.read_bytes()]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        rel = path.relative_to(root).parent
+        todo += [root / q / "__init__.py" for q in (rel, *rel.parents)]
+        todo = [p for p in todo if p.is_file()]
+        todo += [f for m in _top_level_imports(path, pkg) if (f := _module_file(root, m))]
+    return sorted(seen)
+
+
 def sources_hash(root: Path) -> str:
-    """A short hash of the package's Python sources (paths and contents)."""
+    """A short hash of the sources the kernels depend on (paths and contents)."""
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in kernel_sources(root):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]

@@ -1,5 +1,5 @@
-"""numba's cache folder is keyed by the package's sources: an edit anywhere gives a new one
-(numba alone would load a kernel compiled against another file's old kernels)."""
+"""numba's cache folder is keyed by the sources the kernels depend on: an edit there gives a
+new one (numba alone would load a kernel compiled against another file's old kernels)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,25 @@ from numba.core import config
 from mtgym import _kernel_cache
 
 
-def test_kernel_cache__hash_follows_every_source_file(tmp_path):
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "a.py").write_text("x = 1\n")
-    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
-    h0 = _kernel_cache.sources_hash(tmp_path)
-    assert _kernel_cache.sources_hash(tmp_path) == h0 and len(h0) == 16
-    (tmp_path / "sub" / "b.py").write_text("y = 3\n")  # a callee's file changes
-    h1 = _kernel_cache.sources_hash(tmp_path)
-    (tmp_path / "c.py").write_text("")  # a new file
-    assert len({h0, h1, _kernel_cache.sources_hash(tmp_path)}) == 3
+def test_kernel_cache__hash_follows_kernels_and_their_imports(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "kern.py").write_text("import numba\nfrom pkg.sub import consts\n")
+    (pkg / "sub" / "consts.py").write_text("from pkg.deep import K\n")
+    (pkg / "deep.py").write_text("K = 1\n")
+    (pkg / "cli.py").write_text("def main():\n    from pkg import kern\n")
+    names = {p.relative_to(pkg).as_posix() for p in _kernel_cache.kernel_sources(pkg)}
+    assert names == {"__init__.py", "kern.py", "sub/__init__.py", "sub/consts.py", "deep.py"}
+    h0 = _kernel_cache.sources_hash(pkg)
+    assert _kernel_cache.sources_hash(pkg) == h0 and len(h0) == 16
+    (pkg / "cli.py").write_text("def main():\n    pass\n")  # no kernel reads it
+    assert _kernel_cache.sources_hash(pkg) == h0
+    (pkg / "deep.py").write_text("K = 2\n")  # a constant two imports away changes
+    h1 = _kernel_cache.sources_hash(pkg)
+    (pkg / "kern2.py").write_text("from numba import njit\n")  # a new kernel file
+    assert len({h0, h1, _kernel_cache.sources_hash(pkg)}) == 3
 
 
 def test_kernel_cache__folder_under_numba_cache_dir_and_old_ones_pruned(tmp_path, monkeypatch):

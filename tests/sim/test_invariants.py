@@ -7,15 +7,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mtgym.errors import InvariantError
+from mtgym.core.errors import InvariantError
+from mtgym.core.instance import Campaigns, CostModel
+from mtgym.core.types import AppClass, JobStatus, PreemptionMode, RescaleMode
 from mtgym.generate.default import default_generator
-from mtgym.generate.instance import Campaigns, CostModel
 from mtgym.generate.workload import JobRow
 from mtgym.policy.equal_share import EqualShare
 from mtgym.sim.dynamics import advance, initial_state
 from mtgym.sim.invariants import check_state
 from mtgym.testing import RandomPolicy, checked_rollout, linear_job, tiny_instance
-from mtgym.types import AppClass, JobStatus, PreemptionMode, RescaleMode
 
 
 @st.composite

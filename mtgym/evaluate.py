@@ -114,10 +114,7 @@ def evaluate(
                     instances[seed] = generator(seed)
                 bar.update(task, description=f"{name} seed {seed}")
                 policy = factory()
-                if hasattr(policy, "episode"):  # acts on observations (a learned agent)
-                    res = policy.episode(instances[seed])
-                else:
-                    res = play(instances[seed], policy, decision_interval_s=decision_interval_s)
+                res = play(instances[seed], policy, decision_interval_s=decision_interval_s)
                 row = _row(res)
                 row["seed"] = seed
                 run.per_seed.append(row)

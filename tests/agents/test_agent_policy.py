@@ -117,3 +117,14 @@ def test_agent_policy__profiled_agents_are_refused_clearly():
 
     with pytest.raises(ValueError, match="profiled"):
         ViewObserver(action_mode="counts", max_jobs=16, max_count=16, info_mode="profiled")
+
+
+def test_registry__module_factory_builds_a_python_policy():
+    from mtgym.policy.registry import make_policy
+
+    pol = make_policy("mtgym.policy.equal_share:EqualShare")
+    assert isinstance(pol, Policy) and pol.name == "equal-share"
+    with pytest.raises(KeyError, match="neither registered"):
+        make_policy("mtgym.policy.equal_share:Nope")
+    with pytest.raises(TypeError, match="did not build a Policy"):
+        make_policy("builtins:object")

@@ -32,6 +32,7 @@ import numpy as np
 
 from mtgym.bridge.measure import Measurements
 from mtgym.bridge.trace import Trace
+from mtgym.core.io import atomic_open, atomic_write_json
 from mtgym.errors import DataError
 from mtgym.generate.workload import JobRow
 from mtgym.readers.bftrainer import JOB_COLUMNS
@@ -106,10 +107,7 @@ def calibrate(meas: Measurements, trace: Trace | None = None) -> dict[str, Any]:
 
 def write_calibration(path: str | Path, cal: dict[str, Any]) -> Path:
     """Write a calibration file (JSON)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(cal, indent=2) + "\n")
-    return p
+    return atomic_write_json(path, cal)
 
 
 def read_calibration(path: str | Path) -> dict[str, Any]:
@@ -188,8 +186,7 @@ def write_bftrainer_csv(cal: dict[str, Any], path: str | Path, *, work: float = 
     entries = sorted(cal["jobs"].items(), key=lambda kv: _key(kv[0]))
     ks = sorted({int(n) for _, e in entries for n in e["curve_nodes"] if n > 0}) or [1]
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with open(p, "w", newline="") as f:
+    with atomic_open(p, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow([*JOB_COLUMNS, *(f"tput_n{k}" for k in ks)])
         for j, e in entries:
@@ -251,6 +248,4 @@ def write_scenario(
             "horizon_s": float(horizon_s),
         },
     }
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(spec, indent=2) + "\n")
-    return p
+    return atomic_write_json(p, spec)

@@ -8,7 +8,6 @@ The lead wires ``add_bridge_commands`` into ``mtgym/cli.py`` under a ``bridge`` 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -120,9 +119,10 @@ def _analyse(out: Path, calibration: str | None, *, write_cal: bool, console: An
     from mtgym.bridge.measure import measure_replay
     from mtgym.bridge.report import build_report, write_report
     from mtgym.bridge.trace import read_trace
+    from mtgym.core.io import atomic_write_json
 
     meas = measure_replay(out)
-    (out / "measurements.json").write_text(json.dumps(_strict(meas.to_json()), indent=2) + "\n")
+    atomic_write_json(out / "measurements.json", _strict(meas.to_json()))
     trace = read_trace(out / "trace.jsonl")
     if write_cal:
         cal = calibrate(meas, trace)

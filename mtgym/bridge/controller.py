@@ -38,6 +38,7 @@ from typing import Any
 from mtgym.bridge.launcher import JobSpec, Launch, LocalLauncher
 from mtgym.bridge.trace import Trace, read_trace, write_trace
 from mtgym.bridge.worker import MODELS, model_for_app_class
+from mtgym.core.io import atomic_write_json
 
 _FINAL = "final"
 
@@ -392,7 +393,7 @@ def replay(
             for j, s in specs.items()
         },
     }
-    (out / "replay.json").write_text(json.dumps(meta, indent=2, default=str))
+    atomic_write_json(out / "replay.json", meta, default=str)
     log.emit(event="replay_start", t0_wall=t0, sim0=sim0, time_scale=cfg.time_scale)
     for d in drivers.values():
         d.start()

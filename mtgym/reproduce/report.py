@@ -8,7 +8,6 @@ every experiment, and each experiment's detail section with its figures.
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import time
@@ -81,11 +80,13 @@ def write_report(
     objs = [r.as_dict() for r in rows]
     assert all(tuple(o) == ROW_KEYS for o in objs)
     pj = out_dir / "report.json"
-    pj.write_text(json.dumps(objs, indent=2, allow_nan=False) + "\n")
+    from mtgym.core.io import atomic_write_json, atomic_write_text
+
+    atomic_write_json(pj, objs, allow_nan=False)
     for res in results:
         raw = {"experiment": res.name, "quick": res.quick, "wall_s": res.wall_s, **res.raw}
-        (out_dir / f"{res.name}_results.json").write_text(
-            json.dumps(json_safe(raw), indent=1, allow_nan=False) + "\n"
+        atomic_write_json(
+            out_dir / f"{res.name}_results.json", json_safe(raw), indent=1, allow_nan=False
         )
     mode = "quick (reduced sizes)" if any(r.quick for r in results) else "full"
     lines = [
@@ -113,5 +114,5 @@ def write_report(
     for res in results:
         lines += [*res.sections, ""]
     pm = out_dir / "report.md"
-    pm.write_text("\n".join(lines))
+    atomic_write_text(pm, "\n".join(lines))
     return pm, pj

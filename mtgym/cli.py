@@ -86,10 +86,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from mtgym.core.io import prepare_out_dir
     from mtgym.evaluate import evaluate
     from mtgym.policy.registry import available_policies, make_policy
     from mtgym.scenarios import get_generator
 
+    if args.out:
+        prepare_out_dir(args.out)  # before any work: a sweep never ends unsaved
     gen = get_generator(args.scenario)
     if args.policy in (None, ["all"]):
         # every registered policy, except the node-level MILP variants (minutes per episode;

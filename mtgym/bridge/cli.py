@@ -165,6 +165,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     from mtgym.bridge.controller import ReplayConfig, replay
     from mtgym.bridge.launcher import LocalLauncher
+    from mtgym.core.io import prepare_out_dir
 
     console = Console(stderr=args.quiet)
     cfg = ReplayConfig(
@@ -185,7 +186,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         max_restarts=args.max_restarts,
     )
     launcher = LocalLauncher(workers_per_node=args.workers_per_node, launch=args.launch)
-    out = Path(args.out)
+    out = prepare_out_dir(args.out)
     t0 = [0.0]
     try:
         res = replay(

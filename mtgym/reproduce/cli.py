@@ -46,7 +46,10 @@ def run_experiments(
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from mtgym.core.io import prepare_out_dir
+
     names = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
+    prepare_out_dir(args.out)
     try:
         run_experiments(
             names,

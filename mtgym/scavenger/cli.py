@@ -10,7 +10,6 @@ import argparse
 import os
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
 
@@ -46,6 +45,7 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
     import secrets
 
     from mtgym.bridge.launcher import LocalLauncher
+    from mtgym.core.io import prepare_out_dir
     from mtgym.policy.registry import make_policy
     from mtgym.scavenger.launch import (
         LocalStepLauncher,
@@ -62,7 +62,7 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
     if not args.slurm:
         print("error: only --slurm is supported as the live source", file=sys.stderr)
         return 2
-    out = Path(args.out)
+    out = prepare_out_dir(args.out)
     client = SlurmClient(
         env=os.environ,
         timeout_s=args.timeout,

@@ -109,3 +109,26 @@ def test_prepare_out_dir__creates_and_rejects(tmp_path):
     # /proc refuses new folders even to root (chmod does not stop root)
     with pytest.raises(cio.OutDirError, match=r"--to /proc/mtgym-out: cannot create"):
         cio.prepare_out_dir("/proc/mtgym-out", option="--to")
+
+
+def test_cli__unwritable_out_fails_before_any_work(tmp_path, monkeypatch, capsys):
+    """`mtgym evaluate --out` under a file: exit 2 naming the path, nothing simulated."""
+    import time
+
+    import mtgym.evaluate
+    from mtgym.cli import main
+
+    def never(*a, **k):
+        raise AssertionError("the sweep ran before --out was checked")
+
+    monkeypatch.setattr(mtgym.evaluate, "evaluate", never)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder")
+    t0 = time.perf_counter()
+    rc = main(
+        ["evaluate", "--policy", "equal-share", "--seeds", "1", "--out", str(blocker / "res")]
+    )
+    assert rc == 2 and time.perf_counter() - t0 < 5
+    err = capsys.readouterr().err
+    assert f"--out {blocker / 'res'}: cannot create the folder" in err
+    assert err.count("\n") == 1  # one line, no traceback

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from mtgym.bridge.launcher import JobSpec, Launch, LocalLauncher
-from mtgym.bridge.trace import Trace, read_trace, write_trace
+from mtgym.bridge.trace import FieldError, Trace, check_job_id, read_trace, write_trace
 from mtgym.bridge.worker import MODELS, model_for_app_class
 from mtgym.core.io import atomic_write_json
 
@@ -324,6 +324,10 @@ class JobDriver(threading.Thread):
 
 
 def _spec(trace: Trace, job_id: str, out_dir: Path, cfg: ReplayConfig) -> JobSpec:
+    try:
+        check_job_id(job_id)  # a Trace built in code skips read_trace's check
+    except FieldError as exc:
+        raise ValueError(f"trace job id {job_id!r}: {exc.allowed}") from None
     job = trace.jobs[job_id]
     return JobSpec(
         job_id=job_id,

@@ -45,6 +45,7 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
     import secrets
 
     from mtgym.bridge.launcher import LocalLauncher
+    from mtgym.bridge.procs import Terminated, raise_on_signals
     from mtgym.core.io import prepare_out_dir
     from mtgym.policy.registry import make_policy
     from mtgym.scavenger.launch import (
@@ -109,10 +110,14 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
     if args.dry_run or not args.bridge:
         print("(report only: nothing is launched; add --bridge to run the jobs)")
     try:
-        summary = scav.run(duration_s=args.duration, max_polls=args.max_polls)
+        with raise_on_signals():  # SIGTERM/SIGHUP stop every generation, as Ctrl-C does
+            summary = scav.run(duration_s=args.duration, max_polls=args.max_polls)
     except KeyboardInterrupt:
         print("interrupted: every generation was stopped", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print(f"stopped by signal {exc.signum}: every generation was stopped", file=sys.stderr)
+        return int(exc.code)
     print(
         f"done: {summary['polls']} polls in {summary['duration_s']:.1f} s; "
         f"{summary['reclaims_released']} reclaims released"

@@ -307,7 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("name", help="source name (see `mtgym data list`)")
     f.add_argument("--to", required=True, metavar="DIR", help="folder to save into (created)")
     f.add_argument(
-        "--no-verify", action="store_true", help="accept a source with no known checksum"
+        "--no-verify",
+        action="store_true",
+        help="accept a source that has no recorded sha256 (a recorded one is still checked)",
     )
     f.add_argument("--force", action="store_true", help="download even if a verified copy exists")
     for p_ in (d, *d_sub.choices.values()):

@@ -145,7 +145,7 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
             f = PRESETS_DIR / f"{name}.yaml"
             if f.is_file():
                 spec = load_scenario(f)
-                table.add_row(name, f"scenarios/{f.name}", spec.description)
+                table.add_row(name, f"preset ({f.name})", spec.description)
             else:
                 table.add_row(
                     name, "built in (code)", (BUILTIN[name].__doc__ or "").strip().splitlines()[0]

@@ -32,11 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mtgym.bridge.measure import Measurements
 from mtgym.bridge.trace import Trace
+from mtgym.core.errors import DataError
 from mtgym.core.io import atomic_open, atomic_write_json
-from mtgym.errors import DataError
+from mtgym.core.types import AppClass
 from mtgym.generate.workload import JobRow
 from mtgym.readers.bftrainer import JOB_COLUMNS
-from mtgym.types import AppClass
 
 FORMAT = "mtgym-calibration"
 VERSION = 1

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
 from mtgym.readers._csv import (
     FIRST_DATA_ROW,
     Table,

@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import EventKind
 from mtgym.metrics import EpisodeMetrics, compute_metrics
 from mtgym.policy.base import Policy
 from mtgym.reproduce.common import (
@@ -49,7 +50,6 @@ from mtgym.reproduce.common import (
 )
 from mtgym.sim.dynamics import advance, apply_allocation, initial_state
 from mtgym.sim.view import ViewBuilder
-from mtgym.types import EventKind
 
 NAME = "pal"
 ROUND_S = 360.0
@@ -151,14 +151,14 @@ class RoundsResult:
 def run_rounds(
     instance: Instance, policy: Policy, round_s: float, *, skip_unchanged: bool
 ) -> RoundsResult:
-    """``run_episode(instance, policy, decision_interval_s=round_s)``, faster.
+    """``play(instance, policy, decision_interval_s=round_s)``, faster.
 
     With ``skip_unchanged`` (only for a FIFO policy whose decision depends on nothing but the
     active jobs, the node map and the idle nodes): when a round leaves the node map as it
     was, every following round gives the same map until an arrival, a completion or a
     supply change, so the episode jumps to that event and then to the next round boundary
     (rounds stay on the grid ``t_start + k x round_s``). The trajectory, hence every metric
-    except the decision count, is the same as ``run_episode``'s.
+    except the decision count, is the same as ``play``'s.
     """
     t_wall = time.perf_counter()
     state = initial_state(instance)

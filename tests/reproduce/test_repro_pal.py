@@ -45,13 +45,13 @@ def test_pal_quick_directions(shared_data, tmp_path):
 def test_run_rounds_matches_run_episode(shared_data):
     import pytest
 
+    from mtgym.policy.play import play
     from mtgym.reproduce.common import make
-    from mtgym.sim.runner import run_episode
 
     inst = pal._instance(str(shared_data), 4, 1.7, 0, 60)
     for key in (*pal.DETERMINISTIC, "random-sticky"):
         name, kw = pal.POLICIES[key]
-        a = run_episode(inst, make(name, **kw), decision_interval_s=pal.ROUND_S).metrics
+        a = play(inst, make(name, **kw), decision_interval_s=pal.ROUND_S).metrics
         b = pal.run_rounds(
             inst, make(name, **kw), pal.ROUND_S, skip_unchanged=key in pal.DETERMINISTIC
         )

@@ -22,7 +22,7 @@ import numpy as np
 
 from mtgym.generate.base import Generator
 from mtgym.policy.base import Policy
-from mtgym.sim.runner import EpisodeResult, run_episode
+from mtgym.policy.play import EpisodeResult, play
 
 #: metric -> TensorBoard tag (the shared namespace)
 TAGS = {
@@ -117,9 +117,7 @@ def evaluate(
                 if hasattr(policy, "episode"):  # acts on observations (a learned agent)
                     res = policy.episode(instances[seed])
                 else:
-                    res = run_episode(
-                        instances[seed], policy, decision_interval_s=decision_interval_s
-                    )
+                    res = play(instances[seed], policy, decision_interval_s=decision_interval_s)
                 row = _row(res)
                 row["seed"] = seed
                 run.per_seed.append(row)

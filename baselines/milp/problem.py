@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mtgym.core.types import JobStatus
 from mtgym.sim.view import SchedulerView
-from mtgym.types import JobStatus
 
 
 def admit_fcfs(view: SchedulerView, max_jobs: int) -> np.ndarray:

@@ -50,8 +50,8 @@ from baselines.placement.common import (
     job_order,
 )
 from baselines.placement.lxv import LxV
+from mtgym.core.types import Allocation
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation
 
 
 # ---------------------------------------------------------------------------------------

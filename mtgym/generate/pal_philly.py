@@ -43,11 +43,13 @@ from pathlib import Path
 
 import numpy as np
 
-from mtgym.errors import ConfigError
+from mtgym.core.errors import ConfigError
+from mtgym.core.instance import Cluster, CostModel, Instance, Supply, frozen
+from mtgym.core.rng import stream
+from mtgym.core.topology import Topology
+from mtgym.core.types import AppClass
 from mtgym.generate.cluster import build_cluster
-from mtgym.generate.instance import Cluster, CostModel, Instance, Supply, frozen
 from mtgym.generate.workload import JobRow, build_jobs
-from mtgym.model.topology import Topology
 from mtgym.readers import PAL_ITER_TIME_S, pal_app_class, read_philly_trace
 from mtgym.readers.variability import (
     PAL_ARTIFACT_SEED,
@@ -55,8 +57,6 @@ from mtgym.readers.variability import (
     pal_artifact_draw,
     pal_slowdown_pool,
 )
-from mtgym.rng import stream
-from mtgym.types import AppClass
 
 #: Variability file (under ``gpu-variability/sim``) of each PAL class (blox-pal profiles.json).
 PAL_CLASS_FILES = {

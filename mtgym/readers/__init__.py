@@ -1,7 +1,7 @@
 """Readers of the real data sets.
 
 Each reader is a pure function ``read_*(path)`` returning a frozen dataclass of read-only numpy
-arrays, and raising :class:`mtgym.errors.DataError` on bad input.
+arrays, and raising :class:`mtgym.core.errors.DataError` on bad input.
 """
 
 from mtgym.readers.bftrainer import BFTrainerJobs, read_bftrainer_jobs

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mtgym.errors import ConfigError, DataError
+from mtgym.core.errors import ConfigError, DataError
 from mtgym.readers._csv import (
     FIRST_DATA_ROW,
     Table,

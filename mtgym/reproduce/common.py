@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.paths import data_dir
+from mtgym.core.types import DECISION_EVENTS, EventKind
 from mtgym.metrics import compute_metrics
 from mtgym.policy.base import Policy
 from mtgym.sim.dynamics import advance, apply_allocation, initial_state
 from mtgym.sim.view import ViewBuilder
-from mtgym.types import DECISION_EVENTS, EventKind
 
 #: Files every experiment reads, relative to the data folder.
 SUMMIT_FRAGMENTS = "summit-idle-fragments.csv.gz"
@@ -135,12 +136,8 @@ class ExperimentResult:
 # Data
 # ---------------------------------------------------------------------------------------
 def default_data_dir() -> Path:
-    """``$MTGYM_DATA``, else ``$MTGYM_SHARED_DATA``, else ``../shared/data`` beside the clone."""
-    for var in ("MTGYM_DATA", "MTGYM_SHARED_DATA"):
-        v = os.environ.get(var)
-        if v:
-            return Path(v)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    """``$MTGYM_DATA``, else ``../shared/data`` beside the clone (``mtgym.core.paths``)."""
+    return data_dir()
 
 
 def check_data(data_dir: Path, files: Iterable[str]) -> Path:
@@ -204,7 +201,7 @@ class TracedEpisode:
 
 
 def run_traced(instance: Instance, policy: Policy) -> TracedEpisode:
-    """``run_episode`` (a decision at every decision event), also integrating ideal samples.
+    """``play`` (a decision at every decision event), also integrating ideal samples.
 
     The allocation is applied with ``apply_allocation`` and the state then advanced without
     one, which is exactly ``advance(state, instance, allocation)``; in between, the rates of

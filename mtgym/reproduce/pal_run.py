@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import EventKind
 from mtgym.metrics import EpisodeMetrics, compute_metrics
 from mtgym.policy.base import Policy
 from mtgym.reproduce.common import PAL_TRACE, PAL_VARIABILITY, make
 from mtgym.sim.dynamics import advance, apply_allocation, initial_state
 from mtgym.sim.view import ViewBuilder
-from mtgym.types import EventKind
 
 ROUND_S = 360.0
 LOCALITY = 1.7

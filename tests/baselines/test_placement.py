@@ -29,12 +29,12 @@ from baselines.placement.lxv import (
     outlier_mask,
     traversal_order,
 )
+from mtgym.core.types import AppClass, JobStatus
 from mtgym.generate.pal_philly import PALPhilly
+from mtgym.policy.play import play
 from mtgym.sim.dynamics import initial_state
-from mtgym.sim.runner import run_episode
 from mtgym.sim.view import SchedulerView, ViewBuilder
 from mtgym.testing import checked_rollout, linear_job, tiny_instance
-from mtgym.types import AppClass, JobStatus
 
 A, B, C, D = AppClass.A, AppClass.B, AppClass.C, AppClass.D
 LAMBDA = (1.0, 1.0, 1.7)  # (unit, host, system): PAL's within 1.0 / across 1.7
@@ -385,7 +385,7 @@ def test_reduced_sia_philly__pal_and_pm_first_beat_packed_non_sticky(shared_data
         max_jobs=40,
     )(0)
     jct = {
-        name: run_episode(inst, pol, decision_interval_s=360).metrics.jct_mean
+        name: play(inst, pol, decision_interval_s=360).metrics.jct_mean
         for name, pol in {
             "pal": PALPolicy(),
             "pm-first": PMFirstPolicy(),

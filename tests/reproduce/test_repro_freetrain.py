@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from mtgym.policy.play import play
 from mtgym.reproduce import freetrain
 from mtgym.reproduce.common import make, run_traced
-from mtgym.sim.runner import run_episode
 
 
 def test_run_traced_matches_run_episode(shared_data):
     inst = freetrain._instance(str(shared_data), "imagenet", 300, 2 * 3600.0)
     for name, kw in (("freetrain", {"t_fwd": 10.0}), ("equal-share", {})):
         a = run_traced(inst, make(name, **kw))
-        b = run_episode(inst, make(name, **kw))
+        b = play(inst, make(name, **kw))
         assert a.metrics["samples"] == b.metrics.samples
         assert a.decisions == b.decisions
         assert a.series_samples[-1] == pytest.approx(a.metrics["samples"], rel=1e-9)

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from mtgym.errors import ConfigError
+from mtgym.core.errors import ConfigError
 from mtgym.readers import pal_artifact_draw, pal_slowdown_pool
 from mtgym.reproduce import pal, pal_run
 from mtgym.reproduce.common import ROW_KEYS, make
@@ -58,7 +58,7 @@ def test_spanning__counts_hosts_per_job():
 
 
 def test_run_rounds__matches_run_episode_and_span_share_is_bounded(shared_data):
-    from mtgym.sim.runner import run_episode
+    from mtgym.policy.play import play as run_episode
 
     inst = pal_run.philly_instance(str(shared_data), 4, 1.7, "artifact", 60)
     for key in (*pal.DETERMINISTIC, "random-sticky"):

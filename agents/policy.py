@@ -54,7 +54,9 @@ class AgentConfig:
 
     def save(self, path: Path) -> None:
         """Write ``agent.json``."""
-        path.write_text(json.dumps(self.__dict__, indent=2))
+        from mtgym.core.io import atomic_write_json
+
+        atomic_write_json(path, self.__dict__)
 
     @classmethod
     def load(cls, path: Path) -> AgentConfig:

@@ -10,7 +10,6 @@ step per seed. Learned agents write the same tags, so TensorBoard overlays them.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -148,7 +147,9 @@ def write_results(
                     logger.record(tag, v)
             logger.dump(step)
         logger.close()
-    (out / "results.json").write_text(json.dumps(_json_safe(results), indent=2))
+    from mtgym.core.io import atomic_write_json
+
+    atomic_write_json(out / "results.json", _json_safe(results))
 
 
 def print_table(runs: Sequence[PolicyRun], console: Any, title: str) -> None:

@@ -359,7 +359,9 @@ def train_ray(
                 ray.cancel(ref, force=True)
             raise
     root.mkdir(parents=True, exist_ok=True)
-    (root / "sweep.json").write_text(json.dumps({"seeds": seeds, "runs": results}, indent=2))
+    from mtgym.core.io import atomic_write_json
+
+    atomic_write_json(root / "sweep.json", {"seeds": seeds, "runs": results})
     return [Path(r["model"]) for r in results]
 
 

@@ -22,9 +22,9 @@ from mtgym.sim.view import ViewBuilder
 
 @dataclass
 class Demonstrations:
-    """Stacked observations (dict of arrays), actions and masks."""
+    """Stacked observations (dict of arrays, or one array when pooled), actions and masks."""
 
-    obs: dict[str, np.ndarray]
+    obs: dict[str, np.ndarray] | np.ndarray
     actions: np.ndarray
     masks: np.ndarray
 
@@ -59,12 +59,14 @@ def collect(
     env_kwargs: dict,
     *,
     actor=None,
+    pooled: bool = False,
 ) -> Demonstrations:
     """Episodes on ``seeds`` labelled by the expert.
 
     Without ``actor`` the env follows the expert (behaviour cloning); with a model as
     ``actor`` the env follows the model while the expert labels the states it visits
     (DAgger), which corrects the drift of a cloned policy into states the expert never saw.
+    ``pooled``: keep ``agents.pooled``'s flat vectors rather than the Dict observations.
     """
     from mtgym.scenario.registry import get_generator
 
@@ -75,6 +77,11 @@ def collect(
         inst = gen(seed)
         env = ScavengeEnv(inst, **env_kwargs)
         obs, _ = env.reset(seed=seed)
+        if pooled:
+            from agents.pooled import PooledLayout
+
+            layout = PooledLayout.of(env.observation_space, env.max_count)
+            obs = layout.pool(obs)
         policy = make_policy(expert)
         views = ViewBuilder(env.instance, policy.info_mode)
         policy.reset(views(env.state))
@@ -94,15 +101,22 @@ def collect(
             if actor is not None:
                 action, _ = actor.predict(obs, action_masks=mask, deterministic=True)
             obs, _, term, trunc, _ = env.step(action)
+            if pooled:
+                obs = layout.pool(obs)
             if term or trunc:
                 break
+    if pooled:
+        return Demonstrations(np.stack(obs_list), np.stack(acts), np.stack(masks))
     stacked = {k: np.stack([o[k] for o in obs_list]) for k in obs_list[0]}
     return Demonstrations(stacked, np.stack(acts), np.stack(masks))
 
 
 def merge(a: Demonstrations, b: Demonstrations) -> Demonstrations:
     """Concatenate two demonstration sets."""
-    obs = {k: np.concatenate([a.obs[k], b.obs[k]]) for k in a.obs}
+    if isinstance(a.obs, np.ndarray):
+        obs: dict[str, np.ndarray] | np.ndarray = np.concatenate([a.obs, b.obs])
+    else:
+        obs = {k: np.concatenate([a.obs[k], b.obs[k]]) for k in a.obs}
     return Demonstrations(
         obs, np.concatenate([a.actions, b.actions]), np.concatenate([a.masks, b.masks])
     )
@@ -130,7 +144,10 @@ def pretrain(
         total = 0.0
         for i in range(0, n, batch_size):
             idx = order[i : i + batch_size]
-            obs = {k: torch.as_tensor(v[idx], dtype=torch.float32) for k, v in data.obs.items()}
+            if isinstance(data.obs, np.ndarray):
+                obs = torch.as_tensor(data.obs[idx], dtype=torch.float32)
+            else:
+                obs = {k: torch.as_tensor(v[idx], dtype=torch.float32) for k, v in data.obs.items()}
             act = torch.as_tensor(data.actions[idx])
             dist = policy.get_distribution(obs, action_masks=data.masks[idx])
             loss = -dist.log_prob(act).mean()

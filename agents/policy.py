@@ -25,6 +25,7 @@ from mtgym.policy.observe import ViewObserver
 from mtgym.sim.view import InfoMode, SchedulerView
 
 PRETRAINED = Path(__file__).resolve().parent / "pretrained" / "default"
+OBSERVATIONS = ("dict", "pooled")
 
 
 @dataclass
@@ -39,6 +40,8 @@ class AgentConfig:
     max_count: int = 16
     decision_interval_s: float | None = None
     scenario: str = "default"
+    # "dict": the env's Dict observation; "pooled": agents.pooled's flat vector
+    observation: str = "dict"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def env_kwargs(self) -> dict[str, Any]:
@@ -61,7 +64,12 @@ class AgentConfig:
     @classmethod
     def load(cls, path: Path) -> AgentConfig:
         """Read ``agent.json``."""
-        return cls(**json.loads(path.read_text()))
+        cfg = cls(**json.loads(path.read_text()))
+        if cfg.observation not in OBSERVATIONS:
+            raise ValueError(
+                f"{path}: observation {cfg.observation!r} is not one of {OBSERVATIONS}"
+            )
+        return cfg
 
 
 def load_model(path: str | Path) -> tuple[Any, AgentConfig]:
@@ -107,10 +115,17 @@ class AgentPolicy:
             info_mode=self.info_mode,
         )
         self._torch = torch
+        self._layout = None  # the pooled layout (``observation == "pooled"``), per reset
 
     def reset(self, view: SchedulerView) -> None:
-        """Size the observation for the view's cluster (any node count: set-based extractor)."""
+        """Size the observation for the view's cluster (any node count: set-based extractor
+        or pooled observation).
+        """
         self.observer.reset(view)
+        if self.config.observation == "pooled":
+            from agents.pooled import PooledLayout
+
+            self._layout = PooledLayout.of(self.observer.builder.space, self.observer.codec.C)
 
     def decide(self, view: SchedulerView) -> Allocation:
         """Observe the view as the env would, run the network, decode its action."""
@@ -124,22 +139,59 @@ class AgentPolicy:
         Calls the policy network directly rather than ``model.predict``: SB3 checks the
         observation shape against the training env's, but the set-based extractor runs on
         any number of nodes, which is how one agent serves clusters of other sizes. The
-        action is the one ``predict`` gives for the same observation and mask.
+        action is the one ``predict`` gives for the same observation and mask. A pooled
+        agent gets ``agents.pooled``'s vector of ``obs``. Deterministic MaskablePPO actions
+        skip SB3's distribution objects (16 masked ``Categorical``s, most of the cost): the
+        masked logits' per-slot argmax is their mode.
         """
         torch = self._torch
         if torch.get_num_threads() != 1:
             torch.set_num_threads(1)
         with torch.inference_mode():
-            t = {
-                k: torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0)
-                for k, v in obs.items()
-                if k != "action_mask"
-            }
+            if self.config.observation == "pooled":
+                if self._layout is None:
+                    from agents.pooled import PooledLayout
+
+                    space = _dict_space(obs)
+                    self._layout = PooledLayout.of(space, self.config.max_count)
+                t = torch.from_numpy(self._layout.pool(obs)).unsqueeze(0)
+            else:
+                t = {
+                    k: torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0)
+                    for k, v in obs.items()
+                    if k != "action_mask"
+                }
             policy = self.model.policy
             if self.config.algo == "maskable_ppo":
-                m = obs["action_mask"] if mask is None else mask
-                dist = policy.get_distribution(t, action_masks=np.asarray(m, dtype=bool)[None])
+                m = np.asarray(obs["action_mask"] if mask is None else mask, dtype=bool)[None]
+                if self.deterministic:
+                    return self._mode(policy, t, m)
+                dist = policy.get_distribution(t, action_masks=m)
             else:
                 dist = policy.get_distribution(t)
             action = dist.get_actions(deterministic=self.deterministic)
         return action.numpy().reshape(-1).astype(np.int64)
+
+    def _mode(self, policy: Any, t: Any, mask: np.ndarray) -> np.ndarray:
+        """The most likely legal action: per-slot argmax of the masked logits."""
+        torch = self._torch
+        features = policy.extract_features(t, policy.pi_features_extractor)
+        logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+        nvec = policy.action_space.nvec
+        if len(set(nvec.tolist())) != 1:  # slots of different sizes: SB3's own path
+            dist = policy.action_dist.proba_distribution(action_logits=logits)
+            dist.apply_masking(mask)
+            return dist.get_actions(deterministic=True).numpy().reshape(-1).astype(np.int64)
+        logits = logits.reshape(len(nvec), int(nvec[0]))
+        legal = torch.from_numpy(mask.reshape(logits.shape))
+        logits = logits.masked_fill(~legal, float("-inf"))
+        return logits.argmax(dim=1).numpy().astype(np.int64)
+
+
+def _dict_space(obs: dict[str, np.ndarray]) -> Any:
+    """A Dict space with the shapes of ``obs`` (for the pooled layout)."""
+    from gymnasium import spaces
+
+    return spaces.Dict(
+        {k: spaces.Box(-np.inf, np.inf, np.shape(v), np.float32) for k, v in obs.items()}
+    )

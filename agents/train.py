@@ -42,10 +42,16 @@ class Args:
     batch_size: int = 256
     n_epochs: int = 4
     learning_rate: float = 3e-4
+    lr_schedule: str = "linear"  # "linear" (to 0 at the end) or "constant"
     gamma: float = 0.995
-    ent_coef: float = 0.0
-    embed_dim: int = 64
-    context: bool = True  # slot embeddings see the other jobs and the pool (agents/features.py)
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.01
+    ent_coef_final: float | None = 0.0  # linear entropy schedule to this (None: constant)
+    norm_reward: bool = True  # VecNormalize's running return scale for the rewards
+    observation: str = "pooled"  # "pooled" (agents/pooled.py) or "dict" (every node)
+    net: str = "slot"  # "slot": agents/net.py's per-slot head; "set": agents/features.py
+    embed_dim: int = 32
+    context: bool = True  # "set" net: slot embeddings see the other jobs and the pool
     eval_seeds: tuple[int, ...] = (1000, 1001)
     eval_freq: int = 20_000  # env steps between evaluations (0 = none)
     checkpoint_freq: int = 20_000
@@ -68,6 +74,7 @@ class Args:
             max_count=self.max_count,
             decision_interval_s=self.decision_interval_s,
             scenario=self.scenario,
+            observation=self.observation,
         )
 
 
@@ -82,28 +89,74 @@ def make_env_fn(args: Args, rank: int):  # a thunk for the vec env
 
         # training instances never coincide with the evaluator's (seed s -> instance s)
         env = SeedOffset(ScavengeEnv(args.scenario, **args.config().env_kwargs()))
+        if args.observation == "pooled":
+            from agents.pooled import PooledObservation, SlimInfo
+
+            env = SlimInfo(PooledObservation(env))
         env.reset(seed=args.seed * 1000 + rank)
         return Monitor(env)
 
     return thunk
 
 
-def build_model(args: Args, env: Any, tb: str | None) -> Any:
-    """A fresh model for ``args.algo`` with the set-based features extractor."""
-    from agents.features import SetFeatures
+def _check(args: Args) -> None:
+    if args.algo not in ALGOS:
+        raise ValueError(f"algo {args.algo!r} is not one of {ALGOS}")
+    if args.observation not in ("pooled", "dict"):
+        raise ValueError(f"observation {args.observation!r} is not 'pooled' or 'dict'")
+    if args.net not in ("slot", "set"):
+        raise ValueError(f"net {args.net!r} is not 'slot' or 'set'")
+    if (args.net == "slot") != (args.observation == "pooled"):
+        raise ValueError(
+            f"net {args.net!r} needs observation {'pooled' if args.net == 'slot' else 'dict'!r}"
+            f", got {args.observation!r}"
+        )
+    if args.net == "slot" and (args.algo != "maskable_ppo" or args.action_mode != "counts"):
+        raise ValueError("net 'slot' needs algo 'maskable_ppo' and action_mode 'counts'")
+    if args.lr_schedule not in ("linear", "constant"):
+        raise ValueError(f"lr_schedule {args.lr_schedule!r} is not 'linear' or 'constant'")
 
-    policy_kwargs = {
-        "features_extractor_class": SetFeatures,
-        "features_extractor_kwargs": {"embed_dim": args.embed_dim, "context": args.context},
-        # with context each slot's embedding already carries what its count depends on, so
-        # the action head reads it directly (a shared hidden layer was a 128-wide
-        # bottleneck for 16 slots x 17 counts)
-        "net_arch": {"pi": [] if args.context else [128], "vf": [128]},
-    }
+
+def build_model(args: Args, env: Any, tb: str | None) -> Any:
+    """A fresh model for ``args.algo``: the per-slot network on the pooled observation
+    (``net="slot"``) or the set-based extractor on the Dict one (``net="set"``).
+    """
+    _check(args)
+    if args.net == "slot":
+        from agents.net import SlotPolicy
+
+        layout = env.get_attr("layout")[0]
+        policy: Any = SlotPolicy
+        policy_kwargs: dict[str, Any] = {
+            "features_extractor_kwargs": {
+                "num_slots": layout.num_slots,
+                "slot_dim": layout.slot_dim,
+                "embed_dim": args.embed_dim,
+            }
+        }
+    else:
+        from agents.features import SetFeatures
+
+        policy = "MultiInputPolicy"
+        policy_kwargs = {
+            "features_extractor_class": SetFeatures,
+            "features_extractor_kwargs": {"embed_dim": args.embed_dim, "context": args.context},
+            # with context each slot's embedding already carries what its count depends on,
+            # so the action head reads it directly (a shared hidden layer was a 128-wide
+            # bottleneck for 16 slots x 17 counts)
+            "net_arch": {"pi": [] if args.context else [128], "vf": [128]},
+        }
+    lr: Any = args.learning_rate
+    if args.lr_schedule == "linear":
+        lr0 = args.learning_rate
+
+        def lr(progress_remaining: float) -> float:  # SB3: 1 at the start, 0 at the end
+            return lr0 * progress_remaining
+
     common = {
-        "policy": "MultiInputPolicy",
+        "policy": policy,
         "env": env,
-        "learning_rate": args.learning_rate,
+        "learning_rate": lr,
         "gamma": args.gamma,
         "ent_coef": args.ent_coef,
         "seed": args.seed,
@@ -116,7 +169,11 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
         from sb3_contrib import MaskablePPO
 
         return MaskablePPO(
-            n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs, **common
+            n_steps=args.n_steps,
+            batch_size=args.batch_size,
+            n_epochs=args.n_epochs,
+            gae_lambda=args.gae_lambda,
+            **common,
         )
     if args.algo == "ppo":
         from stable_baselines3 import PPO
@@ -172,7 +229,8 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
     from agents.imitation import collect, merge, pretrain
 
     kw = args.config().env_kwargs()
-    data = collect(args.scenario, args.bc_expert, list(args.bc_seeds), kw)
+    pooled = args.observation == "pooled"
+    data = collect(args.scenario, args.bc_expert, list(args.bc_seeds), kw, pooled=pooled)
     pretrain(model, data, epochs=args.bc_epochs, lr=3e-3, seed=args.seed)
     best: tuple[float, dict] = (-np.inf, copy.deepcopy(model.policy.state_dict()))
     for r in range(args.dagger_rounds + 1):
@@ -187,7 +245,9 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
             break
         # DAgger states come from seeds far from the evaluation ones (compare uses 100+)
         seeds = [10_000 + 100 * r + k for k in range(len(args.bc_seeds))]
-        data = merge(data, collect(args.scenario, args.bc_expert, seeds, kw, actor=model))
+        data = merge(
+            data, collect(args.scenario, args.bc_expert, seeds, kw, actor=model, pooled=pooled)
+        )
         pretrain(model, data, epochs=max(args.bc_epochs // 2, 1), lr=2e-3, seed=args.seed + r)
     model.policy.load_state_dict(best[1])
     return best
@@ -201,8 +261,7 @@ def train(args: Args) -> Path:
 
     from mtgym.evaluate import TAGS
 
-    if args.algo not in ALGOS:
-        raise ValueError(f"algo {args.algo!r} is not one of {ALGOS}")
+    _check(args)
     torch.set_num_threads(1)
     out = Path(args.out)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
@@ -212,6 +271,12 @@ def train(args: Args) -> Path:
     atomic_write_json(out / "args.json", asdict(args), default=str)
     fns = [make_env_fn(args, i) for i in range(args.n_envs)]
     env = SubprocVecEnv(fns) if args.vec == "subproc" else DummyVecEnv(fns)
+    if args.norm_reward:
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        # rewards only: the observation is already O(1) by construction, and leaving it
+        # alone keeps the saved model usable without the running statistics
+        env = VecNormalize(env, norm_obs=False, norm_reward=True, gamma=args.gamma)
     tb = str(out / "tb")
     if args.resume:
         from agents.policy import load_model
@@ -241,6 +306,13 @@ def train(args: Args) -> Path:
                 HParam(hp, {"rollout/ep_rew_mean": 0.0}),
                 exclude=("stdout", "log", "json", "csv"),
             )
+
+        def _on_rollout_start(self) -> None:
+            if args.ent_coef_final is not None:  # linear entropy schedule
+                frac = min(self.num_timesteps / max(args.timesteps, 1), 1.0)
+                ent = args.ent_coef + frac * (args.ent_coef_final - args.ent_coef)
+                self.model.ent_coef = ent
+                self.logger.record("train/ent_coef_scheduled", ent)
 
         def _on_step(self) -> bool:
             if args.eval_freq and self.num_timesteps >= self.next_eval:

@@ -133,6 +133,8 @@ def training(ns: argparse.Namespace, console: Console) -> None:
         device="cpu",
     )
     rates = {"mtgym default": [], "CartPole-v1": []}
+    cp.learn(total_timesteps=args.n_steps * args.n_envs)  # warm-up: compiled kernels, caches
+    mt.learn(total_timesteps=args.n_steps * args.n_envs)
     for _ in range(ns.rounds):  # interleaved: the machine's drift hits both alike
         rates["CartPole-v1"].append(_train_rate(cp, ns.train_steps))
         rates["mtgym default"].append(_train_rate(mt, ns.train_steps))

@@ -1,0 +1,216 @@
+"""A permutation-equivariant actor-critic over job slots, for the pooled observation.
+
+``SlotFeatures`` reads the pooled vector (``agents/pooled.py``) as an (S, slot_dim) table of
+job slots plus global features. Every slot row goes through one shared MLP; a context
+vector summarises the slots (masked mean) with the global features (idle pool, time, queue);
+each slot's embedding is then mixed with that context, again with shared weights. So
+permuting the slots permutes the slot embeddings and leaves the context unchanged.
+
+``SlotPolicy`` (MaskablePPO) puts one shared action head on each slot embedding: a slot's
+logits over its counts 0..max_count come from the same weights for every slot (DeepSets /
+per-entity heads, as in AlphaStar's and Decima's schedulers), rather than one flat head
+that must learn each slot separately. The value reads the context and the mean slot
+embedding. Per decision the network costs a few small matrix products, whatever the node
+count (the nodes were pooled before).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from gymnasium import spaces
+from sb3_contrib.common.maskable.distributions import MaskableDistribution
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+from agents.features import mlp
+
+
+class SlotFeatures(BaseFeaturesExtractor):
+    """Slot embeddings (S x d, slot order) followed by the context (d): module docstring."""
+
+    def __init__(
+        self,
+        observation_space: spaces.Box,
+        num_slots: int,
+        slot_dim: int,
+        embed_dim: int = 64,
+    ) -> None:
+        size = int(observation_space.shape[0])
+        glob = size - num_slots * slot_dim
+        if glob <= 0:
+            raise ValueError(
+                f"observation of {size} values cannot hold {num_slots} slots of {slot_dim}"
+            )
+        d = embed_dim
+        super().__init__(observation_space, features_dim=num_slots * d + d)
+        self.num_slots, self.slot_dim, self.embed_dim = num_slots, slot_dim, d
+        self.slot_net = mlp([slot_dim, d, d])
+        self.ctx_net = mlp([d + glob, d, d])
+        self.mix_net = mlp([2 * d, d])
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """(batch, S*d + d)."""
+        S, D = self.num_slots, self.slot_dim
+        table = obs[:, : S * D].reshape(-1, S, D)
+        glob = obs[:, S * D :]
+        mask = table[..., :1]  # job_mask (1 for a slot holding a job)
+        h = self.slot_net(table) * mask
+        mean = h.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+        ctx = self.ctx_net(torch.cat([mean, glob], dim=1))
+        z = self.mix_net(torch.cat([h, ctx.unsqueeze(1).expand(-1, S, -1)], dim=-1)) * mask
+        return torch.cat([z.flatten(1), ctx], dim=1)
+
+
+class SlotHead(nn.Module):
+    """One shared linear head per slot embedding: (B, S*d + d) -> (B, S*K) logits."""
+
+    def __init__(self, num_slots: int, embed_dim: int, choices: int) -> None:
+        super().__init__()
+        self.num_slots, self.embed_dim = num_slots, embed_dim
+        self.head = nn.Linear(2 * embed_dim, choices)
+        nn.init.orthogonal_(self.head.weight, gain=0.01)  # near-uniform initial policy
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        S, d = self.num_slots, self.embed_dim
+        z = features[:, : S * d].reshape(-1, S, d)
+        ctx = features[:, S * d :].unsqueeze(1).expand(-1, S, -1)
+        return self.head(torch.cat([z, ctx], dim=-1)).flatten(1)
+
+
+class SlotValue(nn.Module):
+    """Value from the context and the mean slot embedding (invariant to slot order)."""
+
+    def __init__(self, num_slots: int, embed_dim: int) -> None:
+        super().__init__()
+        self.num_slots, self.embed_dim = num_slots, embed_dim
+        self.net = nn.Sequential(mlp([2 * embed_dim, 64]), nn.Linear(64, 1))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        S, d = self.num_slots, self.embed_dim
+        z = features[:, : S * d].reshape(-1, S, d).mean(dim=1)
+        return self.net(torch.cat([z, features[:, S * d :]], dim=1))
+
+
+class _Identity(nn.Module):
+    """SB3's mlp_extractor slot: features pass through to both heads."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.latent_dim_pi = self.latent_dim_vf = dim
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return features, features
+
+    def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        return features
+
+    def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
+        return features
+
+
+class SlotPolicy(MaskableActorCriticPolicy):
+    """MaskablePPO's policy with ``SlotFeatures``, a shared per-slot head and ``SlotValue``.
+
+    Needs a ``MultiDiscrete`` action space of S equal sizes (the ``counts`` action mode).
+    """
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *a: Any, **kw):
+        kw.setdefault("features_extractor_class", SlotFeatures)
+        kw.setdefault("ortho_init", False)  # the heads initialise themselves
+        if not isinstance(action_space, spaces.MultiDiscrete) or len(set(action_space.nvec)) != 1:
+            raise ValueError(
+                f"SlotPolicy needs MultiDiscrete slots of one size (action_mode 'counts'), "
+                f"got {action_space!r}"
+            )
+        super().__init__(observation_space, action_space, *a, **kw)
+
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = _Identity(self.features_dim)
+
+    def _build(self, lr_schedule) -> None:
+        nvec = self.action_space.nvec
+        self.action_dist = SlotCategorical(len(nvec), int(nvec[0]))
+        super()._build(lr_schedule)
+        fx = self.features_extractor
+        choices = int(self.action_space.nvec[0])
+        self.action_net = SlotHead(fx.num_slots, fx.embed_dim, choices)
+        self.value_net = SlotValue(fx.num_slots, fx.embed_dim)
+        self.optimizer = self.optimizer_class(
+            self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
+        )
+
+    def masked_logits(self, obs: torch.Tensor, action_masks: torch.Tensor) -> torch.Tensor:
+        """(B, S, K) logits with illegal counts at -inf: the deterministic action's argmax."""
+        logits = self.action_net(self.extract_features(obs, self.pi_features_extractor))
+        S = self.features_extractor.num_slots
+        logits = logits.reshape(logits.shape[0], S, -1)
+        return logits.masked_fill(~action_masks.reshape(logits.shape), float("-inf"))
+
+
+class SlotCategorical(MaskableDistribution):
+    """S independent masked categoricals over K choices each, as one (B, S, K) tensor.
+
+    The same distribution as sb3_contrib's ``MaskableMultiCategoricalDistribution`` for
+    equal slot sizes (illegal choices at logit -1e8, entropy over the legal ones), without
+    its S ``torch.distributions.Categorical`` objects per call, which cost more than the
+    network in training.
+    """
+
+    def __init__(self, num_slots: int, choices: int) -> None:
+        super().__init__()
+        self.S, self.K = num_slots, choices
+        self.logp: torch.Tensor | None = None
+        self.masks: torch.Tensor | None = None
+        self._raw: torch.Tensor | None = None
+
+    def proba_distribution_net(self, latent_dim: int) -> nn.Module:  # noqa: D102
+        return nn.Linear(latent_dim, self.S * self.K)
+
+    def proba_distribution(self, action_logits: torch.Tensor) -> SlotCategorical:  # noqa: D102
+        self._raw = action_logits.reshape(-1, self.S, self.K)
+        self.masks = None
+        self.logp = torch.log_softmax(self._raw, dim=-1)
+        return self
+
+    def apply_masking(self, masks: Any) -> None:  # noqa: D102
+        if masks is None:
+            self.masks = None
+            self.logp = torch.log_softmax(self._raw, dim=-1)
+            return
+        m = torch.as_tensor(masks, dtype=torch.bool, device=self._raw.device)
+        self.masks = m.reshape(self._raw.shape)
+        raw = torch.where(self.masks, self._raw, torch.tensor(-1e8, dtype=self._raw.dtype))
+        self.logp = torch.log_softmax(raw, dim=-1)
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        a = actions.long().reshape(-1, self.S, 1)
+        return self.logp.gather(-1, a).squeeze(-1).sum(dim=1)
+
+    def entropy(self) -> torch.Tensor:  # noqa: D102
+        p_log_p = self.logp.exp() * self.logp
+        if self.masks is not None:
+            p_log_p = torch.where(self.masks, p_log_p, torch.zeros_like(p_log_p))
+        return -p_log_p.sum(dim=(1, 2))
+
+    def sample(self) -> torch.Tensor:  # noqa: D102
+        probs = self.logp.exp().reshape(-1, self.K)
+        return torch.multinomial(probs, 1).reshape(-1, self.S)
+
+    def mode(self) -> torch.Tensor:  # noqa: D102
+        return self.logp.argmax(dim=-1)
+
+    def actions_from_params(  # noqa: D102
+        self, action_logits: torch.Tensor, deterministic: bool = False
+    ) -> torch.Tensor:
+        self.proba_distribution(action_logits)
+        return self.get_actions(deterministic=deterministic)
+
+    def log_prob_from_params(  # noqa: D102
+        self, action_logits: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        actions = self.actions_from_params(action_logits)
+        return actions, self.log_prob(actions)

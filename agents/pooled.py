@@ -1,0 +1,182 @@
+"""A small, flat observation: the env's Dict observation with its nodes pooled away.
+
+``ScavengeEnv`` shows every node (``nodes``: N x node_dim), so its observation grows with the
+cluster and SB3's Dict rollout buffer copies it key by key. An allocator needs the nodes only
+through their pools: which nodes each job holds and what the idle pool looks like. So
+``PooledLayout.pool`` keeps every job slot's row and replaces the node table by
+
+- per slot: ``job_mask``, ``jobs``, ``job_curve``, ``job_curve_known``, the mean features of
+  the nodes the slot holds, and the nodes it holds / ``max_count``;
+- global: ``global``, the mean and max features of the lent nodes and of the idle ones
+  (lent and unheld), and the lent and idle node counts / ``max_count`` (clipped at 8).
+
+One float32 vector of ``S * slot_dim + global_dim`` values, the same size for any node
+count: the first ``S * slot_dim`` values are the slots' rows in slot order, so a network
+can read them as an (S, slot_dim) table (``agents/net.py``). Pooling is a sum over nodes,
+so the vector does not depend on the nodes' order. ``action_mask`` is left to the env's
+``action_masks()`` (MaskablePPO asks for it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from numba import njit
+
+COUNT_CLIP = 8.0  # node counts / max_count are clipped here (the env clips its features at 8)
+
+
+@dataclass(frozen=True)
+class PooledLayout:
+    """Sizes of the pooled vector, read from the env's Dict observation space."""
+
+    num_slots: int
+    node_dim: int
+    job_dim: int
+    points: int
+    env_global_dim: int
+    max_count: int
+
+    @classmethod
+    def of(cls, space: spaces.Dict, max_count: int) -> PooledLayout:
+        """The layout for an env observation space and its count cap."""
+        if not isinstance(space, spaces.Dict) or "nodes" not in space.spaces:
+            raise TypeError(f"expected ScavengeEnv's Dict observation space, got {space!r}")
+        slots, job_dim = space["jobs"].shape
+        return cls(
+            num_slots=int(slots),
+            node_dim=int(space["nodes"].shape[-1]),
+            job_dim=int(job_dim),
+            points=int(space["job_curve"].shape[-1]),
+            env_global_dim=int(space["global"].shape[0]),
+            max_count=int(max_count),
+        )
+
+    @property
+    def slot_dim(self) -> int:
+        """Values per slot: mask, job row, curve, known, held-node mean, held count."""
+        return 1 + self.job_dim + 2 * self.points + self.node_dim + 1
+
+    @property
+    def global_dim(self) -> int:
+        """Values after the slots: env global, lent/idle mean and max, lent/idle counts."""
+        return self.env_global_dim + 4 * self.node_dim + 2
+
+    @property
+    def size(self) -> int:
+        """Length of the pooled vector."""
+        return self.num_slots * self.slot_dim + self.global_dim
+
+    def space(self) -> spaces.Box:
+        """The pooled observation space."""
+        return spaces.Box(-1.0, np.float32(1e3), (self.size,), np.float32)
+
+    def pool(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """The pooled vector of one env observation (module docstring)."""
+        out = np.empty(self.size, dtype=np.float32)
+        _pool(
+            np.asarray(obs["nodes"], dtype=np.float32),
+            np.asarray(obs["node_mask"], dtype=np.float32),
+            np.asarray(obs["node_job"], dtype=np.float32),
+            np.asarray(obs["job_mask"], dtype=np.float32),
+            np.asarray(obs["jobs"], dtype=np.float32),
+            np.asarray(obs["job_curve"], dtype=np.float32),
+            np.asarray(obs["job_curve_known"], dtype=np.float32),
+            np.asarray(obs["global"], dtype=np.float32),
+            float(self.max_count),
+            out,
+        )
+        return out
+
+
+@njit(cache=True)
+def _pool(
+    nodes, lent, node_job, job_mask, jobs, curve, known, glob, C, out
+):  # pragma: no cover - jit
+    """Fill ``out`` with the pooled vector (``PooledLayout``'s order); sums in float64."""
+    N, D = nodes.shape
+    S, J = jobs.shape
+    P = curve.shape[1]
+    E = glob.shape[0]
+    W = 1 + J + 2 * P + D + 1
+    acc = np.zeros((S, D))
+    held = np.zeros(S)
+    pool_sum = np.zeros((2, D))
+    pool_max = np.full((2, D), -np.inf)
+    pool_n = np.zeros(2)
+    for n in range(N):
+        s = int(node_job[n])
+        if s >= 0:
+            held[s] += 1.0
+            for k in range(D):
+                acc[s, k] += nodes[n, k]
+        if lent[n] > 0:
+            for q in range(2):
+                if q == 1 and s >= 0:
+                    continue  # q = 1: idle (lent and unheld)
+                pool_n[q] += 1.0
+                for k in range(D):
+                    pool_sum[q, k] += nodes[n, k]
+                    if nodes[n, k] > pool_max[q, k]:
+                        pool_max[q, k] = nodes[n, k]
+    for s in range(S):
+        o = s * W
+        out[o] = job_mask[s]
+        for k in range(J):
+            out[o + 1 + k] = jobs[s, k]
+        for k in range(P):
+            out[o + 1 + J + k] = curve[s, k]
+            out[o + 1 + J + P + k] = known[s, k]
+        for k in range(D):
+            out[o + 1 + J + 2 * P + k] = acc[s, k] / held[s] if held[s] > 0 else 0.0
+        out[o + W - 1] = min(held[s] / C, COUNT_CLIP)
+    o = S * W
+    for k in range(E):
+        out[o + k] = glob[k]
+    for q in range(2):
+        for k in range(D):
+            has = pool_n[q] > 0
+            out[o + E + 2 * q * D + k] = pool_sum[q, k] / pool_n[q] if has else 0.0
+            out[o + E + (2 * q + 1) * D + k] = pool_max[q, k] if has else 0.0
+        out[o + E + 4 * D + q] = min(pool_n[q] / C, COUNT_CLIP)
+
+
+class PooledObservation(gym.ObservationWrapper):
+    """``ScavengeEnv`` with the pooled flat observation (``PooledLayout.pool``)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.layout = PooledLayout.of(env.observation_space, env.unwrapped.max_count)
+        self.observation_space = self.layout.space()
+
+    def observation(self, observation: dict[str, np.ndarray]) -> np.ndarray:  # noqa: D102
+        return self.layout.pool(observation)
+
+    def action_masks(self) -> Any:
+        """The env's legal actions (MaskablePPO)."""
+        return self.env.unwrapped.action_masks()
+
+
+class SlimInfo(gym.Wrapper):
+    """Keep only ``keys`` of the step's ``info``.
+
+    SB3's ``DummyVecEnv`` deep-copies every info dict on every step; the env's (action mask,
+    slot map, repair counts, ...) cost more to copy than the step itself. Training needs
+    none of it (``Monitor`` adds the episode statistics above this wrapper).
+    """
+
+    def __init__(self, env: gym.Env, keys: tuple[str, ...] = ("dt", "samples")) -> None:
+        super().__init__(env)
+        self.keys = keys
+
+    def step(self, action: Any):  # noqa: D102
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {k: info[k] for k in self.keys if k in info}
+
+    def action_masks(self) -> Any:
+        """The env's legal actions (MaskablePPO)."""
+        return self.env.unwrapped.action_masks()

@@ -35,6 +35,17 @@ def _train(ns: argparse.Namespace) -> int:
         bc_seeds=tuple(range(11, 11 + ns.bc_episodes)),
         context=not ns.no_context,
         learning_rate=ns.learning_rate,
+        lr_schedule=ns.lr_schedule,
+        decision_interval_s=ns.decision_interval,
+        gamma=ns.gamma,
+        ent_coef=ns.ent_coef,
+        ent_coef_final=None if ns.ent_coef_final < 0 else ns.ent_coef_final,
+        norm_reward=not ns.no_norm_reward,
+        observation="dict" if ns.net == "set" else "pooled",
+        net=ns.net,
+        stay_init=ns.stay_init,
+        n_steps=ns.n_steps,
+        batch_size=ns.batch_size,
     )
     if ns.address and ns.backend != "ray":
         raise ValueError("--address needs --backend ray")
@@ -117,6 +128,37 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--learning-rate", type=float, default=3e-4, help="PPO learning rate (default: %(default)s)"
     )
+    t.add_argument(
+        "--lr-schedule", default="linear", choices=["linear", "constant"], help="(%(default)s)"
+    )
+    t.add_argument(
+        "--net",
+        default="slot",
+        choices=["slot", "set"],
+        help="slot: per-slot shared head on the pooled observation (agents/net.py); "
+        "set: the set-based extractor on every node (agents/features.py)",
+    )
+    t.add_argument(
+        "--decision-interval",
+        type=float,
+        default=None,
+        metavar="S",
+        help="decide every S simulated seconds (default: at every event)",
+    )
+    t.add_argument("--gamma", type=float, default=0.995, help="per-step discount (%(default)s)")
+    t.add_argument("--ent-coef", type=float, default=0.003, help="initial entropy bonus")
+    t.add_argument(
+        "--ent-coef-final",
+        type=float,
+        default=0.0,
+        help="entropy bonus at the end (linear schedule; negative: constant)",
+    )
+    t.add_argument("--no-norm-reward", action="store_true", help="no VecNormalize on rewards")
+    t.add_argument(
+        "--stay-init", type=float, default=3.0, help="slot net: initial keep-count bonus"
+    )
+    t.add_argument("--n-steps", type=int, default=256, help="rollout steps per env")
+    t.add_argument("--batch-size", type=int, default=256)
     t.add_argument("--no-progress", action="store_true")
     t.add_argument(
         "--backend",

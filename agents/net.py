@@ -29,14 +29,17 @@ from agents.features import mlp
 
 
 class SlotFeatures(BaseFeaturesExtractor):
-    """Slot embeddings (S x d, slot order) followed by the context (d): module docstring."""
+    """Slot embeddings (S x d, slot order), the context (d), then each slot's current node
+    count (S; the pooled row's last value times ``max_count``): module docstring.
+    """
 
     def __init__(
         self,
         observation_space: spaces.Box,
         num_slots: int,
         slot_dim: int,
-        embed_dim: int = 64,
+        max_count: int,
+        embed_dim: int = 32,
     ) -> None:
         size = int(observation_space.shape[0])
         glob = size - num_slots * slot_dim
@@ -45,8 +48,9 @@ class SlotFeatures(BaseFeaturesExtractor):
                 f"observation of {size} values cannot hold {num_slots} slots of {slot_dim}"
             )
         d = embed_dim
-        super().__init__(observation_space, features_dim=num_slots * d + d)
+        super().__init__(observation_space, features_dim=num_slots * d + d + num_slots)
         self.num_slots, self.slot_dim, self.embed_dim = num_slots, slot_dim, d
+        self.max_count = max_count
         self.slot_net = mlp([slot_dim, d, d])
         self.ctx_net = mlp([d + glob, d, d])
         self.mix_net = mlp([2 * d, d])
@@ -61,24 +65,34 @@ class SlotFeatures(BaseFeaturesExtractor):
         mean = h.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         ctx = self.ctx_net(torch.cat([mean, glob], dim=1))
         z = self.mix_net(torch.cat([h, ctx.unsqueeze(1).expand(-1, S, -1)], dim=-1)) * mask
-        return torch.cat([z.flatten(1), ctx], dim=1)
+        current = torch.round(table[..., -1] * self.max_count)
+        return torch.cat([z.flatten(1), ctx, current], dim=1)
 
 
 class SlotHead(nn.Module):
-    """One shared linear head per slot embedding: (B, S*d + d) -> (B, S*K) logits."""
+    """One shared linear head per slot embedding, plus a learned bonus for keeping the slot's
+    current count: (B, S*d + d + S) -> (B, S*K) logits.
 
-    def __init__(self, num_slots: int, embed_dim: int, choices: int) -> None:
+    The bonus (``stay``, initially ``stay_init``) makes the untrained policy *sticky*: a
+    uniform policy over counts re-sizes every job at every event and pays a rescale each
+    time, which buries the reward signal; a sticky one explores a few changes per step.
+    """
+
+    def __init__(self, num_slots: int, embed_dim: int, choices: int, stay_init: float) -> None:
         super().__init__()
-        self.num_slots, self.embed_dim = num_slots, embed_dim
+        self.num_slots, self.embed_dim, self.choices = num_slots, embed_dim, choices
         self.head = nn.Linear(2 * embed_dim, choices)
-        nn.init.orthogonal_(self.head.weight, gain=0.01)  # near-uniform initial policy
+        nn.init.orthogonal_(self.head.weight, gain=0.01)  # near-uniform apart from the bonus
         nn.init.zeros_(self.head.bias)
+        self.stay = nn.Parameter(torch.tensor(float(stay_init)))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        S, d = self.num_slots, self.embed_dim
+        S, d, K = self.num_slots, self.embed_dim, self.choices
         z = features[:, : S * d].reshape(-1, S, d)
-        ctx = features[:, S * d :].unsqueeze(1).expand(-1, S, -1)
-        return self.head(torch.cat([z, ctx], dim=-1)).flatten(1)
+        ctx = features[:, S * d : S * d + d].unsqueeze(1).expand(-1, S, -1)
+        current = features[:, S * d + d :].long().clamp(0, K - 1)
+        keep = nn.functional.one_hot(current, K).to(z.dtype)
+        return (self.head(torch.cat([z, ctx], dim=-1)) + self.stay * keep).flatten(1)
 
 
 class SlotValue(nn.Module):
@@ -92,7 +106,7 @@ class SlotValue(nn.Module):
     def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
         S, d = self.num_slots, self.embed_dim
         z = features[:, : S * d].reshape(-1, S, d).mean(dim=1)
-        return self.net(torch.cat([z, features[:, S * d :]], dim=1))
+        return self.net(torch.cat([z, features[:, S * d : S * d + d]], dim=1))
 
 
 class _Identity(nn.Module):
@@ -118,7 +132,15 @@ class SlotPolicy(MaskableActorCriticPolicy):
     Needs a ``MultiDiscrete`` action space of S equal sizes (the ``counts`` action mode).
     """
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *a: Any, **kw):
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        *a: Any,
+        stay_init: float = 3.0,
+        **kw: Any,
+    ):
+        self.stay_init = stay_init
         kw.setdefault("features_extractor_class", SlotFeatures)
         kw.setdefault("ortho_init", False)  # the heads initialise themselves
         if not isinstance(action_space, spaces.MultiDiscrete) or len(set(action_space.nvec)) != 1:
@@ -137,18 +159,16 @@ class SlotPolicy(MaskableActorCriticPolicy):
         super()._build(lr_schedule)
         fx = self.features_extractor
         choices = int(self.action_space.nvec[0])
-        self.action_net = SlotHead(fx.num_slots, fx.embed_dim, choices)
+        self.action_net = SlotHead(fx.num_slots, fx.embed_dim, choices, self.stay_init)
         self.value_net = SlotValue(fx.num_slots, fx.embed_dim)
         self.optimizer = self.optimizer_class(
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
         )
 
-    def masked_logits(self, obs: torch.Tensor, action_masks: torch.Tensor) -> torch.Tensor:
-        """(B, S, K) logits with illegal counts at -inf: the deterministic action's argmax."""
-        logits = self.action_net(self.extract_features(obs, self.pi_features_extractor))
-        S = self.features_extractor.num_slots
-        logits = logits.reshape(logits.shape[0], S, -1)
-        return logits.masked_fill(~action_masks.reshape(logits.shape), float("-inf"))
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data["stay_init"] = self.stay_init
+        return data
 
 
 class SlotCategorical(MaskableDistribution):

@@ -45,12 +45,13 @@ class Args:
     lr_schedule: str = "linear"  # "linear" (to 0 at the end) or "constant"
     gamma: float = 0.995
     gae_lambda: float = 0.95
-    ent_coef: float = 0.01
+    ent_coef: float = 0.003
     ent_coef_final: float | None = 0.0  # linear entropy schedule to this (None: constant)
     norm_reward: bool = True  # VecNormalize's running return scale for the rewards
     observation: str = "pooled"  # "pooled" (agents/pooled.py) or "dict" (every node)
     net: str = "slot"  # "slot": agents/net.py's per-slot head; "set": agents/features.py
     embed_dim: int = 32
+    stay_init: float = 3.0  # "slot" net: initial logit bonus for keeping a slot's count
     context: bool = True  # "set" net: slot embeddings see the other jobs and the pool
     eval_seeds: tuple[int, ...] = (1000, 1001)
     eval_freq: int = 20_000  # env steps between evaluations (0 = none)
@@ -131,8 +132,10 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
             "features_extractor_kwargs": {
                 "num_slots": layout.num_slots,
                 "slot_dim": layout.slot_dim,
+                "max_count": layout.max_count,
                 "embed_dim": args.embed_dim,
-            }
+            },
+            "stay_init": args.stay_init,
         }
     else:
         from agents.features import SetFeatures

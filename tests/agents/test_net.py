@@ -1,0 +1,220 @@
+"""The pooled observation and the per-slot network: shapes, permutation symmetries, the
+vectorised masked distribution against sb3_contrib's, determinism, and a pooled agent
+driven by ``play`` taking the decisions its model takes in the env."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution
+
+from agents.net import SlotCategorical, SlotFeatures, SlotPolicy
+from agents.pooled import PooledLayout, PooledObservation, SlimInfo
+from mtgym.env.env import ScavengeEnv
+from mtgym.generate.default import default_generator
+
+
+def env_obs(seed: int = 3, steps: int = 40, **kw):
+    """An env observation some way into an episode (jobs holding nodes)."""
+    env = ScavengeEnv(kw.pop("scenario", "default"), **kw)
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        obs, *_ = env.step(rng.integers(0, env.action_space.nvec))
+    return env, obs
+
+
+def reference_pool(obs: dict, layout: PooledLayout) -> np.ndarray:
+    """The pooled vector written plainly in numpy (the module docstring's definition)."""
+    S, C = layout.num_slots, layout.max_count
+    slot, lent = obs["node_job"].astype(int), obs["node_mask"] > 0
+    rows = []
+    for s in range(S):
+        held = obs["nodes"][slot == s]
+        mean = held.mean(axis=0) if len(held) else np.zeros(layout.node_dim)
+        rows.append(
+            np.concatenate(
+                [
+                    [obs["job_mask"][s]],
+                    obs["jobs"][s],
+                    obs["job_curve"][s],
+                    obs["job_curve_known"][s],
+                    mean,
+                    [min(len(held) / C, 8.0)],
+                ]
+            )
+        )
+    g = [obs["global"]]
+    for sel in (lent, lent & (slot < 0)):
+        r = obs["nodes"][sel]
+        z = np.zeros(layout.node_dim)
+        g += [r.mean(axis=0) if len(r) else z, r.max(axis=0) if len(r) else z]
+    g += [[min(lent.sum() / C, 8.0), min((lent & (slot < 0)).sum() / C, 8.0)]]
+    return np.concatenate(rows + g).astype(np.float32)
+
+
+def test_pooled__matches_its_definition_and_ignores_node_order():
+    env, obs = env_obs()
+    layout = PooledLayout.of(env.observation_space, env.max_count)
+    v = layout.pool(obs)
+    assert v.shape == (layout.size,) and v.dtype == np.float32
+    assert (obs["node_job"] >= 0).sum() > 0 and obs["job_mask"].sum() > 1
+    np.testing.assert_allclose(v, reference_pool(obs, layout), rtol=1e-6, atol=1e-6)
+    perm = np.random.default_rng(0).permutation(env.num_nodes)
+    shuffled = dict(obs)
+    for k in ("nodes", "node_mask", "node_job"):
+        shuffled[k] = obs[k][perm]
+    np.testing.assert_allclose(layout.pool(shuffled), v, rtol=1e-6, atol=1e-7)
+
+
+def test_pooled__same_size_on_any_cluster_and_wrapper_space():
+    small = PooledObservation(ScavengeEnv("default"))
+    big_env = ScavengeEnv(replace(default_generator(), num_nodes=256)(1))
+    big = PooledObservation(big_env)
+    assert small.observation_space.shape == big.observation_space.shape
+    obs, _ = big.reset(seed=1)
+    assert big.observation_space.contains(obs)
+    slim = SlimInfo(small)
+    slim.reset(seed=2)
+    _, _, _, _, info = slim.step(np.zeros(len(small.action_space.nvec), dtype=np.int64))
+    assert set(info) == {"dt", "samples"}
+    assert slim.action_masks().shape == small.env.action_masks().shape
+
+
+def make_policy(seed: int = 0) -> tuple[SlotPolicy, PooledLayout, PooledObservation]:
+    env = PooledObservation(ScavengeEnv("default"))
+    lay = env.layout
+    torch.manual_seed(seed)
+    pol = SlotPolicy(
+        env.observation_space,
+        env.action_space,
+        lambda _: 3e-4,
+        features_extractor_kwargs={
+            "num_slots": lay.num_slots,
+            "slot_dim": lay.slot_dim,
+            "max_count": lay.max_count,
+        },
+    )
+    return pol, lay, env
+
+
+def test_slot_policy__shapes_equivariance_over_slots_and_determinism():
+    pol, lay, _env = make_policy()
+    S, K = lay.num_slots, lay.max_count + 1
+    obs = []
+    for seed in (3, 4):
+        _e, o = env_obs(seed=seed)
+        obs.append(lay.pool(o))
+    x = torch.as_tensor(np.stack(obs))
+    with torch.no_grad():
+        feats = pol.extract_features(x, pol.pi_features_extractor)
+        logits = pol.action_net(feats).reshape(2, S, K)
+        value = pol.value_net(feats)
+    assert isinstance(pol.features_extractor, SlotFeatures)
+    assert feats.shape == (2, S * 32 + 32 + S) and value.shape == (2, 1)
+    # permuting the slot rows permutes the logits and leaves the value alone
+    perm = np.random.default_rng(1).permutation(S)
+    table = x[:, : S * lay.slot_dim].reshape(2, S, lay.slot_dim)[:, perm]
+    xp = torch.cat([table.reshape(2, -1), x[:, S * lay.slot_dim :]], dim=1)
+    with torch.no_grad():
+        fp = pol.extract_features(xp, pol.pi_features_extractor)
+        lp = pol.action_net(fp).reshape(2, S, K)
+        vp = pol.value_net(fp)
+    torch.testing.assert_close(lp, logits[:, perm], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(vp, value, rtol=1e-5, atol=1e-5)
+    # the keep bonus: at initialisation each slot's current count is its likeliest choice
+    current = torch.round(table[..., -1] * lay.max_count).long()
+    assert torch.equal(lp.argmax(dim=-1), current)
+    # same seed, same weights and outputs; another seed differs
+    again, _, _ = make_policy(seed=0)
+    other, _, _ = make_policy(seed=1)
+    with torch.no_grad():
+        f2 = again.extract_features(x, again.pi_features_extractor)
+        f3 = other.extract_features(x, other.pi_features_extractor)
+    assert torch.equal(f2, feats) and not torch.equal(f3, feats)
+
+
+def test_slot_categorical__is_sb3_contribs_multicategorical():
+    S, K, B = 5, 7, 64
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(B, S * K, generator=g) * 3
+    masks = torch.rand(B, S * K, generator=g) > 0.4
+    masks.view(B, S, K)[..., 0] = True  # one legal choice per slot at least
+    ours, ref = SlotCategorical(S, K), MaskableMultiCategoricalDistribution([K] * S)
+    ours.proba_distribution(logits)
+    ref.proba_distribution(logits)
+    ours.apply_masking(masks.numpy())
+    ref.apply_masking(masks.numpy())
+    acts = ref.sample()
+    torch.testing.assert_close(ours.log_prob(acts), ref.log_prob(acts), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(ours.entropy(), ref.entropy(), rtol=1e-5, atol=1e-4)
+    assert torch.equal(ours.mode(), ref.mode())
+    torch.manual_seed(5)
+    draws = ours.sample()
+    assert draws.shape == (B, S)
+    assert masks.view(B, S, K).gather(-1, draws.unsqueeze(-1)).all()  # only legal draws
+    torch.manual_seed(5)
+    assert torch.equal(ours.sample(), draws)  # seeded: deterministic
+    ours.apply_masking(None)
+    torch.testing.assert_close(ours.logp.exp().sum(-1), torch.ones(B, S), rtol=1e-6, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def pooled_agent(tmp_path_factory) -> Path:
+    from agents.train import Args, train
+
+    out = tmp_path_factory.mktemp("pooled")
+    return train(
+        Args(
+            timesteps=256,
+            n_envs=2,
+            n_steps=64,
+            batch_size=64,
+            out=out,
+            eval_freq=0,
+            checkpoint_freq=10**9,
+            progress=False,
+        )
+    )
+
+
+def test_pooled_agent__play_takes_the_env_and_predict_decisions(pooled_agent):
+    from agents.policy import AgentPolicy
+    from mtgym.policy.play import play
+
+    agent = AgentPolicy(pooled_agent)
+    assert agent.config.observation == "pooled"
+    kw = agent.config.env_kwargs() | {"horizon_s": 2 * 3600}
+    env = PooledObservation(ScavengeEnv("default", **kw))
+    obs, _ = env.reset(seed=300)
+    actions = []
+    while True:
+        a, _ = agent.model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+        actions.append(np.asarray(a, dtype=np.int64))
+        obs, _, term, trunc, info = env.step(a)
+        if term or trunc:
+            break
+    seen = []
+    decide = agent.decide
+
+    class Spy:
+        name, info_mode = agent.name, agent.info_mode
+
+        def reset(self, view):
+            agent.reset(view)
+
+        def decide(self, view):
+            alloc = decide(view)
+            o = agent.observer.observe(view)
+            seen.append(agent.act(o, agent.observer.mask))
+            return alloc
+
+    res = play(env.unwrapped.instance, Spy())
+    assert res.decisions == len(actions) > 10
+    for k, (a, b) in enumerate(zip(actions, seen, strict=True)):
+        assert np.array_equal(a, b), f"decision {k}"
+    assert res.metrics.samples == info["metrics"]["samples"]

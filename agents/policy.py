@@ -42,6 +42,10 @@ class AgentConfig:
     scenario: str = "default"
     # "dict": the env's Dict observation; "pooled": agents.pooled's flat vector
     observation: str = "dict"
+    # False: the most likely action; True: actions drawn from the policy with a generator
+    # seeded at every episode's start (``sample_seed``), so an episode is still reproducible
+    sample: bool = False
+    sample_seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def env_kwargs(self) -> dict[str, Any]:
@@ -98,7 +102,9 @@ class AgentPolicy:
 
     info_mode = InfoMode.USER
 
-    def __init__(self, path: str | Path | None = None, *, deterministic: bool = True) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, deterministic: bool | None = None
+    ) -> None:
         import torch
 
         self.path = Path(path) if path else PRETRAINED
@@ -106,7 +112,9 @@ class AgentPolicy:
         self.model.policy.set_training_mode(False)
         self.info_mode = InfoMode(self.config.info_mode)
         self.decision_interval_s = self.config.decision_interval_s
-        self.deterministic = deterministic
+        # the config's choice unless the caller overrides it
+        self.deterministic = (not self.config.sample) if deterministic is None else deterministic
+        self._gen = torch.Generator().manual_seed(self.config.sample_seed)
         self.name = "agent"
         self.observer = ViewObserver(
             action_mode=self.config.action_mode,
@@ -122,6 +130,7 @@ class AgentPolicy:
         or pooled observation).
         """
         self.observer.reset(view)
+        self._gen.manual_seed(self.config.sample_seed)  # the same draws for the same episode
         if self.config.observation == "pooled":
             from agents.pooled import PooledLayout
 
@@ -166,6 +175,8 @@ class AgentPolicy:
                 m = np.asarray(obs["action_mask"] if mask is None else mask, dtype=bool)[None]
                 if self.deterministic:
                     return self._mode(policy, t, m)
+                if len(set(policy.action_space.nvec.tolist())) == 1:
+                    return self._sample(policy, t, m)
                 dist = policy.get_distribution(t, action_masks=m)
             else:
                 dist = policy.get_distribution(t)
@@ -186,6 +197,17 @@ class AgentPolicy:
         legal = torch.from_numpy(mask.reshape(logits.shape))
         logits = logits.masked_fill(~legal, float("-inf"))
         return logits.argmax(dim=1).numpy().astype(np.int64)
+
+    def _sample(self, policy: Any, t: Any, mask: np.ndarray) -> np.ndarray:
+        """A legal action drawn from the policy with the episode's seeded generator."""
+        torch = self._torch
+        features = policy.extract_features(t, policy.pi_features_extractor)
+        logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+        nvec = policy.action_space.nvec
+        logits = logits.reshape(len(nvec), int(nvec[0]))
+        legal = torch.from_numpy(mask.reshape(logits.shape))
+        probs = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=1)
+        return torch.multinomial(probs, 1, generator=self._gen).reshape(-1).numpy().astype(np.int64)
 
 
 def _dict_space(obs: dict[str, np.ndarray]) -> Any:

@@ -51,6 +51,9 @@ class Args:
     observation: str = "pooled"  # "pooled" (agents/pooled.py) or "dict" (every node)
     net: str = "slot"  # "slot": agents/net.py's per-slot head; "set": agents/features.py
     embed_dim: int = 32
+    # the agent acts by drawing from its policy (seeded per episode) rather than by its
+    # mode: with the keep-count bonus the mode never changes a count it has not learnt to
+    sample: bool = True
     stay_init: float = 3.0  # "slot" net: initial logit bonus for keeping a slot's count
     context: bool = True  # "set" net: slot embeddings see the other jobs and the pool
     eval_seeds: tuple[int, ...] = (1000, 1001)
@@ -76,6 +79,7 @@ class Args:
             decision_interval_s=self.decision_interval_s,
             scenario=self.scenario,
             observation=self.observation,
+            sample=self.sample,
         )
 
 

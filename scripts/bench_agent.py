@@ -38,17 +38,25 @@ from mtgym.policy.play import play
 from mtgym.sim.view import ViewBuilder
 
 
-def latency(ns: argparse.Namespace, console: Console) -> None:
-    """Median decision latency of the agent and FreeTrain at 512 nodes."""
-    gen = replace(
+def bench_generator(num_nodes: int = 512):
+    """The default scenario's generator scaled to ``num_nodes`` (35 % idle, 60 jobs)."""
+    return replace(
         default_generator(),
-        name="bench-512",
-        num_nodes=512,
+        name=f"bench-{num_nodes}",
+        num_nodes=num_nodes,
         group_size=16,
         supply=SyntheticSupply(idle_fraction=0.35),
         jobs=replace(default_generator().jobs, num_jobs=60, arrival_rate_per_h=30.0),
     )
-    agent = AgentPolicy(ns.agent)
+
+
+def measure_latency(
+    agent_path: str, gen, decisions: int, milp_decisions: int, *, hours: float = 3.0
+) -> dict:
+    """Decision times (s) of the agent through ``play``, and of FreeTrain's count-level
+    solver and node-level MILP on the same views; the first agent call (warm-up) dropped.
+    """
+    agent = AgentPolicy(agent_path)
     inst = gen(0)
     views = ViewBuilder(inst, agent.info_mode)
     states, t_agent = [], []
@@ -58,6 +66,7 @@ def latency(ns: argparse.Namespace, console: Console) -> None:
 
     class Timed:
         name, info_mode = agent.name, agent.info_mode
+        decision_interval_s = None  # every event, whatever the agent was trained with
 
         def reset(self, view):
             agent.reset(view)
@@ -68,24 +77,38 @@ def latency(ns: argparse.Namespace, console: Console) -> None:
             t_agent.append(time.perf_counter() - t0)
             return alloc
 
-    play(inst, Timed(), on_step=on_step, until=inst.t_start + 3 * 3600)
-    t_agent = t_agent[1 : ns.decisions + 1]  # (the first call warms the kernels up)
+    play(inst, Timed(), on_step=on_step, until=inst.t_start + hours * 3600)
+    t_agent = t_agent[1 : decisions + 1]
     t_dp, t_milp, status = [], [], []
     dp, milp = FreeTrainPolicy(), FreeTrainPolicy(solver="milp", time_limit_s=60.0)
-    for i, s in enumerate(states[: ns.decisions]):
+    for i, s in enumerate(states[:decisions]):
         v = views(s)
         t0 = time.perf_counter()
         dp.decide(v)
         t_dp.append(time.perf_counter() - t0)
-        if i < ns.milp_decisions:
+        if i < milp_decisions:
             t0 = time.perf_counter()
             milp.decide(v)
             t_milp.append(time.perf_counter() - t0)
             status.append(milp.last.status)
-    a, d = (1e3 * float(np.median(x)) for x in (t_agent, t_dp))
-    m = 1e3 * float(np.median(t_milp)) if t_milp else float("nan")
+    return {
+        "num_nodes": inst.num_nodes,
+        "slots": agent.config.max_jobs,
+        "agent": np.array(t_agent),
+        "freetrain": np.array(t_dp),
+        "freetrain_milp": np.array(t_milp),
+        "milp_status": status,
+    }
+
+
+def latency(ns: argparse.Namespace, console: Console) -> None:
+    """Median decision latency of the agent and FreeTrain at 512 nodes."""
+    r = measure_latency(ns.agent, bench_generator(512), ns.decisions, ns.milp_decisions)
+    t_agent = r["agent"]
+    a, d = (1e3 * float(np.median(x)) for x in (t_agent, r["freetrain"]))
+    m = 1e3 * float(np.median(r["freetrain_milp"])) if r["freetrain_milp"].size else float("nan")
     table = Table(
-        title=f"decision latency at {inst.num_nodes} nodes, {agent.config.max_jobs} job slots "
+        title=f"decision latency at {r['num_nodes']} nodes, {r['slots']} job slots "
         f"(median of {len(t_agent)}; p90 agent {1e3 * np.percentile(t_agent, 90):.2f} ms)"
     )
     for col in ("decider", "ms / decision", "agent is x faster"):
@@ -93,7 +116,9 @@ def latency(ns: argparse.Namespace, console: Console) -> None:
     table.add_row("agent (AgentPolicy.decide, CPU, 1 thread)", f"{a:.2f}", "1")
     table.add_row("FreeTrain count-level exact solver", f"{d:.2f}", f"{d / a:.1f}")
     table.add_row(
-        f"FreeTrain node-level MILP (HiGHS; {', '.join(status)})", f"{m:,.0f}", f"{m / a:,.0f}"
+        f"FreeTrain node-level MILP (HiGHS; {', '.join(r['milp_status'])})",
+        f"{m:,.0f}",
+        f"{m / a:,.0f}",
     )
     console.print(table)
 
@@ -112,14 +137,19 @@ def _train_rate(model, steps: int) -> float:
     return steps / (time.process_time() - c0)
 
 
-def training(ns: argparse.Namespace, console: Console) -> None:
-    """MaskablePPO steps per CPU second: the default scenario vs CartPole-v1."""
+def measure_training(
+    n_envs: int, train_steps: int, rounds: int, *, scenario: str = "default"
+) -> dict[str, list[float]]:
+    """MaskablePPO steps per CPU second, ``rounds`` interleaved rounds each: the ``mtgym
+    train`` model (its defaults) on ``scenario`` and ``MlpPolicy`` on CartPole-v1 with the
+    same n_steps, batch and epochs; both warmed up by one rollout first.
+    """
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from agents.train import Args, build_model, make_env_fn
 
-    args = Args(n_envs=ns.n_envs, progress=False, eval_freq=0)
+    args = Args(scenario=scenario, n_envs=n_envs, progress=False, eval_freq=0)
     env = DummyVecEnv([make_env_fn(args, i) for i in range(args.n_envs)])
     mt = build_model(args, env, None)
     cp_env = DummyVecEnv([lambda: _Maskable(gym.make("CartPole-v1"))] * args.n_envs)
@@ -132,12 +162,22 @@ def training(ns: argparse.Namespace, console: Console) -> None:
         seed=0,
         device="cpu",
     )
-    rates = {"mtgym default": [], "CartPole-v1": []}
+    rates: dict[str, list[float]] = {"mtgym": [], "CartPole-v1": []}
     cp.learn(total_timesteps=args.n_steps * args.n_envs)  # warm-up: compiled kernels, caches
     mt.learn(total_timesteps=args.n_steps * args.n_envs)
-    for _ in range(ns.rounds):  # interleaved: the machine's drift hits both alike
-        rates["CartPole-v1"].append(_train_rate(cp, ns.train_steps))
-        rates["mtgym default"].append(_train_rate(mt, ns.train_steps))
+    for _ in range(rounds):  # interleaved: the machine's drift hits both alike
+        rates["CartPole-v1"].append(_train_rate(cp, train_steps))
+        rates["mtgym"].append(_train_rate(mt, train_steps))
+    env.close()
+    return rates
+
+
+def training(ns: argparse.Namespace, console: Console) -> None:
+    """MaskablePPO steps per CPU second: the default scenario vs CartPole-v1."""
+    from agents.train import Args
+
+    rates = measure_training(ns.n_envs, ns.train_steps, ns.rounds)
+    args = Args(n_envs=ns.n_envs)
     table = Table(
         title=f"MaskablePPO training throughput ({args.n_envs} envs, n_steps {args.n_steps}, "
         f"{ns.rounds} x {ns.train_steps} steps each, interleaved; CPU time, 1 torch thread)"
@@ -145,9 +185,10 @@ def training(ns: argparse.Namespace, console: Console) -> None:
     for col in ("env", "steps / CPU s (median)", "per round"):
         table.add_column(col, justify="right")
     for name, r in rates.items():
-        table.add_row(name, f"{np.median(r):,.0f}", ", ".join(f"{x:,.0f}" for x in r))
+        label = "mtgym default" if name == "mtgym" else name
+        table.add_row(label, f"{np.median(r):,.0f}", ", ".join(f"{x:,.0f}" for x in r))
     console.print(table)
-    ratio = np.median(rates["mtgym default"]) / np.median(rates["CartPole-v1"])
+    ratio = np.median(rates["mtgym"]) / np.median(rates["CartPole-v1"])
     console.print(f"training-throughput ratio mtgym/CartPole = {ratio:.3f} (1/{1 / ratio:.1f})")
 
 

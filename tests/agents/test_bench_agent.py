@@ -1,0 +1,38 @@
+"""``scripts/bench_agent.py``'s measurements on a small cluster and a few steps."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.policy import PRETRAINED
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_agent.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_agent", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.skipif(not (PRETRAINED / "model.zip").is_file(), reason="no shipped agent")
+def test_measure_latency__times_agent_and_freetrain_on_the_same_views(bench):
+    gen = bench.bench_generator(32)
+    r = bench.measure_latency(str(PRETRAINED), gen, decisions=5, milp_decisions=1, hours=1.0)
+    assert r["num_nodes"] == 32 and r["slots"] == 16
+    assert r["agent"].shape == (5,) and r["freetrain"].shape == (5,)
+    assert r["freetrain_milp"].shape == (1,) and len(r["milp_status"]) == 1
+    assert np.all(r["agent"] > 0) and np.all(r["agent"] < 1.0)
+
+
+def test_measure_training__interleaved_rates_for_both_envs(bench):
+    rates = bench.measure_training(n_envs=2, train_steps=512, rounds=2)
+    assert set(rates) == {"mtgym", "CartPole-v1"}
+    for r in rates.values():
+        assert len(r) == 2 and all(x > 0 for x in r)

@@ -155,7 +155,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--no-norm-reward", action="store_true", help="no VecNormalize on rewards")
     t.add_argument(
-        "--stay-init", type=float, default=3.0, help="slot net: initial keep-count bonus"
+        "--stay-init", type=float, default=5.0, help="slot net: initial keep-count bonus"
     )
     t.add_argument("--n-steps", type=int, default=256, help="rollout steps per env")
     t.add_argument("--batch-size", type=int, default=256)

@@ -70,12 +70,15 @@ class SlotFeatures(BaseFeaturesExtractor):
 
 
 class SlotHead(nn.Module):
-    """One shared linear head per slot embedding, plus a learned bonus for keeping the slot's
-    current count: (B, S*d + d + S) -> (B, S*K) logits.
+    """One shared linear head per slot embedding, plus a learned bonus for keeping a running
+    job's current count: (B, S*d + d + S) -> (B, S*K) logits.
 
     The bonus (``stay``, initially ``stay_init``) makes the untrained policy *sticky*: a
-    uniform policy over counts re-sizes every job at every event and pays a rescale each
-    time, which buries the reward signal; a sticky one explores a few changes per step.
+    uniform policy over counts re-sizes every job at every decision and pays a rescale each
+    time, which buries the reward signal (rigid allocation, Blox's ``random``, beats the
+    re-sizing ``equal-share`` on this scenario). A job without nodes gets no bonus, so it
+    starts at a drawn size and then mostly keeps it: the untrained policy is a random rigid
+    scheduler, and PPO learns which sizes and which re-sizes pay.
     """
 
     def __init__(self, num_slots: int, embed_dim: int, choices: int, stay_init: float) -> None:
@@ -91,7 +94,8 @@ class SlotHead(nn.Module):
         z = features[:, : S * d].reshape(-1, S, d)
         ctx = features[:, S * d : S * d + d].unsqueeze(1).expand(-1, S, -1)
         current = features[:, S * d + d :].long().clamp(0, K - 1)
-        keep = nn.functional.one_hot(current, K).to(z.dtype)
+        # a running job keeps its count; a job without nodes gets no bonus for staying idle
+        keep = nn.functional.one_hot(current, K).to(z.dtype) * (current > 0).unsqueeze(-1)
         return (self.head(torch.cat([z, ctx], dim=-1)) + self.stay * keep).flatten(1)
 
 
@@ -137,7 +141,7 @@ class SlotPolicy(MaskableActorCriticPolicy):
         observation_space: spaces.Space,
         action_space: spaces.Space,
         *a: Any,
-        stay_init: float = 3.0,
+        stay_init: float = 5.0,
         **kw: Any,
     ):
         self.stay_init = stay_init

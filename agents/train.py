@@ -54,7 +54,7 @@ class Args:
     # the agent acts by drawing from its policy (seeded per episode) rather than by its
     # mode: with the keep-count bonus the mode never changes a count it has not learnt to
     sample: bool = True
-    stay_init: float = 3.0  # "slot" net: initial logit bonus for keeping a slot's count
+    stay_init: float = 5.0  # "slot" net: initial logit bonus for keeping a running job's count
     context: bool = True  # "set" net: slot embeddings see the other jobs and the pool
     eval_seeds: tuple[int, ...] = (1000, 1001)
     eval_freq: int = 20_000  # env steps between evaluations (0 = none)

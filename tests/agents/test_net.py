@@ -126,9 +126,13 @@ def test_slot_policy__shapes_equivariance_over_slots_and_determinism():
         vp = pol.value_net(fp)
     torch.testing.assert_close(lp, logits[:, perm], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(vp, value, rtol=1e-5, atol=1e-5)
-    # the keep bonus: at initialisation each slot's current count is its likeliest choice
+    # the keep bonus: at initialisation a running job's current count is its likeliest choice
     current = torch.round(table[..., -1] * lay.max_count).long()
-    assert torch.equal(lp.argmax(dim=-1), current)
+    running = current > 0
+    assert running.sum() >= 2 and (~running).sum() >= 2
+    assert torch.equal(lp.argmax(dim=-1)[running], current[running])
+    probs = torch.softmax(lp, dim=-1)
+    assert torch.all(probs[~running].max(dim=-1).values < 0.2)  # idle slots: no bonus
     # same seed, same weights and outputs; another seed differs
     again, _, _ = make_policy(seed=0)
     other, _, _ = make_policy(seed=1)

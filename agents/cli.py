@@ -36,7 +36,7 @@ def _train(ns: argparse.Namespace) -> int:
         context=not ns.no_context,
         learning_rate=ns.learning_rate,
         lr_schedule=ns.lr_schedule,
-        decision_interval_s=ns.decision_interval,
+        decision_interval_s=None if ns.decision_interval <= 0 else ns.decision_interval,
         gamma=ns.gamma,
         ent_coef=ns.ent_coef,
         ent_coef_final=None if ns.ent_coef_final < 0 else ns.ent_coef_final,
@@ -46,6 +46,7 @@ def _train(ns: argparse.Namespace) -> int:
         stay_init=ns.stay_init,
         n_steps=ns.n_steps,
         batch_size=ns.batch_size,
+        n_epochs=ns.n_epochs,
     )
     if ns.address and ns.backend != "ray":
         raise ValueError("--address needs --backend ray")
@@ -126,7 +127,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="the earlier extractor: slots embedded independently, a shared 128-unit head",
     )
     t.add_argument(
-        "--learning-rate", type=float, default=3e-4, help="PPO learning rate (default: %(default)s)"
+        "--learning-rate", type=float, default=3e-3, help="PPO learning rate (default: %(default)s)"
     )
     t.add_argument(
         "--lr-schedule", default="linear", choices=["linear", "constant"], help="(%(default)s)"
@@ -141,11 +142,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--decision-interval",
         type=float,
-        default=None,
+        default=120.0,
         metavar="S",
-        help="decide every S simulated seconds (default: at every event)",
+        help="decide every S simulated seconds; 0: at every event (default: %(default)s)",
     )
-    t.add_argument("--gamma", type=float, default=0.995, help="per-step discount (%(default)s)")
+    t.add_argument("--gamma", type=float, default=0.99, help="per-step discount (%(default)s)")
     t.add_argument("--ent-coef", type=float, default=0.003, help="initial entropy bonus")
     t.add_argument(
         "--ent-coef-final",
@@ -157,8 +158,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--stay-init", type=float, default=5.0, help="slot net: initial keep-count bonus"
     )
-    t.add_argument("--n-steps", type=int, default=256, help="rollout steps per env")
+    t.add_argument("--n-steps", type=int, default=128, help="rollout steps per env")
     t.add_argument("--batch-size", type=int, default=256)
+    t.add_argument("--n-epochs", type=int, default=10, help="PPO epochs per rollout")
     t.add_argument("--no-progress", action="store_true")
     t.add_argument(
         "--backend",

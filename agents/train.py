@@ -132,7 +132,8 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
     if args.net == "slot":
         from agents.net import SlotPolicy
 
-        layout = env.get_attr("layout")[0]
+        # a vec env of PooledObservation envs, or one such env
+        layout = env.get_attr("layout")[0] if hasattr(env, "get_attr") else env.layout
         policy: Any = SlotPolicy
         policy_kwargs: dict[str, Any] = {
             "features_extractor_kwargs": {
@@ -349,6 +350,7 @@ def train(args: Args) -> Path:
     best: tuple[float, dict | None] = (-np.inf, None)
     if args.bc_expert and not args.resume:
         best = imitate(model, args, out)
+        model.save(str(out / "checkpoints" / "clone.zip"))  # the kept clone, before PPO
     t_rl = time.perf_counter()
     model.learn(
         total_timesteps=args.timesteps,

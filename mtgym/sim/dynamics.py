@@ -126,7 +126,7 @@ def apply_allocation(
     """
     f, r = _registers(state)
     rep, _ = _apply_and_run(state, instance, allocation, f, r, 0, state.time, 0)
-    _store(state, f, r)
+    store_registers(state, f, r)
     return rep, int(r[engine.R_RESCALED])
 
 
@@ -136,8 +136,8 @@ def initial_state(instance: Instance) -> ClusterState:
     """
     state = ClusterState.initial(instance)
     f, r = _registers(state)
-    _run(state, _context(instance), f, r, None, False, 2, state.time, 0, False)
-    _store(state, f, r)
+    _run(state, context(instance), f, r, None, False, 2, state.time, 0, False)
+    store_registers(state, f, r)
     return state
 
 
@@ -162,7 +162,7 @@ def advance(
     rep, _ = _apply_and_run(
         s, instance, allocation, f, r, 1, min(until, instance.t_end), int(stop_on)
     )
-    fl, kinds = _store(s, f, r)
+    fl, kinds = store_registers(s, f, r)
     return s, StepInfo(
         t0,
         s.time,
@@ -195,8 +195,8 @@ class _Context:
 
 
 _CONTEXTS: weakref.WeakKeyDictionary[Instance, _Context] = weakref.WeakKeyDictionary()
-_STATE_ARRAYS = attrgetter(*engine.NODE_FIELDS, *engine.JOB_FIELDS)
-# The state's scalars in register order (``engine.F_*`` then ``engine.R_*``; ``_store``).
+STATE_ARRAYS = attrgetter(*engine.NODE_FIELDS, *engine.JOB_FIELDS)
+# The state's scalars in register order (``engine.F_*`` then ``engine.R_*``; ``store_registers``).
 SCALARS = attrgetter(
     "time",
     "offered_node_s",
@@ -213,7 +213,8 @@ SCALARS = attrgetter(
 _NO_ALLOCATION = np.zeros(0, dtype=np.int32)
 
 
-def _context(instance: Instance) -> _Context:
+def context(instance: Instance) -> _Context:
+    """An instance's constant arguments of ``engine.run`` (cached per instance)."""
     ctx = _CONTEXTS.get(instance)
     if ctx is None:
         costs = instance.costs
@@ -239,7 +240,7 @@ def _registers(s: ClusterState) -> tuple[np.ndarray, np.ndarray]:
     return f, r
 
 
-def _store(s: ClusterState, f: np.ndarray, r: np.ndarray) -> tuple[list, list]:
+def store_registers(s: ClusterState, f: np.ndarray, r: np.ndarray) -> tuple[list, list]:
     """The registers back into the state's scalars (as Python floats and ints); returns
     both registers as lists (what the call did is in their tails).
     """
@@ -283,7 +284,7 @@ def _run(
         resume,
         ctx.bftrainer,
         ctx.preempt_mode,
-        *_STATE_ARRAYS(s),
+        *STATE_ARRAYS(s),
         *ctx.static,
     )
 
@@ -301,7 +302,7 @@ def _apply_and_run(
     """Apply ``allocation`` (validated, repaired when needed), then run the engine's loop
     (``loop`` 1) or not (0); due timers are popped here. Returns the repair record.
     """
-    ctx = _context(instance)
+    ctx = context(instance)
     rep = None
     if allocation is None:
         code, _ = _run(s, ctx, f, r, None, False, loop, limit, stop, False)
@@ -322,10 +323,10 @@ def _apply_and_run(
             code, _ = _run(s, ctx, f, r, a, False, loop, limit, stop, False)
         else:
             rep = Repair()
-    return rep, _finish_timers(s, ctx, f, r, loop, limit, stop, code)
+    return rep, finish_timers(s, ctx, f, r, loop, limit, stop, code)
 
 
-def _finish_timers(
+def finish_timers(
     s: ClusterState,
     ctx: _Context,
     f: np.ndarray,

@@ -42,7 +42,7 @@ from mtgym.env.slots import JobSlots, _update
 from mtgym.model.placement import _static_order
 from mtgym.model.throughput import RateConsts
 from mtgym.sim import dynamics, engine
-from mtgym.sim.dynamics import SCALARS
+from mtgym.sim.dynamics import FLOATS, INTS
 from mtgym.sim.engine import (
     F_SAMPLES,
     NEEDS_REPAIR,
@@ -55,12 +55,11 @@ from mtgym.sim.engine import (
     R_RECLAIMED,
     R_STOPS,
     TIMER_DUE,
-    Jobs,
-    Nodes,
     Static,
 )
+from mtgym.sim.kernel_args import bundles
 from mtgym.sim.profiling import PassiveProfiler, _observe
-from mtgym.sim.state import ClusterState
+from mtgym.sim.state import JOB_ARRAYS, NODE_ARRAYS, ClusterState
 
 _EXTRA = (
     "slot_job",
@@ -84,7 +83,7 @@ _EXTRA = (
     "known_static",
     "obs_scale",
 )
-FIELDS = (*engine.NODE_FIELDS, *engine.JOB_FIELDS, *Static._fields, *RateConsts._fields, *_EXTRA)
+FIELDS = (*NODE_ARRAYS, *JOB_ARRAYS, *Static._fields, *RateConsts._fields, *_EXTRA)
 
 _DECISION = int(dynamics.DECISION_EVENTS)  # stop kinds as ints
 _HORIZON = int(EventKind.HORIZON)
@@ -154,70 +153,6 @@ class StepBag(structref.StructRefProxy):
 structref.define_proxy(StepBag, StepBagType, list(FIELDS))
 
 
-@njit(cache=True)
-def _bundles(b: Any) -> tuple[Nodes, Jobs, Static, RateConsts]:  # pragma: no cover - jit
-    nd = Nodes(b.available, b.node_job, b.window)
-    jb = Jobs(
-        b.status,
-        b.n_nodes,
-        b.rate,
-        b.spread,
-        b.progress,
-        b.milestone,
-        b.rung,
-        b.stall_until,
-        b.debt,
-        b.ckpt_progress,
-        b.first_start,
-        b.finish_time,
-        b.rescales,
-        b.starts,
-        b.preemptions,
-        b.rescale_cost_s,
-        b.preempt_cost_s,
-        b.preempt_lost_samples,
-        b.stalled_s,
-        b.node_s,
-    )
-    st = Static(
-        b.submit_s,
-        b.min_nodes,
-        b.max_nodes,
-        b.work,
-        b.ckpt_every,
-        b.startup_s,
-        b.r_up_s,
-        b.r_down_s,
-        b.campaign,
-        b.quality,
-        b.rungs,
-        b.eta,
-        b.start_s,
-        b.end_s,
-        b.end_sorted_s,
-        b.end_order,
-        b.win_node,
-        b.slowdown,
-        b.gpu_type,
-        b.coords,
-    )
-    rc = RateConsts(
-        b.gpus_per_node,
-        b.bw,
-        b.lat,
-        b.lam,
-        b.is_table,
-        b.curve_nodes,
-        b.curve_tput,
-        b.local_batch,
-        b.grad_bytes,
-        b.overlap,
-        b.app_class,
-        b.type_rate,
-    )
-    return nd, jb, st, rc
-
-
 @njit(cache=True, error_model="numpy")
 def _pre(
     b: Any,
@@ -226,7 +161,8 @@ def _pre(
     C: int,
     f: np.ndarray,
     r: np.ndarray,
-    scalars: tuple[float, float, float, float, float, float, int, int, int, int, int],
+    floats: tuple[float, ...],
+    ints: tuple[int, ...],
     limit: float,
     stop: int,
     t_end: float,
@@ -237,17 +173,19 @@ def _pre(
     """Decode an action (``mode``: an ``ACTION_MODES`` index; ``REPAIRED_MAP``: take
     ``b.node_map`` as it is, repaired),
     keep the progress, node counts and debts of before, then apply and run
-    (``engine.run``) with the state's ``scalars`` (as ``dynamics._registers``) loaded into
-    ``f`` and ``r``. Returns (code,
+    (``engine.run``) with the state's scalars (``floats``, ``ints``: as
+    ``dynamics._registers``) loaded into ``f`` and ``r``. Returns (code,
     bad index, and the decoder's repair counts: empty slot, over max, below min,
     oversubscribed; ``assign`` has only the first). ``PACK_FAILED`` gives the nodes needed
     and free in place of the first two counts. Nothing changes unless the code is the
     engine's ``DONE`` or ``TIMER_DUE``.
     """
-    f[0], f[1], f[2], f[3], f[4], f[5] = scalars[:6]
+    for i in range(len(floats)):
+        f[i] = floats[i]
     f[engine.F_SAMPLES] = 0.0
     r[:] = 0
-    r[0], r[1], r[2], r[3], r[4] = scalars[6:]
+    for i in range(len(ints)):
+        r[i] = ints[i]
     total = free = 0
     if mode == REPAIRED_MAP:  # b.node_map as it is (repaired by the caller)
         bad, rep, node_map = -1, (0, 0, 0, 0), b.node_map.copy()
@@ -280,7 +218,7 @@ def _pre(
     b.p0[:] = b.progress
     b.n0[:] = b.n_nodes
     b.d0[:] = b.debt
-    nd, jb, st, rc = _bundles(b)
+    nd, jb, st, rc = bundles(b)
     # Only ``assign`` maps can be infeasible: packed counts give idle nodes to slot jobs
     # (active), 0 or min..max each (the lockstep tests would see a repair otherwise).
     code, bad = engine._apply(f, r, node_map, mode == ASSIGN, bftrainer, nd, jb, st, rc)
@@ -465,13 +403,22 @@ class Step:
             self.slots,
         )
         t0 = s.time
-        scalars = SCALARS(s)
         if self.interval is None:
             limit, stop = ctx.t_end, _DECISION
         else:
             limit, stop = min(ctx.t_end, t0 + self.interval), _HORIZON
         active0 = s.active_job_s
-        rest = (f, r, scalars, limit, stop, ctx.t_end, s.timers.peek_time(), ctx.bftrainer)
+        rest = (
+            f,
+            r,
+            FLOATS(s),
+            INTS(s),
+            limit,
+            stop,
+            ctx.t_end,
+            s.timers.peek_time(),
+            ctx.bftrainer,
+        )
         rest += (ctx.preempt_mode,)
         code, _, e0, e1, e2, e3 = _pre(bag, self.mode, action, self.C, *rest)
         if code == PACK_FAILED:  # (nothing changed)

@@ -33,9 +33,9 @@ from mtgym.core.types import (
     RescaleMode,
 )
 from mtgym.model.throughput import ThroughputModel
-from mtgym.sim import engine
+from mtgym.sim import engine, kernel_args
 from mtgym.sim.engine import feasible, out_of_range
-from mtgym.sim.state import ClusterState
+from mtgym.sim.state import FLOAT_SCALARS, INT_SCALARS, JOB_ARRAYS, NODE_ARRAYS, ClusterState
 
 _MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
 
@@ -195,21 +195,12 @@ class _Context:
 
 
 _CONTEXTS: weakref.WeakKeyDictionary[Instance, _Context] = weakref.WeakKeyDictionary()
-STATE_ARRAYS = attrgetter(*engine.NODE_FIELDS, *engine.JOB_FIELDS)
+STATE_ARRAYS = attrgetter(*NODE_ARRAYS, *JOB_ARRAYS)  # ``engine.run``'s order
 # The state's scalars in register order (``engine.F_*`` then ``engine.R_*``; ``store_registers``).
-SCALARS = attrgetter(
-    "time",
-    "offered_node_s",
-    "allocated_node_s",
-    "unused_node_s",
-    "active_job_s",
-    "productive_node_s",
-    "events",
-    "decisions",
-    "start_cursor",
-    "end_cursor",
-    "arrival_cursor",
-)
+FLOATS = attrgetter(*FLOAT_SCALARS)
+INTS = attrgetter(*INT_SCALARS)
+SCALARS = attrgetter(*FLOAT_SCALARS, *INT_SCALARS)
+_NF, _NI = len(FLOAT_SCALARS), len(INT_SCALARS)
 _NO_ALLOCATION = np.zeros(0, dtype=np.int32)
 
 
@@ -234,9 +225,9 @@ def context(instance: Instance) -> _Context:
 def _registers(s: ClusterState) -> tuple[np.ndarray, np.ndarray]:
     """The state's scalars in the engine's float and int registers."""
     vals = SCALARS(s)
-    f = np.array((*vals[:6], 0.0))
+    f = np.array((*vals[:_NF], 0.0))
     r = np.zeros(engine.NUM_R, dtype=np.int64)
-    r[:5] = vals[6:]
+    r[:_NI] = vals[_NF:]
     return f, r
 
 
@@ -245,16 +236,7 @@ def store_registers(s: ClusterState, f: np.ndarray, r: np.ndarray) -> tuple[list
     both registers as lists (what the call did is in their tails).
     """
     fl, ri = f.tolist(), r.tolist()
-    (
-        s.time,
-        s.offered_node_s,
-        s.allocated_node_s,
-        s.unused_node_s,
-        s.active_job_s,
-        s.productive_node_s,
-        _,
-    ) = fl
-    s.events, s.decisions, s.start_cursor, s.end_cursor, s.arrival_cursor = ri[:5]
+    kernel_args.store_registers(s, fl, ri)
     return fl, ri
 
 
@@ -270,7 +252,7 @@ def _run(
     stop: int,
     resume: bool,
 ) -> tuple[int, int]:
-    return engine.run(
+    return kernel_args.run(
         f,
         r,
         _NO_ALLOCATION if alloc is None else alloc,

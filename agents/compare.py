@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from agents.policy import PRETRAINED, AgentPolicy
 
@@ -67,6 +68,15 @@ def _num(v: object) -> float:
 
 
 def plot(results: dict, path: Path) -> None:
+    """Write ``figure(results)`` to ``path`` (PNG)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(results)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def figure(results: dict) -> Any:
     """Bar charts with 95 % interval error bars (matplotlib Agg); a missing value draws no bar."""
     import matplotlib
 
@@ -92,5 +102,4 @@ def plot(results: dict, path: Path) -> None:
     if ref:
         axes[1].set_title(f"reference for paired differences: {ref}")
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    return fig

@@ -390,21 +390,20 @@ COLUMNS = (
     ("jct_mean", "JCT mean s"),
     ("jct_common_mean", "JCT common s"),
     ("makespan", "makespan s"),
+    ("makespan_common", "mksp common s"),
     ("rescales", "rescales"),
     ("decision_ms", "ms/dec"),
 )
+#: metrics shown with one decimal (counts averaged over seeds)
+COUNTS = frozenset({"jobs_completed", "jobs_common", "rescales"})
 
 
-def _fmt(v: float) -> str:
+def _fmt(v: float, key: str = "", sign: str = "") -> str:
     if v is None or math.isnan(v):
         return "n/a"
-    return f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}"
-
-
-def _fmt_signed(v: float) -> str:
-    if v is None or math.isnan(v):
-        return "n/a"
-    return f"{v:+.3f}" if abs(v) < 10 else f"{v:+,.0f}"
+    if key in COUNTS:
+        return f"{v:{sign},.1f}"
+    return f"{v:{sign}.3f}" if abs(v) < 10 else f"{v:{sign},.0f}"
 
 
 def print_table(
@@ -423,9 +422,10 @@ def print_table(
         cells = []
         for key, _ in COLUMNS:
             iv = summary[run.name].intervals[key]
-            cells.append(f"{_fmt(iv.mean)}\n[{_fmt(iv.ci_low)}, {_fmt(iv.ci_high)}]")
-        cens = summary[run.name].intervals["makespan_censored"].mean
-        name = run.name + ("\n(makespan censored)" if cens > 0 else "")
+            cells.append(f"{_fmt(iv.mean, key)}\n[{_fmt(iv.ci_low, key)}, {_fmt(iv.ci_high, key)}]")
+        cens = run.values("makespan_censored")
+        n_cens = int(np.nansum(cens))
+        name = run.name + (f"\n(makespan censored {n_cens}/{cens.size})" if n_cens else "")
         table.add_row(name, *cells)
     console.print(table)
     if ref is None or len(runs) < 2:
@@ -444,8 +444,8 @@ def print_table(
             p = summary[run.name].paired[key]
             ratio = "" if math.isnan(p.ratio) else f" ({p.ratio:.3f}x)"
             cells.append(
-                f"{_fmt_signed(p.diff)}{ratio}\n"
-                f"[{_fmt_signed(p.diff_ci_low)}, {_fmt_signed(p.diff_ci_high)}]"
+                f"{_fmt(p.diff, key, '+')}{ratio}\n"
+                f"[{_fmt(p.diff_ci_low, key, '+')}, {_fmt(p.diff_ci_high, key, '+')}]"
             )
         ptable.add_row(run.name, *cells)
     console.print(ptable)

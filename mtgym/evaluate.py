@@ -159,7 +159,10 @@ def _row(res: EpisodeResult) -> dict[str, Any]:
     row: dict[str, Any] = {k: float(m[k]) for k in RESULT_KEYS if k in m}
     row["decision_ms"] = res.decision_ms
     row["wall_s"] = res.wall_s
-    row["job_finish_s"] = completion_times(res.state).tolist()
+    # None (not NaN) for jobs not completed: rows compare with == and serialise as null
+    row["job_finish_s"] = [
+        None if math.isnan(x) else x for x in completion_times(res.state).tolist()
+    ]
     return row
 
 

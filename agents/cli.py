@@ -39,7 +39,7 @@ def _train(ns: argparse.Namespace) -> int:
     if ns.backend == "ray":
         from mtgym.backends.ray_backend import train_ray
 
-        for p in train_ray(args, address=ns.address, num_workers=ns.ray_seeds):
+        for p in train_ray(train, args, address=ns.address, num_workers=ns.ray_seeds):
             print(p)
         return 0
     path = train(args)

@@ -31,7 +31,7 @@ def compare(
     """Run the agent and the baselines; write results, TensorBoard runs and the chart."""
     from mtgym.evaluate import evaluate
     from mtgym.policy.registry import available_policies, make_policy
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
     names = baselines or [

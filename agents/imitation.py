@@ -66,7 +66,7 @@ def collect(
     ``actor`` the env follows the model while the expert labels the states it visits
     (DAgger), which corrects the drift of a cloned policy into states the expert never saw.
     """
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
     obs_list: list[dict[str, np.ndarray]] = []

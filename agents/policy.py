@@ -2,7 +2,7 @@
 
 ``AgentPolicy(path)`` loads a saved model (``model.zip``) and its ``agent.json`` (the env
 settings it was trained with: action mode, slots, count cap, reward, info mode) and plays an
-instance through ``ScavengeEnv`` with the same decision schedule as ``run_episode`` (a
+instance through ``ScavengeEnv`` with the same decision schedule as ``play`` (a
 decision at every event). It implements ``episode(instance) -> EpisodeResult``, which
 ``mtgym.evaluate`` uses for policies that act on observations rather than views; it is
 registered as ``agent`` (``--policy agent:PATH``).
@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import Allocation
 from mtgym.metrics import compute_metrics
-from mtgym.sim.runner import EpisodeResult
+from mtgym.policy.play import EpisodeResult
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation
 
 PRETRAINED = Path(__file__).resolve().parent / "pretrained" / "default"
 
@@ -126,7 +126,7 @@ class AgentPolicy:
         return action.cpu().numpy().reshape(-1)
 
     def episode(self, instance: Instance) -> EpisodeResult:
-        """Play ``instance`` to the end; metrics as ``run_episode`` computes them."""
+        """Play ``instance`` to the end; metrics as ``play`` computes them."""
         from mtgym.env.env import ScavengeEnv
 
         t_wall = time.perf_counter()

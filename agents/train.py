@@ -132,7 +132,7 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
 
 def evaluate_agent(path: Path, scenario: str, seeds: tuple[int, ...]) -> dict[str, float]:
     """Mean metrics of a saved agent on fixed seeds (the shared metric names)."""
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
     pol = AgentPolicy(path)

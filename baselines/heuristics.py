@@ -14,10 +14,10 @@ import heapq
 import numpy as np
 
 from baselines.milp.problem import admit_fcfs, dedupe_curve
+from mtgym.core.types import Allocation
+from mtgym.model.placement import pack_targets
 from mtgym.policy.equal_share import EqualShare
-from mtgym.policy.placement import pack_targets
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation
 
 __all__ = ["EqualShare", "GreedyPolicy"]
 

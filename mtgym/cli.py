@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from mtgym.errors import MtgymError
+from mtgym.command import dispatch
 
 
 def _fmt(v: object) -> str:
@@ -25,17 +25,15 @@ def _fmt(v: object) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from mtgym.policy.play import play
     from mtgym.policy.registry import make_policy
-    from mtgym.scenarios import get_generator
-    from mtgym.sim.runner import run_episode
+    from mtgym.scenario.registry import get_generator
 
     console = Console()
     gen = get_generator(args.scenario)
     instance = gen(args.seed)
     policy = make_policy(args.policy)
-    result = run_episode(
-        instance, policy, decision_interval_s=args.decision_interval, debug=args.debug
-    )
+    result = play(instance, policy, decision_interval_s=args.decision_interval, debug=args.debug)
     m = result.metrics.as_dict()
     m["decision_ms"] = result.decision_ms
     m["wall_s"] = result.wall_s
@@ -54,7 +52,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
 
     inst = get_generator(args.scenario)(args.seed)
     cl, jobs = inst.cluster, inst.jobs
@@ -88,7 +86,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     from mtgym.evaluate import evaluate
     from mtgym.policy.registry import available_policies, make_policy
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
 
     gen = get_generator(args.scenario)
     if args.policy in (None, ["all"]):
@@ -139,9 +137,9 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from mtgym.scenario.load import PRESETS_DIR, load_scenario, preset_names
+    from mtgym.scenario.load import load_scenario
+    from mtgym.scenario.registry import BUILTIN, PRESETS_DIR, preset_names
     from mtgym.scenario.schema import ScenarioSpec
-    from mtgym.scenarios import BUILTIN
 
     console = Console()
     if args.action == "list":
@@ -153,7 +151,7 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
             f = PRESETS_DIR / f"{name}.yaml"
             if f.is_file():
                 spec = load_scenario(f)
-                table.add_row(name, f"scenarios/{f.name}", spec.description)
+                table.add_row(name, f"preset ({f.name})", spec.description)
             else:
                 table.add_row(
                     name, "built in (code)", (BUILTIN[name].__doc__ or "").strip().splitlines()[0]
@@ -166,7 +164,7 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
     if args.action == "validate":
         spec = load_scenario(args.target)
         if args.build:
-            from mtgym.scenario.load import SpecGenerator
+            from mtgym.scenario.build import SpecGenerator
 
             inst = SpecGenerator(spec, Path(args.target).resolve().parent)(args.seed)
             size = f"{inst.num_nodes} nodes, {inst.num_jobs} jobs"
@@ -344,16 +342,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     return dispatch(build_parser().parse_args(argv))
-
-
-def dispatch(args: argparse.Namespace) -> int:
-    """Run the parsed command; known errors become one line on stderr and exit status 2."""
-    try:
-        return int(args.func(args))
-    except (MtgymError, KeyError, ValueError, OSError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"error: {msg}", file=sys.stderr)  # plain: messages may contain [brackets]
-        return 2
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mtgym.errors import ConfigError, DataError, MtgymError
+from mtgym.core.errors import ConfigError, DataError, MtgymError
 
 __all__ = [
     "SOURCES",
@@ -178,7 +178,7 @@ _LIC_PWA = (
 _USE_BFTRAINER = ("mtgym.readers.read_bftrainer_jobs (via the converted CSV)",)
 _USE_SUMMIT = ("mtgym.readers.read_idle_windows, read_summit_nodes (via the converted CSVs)",)
 _USE_VAR = ("mtgym.readers.read_variability", "mtgym.generate.pal_philly.pal_slowdown_pool")
-_USE_SWF = ("mtgym.generate.swf.read_swf", "mtgym.generate.backfill")
+_USE_SWF = ("mtgym.readers.swf.read_swf", "mtgym.generate.backfill")
 
 
 def _replayer(

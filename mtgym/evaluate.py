@@ -7,7 +7,7 @@ the comparison is **paired**), prints rich tables, and, with ``out``, writes
 **Policies get the scenario's defaults.** Before its first episode each policy that has a
 ``use_scenario_defaults(episode)`` method gets the scenario's ``EpisodeSpec``
 (``scenario_defaults``): that is how FreeTrain takes its T_fwd from the scenario. A
-round-based policy (``round_s``, e.g. PAL) decides once per round (``run_episode``).
+round-based policy (``round_s``, e.g. PAL) decides once per round (``play``).
 
 **Statistics** (``mtgym.stats``): per metric the mean over seeds and a 95 % percentile
 bootstrap interval over seeds; per policy the paired difference and ratio against a
@@ -44,12 +44,12 @@ from typing import Any
 import numpy as np
 
 from mtgym import stats
+from mtgym.core.instance import Instance
 from mtgym.generate.base import Generator
-from mtgym.generate.instance import Instance
 from mtgym.metrics import common_metrics, completion_times
 from mtgym.policy.base import Policy
+from mtgym.policy.play import EpisodeResult, play
 from mtgym.scenario.schema import EpisodeSpec
-from mtgym.sim.runner import EpisodeResult, run_episode
 
 #: metric -> TensorBoard tag (the shared namespace)
 TAGS = {
@@ -131,9 +131,10 @@ def scenario_defaults(generator: Generator) -> EpisodeSpec:
     ep = getattr(generator, "episode", None)
     if isinstance(ep, EpisodeSpec):
         return ep
-    from mtgym.scenario.load import PRESETS_DIR, load_scenario
+    from mtgym.scenario.load import load_scenario
+    from mtgym.scenario.registry import preset_path
 
-    preset = PRESETS_DIR / f"{getattr(generator, 'name', '')}.yaml"
+    preset = preset_path(str(getattr(generator, "name", "")))
     return load_scenario(preset).episode if preset.is_file() else EpisodeSpec()
 
 
@@ -148,10 +149,10 @@ def configure_policy(policy: Policy, defaults: EpisodeSpec) -> Policy:
 def run_one(
     instance: Instance, policy: Policy, *, decision_interval_s: float | None = None
 ) -> EpisodeResult:
-    """One episode of a (configured) policy: an agent's own loop, else ``run_episode``."""
+    """One episode of a (configured) policy: an agent's own loop, else ``play``."""
     if hasattr(policy, "episode"):  # acts on observations (a learned agent)
         return policy.episode(instance)  # type: ignore[no-any-return]
-    return run_episode(instance, policy, decision_interval_s=decision_interval_s)
+    return play(instance, policy, decision_interval_s=decision_interval_s)
 
 
 def _row(res: EpisodeResult) -> dict[str, Any]:

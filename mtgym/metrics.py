@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import JobStatus
 from mtgym.sim.dynamics import throughput_model
 from mtgym.sim.state import ClusterState
-from mtgym.types import JobStatus
 
 
 @dataclass(frozen=True)

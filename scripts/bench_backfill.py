@@ -20,11 +20,12 @@ import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from mtgym.core.paths import data_dir  # noqa: E402
 from mtgym.generate.backfill import easy_backfill, idle_windows  # noqa: E402
-from mtgym.generate.swf import read_swf  # noqa: E402
+from mtgym.readers.swf import read_swf  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = Path(os.environ.get("MTGYM_SHARED_DATA", REPO.parent / "shared" / "data"))
+DEFAULT_DATA = data_dir()
 
 
 def main() -> None:

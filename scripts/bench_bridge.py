@@ -30,9 +30,9 @@ from mtgym.bridge.measure import measure_replay
 from mtgym.bridge.record import record_episode
 from mtgym.bridge.report import build_report, write_report
 from mtgym.bridge.trace import read_trace
+from mtgym.core.types import AppClass
 from mtgym.policy.registry import make_policy
 from mtgym.testing import ScriptPolicy, linear_job, tiny_instance
-from mtgym.types import AppClass
 
 
 def record(plan: str, path: Path) -> None:

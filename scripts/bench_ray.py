@@ -36,8 +36,7 @@ from rich.table import Table  # noqa: E402
 from mtgym.backends.ray_backend import evaluate_ray, ray_session, strip_timing  # noqa: E402
 from mtgym.evaluate import evaluate  # noqa: E402
 from mtgym.policy.registry import make_policy  # noqa: E402
-from mtgym.scenario.load import PRESETS_DIR  # noqa: E402
-from mtgym.scenarios import get_generator  # noqa: E402
+from mtgym.scenario.registry import PRESETS_DIR, get_generator  # noqa: E402
 
 SCENARIOS = ["default", "hetero-mix", "nas-campaign"]
 POLICIES = ["equal-share", "greedy", "freetrain", "malletrain"]

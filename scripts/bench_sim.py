@@ -15,22 +15,23 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from mtgym.core.paths import data_dir  # noqa: E402
 from mtgym.generate.replay import SummitReplay  # noqa: E402
 from mtgym.policy.equal_share import EqualShare  # noqa: E402
-from mtgym.sim.runner import run_episode  # noqa: E402
+from mtgym.policy.play import play  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass
 class Args:
-    data: Path = Path(os.environ.get("MTGYM_SHARED_DATA", REPO.parent / "shared" / "data"))
+    data: Path = field(default_factory=data_dir)
     jobs: str = "bftrainer-imagenet-1001j.csv"
     max_jobs: int = 10  # BFTrainer's maxJ
     debug: bool = False
@@ -68,7 +69,7 @@ def main() -> None:
     inst = gen(0)
     t_load = time.perf_counter() - t0
     t1 = time.perf_counter()
-    res = run_episode(inst, EqualShare(args.max_jobs), to_horizon=True, debug=args.debug)
+    res = play(inst, EqualShare(args.max_jobs), to_horizon=True, debug=args.debug)
     t_run = time.perf_counter() - t1
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     m = res.metrics

@@ -7,20 +7,21 @@ from pathlib import Path
 
 import pytest
 
+from mtgym.core.paths import data_dir
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def shared_data_dir() -> Path:
-    """The real data sets: ``$MTGYM_SHARED_DATA`` or ``../shared/data`` beside the clone."""
-    env = os.environ.get("MTGYM_SHARED_DATA")
-    return Path(env) if env else REPO.parent / "shared" / "data"
+    """The real data sets: ``$MTGYM_DATA`` or ``../shared/data`` beside the clone."""
+    return data_dir()
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     path = shared_data_dir()
     if not (path / "README.md").exists():
-        pytest.skip(f"real data not found at {path} (set MTGYM_SHARED_DATA)")
+        pytest.skip(f"real data not found at {path} (set MTGYM_DATA)")
     return path
 
 

@@ -22,6 +22,7 @@ import pytest
 from rich.console import Console
 
 from mtgym import datasets
+from mtgym.core.errors import ConfigError, DataError, MtgymError
 from mtgym.datasets import (
     SOURCES,
     TEMP_SUFFIX,
@@ -34,7 +35,6 @@ from mtgym.datasets import (
     render_sources,
     sha256_file,
 )
-from mtgym.errors import ConfigError, DataError, MtgymError
 
 FAST = {"timeout_s": 5.0, "backoff_s": 0.01, "progress": False}
 PAYLOAD = b"job_id,num_gpus\n" + b"".join(b"%d,%d\n" % (i, i % 8 + 1) for i in range(5000))

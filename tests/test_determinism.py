@@ -6,12 +6,12 @@ import hashlib
 
 import numpy as np
 
+from mtgym.core.rng import stream
 from mtgym.generate.default import default_generator
 from mtgym.policy.equal_share import EqualShare
-from mtgym.rng import stream
-from mtgym.sim.runner import run_episode
+from mtgym.policy.play import play
 from mtgym.sim.state import ClusterState
-from mtgym.testing import RandomPolicy
+from mtgym.testing import RawRandomPolicy
 
 
 def digest(state: ClusterState) -> str:
@@ -28,7 +28,7 @@ def digest(state: ClusterState) -> str:
 def trajectory(seed: int, policy_factory) -> list[str]:
     inst = default_generator()(seed)
     steps: list[str] = []
-    run_episode(inst, policy_factory(), on_step=lambda s, info: steps.append(digest(s)))
+    play(inst, policy_factory(), on_step=lambda s, info: steps.append(digest(s)))
     return steps
 
 
@@ -63,7 +63,7 @@ def test_episode__same_seed_same_trajectory_bit_for_bit():
 
 
 def test_episode__random_policy_same_seed_same_trajectory():
-    assert trajectory(3, lambda: RandomPolicy(9)) == trajectory(3, lambda: RandomPolicy(9))
+    assert trajectory(3, lambda: RawRandomPolicy(9)) == trajectory(3, lambda: RawRandomPolicy(9))
 
 
 def test_episode__different_seeds_differ():

@@ -208,7 +208,7 @@ def test_freetrain__takes_t_fwd_from_the_scenario_unless_given(tmp_path):
     from baselines.milp.freetrain import FreeTrainPolicy, FreeTrainTfwd10
     from baselines.milp.malletrain import MalleTrainPolicy
     from mtgym.evaluate import evaluate
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
     from mtgym.sim.dynamics import initial_state
     from mtgym.sim.view import ViewBuilder
 
@@ -249,9 +249,9 @@ def test_freetrain__takes_t_fwd_from_the_scenario_unless_given(tmp_path):
 
 def test_scenario_defaults__default_takes_the_swept_t_fwd_of_its_preset():
     from mtgym.evaluate import scenario_defaults
-    from mtgym.scenario.load import PRESETS_DIR, load_scenario
+    from mtgym.scenario.load import load_scenario
+    from mtgym.scenario.registry import PRESETS_DIR, get_generator
     from mtgym.scenario.schema import EpisodeSpec
-    from mtgym.scenarios import get_generator
 
     preset = load_scenario(PRESETS_DIR / "default.yaml").episode.t_fwd_s
     assert scenario_defaults(get_generator("default")).t_fwd_s == preset

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mtgym.core.types import JobStatus
 from mtgym.metrics import common_metrics, completion_times, compute_metrics
 from mtgym.sim.dynamics import initial_state
 from mtgym.testing import linear_job, tiny_instance
-from mtgym.types import JobStatus
 
 
 def three_jobs():

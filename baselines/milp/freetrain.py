@@ -32,9 +32,9 @@ from baselines.milp.problem import (
     dedupe_curve,
 )
 from baselines.milp.solvers import SolveResult, solve_counts_dp, solve_node_milp
-from mtgym.policy.placement import pack_targets
+from mtgym.core.types import Allocation
+from mtgym.model.placement import pack_targets
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation
 
 
 def realise(view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.ndarray:

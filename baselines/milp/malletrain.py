@@ -31,8 +31,8 @@ import numpy as np
 from baselines.milp.freetrain import realise
 from baselines.milp.problem import ScenarioTfwd, admit_fcfs, build_problem
 from baselines.milp.solvers import SolveResult, solve_counts_dp
+from mtgym.core.types import Allocation, JobStatus, RescaleMode
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation, JobStatus, RescaleMode
 
 
 @dataclass

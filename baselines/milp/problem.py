@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mtgym.core.types import JobStatus
 from mtgym.sim.view import SchedulerView
-from mtgym.types import JobStatus
 
 #: BFTrainer's T_fwd (its replayer's default and the paper's value), seconds.
 T_FWD_PAPER = 10.0

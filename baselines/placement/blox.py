@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from baselines.placement.common import check_order, demands, host_of, job_order
+from mtgym.core.types import Allocation
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation
 
 
 def packed_select(free: np.ndarray, host: np.ndarray, g: int) -> np.ndarray | None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mtgym.core.types import JobStatus
 from mtgym.sim.view import SchedulerView
-from mtgym.types import JobStatus
 
 #: Job orders a scheduling policy may give (Blox's FIFO, LAS and SRTF schedulers).
 ORDERS = ("fifo", "las", "srtf")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtgym.types import NUM_CLASSES
+from mtgym.core.types import NUM_CLASSES
 
 #: PAL's outlier threshold: mean + 3 standard deviations.
 OUTLIER_SD = 3.0

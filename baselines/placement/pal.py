@@ -37,7 +37,7 @@ PM-First rule on all free units for every job.
 
 **Rounds, as in PAL's simulator.** The policies are round-based (``round_s``, default 360 s,
 the artifact's Sia-Philly round): they place jobs only at ``t0 + k x round_s`` (``t0`` = the
-first view's time). ``run_episode`` reads ``round_s`` and decides exactly on that grid; a
+first view's time). ``play`` reads ``round_s`` and decides exactly on that grid; a
 driver that calls ``decide`` at other instants (every event) gets the standing allocation
 back unchanged until the next boundary has passed. Between rounds the allocation is kept:
 departed nodes are lost, freed and newly idle nodes stay unused, waiting jobs wait, as in
@@ -63,8 +63,8 @@ from baselines.placement.common import (
     job_order,
 )
 from baselines.placement.lxv import LxV
+from mtgym.core.types import Allocation
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation
 
 
 # ---------------------------------------------------------------------------------------

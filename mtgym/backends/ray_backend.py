@@ -9,7 +9,7 @@ Install with ``pip install -e .[ray]``; Ray is imported only inside these functi
     *name or path* and the policy from its *registry name*, so nothing but strings and ints
     is shipped: the workers need only the installed package. The task runs the episode
     through the same code path as :func:`mtgym.evaluate.evaluate` (``policy.episode`` when
-    the policy has it, else ``run_episode``) and returns the same row (``_row`` plus
+    the policy has it, else ``play``) and returns the same row (``_row`` plus
     ``seed``), so the metrics are identical to the local backend for the same seeds; only
     the timing fields (``decision_ms``, ``wall_s``) differ. (Policies whose decisions depend
     on a solver *time limit*, the ``*-milp`` variants, can differ under load on either
@@ -51,12 +51,12 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtgym.errors import MtgymError
+from mtgym.core.errors import MtgymError
 
 if TYPE_CHECKING:
     from mtgym.evaluate import PolicyRun
@@ -199,7 +199,7 @@ def run_one(
     """
     from mtgym.evaluate import configure_policy, episode_row, run_one, scenario_defaults
     from mtgym.policy.registry import make_policy
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
     instance = gen(seed)
@@ -232,7 +232,7 @@ def evaluate_ray(
     """
     from mtgym.evaluate import PolicyRun, add_common_metrics, print_table, write_results
     from mtgym.policy.registry import make_policy
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
 
     names = [_portable_policy_name(n) for n in policy_names]
     scenario_arg = _abs_if_path(scenario, files_only=True)
@@ -296,16 +296,15 @@ def _collect(
         raise
 
 
-def _train_one(args: Any) -> dict[str, Any]:
-    """One training run (a Ray task): ``agents.train.train(args)``; the model path and timing."""
-    from agents.train import train
-
-    path = train(args)
+def _train_one(train_fn: Callable[[Any], Path], args: Any) -> dict[str, Any]:
+    """One training run (a Ray task): ``train_fn(args)``; the model path and timing."""
+    path = train_fn(args)
     info = json.loads((Path(args.out) / "train.json").read_text())
     return {"seed": args.seed, "model": str(path), **info}
 
 
 def train_ray(
+    train_fn: Callable[[Any], Path],
     args: Any,
     *,
     address: str | None = None,
@@ -313,14 +312,17 @@ def train_ray(
     seeds: Sequence[int] | None = None,
     num_cpus: int | None = None,
 ) -> list[Path]:
-    """Train ``args`` once per seed, in parallel Ray tasks; the model paths, in seed order.
+    """Run ``train_fn(args)`` once per seed, in parallel Ray tasks; the model paths, in seed
+    order.
 
-    ``args`` is an :class:`agents.train.Args`. The seeds are ``seeds`` or ``num_workers``
-    consecutive seeds from ``args.seed``; run ``k`` writes ``args.out/seed<k>/`` (model.zip,
-    agent.json, checkpoints/, tb/) and the sweep writes ``args.out/sweep.json``. Each run
-    asks Ray for one CPU (``n_envs`` CPUs, at most the cluster's, with ``vec="subproc"``); its
-    envs stay in its own process tree. A local cluster gets ``num_cpus`` CPUs (default:
-    one per run, at most the machine's cores).
+    ``train_fn`` is the trainer (``agents.train.train``: mtgym never imports ``agents``, the
+    ``mtgym train`` command hands it over) and must write ``train.json`` beside its model;
+    ``args`` is its dataclass of arguments (``seed``, ``out``, ``scenario``, ``resume``,
+    ``progress``, ``vec``, ``n_envs``). The seeds are ``seeds`` or ``num_workers``
+    consecutive seeds from ``args.seed``; run ``k`` writes ``args.out/seed<k>/`` and the
+    sweep writes ``args.out/sweep.json``. Each run asks Ray for one CPU (``n_envs`` CPUs, at
+    most the cluster's, with ``vec="subproc"``); its envs stay in its own process tree. A
+    local cluster gets ``num_cpus`` CPUs (default: one per run, at most the machine's cores).
     """
     if num_workers < 1:
         raise ValueError(f"num_workers must be >= 1, got {num_workers}")
@@ -329,10 +331,6 @@ def train_ray(
         raise ValueError("train_ray needs at least one seed")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {seeds}")
-    from agents.train import ALGOS  # agents is imported only when training is asked for
-
-    if args.algo not in ALGOS:
-        raise ValueError(f"algo {args.algo!r} is not one of {ALGOS}")
     root = Path(args.out).expanduser().resolve()
     runs = [
         dataclasses.replace(
@@ -353,7 +351,7 @@ def train_ray(
             total = int(ray.cluster_resources().get("CPU", 1))
             per_run = max(1, min(int(args.n_envs), total))
         task = ray.remote(num_cpus=per_run)(_train_one)
-        refs = [task.remote(a) for a in runs]
+        refs = [task.remote(train_fn, a) for a in runs]
         results: list[dict[str, Any]] = []
         try:
             for ref, a in zip(refs, runs, strict=True):

@@ -32,10 +32,10 @@ import numpy as np
 
 from mtgym.bridge.measure import Measurements
 from mtgym.bridge.trace import Trace
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
+from mtgym.core.types import AppClass
 from mtgym.generate.workload import JobRow
 from mtgym.readers.bftrainer import JOB_COLUMNS
-from mtgym.types import AppClass
 
 FORMAT = "mtgym-calibration"
 VERSION = 1

@@ -21,7 +21,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
     from mtgym.bridge.record import record_episode
     from mtgym.policy.registry import make_policy
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
 
     instance = get_generator(args.scenario)(args.seed)
     policy = make_policy(args.policy)
@@ -407,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m mtgym.bridge``."""
-    from mtgym.cli import dispatch
+    from mtgym.command import dispatch
 
     return dispatch(build_parser().parse_args(argv))
 

@@ -10,7 +10,7 @@ Two sources of prediction for a job:
 - a **calibration** file (``source="calibration"``, ``mtgym.bridge.calibrate``): the
   throughput table and costs measured on an earlier replay, in real units.
 
-``simulate_replay`` runs the mtgym simulator itself (``run_episode``, pause rescale costs)
+``simulate_replay`` runs the mtgym simulator itself (``play``, pause rescale costs)
 on the replay's schedule, compressed to wall-clock time, with jobs built from a prediction
 (``JobRow`` tables): its per-job samples are the prediction of what the real jobs do over
 the whole replay, rescale pauses included.
@@ -26,9 +26,9 @@ import numpy as np
 
 from mtgym.bridge import calibrate as cal_mod
 from mtgym.bridge.trace import Trace
+from mtgym.core.types import Allocation, AppClass
 from mtgym.generate.workload import JobRow
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation, AppClass
 
 
 @dataclass
@@ -148,7 +148,7 @@ def simulate_replay(
     jobs are ``preds`` as table jobs, then runs the simulator with ``TracePolicy`` deciding
     every ``dt`` wall seconds. Jobs without a usable curve are predicted ``nan``.
     """
-    from mtgym.sim.runner import run_episode
+    from mtgym.policy.play import play
     from mtgym.testing import tiny_instance
 
     sim0 = trace.header.t_start if sim0 is None else sim0
@@ -189,7 +189,7 @@ def simulate_replay(
     inst = tiny_instance(n_nodes, rows, t_end=horizon)
     index = {j: i for i, j in enumerate(usable)}
     policy = TracePolicy(trace, index, n_nodes, lambda t: sim0 + t * time_scale, max_world_size)
-    res = run_episode(inst, policy, decision_interval_s=dt, to_horizon=True)
+    res = play(inst, policy, decision_interval_s=dt, to_horizon=True)
     for j, i in index.items():
         out[j] = float(res.state.progress[i])
     return out

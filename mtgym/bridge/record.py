@@ -1,7 +1,7 @@
 """Record the decisions a policy takes in the simulator as a bridge trace.
 
 ``RecordDecisions`` wraps a policy (it *is* a ``Policy``) and is also the ``on_step``
-callback of ``mtgym.sim.runner.run_episode``:
+callback of ``mtgym.policy.play.play``:
 
 - in ``decide`` it sees the allocation the policy returns, repairs it exactly as the
   simulator will (``repair_allocation``), and writes one line per job whose node set the
@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 
 from mtgym.bridge.trace import TraceEvent, TraceHeader, TraceJob, TraceWriter
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import Allocation, AppClass, JobStatus
 from mtgym.policy.base import Policy
+from mtgym.policy.play import EpisodeResult, play
 from mtgym.sim.dynamics import StepInfo, repair_allocation, throughput_model, validate_allocation
-from mtgym.sim.runner import EpisodeResult, run_episode
 from mtgym.sim.state import ClusterState
 from mtgym.sim.view import SchedulerView
-from mtgym.types import Allocation, AppClass, JobStatus
 
 
 def trace_header(
@@ -197,7 +197,7 @@ def record_episode(
     writer = TraceWriter(out, header)
     rec = RecordDecisions(policy, instance, writer)
     try:
-        result = run_episode(
+        result = play(
             instance,
             rec,
             until=until,

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
 
 FORMAT = "mtgym-trace"
 VERSION = 1

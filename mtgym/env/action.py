@@ -1,7 +1,7 @@
 """Action modes: env actions <-> ``Allocation``, with masks and documented repairs.
 
 - ``counts``: ``MultiDiscrete([max_count + 1] * num_slots)``, the target node count of each
-  slot's job; nodes are then chosen by ``mtgym.policy.placement.pack_targets``.
+  slot's job; nodes are then chosen by ``mtgym.model.placement.pack_targets``.
 - ``assign``: ``MultiDiscrete([num_slots + 1] * num_nodes)``, the slot (1-based) whose job
   each node runs; 0 = none.
 - ``delta``: ``MultiDiscrete([3] * num_slots)``: 0 = shrink (halve; below the minimum -> 0),
@@ -23,9 +23,9 @@ import numpy as np
 from gymnasium import spaces
 from numba import njit
 
+from mtgym.core.instance import Instance
 from mtgym.env.slots import JobSlots
-from mtgym.generate.instance import Instance
-from mtgym.policy.placement import _classes64, _pack, _static_order, pack_targets
+from mtgym.model.placement import _classes64, _pack, _static_order, pack_targets
 from mtgym.sim.state import ClusterState
 
 ACTION_MODES = ("counts", "assign", "delta")

@@ -8,20 +8,20 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from mtgym.core.instance import Instance
+from mtgym.core.types import DECISION_EVENTS, EventKind
 from mtgym.env.action import ACTION_MODES, ActionCodec
-from mtgym.env.fast import FastStep
 from mtgym.env.observation import ObservationBuilder
 from mtgym.env.render import History, render_ansi, render_gantt
 from mtgym.env.reward import REWARDS, RewardFn, StepDelta
 from mtgym.env.slots import JobSlots
+from mtgym.env.step import FastStep
 from mtgym.generate.base import Generator
-from mtgym.generate.instance import Instance
 from mtgym.metrics import compute_metrics
 from mtgym.sim.dynamics import advance, initial_state
 from mtgym.sim.invariants import check_state
 from mtgym.sim.profiling import PassiveProfiler
 from mtgym.sim.view import InfoMode
-from mtgym.types import DECISION_EVENTS, EventKind
 
 _NO_EVENT = EventKind.NONE  # (enum attribute look-ups are slow in the step loop)
 _HORIZON = EventKind.HORIZON
@@ -115,7 +115,7 @@ class ScavengeEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
-    compiled_step = True  # step through ``mtgym.env.fast`` (False: the general path only)
+    compiled_step = True  # step through ``mtgym.env.step`` (False: the general path only)
 
     def __init__(
         self,
@@ -136,7 +136,7 @@ class ScavengeEnv(gym.Env):
             self._fixed = scenario
             self._generator: Generator | None = None
         elif isinstance(scenario, str):
-            from mtgym.scenarios import get_generator
+            from mtgym.scenario.registry import get_generator
 
             self._generator = get_generator(scenario)
         else:

@@ -14,14 +14,14 @@ import numpy as np
 from gymnasium import spaces
 from numba import njit
 
+from mtgym.core.instance import Instance
+from mtgym.core.types import NUM_CLASSES, JobStatus
 from mtgym.env.slots import JobSlots
-from mtgym.generate.instance import Instance
 from mtgym.model.throughput import interp_rows
 from mtgym.sim.numeric import log1p
 from mtgym.sim.profiling import PassiveProfiler
 from mtgym.sim.state import ClusterState
 from mtgym.sim.view import InfoMode
-from mtgym.types import NUM_CLASSES, JobStatus
 
 RATE_SCALE = 20.0  # log1p(samples/s) / 20: 1e8 samples/s -> 0.92
 WORK_SCALE = 25.0  # log1p(samples) / 25

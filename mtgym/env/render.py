@@ -11,9 +11,9 @@ from collections import deque
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import JobStatus
 from mtgym.sim.state import ClusterState
-from mtgym.types import JobStatus
 
 FRAME_W, FRAME_H, DPI = 640, 480, 80
 

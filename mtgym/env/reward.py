@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
 from mtgym.sim.dynamics import throughput_model
 from mtgym.sim.numeric import dot, pairwise_sum
 from mtgym.sim.state import ClusterState

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mtgym.core.types import JobStatus
 from mtgym.sim.state import ClusterState
-from mtgym.types import JobStatus
 
 
 class JobSlots:

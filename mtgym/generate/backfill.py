@@ -35,13 +35,12 @@ from __future__ import annotations
 import bisect
 import heapq
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from mtgym.errors import ConfigError, DataError
-from mtgym.generate.instance import Supply, frozen
-from mtgym.generate.swf import SWFLog, read_swf
+from mtgym.core.errors import ConfigError
+from mtgym.core.instance import Supply, frozen
+from mtgym.readers.swf import SWFLog
 
 
 @dataclass(frozen=True, eq=False)
@@ -376,45 +375,6 @@ def idle_windows(
     return Supply.from_windows(
         w_node[keep], s[keep], e[keep], w_known[keep], num_nodes=int(num_nodes)
     )
-
-
-def swf_supply(
-    path: str | Path,
-    num_nodes: int | None = None,
-    *,
-    procs_per_node: int | None = None,
-    t0: float | None = None,
-    t1: float | None = None,
-    known_ends: bool = False,
-) -> Supply:
-    """Idle windows of an SWF log replayed under FCFS + EASY backfilling.
-
-    Args:
-        path: The SWF log (plain or gzip).
-        num_nodes: Nodes of the machine (default: the header's ``MaxNodes``).
-        procs_per_node: Processors per node (see ``read_swf``).
-        t0: Span start (default: the log start, 0, or the first submit if earlier). Jobs
-            submitted before ``t0`` are replayed too, so the machine is warm at ``t0``.
-        t1: Span end (default: the last submit time; after it the log has no more jobs and
-            the machine only drains).
-        known_ends: See ``idle_windows``.
-
-    Raises:
-        DataError: the log is malformed, or has no ``MaxNodes`` and ``num_nodes`` is None.
-        ConfigError: a bad span or node count.
-    """
-    log = read_swf(path, procs_per_node=procs_per_node)
-    if num_nodes is None:
-        num_nodes = log.max_nodes
-        if num_nodes is None:
-            raise DataError(path, "MaxNodes", "missing", "a '; MaxNodes: N' header, or num_nodes")
-    if t0 is None:
-        t0 = min(0.0, float(log.submit_s[0])) if log.num_jobs else 0.0
-    if t1 is None:
-        t1 = float(log.submit_s[-1]) if log.num_jobs else t0
-    _check_span(t0, t1)
-    schedule = easy_backfill(log, num_nodes, t1=t1)
-    return idle_windows(schedule, num_nodes, t0, t1, known_ends=known_ends)
 
 
 def _check_span(t0: float, t1: float) -> None:

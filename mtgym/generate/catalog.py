@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mtgym.types import AppClass
+from mtgym.core.types import AppClass
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mtgym.errors import ConfigError
-from mtgym.generate.instance import Cluster, frozen
-from mtgym.model.topology import Topology
+from mtgym.core.errors import ConfigError
+from mtgym.core.instance import Cluster, frozen
+from mtgym.core.topology import Topology
+from mtgym.core.types import AppClass
 from mtgym.model.variability import VariabilitySpec, node_factors, sample_empirical
-from mtgym.types import AppClass
 
 
 def build_cluster(

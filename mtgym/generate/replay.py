@@ -16,26 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
+from mtgym.core.instance import CostModel, Instance
+from mtgym.core.rng import stream
+from mtgym.core.topology import Topology
+from mtgym.core.types import PreemptionMode, RescaleMode
 from mtgym.generate.cluster import build_cluster
-from mtgym.generate.instance import CostModel, Instance
 from mtgym.generate.supply import supply_from_windows
-from mtgym.generate.workload import JobRow, build_jobs
-from mtgym.model.topology import Topology
+from mtgym.generate.workload import build_jobs, rows_from_bftrainer
 from mtgym.model.variability import VariabilitySpec
-from mtgym.readers import BFTrainerJobs, read_bftrainer_jobs, read_idle_windows, read_summit_nodes
-from mtgym.rng import stream
-from mtgym.types import AppClass, PreemptionMode, RescaleMode
-
-#: blox-pal's model-to-class mapping, extended to BFTrainer's ImageNet models.
-BFTRAINER_MODEL_CLASS = {
-    "alexnet": AppClass.A,
-    "resnet18": AppClass.C,
-    "vgg16": AppClass.C,
-    "densenet": AppClass.A,
-    "mnasnet1": AppClass.D,
-    "shufflenet": AppClass.D,
-    "mobilenet": AppClass.D,
-}
+from mtgym.readers import read_bftrainer_jobs, read_idle_windows, read_summit_nodes
 
 #: Summit links (GB/s, s): NVLink 2 within a node (50 GB/s per GPU pair), dual-rail EDR
 #: InfiniBand (2 x 12.5 GB/s) in a non-blocking fat tree, so the same bandwidth above the
@@ -43,30 +32,6 @@ BFTRAINER_MODEL_CLASS = {
 SUMMIT_BANDWIDTH_GBPS = (50.0, 23.0, 23.0, 23.0)
 SUMMIT_LATENCY_S = (1e-6, 1.5e-6, 2.5e-6, 3.5e-6)
 SUMMIT_TRACE_END_S = 1_289_437.0
-
-
-def rows_from_bftrainer(table: BFTrainerJobs, *, startup_s: float = 0.0) -> list[JobRow]:
-    """Job rows from a BFTrainer workload table (table throughput form)."""
-    rows = []
-    for j in range(len(table)):
-        model = str(table.model[j])
-        rows.append(
-            JobRow(
-                name=str(table.job_id[j]),
-                model=model,
-                app_class=BFTRAINER_MODEL_CLASS.get(model.lower(), AppClass.A),
-                submit_s=float(table.submit_s[j]),
-                min_nodes=int(table.jmin[j]),
-                max_nodes=int(table.jmax[j]),
-                work=float(table.pmax_samples[j]),
-                r_up_s=float(table.rescale_up_s[j]),
-                r_down_s=float(table.rescale_down_s[j]),
-                startup_s=startup_s,
-                curve_nodes=table.curve_nodes.astype(np.float64),
-                curve_tput=table.curve_tput[j],
-            )
-        )
-    return rows
 
 
 @dataclass(frozen=True)

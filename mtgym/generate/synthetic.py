@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mtgym.errors import ConfigError
+from mtgym.core.errors import ConfigError
+from mtgym.core.instance import CostModel, Instance
+from mtgym.core.rng import stream
+from mtgym.core.topology import Topology
 from mtgym.generate.cluster import build_cluster
-from mtgym.generate.instance import CostModel, Instance
 from mtgym.generate.supply import SupplySource, SyntheticSupply
 from mtgym.generate.workload import (
     Campaign,
@@ -29,9 +31,7 @@ from mtgym.generate.workload import (
     build_jobs,
     campaigns_table,
 )
-from mtgym.model.topology import Topology
 from mtgym.model.variability import VariabilitySpec
-from mtgym.rng import stream
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mtgym.core.instance import CostModel, Instance, Supply
+from mtgym.core.topology import Topology
+from mtgym.core.types import AppClass
 from mtgym.generate.cluster import build_cluster
-from mtgym.generate.instance import CostModel, Instance, Supply
 from mtgym.generate.workload import JobRow, build_jobs
-from mtgym.model.topology import Topology
-from mtgym.types import AppClass
 
 
 def _cluster(num_nodes: int, group_size: int = 2):

@@ -15,15 +15,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from mtgym.errors import ConfigError
+from mtgym.core.errors import ConfigError
+from mtgym.core.instance import Campaigns, Cluster, Jobs, frozen
 from mtgym.generate.catalog import CATALOG, ModelProfile
-from mtgym.generate.instance import Campaigns, Cluster, Jobs, frozen
 from mtgym.model.throughput import ThroughputModel
-from mtgym.types import AppClass, PerfKind
+
+if TYPE_CHECKING:
+    from mtgym.readers import BFTrainerJobs
+from mtgym.core.types import AppClass, PerfKind
 
 #: BFTrainer's measured rescale costs (s): scale-up about 18, scale-down about 12.
 BFTRAINER_R_UP_S = 18.0
@@ -451,6 +454,42 @@ def campaigns_table(campaigns: Sequence[Campaign], names: Sequence[str]) -> Camp
     )
 
 
+#: blox-pal's model-to-class mapping, extended to BFTrainer's ImageNet models.
+BFTRAINER_MODEL_CLASS = {
+    "alexnet": AppClass.A,
+    "resnet18": AppClass.C,
+    "vgg16": AppClass.C,
+    "densenet": AppClass.A,
+    "mnasnet1": AppClass.D,
+    "shufflenet": AppClass.D,
+    "mobilenet": AppClass.D,
+}
+
+
+def rows_from_bftrainer(table: BFTrainerJobs, *, startup_s: float = 0.0) -> list[JobRow]:
+    """Job rows from a BFTrainer workload table (table throughput form)."""
+    rows = []
+    for j in range(len(table)):
+        model = str(table.model[j])
+        rows.append(
+            JobRow(
+                name=str(table.job_id[j]),
+                model=model,
+                app_class=BFTRAINER_MODEL_CLASS.get(model.lower(), AppClass.A),
+                submit_s=float(table.submit_s[j]),
+                min_nodes=int(table.jmin[j]),
+                max_nodes=int(table.jmax[j]),
+                work=float(table.pmax_samples[j]),
+                r_up_s=float(table.rescale_up_s[j]),
+                r_down_s=float(table.rescale_down_s[j]),
+                startup_s=startup_s,
+                curve_nodes=table.curve_nodes.astype(np.float64),
+                curve_tput=table.curve_tput[j],
+            )
+        )
+    return rows
+
+
 @dataclass(frozen=True)
 class TableWorkload:
     """Jobs from a BFTrainer-format workload CSV (measured curves; table throughput form).
@@ -467,7 +506,6 @@ class TableWorkload:
 
     def rows(self, rng: np.random.Generator, prefix: str = "job") -> list[JobRow]:
         """The table's jobs (``rng`` is unused: the table is the truth)."""
-        from mtgym.generate.replay import rows_from_bftrainer
         from mtgym.readers import read_bftrainer_jobs
 
         rows = rows_from_bftrainer(read_bftrainer_jobs(self.path), startup_s=self.startup_s)

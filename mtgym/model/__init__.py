@@ -1,1 +1,4 @@
-"""The physics: topology, per-device speed variability, and job throughput (pure, vectorised)."""
+"""The physics: per-device speed variability, job throughput, node placement (pure, vectorised).
+
+The topology itself is an instance type (``mtgym.core.topology``).
+"""

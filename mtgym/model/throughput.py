@@ -28,8 +28,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from mtgym.generate.instance import Cluster, Jobs
-from mtgym.types import PerfKind
+from mtgym.core.instance import Cluster, Jobs
+from mtgym.core.types import PerfKind
 
 
 def interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:

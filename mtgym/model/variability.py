@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mtgym.errors import ConfigError
-from mtgym.types import NUM_CLASSES, AppClass
+from mtgym.core.errors import ConfigError
+from mtgym.core.types import NUM_CLASSES, AppClass
 
 
 @dataclass(frozen=True)

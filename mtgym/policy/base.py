@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from mtgym.core.types import Allocation
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation
 
 
 @runtime_checkable

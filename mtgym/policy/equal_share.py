@@ -6,7 +6,7 @@
    only with ``bftrainer_quirk=True``.)
 3. Leftover nodes go FCFS to jobs below their maximum, skipping a job that would still be
    below its minimum.
-4. Realise the targets without migration with ``mtgym.policy.placement.pack_targets``
+4. Realise the targets without migration with ``mtgym.model.placement.pack_targets``
    (a shrinking job releases its slowest nodes; growing jobs take free nodes packed by
    topology group, fastest first).
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtgym.policy.placement import pack_targets
+from mtgym.core.types import Allocation, JobStatus
+from mtgym.model.placement import pack_targets
 from mtgym.sim.view import InfoMode, SchedulerView
-from mtgym.types import Allocation, JobStatus
 
 
 def equal_share_targets(

@@ -1,7 +1,7 @@
 """Readers of the real data sets.
 
 Each reader is a pure function ``read_*(path)`` returning a frozen dataclass of read-only numpy
-arrays, and raising :class:`mtgym.errors.DataError` on bad input.
+arrays, and raising :class:`mtgym.core.errors.DataError` on bad input.
 """
 
 from mtgym.readers.bftrainer import BFTrainerJobs, read_bftrainer_jobs
@@ -20,10 +20,18 @@ from mtgym.readers.summit import (
     read_idle_windows,
     read_summit_nodes,
 )
-from mtgym.readers.variability import GpuVariability, read_variability, slowdown_samples
+from mtgym.readers.variability import (
+    PAL_ARTIFACT_SEED,
+    GpuVariability,
+    pal_artifact_draw,
+    pal_slowdown_pool,
+    read_variability,
+    slowdown_samples,
+)
 
 __all__ = [
     "PAL_APP_CLASS",
+    "PAL_ARTIFACT_SEED",
     "PAL_ITER_TIME_S",
     "BFTrainerJobs",
     "GavelThroughputs",
@@ -33,6 +41,8 @@ __all__ = [
     "PhillyTrace",
     "UnknownThroughputError",
     "pal_app_class",
+    "pal_artifact_draw",
+    "pal_slowdown_pool",
     "parse_summit_name",
     "read_bftrainer_jobs",
     "read_gavel_throughputs",

@@ -1,6 +1,6 @@
 """Shared helpers of the readers: open text (gzip too), read CSV columns, parse them typed.
 
-Every failure raises :class:`mtgym.errors.DataError`. Row numbers in errors are 1-based lines
+Every failure raises :class:`mtgym.core.errors.DataError`. Row numbers in errors are 1-based lines
 of the file: the header is row 1 and the first data row is row 2 (exact for files without
 quoted line breaks). Parsing is vectorised or a single ``map`` per column; the slow,
 row-by-row scan only runs to locate a bad value.
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
 
 _GZIP_MAGIC = b"\x1f\x8b"
 FIRST_DATA_ROW = 2

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
 from mtgym.readers._csv import check, floats, ints, read_table, readonly, strs, unique_check
 
 JOB_COLUMNS = (

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
 from mtgym.readers._csv import is_number, read_text
 
 KEY_ALLOWED = "Python tuple text ('<job type>', <scale factor >= 1>), e.g. \"('A3C', 1)\""

@@ -51,7 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.generate.instance import CostModel, Instance, Supply
+from mtgym.core.instance import CostModel, Instance, Supply
+from mtgym.core.types import PreemptionMode, RescaleMode
 from mtgym.generate.supply import supply_from_windows
 from mtgym.generate.workload import Campaign, Declaration, JobRow
 from mtgym.reproduce.common import (
@@ -66,7 +67,6 @@ from mtgym.reproduce.common import (
     make_progress,
     workers_ctx,
 )
-from mtgym.types import PreemptionMode, RescaleMode
 
 NAME = "malletrain"
 PAPER_GAIN = 0.223  # "up to 22.3 %" more training throughput (abstract)
@@ -234,7 +234,7 @@ class Task:
 
 def run_task(task: Task) -> dict[str, Any]:
     """Run one episode (module-level: runs in worker processes)."""
-    from mtgym.sim.runner import run_episode
+    from mtgym.policy.play import play
 
     inst: Instance = instance(
         task.data_dir, task.family, task.regime, task.sizes, task.declaration, task.seed
@@ -245,7 +245,7 @@ def run_task(task: Task) -> dict[str, Any]:
         pol = make("malletrain", t_fwd=T_FWD, max_jobs=MAX_JOBS)
     else:
         pol = make("equal-share", max_jobs=MAX_JOBS)
-    res = run_episode(inst, pol)
+    res = play(inst, pol)
     m = res.metrics.as_dict()
     return {
         "family": task.family,

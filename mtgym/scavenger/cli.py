@@ -57,7 +57,7 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
     from mtgym.scavenger.loop import Scavenger
     from mtgym.scavenger.slurm import Backoff, SlurmClient
     from mtgym.scavenger.source import SlurmSupply
-    from mtgym.scenarios import get_generator
+    from mtgym.scenario.registry import get_generator
 
     if not args.slurm:
         print("error: only --slurm is supported as the live source", file=sys.stderr)

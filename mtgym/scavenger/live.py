@@ -21,14 +21,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mtgym.core.instance import Instance, Jobs, Supply, frozen
+from mtgym.core.topology import Topology
+from mtgym.core.types import JobStatus
 from mtgym.generate.cluster import build_cluster
-from mtgym.generate.instance import Instance, Jobs, Supply, frozen
-from mtgym.model.topology import Topology
 from mtgym.scavenger.slurm import NodeInfo
 from mtgym.sim.dynamics import throughput_model
 from mtgym.sim.state import ClusterState
 from mtgym.sim.view import InfoMode, SchedulerView, ViewBuilder
-from mtgym.types import JobStatus
 
 
 def take_jobs(jobs: Jobs, k: int) -> Jobs:

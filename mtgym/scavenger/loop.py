@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import Allocation, AppClass
 from mtgym.policy.base import Policy
 from mtgym.scavenger.launch import NodeLauncher, job_spec
 from mtgym.scavenger.live import LiveState, live_instance
 from mtgym.scavenger.source import SlurmSupply, SupplyEvent
 from mtgym.sim.dynamics import repair_allocation, validate_allocation
-from mtgym.types import Allocation, AppClass
 
 
 class EventLog:

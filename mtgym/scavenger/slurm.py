@@ -29,7 +29,7 @@ from datetime import datetime
 
 import numpy as np
 
-from mtgym.errors import MtgymError
+from mtgym.core.errors import MtgymError
 
 
 # ---------------------------------------------------------------------------------------

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mtgym.errors import ConfigError
-from mtgym.generate.instance import Supply
+from mtgym.core.errors import ConfigError
+from mtgym.core.instance import Supply
 from mtgym.scavenger.slurm import ClusterSnapshot, NodeInfo, SlurmClient, SlurmError
 
 #: Flags in the order their name is given as the reason a node is not lendable.

@@ -1,6 +1,9 @@
-"""Scenario files: a validated description of machine, supply, workload and episode."""
+"""Scenarios: validated files (``schema``, ``load``), built into generators (``build``), found
+by name (``registry``).
+"""
 
-from mtgym.scenario.load import ScenarioError, load_scenario, preset_names, resolve_generator
+from mtgym.scenario.load import ScenarioError, load_scenario
+from mtgym.scenario.registry import get_generator, preset_names
 from mtgym.scenario.schema import ScenarioSpec
 
-__all__ = ["ScenarioError", "ScenarioSpec", "load_scenario", "preset_names", "resolve_generator"]
+__all__ = ["ScenarioError", "ScenarioSpec", "get_generator", "load_scenario", "preset_names"]

@@ -1,18 +1,24 @@
-"""``ScenarioSpec`` -> the generator objects of ``mtgym.generate`` (one mapping, no logic)."""
+"""``ScenarioSpec`` -> the generator objects of ``mtgym.generate`` (one mapping, no logic).
+
+``SpecGenerator`` is the seeded generator of a scenario file: it builds the instance for a
+seed and carries the file's ``episode`` defaults for the env.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+import mtgym.scenario.schema as sc
+from mtgym.core.instance import CostModel, Instance
+from mtgym.core.types import AppClass, PreemptionMode, RescaleMode
 from mtgym.generate.base import Generator
-from mtgym.generate.instance import CostModel
 from mtgym.generate.supply import AlwaysIdle, SWFSupply, SyntheticSupply, TraceSupply
 from mtgym.generate.synthetic import SyntheticGenerator
 from mtgym.generate.workload import Campaign, Declaration, JobMix, TableWorkload
 from mtgym.model.variability import ClassVariability, VariabilitySpec
-from mtgym.scenario import schema as sc
 from mtgym.scenario.load import resolve_path
-from mtgym.types import AppClass, PreemptionMode, RescaleMode
+from mtgym.scenario.schema import EpisodeSpec, ScenarioSpec
 
 
 def costs(spec: sc.CostSpec) -> CostModel:
@@ -129,3 +135,25 @@ def build_generator(spec: sc.ScenarioSpec, base: Path) -> Generator:
         locality=g.locality,
         max_jobs=g.max_jobs,
     )
+
+
+@dataclass(frozen=True)
+class SpecGenerator:
+    """The generator a scenario file describes; ``episode`` holds the env defaults."""
+
+    spec: ScenarioSpec
+    base_dir: Path
+
+    @property
+    def name(self) -> str:
+        """The scenario's name."""
+        return self.spec.name
+
+    @property
+    def episode(self) -> EpisodeSpec:
+        """Environment defaults."""
+        return self.spec.episode
+
+    def __call__(self, seed: int) -> Instance:
+        """Build the instance for ``seed``."""
+        return build_generator(self.spec, self.base_dir)(seed)

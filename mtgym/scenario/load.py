@@ -1,9 +1,9 @@
-"""Load, validate and build scenario files; find presets by name.
+"""Read and validate scenario files (text -> ``ScenarioSpec``); expand data paths.
 
 ``load_scenario(path)`` returns a ``ScenarioSpec`` or raises ``ScenarioError`` whose message
 names the file, the field path, the bad value and what is allowed (no traceback needed).
-``resolve_generator(name_or_path)`` accepts a built-in name (code or a preset under
-``scenarios/``) or a path, and returns a seeded generator carrying the episode defaults.
+Building a generator from a spec is ``mtgym.scenario.build``; finding a scenario by name is
+``mtgym.scenario.registry``.
 """
 
 from __future__ import annotations
@@ -11,31 +11,21 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from mtgym.errors import MtgymError
-from mtgym.generate.base import Generator
-from mtgym.generate.instance import Instance
-from mtgym.scenario.schema import EpisodeSpec, ScenarioSpec
+from mtgym.core.errors import MtgymError
+from mtgym.core.paths import data_dir
+from mtgym.scenario.schema import ScenarioSpec
 
-REPO = Path(__file__).resolve().parents[2]
-PRESETS_DIR = REPO / "scenarios"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class ScenarioError(MtgymError, ValueError):
     """A scenario file is malformed; the message says where and how to fix it."""
-
-
-def data_dir() -> Path:
-    """The real-data folder: ``$MTGYM_DATA``, else ``../shared/data`` beside the repository."""
-    env = os.environ.get("MTGYM_DATA")
-    return Path(env) if env else REPO.parent / "shared" / "data"
 
 
 def _format_errors(path: str, err: ValidationError) -> str:
@@ -94,53 +84,3 @@ def resolve_path(value: str, base: Path) -> Path:
 
     p = Path(_VAR.sub(sub, value)).expanduser()
     return p if p.is_absolute() else (base / p)
-
-
-@dataclass(frozen=True)
-class SpecGenerator:
-    """A generator built from a ``ScenarioSpec``; ``episode`` holds the env defaults."""
-
-    spec: ScenarioSpec
-    base_dir: Path
-
-    @property
-    def name(self) -> str:
-        """The scenario's name."""
-        return self.spec.name
-
-    @property
-    def episode(self) -> EpisodeSpec:
-        """Environment defaults."""
-        return self.spec.episode
-
-    def __call__(self, seed: int) -> Instance:
-        """Build the instance for ``seed``."""
-        from mtgym.scenario.build import build_generator
-
-        return build_generator(self.spec, self.base_dir)(seed)
-
-
-def preset_names() -> list[str]:
-    """Names of the shipped presets (``scenarios/*.yaml``) and of the code scenarios."""
-    from mtgym.scenarios import BUILTIN
-
-    files = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")) if PRESETS_DIR.is_dir() else []
-    return sorted(set(files) | set(BUILTIN))
-
-
-def resolve_generator(name_or_path: str | Path) -> Generator:
-    """A built-in name, a preset name, or a scenario file path -> its generator."""
-    from mtgym.scenarios import BUILTIN
-
-    s = str(name_or_path)
-    p = Path(s)
-    if p.suffix in (".yaml", ".yml", ".json") and p.exists():
-        return SpecGenerator(load_scenario(p), p.resolve().parent)
-    preset = PRESETS_DIR / f"{s}.yaml"
-    if s in BUILTIN:
-        return BUILTIN[s]()
-    if preset.is_file():
-        return SpecGenerator(load_scenario(preset), PRESETS_DIR)
-    raise KeyError(
-        f"unknown scenario {s!r}; give a scenario file path or one of: {', '.join(preset_names())}"
-    )

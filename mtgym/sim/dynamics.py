@@ -23,12 +23,8 @@ from operator import attrgetter
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
-from mtgym.model.throughput import ThroughputModel
-from mtgym.sim import engine
-from mtgym.sim.engine import feasible, out_of_range
-from mtgym.sim.state import ClusterState
-from mtgym.types import (
+from mtgym.core.instance import Instance
+from mtgym.core.types import (
     DECISION_EVENTS,
     Allocation,
     EventKind,
@@ -36,6 +32,10 @@ from mtgym.types import (
     Repair,
     RescaleMode,
 )
+from mtgym.model.throughput import ThroughputModel
+from mtgym.sim import engine
+from mtgym.sim.engine import feasible, out_of_range
+from mtgym.sim.state import ClusterState
 
 _MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
 

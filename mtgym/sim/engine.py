@@ -20,10 +20,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import EventKind, JobStatus
 from mtgym.model.throughput import RateConsts, _job_rates_of
 from mtgym.sim.numeric import dot, pairwise_sum
-from mtgym.types import EventKind, JobStatus
 
 _ACTIVE = int(JobStatus.ACTIVE)  # compile-time constants in the kernels
 _COMPLETED = int(JobStatus.COMPLETED)

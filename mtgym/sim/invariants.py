@@ -1,6 +1,6 @@
 """``check_state``: the model's invariants, used by the tests and by the debug flag.
 
-Set ``MTGYM_DEBUG=1`` (or pass ``debug=True`` to ``mtgym.sim.runner.run_episode``) to check
+Set ``MTGYM_DEBUG=1`` (or pass ``debug=True`` to ``mtgym.policy.play.play``) to check
 them after every step.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtgym.errors import InvariantError
-from mtgym.generate.instance import Instance
+from mtgym.core.errors import InvariantError
+from mtgym.core.instance import Instance
+from mtgym.core.types import JobStatus
 from mtgym.sim.state import ClusterState
-from mtgym.types import JobStatus
 
 
 def check_state(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
 from mtgym.sim.state import ClusterState
 
 

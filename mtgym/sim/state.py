@@ -7,9 +7,9 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import JobStatus
 from mtgym.sim.events import EventQueue
-from mtgym.types import JobStatus
 
 
 @dataclass(eq=False)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import RescaleMode
 from mtgym.sim.state import ClusterState
-from mtgym.types import RescaleMode
 
 
 class InfoMode(enum.StrEnum):

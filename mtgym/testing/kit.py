@@ -6,16 +6,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mtgym.core.instance import Campaigns, CostModel, Instance, Supply
+from mtgym.core.topology import Topology
+from mtgym.core.types import Allocation, AppClass, JobStatus
 from mtgym.generate.cluster import build_cluster
-from mtgym.generate.instance import Campaigns, CostModel, Instance, Supply
 from mtgym.generate.workload import JobRow, build_jobs
-from mtgym.model.topology import Topology
 from mtgym.policy.base import Policy
 from mtgym.sim.dynamics import StepInfo, advance, initial_state
 from mtgym.sim.invariants import check_state
 from mtgym.sim.state import ClusterState
 from mtgym.sim.view import InfoMode, SchedulerView, ViewBuilder
-from mtgym.types import Allocation, AppClass, JobStatus
 
 
 def linear_job(
@@ -105,7 +105,7 @@ def tiny_instance(
     ).validate()
 
 
-class RandomPolicy:
+class RawRandomPolicy:
     """Random allocations, feasible or not: each idle node gets a random active job or none.
 
     Exercises the repair path (over max, below min) as much as the dynamics.

@@ -57,7 +57,7 @@ def toy_env(seed: int = 0) -> ScavengeEnv:
     return env
 
 
-def play(env: ScavengeEnv, act) -> float:
+def episode_return(env: ScavengeEnv, act) -> float:
     obs, _ = env.reset(seed=0)
     while True:
         obs, _, term, trunc, info = env.step(act(env, obs))
@@ -82,7 +82,7 @@ def test_maskable_ppo__learns_the_two_job_toy_optimum():
             off += int(k)
         return np.array(out)
 
-    random_mean = np.mean([play(toy_env(), random_act) for _ in range(10)])
+    random_mean = np.mean([episode_return(toy_env(), random_act) for _ in range(10)])
     assert random_mean < 0.9 * optimum  # the toy is not trivially solved by chance
     venv = DummyVecEnv([lambda i=i: Monitor(toy_env(i)) for i in range(4)])
     model = MaskablePPO(
@@ -101,7 +101,7 @@ def test_maskable_ppo__learns_the_two_job_toy_optimum():
         },
     )
     model.learn(3000)
-    learned = play(
+    learned = episode_return(
         toy_env(),
         lambda env, obs: model.predict(obs, action_masks=env.action_masks(), deterministic=True)[0],
     )

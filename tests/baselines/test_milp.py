@@ -12,13 +12,13 @@ from baselines.milp.freetrain import FreeTrainAware, FreeTrainPolicy
 from baselines.milp.malletrain import MalleTrainPolicy
 from baselines.milp.problem import AllocProblem
 from baselines.milp.solvers import solve_counts_dp, solve_node_milp
+from mtgym.core.instance import CostModel
+from mtgym.core.types import RescaleMode
 from mtgym.generate.default import default_generator
-from mtgym.generate.instance import CostModel
 from mtgym.generate.toy import TwoJobToy
-from mtgym.sim.runner import run_episode
+from mtgym.policy.play import play
 from mtgym.sim.view import InfoMode
 from mtgym.testing import checked_rollout, linear_job, tiny_instance
-from mtgym.types import RescaleMode
 
 
 def random_problem(rng: np.random.Generator, J: int, N: int) -> AllocProblem:
@@ -129,14 +129,14 @@ def test_freetrain__empty_and_degenerate_inputs_give_valid_allocations():
 )
 def test_policies__reach_the_two_job_toy_optimum(factory):
     toy = TwoJobToy(num_nodes=4, horizon_s=3600.0)
-    res = run_episode(toy(), factory())
+    res = play(toy(), factory())
     assert res.metrics.samples == pytest.approx(100.0 * 4 * 3600.0)
 
 
 def test_freetrain__t_fwd_trades_rescales_for_gain():
     inst = default_generator()(1)
-    short = run_episode(inst, FreeTrainPolicy(t_fwd=1.0)).metrics
-    long = run_episode(inst, FreeTrainPolicy(t_fwd=600.0)).metrics
+    short = play(inst, FreeTrainPolicy(t_fwd=1.0)).metrics
+    long = play(inst, FreeTrainPolicy(t_fwd=600.0)).metrics
     assert long.rescales > short.rescales
 
 
@@ -146,7 +146,7 @@ def test_malletrain__sees_no_declared_information_and_measures_costs():
     rows = [linear_job("a", 100.0, 4, 1e8, r_up_s=9.0, r_down_s=4.0)]
     windows = [(n, 0.0, 1e5) for n in range(2)] + [(2, 300.0, 1e5), (3, 600.0, 1e5)]
     inst = tiny_instance(4, rows, windows=windows, t_end=5000.0)
-    res = run_episode(inst, pol, decision_interval_s=60.0)
+    res = play(inst, pol, decision_interval_s=60.0)
     prof = pol.jobs[0]
     assert set(prof.measured) >= {2, 4}
     assert prof.measured[2] == pytest.approx(200.0) and prof.measured[4] == pytest.approx(400.0)
@@ -163,7 +163,7 @@ def test_malletrain__measures_the_true_rescale_cost_in_both_rescale_modes(mode):
     rows = [linear_job("a", 100.0, 4, 1e8, r_up_s=9.0, r_down_s=4.0, startup_s=0.0)]
     windows = [(n, 0.0, 1e5) for n in range(2)] + [(2, 300.0, 1e5), (3, 600.0, 1e5)]
     inst = tiny_instance(4, rows, windows=windows, t_end=2000.0, costs=CostModel(rescale=mode))
-    run_episode(inst, pol, decision_interval_s=2.0)
+    play(inst, pol, decision_interval_s=2.0)
     assert pol.jobs[0].cost_up == pytest.approx(9.0)
 
 
@@ -171,9 +171,7 @@ def test_malletrain__probes_largest_first():
     pol = MalleTrainPolicy(probe_s=30.0)
     inst = tiny_instance(8, [linear_job("a", 100.0, 8, 1e9)], t_end=2000.0)
     sizes = []
-    run_episode(
-        inst, pol, decision_interval_s=10.0, on_step=lambda s, i: sizes.append(int(s.n_nodes[0]))
-    )
+    play(inst, pol, decision_interval_s=10.0, on_step=lambda s, i: sizes.append(int(s.n_nodes[0])))
     firsts = [k for i, k in enumerate(sizes) if i == 0 or sizes[i - 1] != k]
     assert firsts[:4] == [8, 4, 2, 1]
 

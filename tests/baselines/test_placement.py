@@ -29,12 +29,12 @@ from baselines.placement.lxv import (
     outlier_mask,
     traversal_order,
 )
+from mtgym.core.types import AppClass, JobStatus
 from mtgym.generate.pal_philly import PALPhilly
+from mtgym.policy.play import play
 from mtgym.sim.dynamics import initial_state
-from mtgym.sim.runner import run_episode
 from mtgym.sim.view import SchedulerView, ViewBuilder
 from mtgym.testing import checked_rollout, linear_job, tiny_instance
-from mtgym.types import AppClass, JobStatus
 
 A, B, C, D = AppClass.A, AppClass.B, AppClass.C, AppClass.D
 LAMBDA = (1.0, 1.0, 1.7)  # (unit, host, system): PAL's within 1.0 / across 1.7
@@ -333,7 +333,7 @@ def test_placers__give_each_job_exactly_its_count():
 # -- rollouts -----------------------------------------------------------------------------------
 # checked_rollout decides at every event: the round policies run event-driven here (with
 # rounds, an event driver may leave them waiting for an event that never comes; rounds are
-# checked through run_episode below)
+# checked through play below)
 POLICIES = [
     lambda: PALPolicy(round_s=None),
     lambda: PALPolicy("las", round_s=None),
@@ -383,7 +383,7 @@ def test_policies__keep_invariants_on_pal_philly(philly20, make):
 
 @pytest.mark.parametrize("make", [lambda: PALPolicy(), lambda: PMFirstPolicy("las")])
 def test_round_policies__keep_invariants_on_pal_philly_with_360s_rounds(philly20, make):
-    res = run_episode(philly20, make(), debug=True)  # every invariant after each step
+    res = play(philly20, make(), debug=True)  # every invariant after each step
     assert res.metrics.jobs_completed == philly20.num_jobs
     assert res.decisions <= np.ceil(res.metrics.duration_s / 360.0) + 1
 
@@ -395,7 +395,7 @@ def test_reduced_sia_philly__pal_and_pm_first_beat_packed_non_sticky(shared_data
         max_jobs=40,
     )(0)
     jct = {
-        name: run_episode(inst, pol, decision_interval_s=360).metrics.jct_mean
+        name: play(inst, pol, decision_interval_s=360).metrics.jct_mean
         for name, pol in {
             "pal": PALPolicy(),
             "pm-first": PMFirstPolicy(),
@@ -449,10 +449,10 @@ def churn_instance():
 
 
 @pytest.mark.parametrize("cls", [PALPolicy, PMFirstPolicy])
-def test_round_policies__run_episode_decides_on_the_round_grid_only(cls):
+def test_round_policies__play_decides_on_the_round_grid_only(cls):
     inst = churn_instance()
     rec = Recorder(cls(round_s=100.0))
-    res = run_episode(inst, rec)
+    res = play(inst, rec)
     times = np.array([t for t, _, _ in rec.calls])
     assert np.allclose(times / 100.0, np.round(times / 100.0))  # 0, 100, 200, ...
     assert res.metrics.jobs_completed == inst.num_jobs
@@ -479,7 +479,7 @@ def test_round_policies__keep_the_allocation_between_rounds_under_an_event_drive
 def test_round_policies__round_s_none_replaces_at_every_call_and_bad_values_fail():
     inst = churn_instance()
     rec = Recorder(PALPolicy(round_s=None))
-    run_episode(inst, rec)
+    play(inst, rec)
     assert any(t % 100.0 for t, _, _ in rec.calls)  # event-driven: decides off any grid
     for bad in (0.0, -1.0, float("inf")):
         with pytest.raises(ValueError, match="round_s"):

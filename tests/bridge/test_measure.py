@@ -21,11 +21,11 @@ from mtgym.bridge.predict import from_calibration, simulate_replay
 from mtgym.bridge.record import trace_header
 from mtgym.bridge.report import build_report, check_monotone, write_report
 from mtgym.bridge.trace import Trace, TraceEvent, write_trace
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
+from mtgym.policy.play import play
 from mtgym.policy.registry import make_policy
 from mtgym.readers import read_bftrainer_jobs
-from mtgym.scenarios import get_generator
-from mtgym.sim.runner import run_episode
+from mtgym.scenario.registry import get_generator
 from mtgym.testing import linear_job, tiny_instance
 
 T0 = 1000.0
@@ -234,7 +234,7 @@ def test_calibrate__file_rows_csv_scenario(tmp_path):
     assert [r.name for r in rows] == ["a", "b"]
     assert list(rows[0].curve_tput) == pytest.approx([0, 640, 1600])
     inst = tiny_instance(2, rows, t_end=100.0)  # JobRow-compatible: the simulator runs it
-    res = run_episode(inst, make_policy("equal-share"))
+    res = play(inst, make_policy("equal-share"))
     assert res.metrics.as_dict()["samples"] > 0
 
     csv = write_bftrainer_csv(back, tmp_path / "cal.csv")
@@ -249,7 +249,7 @@ def test_calibrate__file_rows_csv_scenario(tmp_path):
     inst2 = get_generator(str(scen))(0)
     assert inst2.num_nodes == 2 and inst2.num_jobs == 2
     np.testing.assert_allclose(inst2.jobs.curve_tput[0][:3], [0, 640, 1600], rtol=1e-6)
-    assert run_episode(inst2, make_policy("equal-share")).metrics.as_dict()["samples"] > 0
+    assert play(inst2, make_policy("equal-share")).metrics.as_dict()["samples"] > 0
 
 
 def test_calibrate__rejects_bad_files(tmp_path):

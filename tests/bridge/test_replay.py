@@ -10,12 +10,12 @@ from mtgym.bridge.calibrate import job_rows, read_calibration
 from mtgym.bridge.cli import main
 from mtgym.bridge.record import record_episode
 from mtgym.bridge.trace import read_trace
+from mtgym.core.types import AppClass
+from mtgym.policy.play import play
 from mtgym.policy.registry import make_policy
 from mtgym.readers import read_bftrainer_jobs
-from mtgym.scenarios import get_generator
-from mtgym.sim.runner import run_episode
+from mtgym.scenario.registry import get_generator
 from mtgym.testing import ScriptPolicy, linear_job, tiny_instance
-from mtgym.types import AppClass
 
 
 def one_two_one_trace(path):
@@ -120,10 +120,10 @@ def test_replay__two_jobs_one_two_one(bridge_dir):
     assert cal["jobs"]["0"]["cost_source"]["r_up_s"] == "measured"
     assert cal["jobs"]["1"]["cost_source"]["r_down_s"] == "measured"
     rows = job_rows(cal)
-    res = run_episode(tiny_instance(2, rows, t_end=60.0), make_policy("equal-share"))
+    res = play(tiny_instance(2, rows, t_end=60.0), make_policy("equal-share"))
     assert res.metrics.as_dict()["samples"] > 0
     assert len(read_bftrainer_jobs(out / "calibration.csv")) == 2
     scen = get_generator(str(out / "calibrated-scenario.json"))(0)
-    assert scen.num_jobs == 2 and run_episode(scen, make_policy("equal-share")).metrics
+    assert scen.num_jobs == 2 and play(scen, make_policy("equal-share")).metrics
     md = (out / "report.md").read_text()
     assert "| 1 | 1 |" in md and "| 2 | 2 |" in md and "reclaim" in md

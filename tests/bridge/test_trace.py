@@ -16,8 +16,8 @@ from mtgym.bridge.trace import (
     read_trace,
     write_trace,
 )
+from mtgym.policy.play import play
 from mtgym.policy.registry import make_policy
-from mtgym.sim.runner import run_episode
 from mtgym.testing import ScriptPolicy, linear_job, tiny_instance
 
 
@@ -53,7 +53,7 @@ def test_record__equal_share_one_two_one_with_reclaim(tmp_path):
     segs = tr.segments("0")
     assert [(s.t0, s.t1, s.world_size) for s in segs] == [(0, 100, 1), (100, 200, 2), (200, 300, 1)]
     # the recorder does not change what the simulator does
-    plain = run_episode(inst, make_policy("equal-share"))
+    plain = play(inst, make_policy("equal-share"))
     assert plain.metrics.as_dict()["samples"] == res.metrics.as_dict()["samples"]
 
 

@@ -1,4 +1,4 @@
-"""The compiled step (``mtgym.env.fast``) against the general path: bit for bit, in every
+"""The compiled step (``mtgym.env.step``) against the general path: bit for bit, in every
 action, reward and information mode, with timers, decision intervals and resets, and the
 fall-backs (out-of-range actions, allocations to repair, other dtypes, a replaced state).
 """
@@ -10,10 +10,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from mtgym.core.instance import CostModel
+from mtgym.core.types import PreemptionMode, RescaleMode
 from mtgym.env import ScavengeEnv
-from mtgym.generate.instance import CostModel
-from mtgym.scenarios import get_generator
-from mtgym.types import PreemptionMode, RescaleMode
+from mtgym.scenario.registry import get_generator
 
 
 def identical(a, b) -> bool:

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mtgym.errors import ConfigError, DataError
-from mtgym.generate.backfill import Schedule, easy_backfill, idle_windows, swf_supply
-from mtgym.generate.instance import Supply
-from mtgym.generate.swf import SWFLog, read_swf
+from mtgym.core.errors import ConfigError, DataError
+from mtgym.core.instance import Supply
+from mtgym.generate.backfill import Schedule, easy_backfill, idle_windows
+from mtgym.generate.supply import SWFSupply
+from mtgym.readers.swf import SWFLog, read_swf
 
 NAN = float("nan")
 
@@ -219,8 +220,8 @@ def test_schedule__utilisation_of_hand_schedule():
     assert s.wait_s.tolist() == [0.0, 9.0, 0.0]
 
 
-# -- swf_supply -----------------------------------------------------------------------
-def test_swf_supply__defaults_from_header(tmp_path):
+# -- SWFSupply.windows --------------------------------------------------------------------
+def test_swf_supply_windows__defaults_from_header(tmp_path):
     p = tmp_path / "a.swf"
     p.write_text(
         "; MaxNodes: 4\n"
@@ -228,21 +229,21 @@ def test_swf_supply__defaults_from_header(tmp_path):
         "2 1 -1 5 4 -1 -1 4 -1 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
         "3 2 -1 5 2 -1 -1 2 -1 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
     )
-    sup = swf_supply(p, known_ends=True)  # span [0, 2): the last submit
+    sup = SWFSupply(p, known_ends=True).windows()  # span [0, 2): the last submit
     assert windows(sup) == [(2, 0.0, 2.0, False), (3, 0.0, 2.0, False)]
-    sup = swf_supply(p, t0=0.0, t1=20.0, known_ends=True)
+    sup = SWFSupply(p, known_ends=True).windows(t0=0.0, t1=20.0)
     assert windows(sup) == windows(idle_windows(easy_backfill(LOG_A, 4), 4, 0, 20, known_ends=True))
-    sup = swf_supply(p, 5, t0=0.0, t1=20.0)
+    sup = SWFSupply(p, known_ends=False).windows(5, t0=0.0, t1=20.0)
     assert set(sup.node.tolist()) == {0, 1, 2, 3, 4}
 
 
-def test_swf_supply__without_max_nodes_needs_num_nodes(tmp_path):
+def test_swf_supply_windows__without_max_nodes_needs_num_nodes(tmp_path):
     p = tmp_path / "b.swf"
     p.write_text("1 0 -1 10 2 -1 -1 2 -1 -1 1 -1 -1 -1 -1 -1 -1 -1\n")
     with pytest.raises(DataError) as info:
-        swf_supply(p, t1=10.0)
+        SWFSupply(p).windows(t1=10.0)
     assert info.value.field == "MaxNodes"
-    assert swf_supply(p, 2, t1=20.0).offered_node_seconds(0, 20) == 20.0
+    assert SWFSupply(p).windows(2, t1=20.0).offered_node_seconds(0, 20) == 20.0
 
 
 # -- properties on random small logs --------------------------------------------------

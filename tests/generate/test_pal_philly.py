@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mtgym.errors import ConfigError
+from mtgym.core.errors import ConfigError
+from mtgym.core.types import AppClass, PerfKind
 from mtgym.generate.pal_philly import PALPhilly, pal_slowdown_pool
 from mtgym.model.throughput import ThroughputModel
 from mtgym.readers import PAL_ITER_TIME_S, read_philly_trace
-from mtgym.types import AppClass, PerfKind
 
 
 @pytest.fixture(scope="module")

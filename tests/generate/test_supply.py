@@ -5,8 +5,8 @@ import functools
 import numpy as np
 import pytest
 
-from mtgym.errors import ConfigError
-from mtgym.generate.instance import Supply
+from mtgym.core.errors import ConfigError
+from mtgym.core.instance import Supply
 from mtgym.generate.supply import (
     SUMMIT_IDLE_FRACTION,
     SUMMIT_WINDOW_MEAN_S,

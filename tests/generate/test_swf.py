@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mtgym.errors import ConfigError, DataError
-from mtgym.generate.swf import SWF_FIELDS, SWFLog, read_swf
+from mtgym.core.errors import ConfigError, DataError
+from mtgym.readers.swf import SWF_FIELDS, SWFLog, read_swf
 
 
 def job(

@@ -5,16 +5,16 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mtgym.errors import ConfigError
+from mtgym.core.errors import ConfigError
+from mtgym.core.instance import Cluster, Instance
+from mtgym.core.topology import Topology
+from mtgym.core.types import AppClass, PerfKind
 from mtgym.generate.catalog import CATALOG
 from mtgym.generate.cluster import build_cluster
 from mtgym.generate.default import default_generator
-from mtgym.generate.instance import Cluster, Instance
 from mtgym.generate.workload import Campaign, Declaration, JobMix, JobRow, build_jobs
 from mtgym.model.throughput import ThroughputModel
-from mtgym.model.topology import Topology
 from mtgym.testing.kit import linear_job
-from mtgym.types import AppClass, PerfKind
 
 RESNET50 = CATALOG["resnet50"]
 V100_R50 = 4.39 * 64

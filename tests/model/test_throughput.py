@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mtgym.core.instance import Cluster
+from mtgym.core.topology import Topology
+from mtgym.core.types import AppClass, PerfKind
 from mtgym.generate.catalog import CATALOG
 from mtgym.generate.cluster import build_cluster
 from mtgym.generate.default import default_generator
-from mtgym.generate.instance import Cluster
 from mtgym.generate.workload import JobRow, build_jobs
 from mtgym.model.throughput import ThroughputModel, interp_rows
-from mtgym.model.topology import Topology
 from mtgym.testing.kit import linear_job, tiny_instance
-from mtgym.types import AppClass, PerfKind
 
 RESNET50 = CATALOG["resnet50"]
 V100_R50 = 4.39 * 64  # samples/s per V100 (Gavel), the catalog's resnet50 rate

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtgym.errors import ConfigError
-from mtgym.model.topology import Topology
+from mtgym.core.errors import ConfigError
+from mtgym.core.topology import Topology
 
 SUMMIT_LIKE_NAMES = ("node", "cabinet", "row", "system")
 

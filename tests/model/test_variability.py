@@ -5,14 +5,14 @@ import functools
 import numpy as np
 import pytest
 
-from mtgym.errors import ConfigError
+from mtgym.core.errors import ConfigError
+from mtgym.core.types import AppClass
 from mtgym.model.variability import (
     ClassVariability,
     VariabilitySpec,
     node_factors,
     sample_empirical,
 )
-from mtgym.types import AppClass
 
 
 @functools.cache

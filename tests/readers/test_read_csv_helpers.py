@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
 from mtgym.readers import _csv
 
 

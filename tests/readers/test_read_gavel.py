@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
 from mtgym.readers import UnknownThroughputError, read_gavel_throughputs
 
 SMALL = {

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mtgym.errors import DataError
+from mtgym.core.errors import DataError
 from mtgym.readers import read_variability, slowdown_samples
 
 READY = """\

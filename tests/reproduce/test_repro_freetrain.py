@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from mtgym.policy.play import play
 from mtgym.reproduce import freetrain
 from mtgym.reproduce.common import make, run_traced
-from mtgym.sim.runner import run_episode
 
 
 def test_run_traced_matches_run_episode(shared_data):
     inst = freetrain._instance(str(shared_data), "imagenet", 300, 2 * 3600.0)
     for name, kw in (("freetrain", {"t_fwd": 10.0}), ("equal-share", {})):
         a = run_traced(inst, make(name, **kw))
-        b = run_episode(inst, make(name, **kw))
+        b = play(inst, make(name, **kw))
         assert a.metrics["samples"] == b.metrics.samples
         assert a.decisions == b.decisions
         assert a.series_samples[-1] == pytest.approx(a.metrics["samples"], rel=1e-9)
@@ -45,4 +45,15 @@ def test_freetrain_quick_directions(shared_data, tmp_path):
     )
     metrics = {r.metric for r in res.rows}
     assert any(m.startswith("efficiency vs dedicated nodes") for m in metrics)
+    # no "best E" row; every row shows E, samples and utilisation; the samples-best T_fwd
+    assert not any(m.startswith("best efficiency") for m in metrics)
+    for r in res.rows:
+        assert "E " in r.note and "samples in the first" in r.note and "utilisation" in r.note
+    best = max(
+        (eps[("imagenet", "freetrain", t)] for t in freetrain.T_FWD_SWEEP),
+        key=lambda e: e["samples_compare"],
+    )
+    (row,) = [r for r in res.rows if r.metric.startswith("T_fwd (of")]
+    assert row.mtgym == best["t_fwd"]
+    assert f"is {best['t_fwd']:g} s**" in res.sections[0]
     assert (tmp_path / "freetrain_tfwd.png").exists()

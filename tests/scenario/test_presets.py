@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from mtgym.generate.default import default_generator
-from mtgym.scenario.load import PRESETS_DIR, load_scenario, preset_names
-from mtgym.scenarios import get_generator
+from mtgym.scenario.load import load_scenario
+from mtgym.scenario.registry import PRESETS_DIR, get_generator, preset_names
 from mtgym.sim.dynamics import initial_state
 from mtgym.sim.invariants import check_state
 

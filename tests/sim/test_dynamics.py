@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mtgym.generate.instance import Campaigns, CostModel
+from mtgym.core.instance import Campaigns, CostModel
+from mtgym.core.types import EventKind, JobStatus, PreemptionMode, RescaleMode
 from mtgym.sim.dynamics import advance, initial_state
 from mtgym.sim.invariants import check_state
 from mtgym.testing import linear_job, tiny_instance
-from mtgym.types import EventKind, JobStatus, PreemptionMode, RescaleMode
 
 W = 1e6
 

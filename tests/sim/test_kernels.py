@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mtgym.core.instance import Instance
+from mtgym.core.types import JobStatus, PerfKind
 from mtgym.generate.default import default_generator
-from mtgym.generate.instance import Instance
+from mtgym.model.placement import pack_targets
 from mtgym.model.throughput import ThroughputModel, interp_rows
-from mtgym.policy.placement import pack_targets
 from mtgym.sim.dynamics import initial_state, repair_allocation
 from mtgym.testing.kit import linear_job, tiny_instance
-from mtgym.types import JobStatus, PerfKind
 
 
 # -- references (the former numpy code) ----------------------------------------------------
@@ -271,7 +271,7 @@ def test_kernels__profiler_observe_matches_numpy():
 
 
 def test_kernels__stable_argsort_is_numpy_mergesort():
-    from mtgym.policy.placement import _stable_argsort
+    from mtgym.model.placement import _stable_argsort
 
     rng = np.random.default_rng(2)
     for m in [*range(0, 20), 63, 64, 65, 100]:
@@ -347,7 +347,7 @@ def test_kernels__pairwise_sum_is_numpys_sum_and_dot_is_fixed_order():
 
 def ref_repair(state, instance, a: np.ndarray) -> tuple:
     """``repair_allocation`` as it was (numpy), in place on ``a``."""
-    from mtgym.types import Repair
+    from mtgym.core.types import Repair
 
     rep = Repair()
     jobs = instance.jobs

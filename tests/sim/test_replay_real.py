@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from mtgym.core.types import PerfKind, RescaleMode
 from mtgym.generate.replay import SummitReplay
 from mtgym.policy.equal_share import EqualShare
-from mtgym.sim.runner import run_episode
-from mtgym.types import PerfKind, RescaleMode
+from mtgym.policy.play import play
 
 
 def test_summit_replay__builds_cabinet_row_topology_and_table_jobs(shared_data):
@@ -35,7 +35,7 @@ def test_summit_replay__builds_cabinet_row_topology_and_table_jobs(shared_data):
     assert np.all(inst.jobs.perf_kind == PerfKind.TABLE)
     assert inst.costs.rescale == RescaleMode.BFTRAINER
     assert inst.supply.start_s.min() >= 72_743.0 and inst.supply.end_s.max() <= inst.t_end
-    res = run_episode(inst, EqualShare(10), debug=True)
+    res = play(inst, EqualShare(10), debug=True)
     m = res.metrics
     # offered node-time equals the trace's idle node-time on this span
     assert m.offered_node_s == inst.supply.offered_node_seconds(inst.t_start, res.state.time)

@@ -7,10 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from mtgym.generate.instance import Supply
+from mtgym.core.instance import Supply
 from mtgym.policy.equal_share import EqualShare
+from mtgym.policy.play import play
 from mtgym.sim.dynamics import advance, initial_state
-from mtgym.sim.runner import run_episode
 from mtgym.sim.view import InfoMode, ViewBuilder
 from mtgym.testing import linear_job, tiny_instance
 
@@ -69,4 +69,4 @@ def test_view__rate_is_zero_while_pausing_and_arrays_are_read_only():
 def test_runner__rejects_a_non_positive_decision_interval():
     inst = tiny_instance(2, [linear_job("j", 10.0, 2, 1e5)])
     with pytest.raises(ValueError, match="decision_interval_s must be > 0"):
-        run_episode(inst, EqualShare(), decision_interval_s=0.0)
+        play(inst, EqualShare(), decision_interval_s=0.0)

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit, types
 from numba.experimental import structref
 
+from mtgym.core.types import EventKind
 from mtgym.env.action import (
     _assign_mask,
     _counts_mask,
@@ -28,8 +29,8 @@ from mtgym.env.action import (
 )
 from mtgym.env.observation import _obs_args, _obs_fill
 from mtgym.env.slots import _update
+from mtgym.model.placement import _static_order
 from mtgym.model.throughput import RateConsts
-from mtgym.policy.placement import _static_order
 from mtgym.sim import dynamics, engine
 from mtgym.sim.dynamics import SCALARS
 from mtgym.sim.engine import (
@@ -50,7 +51,6 @@ from mtgym.sim.engine import (
 )
 from mtgym.sim.numeric import dot, pairwise_sum
 from mtgym.sim.profiling import _observe
-from mtgym.types import EventKind
 
 if TYPE_CHECKING:
     from mtgym.env.env import ScavengeEnv

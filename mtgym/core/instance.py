@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mtgym.errors import ConfigError
-from mtgym.model.topology import Topology
-from mtgym.types import NUM_CLASSES, PerfKind, PreemptionMode, RescaleMode
+from mtgym.core.errors import ConfigError
+from mtgym.core.topology import Topology
+from mtgym.core.types import NUM_CLASSES, PerfKind, PreemptionMode, RescaleMode
 
 
 def frozen(arr: np.ndarray) -> np.ndarray:

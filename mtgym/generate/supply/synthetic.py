@@ -1,4 +1,4 @@
-"""Idle-node supply: synthetic windows calibrated to Summit, and replay of window tables.
+"""Synthetic idle windows calibrated to Summit.
 
 **Synthetic** (``SyntheticSupply``): each node alternates busy and idle periods (an
 alternating renewal process). Idle windows are lognormal with the Summit trace's median
@@ -6,30 +6,16 @@ alternating renewal process). Idle windows are lognormal with the Summit trace's
 time-weighted idle fraction (Summit: 8.3 % of 4,734 nodes). Optionally, *drains* add the
 correlated releases the trace shows (median 4 nodes per event, p90 50, up to 2,780): a block of
 consecutive nodes idles together until a reserved job starts, so its end is known.
-
-**Replay** (``supply_from_windows``): a table of windows (e.g. ``mtgym.readers`` output for
-``summit-idle-fragments.csv.gz``) restricted to a node subset and a time span.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
-from mtgym.errors import ConfigError
-from mtgym.generate.instance import Supply
-
-
-class SupplySource(Protocol):
-    """Anything that yields the idle windows of ``num_nodes`` nodes on [t0, t1)."""
-
-    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
-        """The windows (``rng`` is the "supply" stream; replayed sources ignore it)."""
-        ...
-
+from mtgym.core.errors import ConfigError
+from mtgym.core.instance import Supply
 
 #: Summit idle-window statistics (BFTrainer/Replayer trace, 14.9 days, 423,502 windows).
 SUMMIT_WINDOW_MEDIAN_S = 475.0
@@ -171,109 +157,4 @@ class SyntheticSupply:
             np.concatenate([e, np.asarray(new_e)[idx]]),
             np.concatenate([k, np.ones(idx.size, dtype=bool)]),
             np.concatenate([node, np.asarray(new_n, dtype=np.int64)[idx]]),
-        )
-
-
-def supply_from_windows(
-    node: np.ndarray,
-    start_s: np.ndarray,
-    end_s: np.ndarray,
-    end_known: np.ndarray | None = None,
-    *,
-    nodes: np.ndarray | None = None,
-    t0: float = -np.inf,
-    t1: float = np.inf,
-) -> tuple[Supply, np.ndarray]:
-    """Replay recorded windows, optionally for a node subset and a time span.
-
-    Args:
-        node, start_s, end_s, end_known: the windows (any order).
-        nodes: original node indices to keep, in the order they get new indices 0..n-1
-            (default: all nodes 0..max).
-        t0, t1: clip windows to [t0, t1).
-
-    Returns:
-        The supply (node indices renumbered) and the original index of each new node.
-    """
-    node = np.asarray(node, dtype=np.int64)
-    if nodes is None:
-        nodes = np.arange(int(node.max()) + 1 if node.size else 0)
-    nodes = np.asarray(nodes, dtype=np.int64)
-    remap = np.full(
-        int(max(node.max() if node.size else 0, nodes.max() if nodes.size else 0)) + 1, -1
-    )
-    remap[nodes] = np.arange(nodes.size)
-    new = remap[node]
-    s = np.maximum(np.asarray(start_s, dtype=np.float64), t0)
-    e = np.minimum(np.asarray(end_s, dtype=np.float64), t1)
-    keep = (new >= 0) & (e > s)
-    known = None if end_known is None else np.asarray(end_known, dtype=bool)[keep]
-    return Supply.from_windows(new[keep], s[keep], e[keep], known, num_nodes=nodes.size), nodes
-
-
-@dataclass(frozen=True)
-class AlwaysIdle:
-    """Every node idle for the whole episode (a dedicated cluster, as in PAL's experiments)."""
-
-    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
-        """One window per node, [t0, t1)."""
-        n = np.arange(num_nodes)
-        return Supply.from_windows(
-            n, np.full(num_nodes, t0), np.full(num_nodes, t1), num_nodes=num_nodes
-        )
-
-
-@dataclass(frozen=True)
-class TraceSupply:
-    """Replay a recorded idle-window table (``summit-idle-fragments.csv.gz`` format).
-
-    The first ``num_nodes`` nodes in the trace's column order are kept (the BFTrainer
-    Replayer's ``-nN``); trace time ``trace_start_s`` becomes episode time 0.
-    """
-
-    path: str | Path
-    trace_start_s: float = 0.0
-
-    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
-        """Windows of the first ``num_nodes`` trace nodes, shifted and clipped to [t0, t1)."""
-        from mtgym.readers import read_idle_windows
-
-        win = read_idle_windows(self.path)
-        off = self.trace_start_s
-        supply, _ = supply_from_windows(
-            win.node_index,
-            win.start_s - off,
-            win.end_s - off,
-            nodes=np.arange(num_nodes),
-            t0=t0,
-            t1=t1,
-        )
-        return supply
-
-
-@dataclass(frozen=True)
-class SWFSupply:
-    """Idle windows an FCFS + EASY-backfilling scheduler leaves when it replays an SWF log.
-
-    The log runs on a machine of ``num_nodes`` nodes (``mtgym.generate.backfill``); log time
-    ``log_start_s`` becomes episode time 0. ``known_ends`` marks the windows whose end a
-    reservation fixed when they opened.
-    """
-
-    path: str | Path
-    procs_per_node: int | None = None
-    log_start_s: float = 0.0
-    known_ends: bool = True
-
-    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
-        """Replay the log and return its idle windows on [t0, t1)."""
-        from mtgym.generate.backfill import easy_backfill, idle_windows
-        from mtgym.generate.swf import read_swf
-
-        log = read_swf(self.path, procs_per_node=self.procs_per_node)
-        off = self.log_start_s
-        sched = easy_backfill(log, num_nodes, t0=None, t1=off + t1)
-        sup = idle_windows(sched, num_nodes, off + t0, off + t1, known_ends=self.known_ends)
-        return Supply.from_windows(
-            sup.node, sup.start_s - off, sup.end_s - off, sup.end_known, num_nodes=num_nodes
         )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtgym.errors import ConfigError
+from mtgym.core.errors import ConfigError
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:

@@ -1,4 +1,9 @@
-"""``run_episode``: drive one policy through one instance, decision epoch by epoch."""
+"""``play``: the one driver of a policy through an instance, decision epoch by epoch.
+
+Every consumer (``mtgym run``, ``evaluate``, the Ray backend, training evaluation, the bridge
+recorder, the reproductions) plays an episode through it, so a MILP, a heuristic and a
+learned agent are driven the same way.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mtgym.generate.instance import Instance
+from mtgym.core.instance import Instance
+from mtgym.core.types import DECISION_EVENTS, EventKind
 from mtgym.metrics import EpisodeMetrics, compute_metrics
 from mtgym.policy.base import Policy
 from mtgym.sim.dynamics import StepInfo, advance, initial_state
 from mtgym.sim.invariants import check_state
 from mtgym.sim.state import ClusterState
 from mtgym.sim.view import ViewBuilder
-from mtgym.types import DECISION_EVENTS, EventKind
 
 
 @dataclass
@@ -34,7 +39,7 @@ class EpisodeResult:
         return 1e3 * self.policy_s / max(self.decisions, 1)
 
 
-def run_episode(
+def play(
     instance: Instance,
     policy: Policy,
     *,

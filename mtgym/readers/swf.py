@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mtgym.errors import ConfigError, DataError
+from mtgym.core.errors import ConfigError, DataError
 from mtgym.readers._csv import read_text, readonly
 
 #: The 18 standard fields of a job line, in order.

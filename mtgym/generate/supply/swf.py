@@ -1,0 +1,69 @@
+"""Idle windows left by an FCFS + EASY-backfilling replay of an SWF job log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mtgym.core.errors import ConfigError, DataError
+from mtgym.core.instance import Supply
+
+
+@dataclass(frozen=True)
+class SWFSupply:
+    """Idle windows an FCFS + EASY-backfilling scheduler leaves when it replays an SWF log.
+
+    The log runs on a machine of ``num_nodes`` nodes (``mtgym.generate.backfill``); log time
+    ``log_start_s`` becomes episode time 0. ``known_ends`` marks the windows whose end a
+    reservation fixed when they opened.
+    """
+
+    path: str | Path
+    procs_per_node: int | None = None
+    log_start_s: float = 0.0
+    known_ends: bool = True
+
+    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
+        """Replay the log and return its idle windows on [t0, t1) (episode time)."""
+        return self.windows(num_nodes, t0, t1)
+
+    def windows(
+        self, num_nodes: int | None = None, t0: float | None = None, t1: float | None = None
+    ) -> Supply:
+        """The idle windows on [t0, t1) of episode time.
+
+        Args:
+            num_nodes: Nodes of the machine (default: the header's ``MaxNodes``).
+            t0: Span start (default: the log start, 0, or the first submit if earlier). Jobs
+                submitted before ``t0`` are replayed too, so the machine is warm at ``t0``.
+            t1: Span end (default: the last submit time; after it the log has no more jobs
+                and the machine only drains).
+
+        Raises:
+            DataError: the log is malformed, or has no ``MaxNodes`` and ``num_nodes`` is None.
+            ConfigError: a bad span or node count.
+        """
+        from mtgym.generate.backfill import easy_backfill, idle_windows
+        from mtgym.readers.swf import read_swf
+
+        log = read_swf(self.path, procs_per_node=self.procs_per_node)
+        off = self.log_start_s
+        if num_nodes is None:
+            num_nodes = log.max_nodes
+            if num_nodes is None:
+                raise DataError(
+                    self.path, "MaxNodes", "missing", "a '; MaxNodes: N' header, or num_nodes"
+                )
+        if t0 is None:
+            t0 = min(0.0, float(log.submit_s[0]) - off) if log.num_jobs else 0.0
+        if t1 is None:
+            t1 = float(log.submit_s[-1]) - off if log.num_jobs else t0
+        if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
+            raise ConfigError("t0/t1", (t0, t1), "finite, t0 < t1")
+        sched = easy_backfill(log, num_nodes, t0=None, t1=off + t1)
+        sup = idle_windows(sched, num_nodes, off + t0, off + t1, known_ends=self.known_ends)
+        return Supply.from_windows(
+            sup.node, sup.start_s - off, sup.end_s - off, sup.end_known, num_nodes=num_nodes
+        )

@@ -1,0 +1,39 @@
+"""Replay of a recorded idle-window trace (``summit-idle-fragments.csv.gz`` format)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mtgym.core.instance import Supply
+from mtgym.generate.supply.base import supply_from_windows
+
+
+@dataclass(frozen=True)
+class TraceSupply:
+    """Replay a recorded idle-window table (``summit-idle-fragments.csv.gz`` format).
+
+    The first ``num_nodes`` nodes in the trace's column order are kept (the BFTrainer
+    Replayer's ``-nN``); trace time ``trace_start_s`` becomes episode time 0.
+    """
+
+    path: str | Path
+    trace_start_s: float = 0.0
+
+    def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
+        """Windows of the first ``num_nodes`` trace nodes, shifted and clipped to [t0, t1)."""
+        from mtgym.readers import read_idle_windows
+
+        win = read_idle_windows(self.path)
+        off = self.trace_start_s
+        supply, _ = supply_from_windows(
+            win.node_index,
+            win.start_s - off,
+            win.end_s - off,
+            nodes=np.arange(num_nodes),
+            t0=t0,
+            t1=t1,
+        )
+        return supply

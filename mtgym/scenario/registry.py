@@ -1,0 +1,57 @@
+"""Scenario names -> generators: scenarios built in code, shipped presets, or files.
+
+Presets are the YAML files in ``mtgym/scenario/presets/`` (package data, so a wheel has
+them); code scenarios need no file. ``get_generator(name_or_path)`` is the one entry point
+of the env, the CLI and the scripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from mtgym.generate.base import Generator
+from mtgym.generate.default import default_generator
+from mtgym.generate.toy import LinearToy, TwoJobToy
+from mtgym.scenario.build import SpecGenerator
+from mtgym.scenario.load import load_scenario
+
+#: The shipped preset files (``<name>.yaml``).
+PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+
+#: Scenarios built in code (no file needed).
+BUILTIN: dict[str, Callable[[], Generator]] = {
+    "default": default_generator,
+    "toy-linear": LinearToy,
+    "toy-two-jobs": TwoJobToy,
+}
+
+
+def preset_path(name: str) -> Path:
+    """The file of the shipped preset ``name`` (it may not exist)."""
+    return PRESETS_DIR / f"{name}.yaml"
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets and of the code scenarios, sorted."""
+    files = {p.stem for p in PRESETS_DIR.glob("*.yaml")} if PRESETS_DIR.is_dir() else set()
+    return sorted(files | set(BUILTIN))
+
+
+def get_generator(name_or_path: str | Path) -> Generator:
+    """A built-in name, a preset name, or a scenario file path -> its seeded generator.
+
+    ``KeyError`` lists the known names; a malformed file raises ``ScenarioError``.
+    """
+    s = str(name_or_path)
+    p = Path(s)
+    if p.suffix in (".yaml", ".yml", ".json") and p.exists():
+        return SpecGenerator(load_scenario(p), p.resolve().parent)
+    if s in BUILTIN:
+        return BUILTIN[s]()
+    preset = preset_path(s)
+    if preset.is_file():
+        return SpecGenerator(load_scenario(preset), PRESETS_DIR)
+    raise KeyError(
+        f"unknown scenario {s!r}; give a scenario file path or one of: {', '.join(preset_names())}"
+    )

@@ -11,7 +11,9 @@ from pathlib import Path
 
 def _train(ns: argparse.Namespace) -> int:
     from agents.train import Args, train
+    from mtgym.core.io import prepare_out_dir
 
+    prepare_out_dir(ns.out)
     args = Args(
         scenario=ns.scenario,
         algo=ns.algo,
@@ -49,7 +51,9 @@ def _train(ns: argparse.Namespace) -> int:
 
 def _compare(ns: argparse.Namespace) -> int:
     from agents.compare import compare
+    from mtgym.core.io import prepare_out_dir
 
+    prepare_out_dir(ns.out)
     seeds = list(range(ns.seed, ns.seed + ns.seeds))
     compare(
         ns.scenario,
@@ -58,6 +62,7 @@ def _compare(ns: argparse.Namespace) -> int:
         seeds=seeds,
         baselines=ns.policy,
         progress=not ns.no_progress,
+        reference=ns.reference,
     )
     return 0
 
@@ -139,7 +144,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--agent", default=None, metavar="ZIP", help="model (default: the shipped agent)"
     )
     c.add_argument("--policy", action="append", help="baselines to include (default: all)")
-    c.add_argument("--seeds", type=int, default=3)
+    c.add_argument("--seeds", type=int, default=10, help="evaluation seeds (default: %(default)s)")
+    c.add_argument(
+        "--reference",
+        default=None,
+        metavar="POLICY",
+        help="policy the others are compared with, seed by seed (default: freetrain when compared, else the first)",
+    )
     c.add_argument(
         "--seed", type=int, default=100, help="first evaluation seed (default: %(default)s)"
     )

@@ -84,10 +84,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from mtgym.core.io import prepare_out_dir
     from mtgym.evaluate import evaluate
     from mtgym.policy.registry import available_policies, make_policy
     from mtgym.scenario.registry import get_generator
 
+    if args.out:
+        prepare_out_dir(args.out)  # before any work: a sweep never ends unsaved
     gen = get_generator(args.scenario)
     if args.policy in (None, ["all"]):
         # every registered policy, except the node-level MILP variants (minutes per episode;
@@ -98,6 +101,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for name in names:
         make_policy(name)  # fail fast on an unknown name, before any simulation
     seeds = list(range(args.seed, args.seed + args.seeds))
+    if args.reference is not None and args.reference not in names:
+        raise ValueError(
+            f"--reference {args.reference!r} is not among the compared policies: {', '.join(names)}"
+        )
     if args.address and args.backend != "ray":
         raise ValueError("--address needs --backend ray")
     if args.backend == "ray":
@@ -112,6 +119,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             out=Path(args.out) if args.out else None,
             progress=not args.no_progress,
             table=True,
+            reference=args.reference,
         )
         return 0
     evaluate(
@@ -122,6 +130,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         decision_interval_s=args.decision_interval,
         progress=not args.no_progress,
         scenario_name=args.scenario,
+        reference=args.reference,
     )
     return 0
 
@@ -145,7 +154,7 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
             f = PRESETS_DIR / f"{name}.yaml"
             if f.is_file():
                 spec = load_scenario(f)
-                table.add_row(name, f"scenarios/{f.name}", spec.description)
+                table.add_row(name, f"preset ({f.name})", spec.description)
             else:
                 table.add_row(
                     name, "built in (code)", (BUILTIN[name].__doc__ or "").strip().splitlines()[0]
@@ -257,7 +266,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="registered policy name; repeat for several; 'all' (default) = every registered one "
         "except the slow node-level '*-milp' variants",
     )
-    e.add_argument("--seeds", type=int, default=3, help="number of seeds (default: %(default)s)")
+    e.add_argument(
+        "--seeds",
+        type=int,
+        default=10,
+        help="number of seeds; every policy runs the same instances (default: %(default)s)",
+    )
+    e.add_argument(
+        "--reference",
+        default=None,
+        metavar="POLICY",
+        help="policy the others are compared with, seed by seed (default: freetrain when compared, else the first)",
+    )
     e.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
     e.add_argument("--out", default=None, help="write DIR/results.json and DIR/tb/<policy>/")
     e.add_argument(
@@ -302,7 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("name", help="source name (see `mtgym data list`)")
     f.add_argument("--to", required=True, metavar="DIR", help="folder to save into (created)")
     f.add_argument(
-        "--no-verify", action="store_true", help="accept a source with no known checksum"
+        "--no-verify",
+        action="store_true",
+        help="accept a source that has no recorded sha256 (a recorded one is still checked)",
     )
     f.add_argument("--force", action="store_true", help="download even if a verified copy exists")
     for p_ in (d, *d_sub.choices.values()):

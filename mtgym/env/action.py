@@ -26,7 +26,7 @@ from numba import njit
 from mtgym.core.instance import Instance
 from mtgym.core.types import Repair
 from mtgym.env.slots import JobSlots
-from mtgym.model.placement import _pack
+from mtgym.model.placement import _classes64, _pack, _static_order
 from mtgym.sim.state import ClusterState
 
 ACTION_MODES = ("counts", "assign", "delta")  # the step kernels' ids are their indexes
@@ -64,6 +64,11 @@ def repair_record(
             )
         )
     return rep
+
+
+def pack_failed(total: int, free: int) -> ValueError:
+    """The error of a placement that needs more nodes than are free (as ``pack_targets``)."""
+    return ValueError(f"targets need {total} free nodes but only {free} are free")
 
 
 class ActionCodec:
@@ -115,6 +120,39 @@ class ActionCodec:
                 f"allowed 0..{int(self.nvec[i]) - 1}"
             )
         return a
+
+    def decode(
+        self, action: np.ndarray, state: ClusterState, instance: Instance, slots: JobSlots
+    ) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+        """The node map the env's step would apply for ``action`` (its kernels) and the
+        decoder's repair counts, for callers outside the env (``mtgym.policy.observe``).
+        """
+        a = self.validate(action)
+        if self.mode == "assign":
+            _, empty, node_job = _decode_assign(a, slots.job)
+            return node_job, (empty, 0, 0, 0)
+        jobs, cl = instance.jobs, instance.cluster
+        slowdown = cl.profiled_slowdown
+        group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
+        _, counts, node_job, total, free = _decode_pack(
+            a,
+            self.mode == "delta",
+            self.C,
+            slots.job,
+            state.n_nodes,
+            jobs.min_nodes,
+            jobs.max_nodes,
+            state.available,
+            state.node_job,
+            np.ascontiguousarray(slowdown, dtype=np.float64),
+            _classes64(jobs.app_class),
+            group,
+            seg_start,
+            seg_nodes,
+        )
+        if total > free:
+            raise pack_failed(total, free)
+        return node_job, counts
 
     # -- masks -----------------------------------------------------------------------
     def mask(self, state: ClusterState, instance: Instance, slots: JobSlots) -> np.ndarray:

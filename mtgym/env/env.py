@@ -66,9 +66,18 @@ class ScavengeEnv(gym.Env):
     ``info["repair"]``.
 
     ## Reward
-    ``reward="progress"`` (default): sum of (samples this step / job's work). ``"throughput"``:
-    samples / (best node rate x N x 1 h). ``"jct"``: minus active job-hours this step. See
-    ``mtgym.env.reward``.
+    ``reward="throughput"`` (default): the samples accrued over the step (the integral of the
+    headline metric's rate between two decisions, a semi-MDP reward) / (best node rate x N x
+    1 h). ``"progress"``: sum of (samples this step / job's work). ``"jct"``: minus active
+    job-hours this step. See ``mtgym.env.reward``. Steps last different simulated times:
+    ``info["dt"]`` is the step's elapsed simulated seconds, and
+    ``mtgym.env.wrappers.TimeDiscount`` turns a discount per simulated hour into the step's.
+
+    ## Seeds
+    ``reset(seed=s)`` plays the scenario's instance ``s``, the very instance
+    ``mtgym evaluate --seed s`` (and ``compare``, and training evaluation) plays; ``reset()``
+    without a seed draws the next instance seed from the env's generator (seeded by the last
+    ``seed``), so a seeded run replays the same episodes.
 
     ## Episode end
     ``terminated``: every job completed or was stopped by its campaign. ``truncated``: the
@@ -86,7 +95,7 @@ class ScavengeEnv(gym.Env):
     | --- | --- | --- |
     | ``scenario`` | ``"default"`` | a built-in or preset name, a scenario file path, a ``Generator`` or a fixed ``Instance`` |
     | ``action_mode`` | ``"counts"`` | ``"counts"``, ``"assign"`` or ``"delta"`` |
-    | ``reward`` | ``"progress"`` | ``"progress"``, ``"throughput"`` or ``"jct"`` |
+    | ``reward`` | ``"throughput"`` | ``"throughput"``, ``"progress"`` or ``"jct"`` |
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
@@ -145,7 +154,7 @@ class ScavengeEnv(gym.Env):
             return default if value is None else value
 
         action_mode = pick(action_mode, "action_mode", "counts")
-        reward = pick(reward, "reward", "progress")
+        reward = pick(reward, "reward", "throughput")
         info_mode = pick(info_mode, "info_mode", "user")
         horizon_s = pick(horizon_s, "horizon_s", None)
         decision_interval_s = pick(decision_interval_s, "decision_interval_s", None)
@@ -208,8 +217,10 @@ class ScavengeEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: D102
         super().reset(seed=seed)
         inst = self._fixed
-        if inst is None:
-            inst_seed = int(self.np_random.integers(0, 2**31 - 1))
+        if inst is None:  # the evaluator's mapping: seed s -> the generator's instance s
+            inst_seed = (
+                int(seed) if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+            )
             inst = self._generator(inst_seed)
         if inst.num_nodes != self.num_nodes:
             raise ValueError(

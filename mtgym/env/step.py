@@ -34,6 +34,7 @@ from mtgym.env.action import (
     _decode_assign,
     _decode_pack,
     _delta_mask,
+    pack_failed,
     repair_record,
 )
 from mtgym.env.observation import ObservationBuilder, _obs_args, _obs_fill
@@ -112,7 +113,8 @@ def step_info(
     metrics: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The env's info dict (fresh arrays): at reset the first four keys; after a step the
-    repair record (``repair_record``), ``repaired``, the ``STEP_COUNTERS`` and, at the end
+    repair record (``repair_record``), ``repaired``, the ``STEP_COUNTERS``, ``dt`` (the
+    same as ``elapsed_s``) and, at the end
     of an episode, its metrics.
     """
     info: dict[str, Any] = {
@@ -125,6 +127,7 @@ def step_info(
         info["repair"] = repair
         info["repaired"] = any(repair.values())
         info.update(zip(STEP_COUNTERS, counters, strict=True))
+        info["dt"] = info["elapsed_s"]  # (the semi-MDP step's duration, for discounting)
     if metrics is not None:
         info["metrics"] = metrics
     return info
@@ -422,7 +425,7 @@ class Step:
         rest += (ctx.preempt_mode,)
         code, _, e0, e1, e2, e3 = _pre(bag, self.mode, action, self.C, *rest)
         if code == PACK_FAILED:  # (nothing changed)
-            raise ValueError(f"targets need {e0} free nodes but only {e1} are free")
+            raise pack_failed(e0, e1)
         if code == OUT_OF_RANGE:  # (nothing changed; ``validate`` names the entry)
             self.codec.validate(action)
             raise AssertionError("an action out of range passed validation")

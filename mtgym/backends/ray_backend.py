@@ -9,7 +9,8 @@ Install with ``pip install -e .[ray]``; Ray is imported only inside these functi
     *name or path* and the policy from its *registry name*, so nothing but strings and ints
     is shipped: the workers need only the installed package. The task runs the episode
     through the same code path as :func:`mtgym.evaluate.evaluate` (``play``, learned agents
-    included) and returns the same row (``mtgym.evaluate.episode_row``), so the metrics are identical to the local backend for the same seeds; only
+    included) and returns the same row (``mtgym.evaluate.episode_row``), so the metrics are
+    identical to the local backend for the same seeds; only
     the timing fields (``decision_ms``, ``wall_s``) differ. (Policies whose decisions depend
     on a solver *time limit*, the ``*-milp`` variants, can differ under load on either
     backend.)

@@ -8,24 +8,20 @@ Building a generator from a spec is ``mtgym.scenario.build``; finding a scenario
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from mtgym.core.errors import MtgymError
 from mtgym.core.paths import data_dir
+from mtgym.scenario.safe_yaml import ScenarioError, parse_bounded, read_bounded
 from mtgym.scenario.schema import ScenarioSpec
 
+__all__ = ["ScenarioError", "load_scenario", "parse_text", "resolve_path"]
+
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-class ScenarioError(MtgymError, ValueError):
-    """A scenario file is malformed; the message says where and how to fix it."""
 
 
 def _format_errors(path: str, err: ValidationError) -> str:
@@ -45,12 +41,7 @@ def _format_errors(path: str, err: ValidationError) -> str:
 
 def parse_text(text: str, path: str) -> dict[str, Any]:
     """YAML or JSON text -> a mapping (ScenarioError on syntax errors)."""
-    try:
-        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise ScenarioError(
-            f"{path}: not valid {'JSON' if path.endswith('.json') else 'YAML'}: {exc}"
-        ) from None
+    data = parse_bounded(text, path)  # size, alias and depth limits (safe_yaml)
     if not isinstance(data, dict):
         raise ScenarioError(
             f"{path}: the top level must be a mapping (name, generator, ...); "
@@ -64,11 +55,17 @@ def load_scenario(path: str | Path) -> ScenarioSpec:
     p = Path(path)
     if not p.is_file():
         raise ScenarioError(f"{p}: no such scenario file")
-    data = parse_text(p.read_text(encoding="utf-8"), str(p))
+    try:
+        text = read_bounded(p)
+    except OSError as exc:
+        raise ScenarioError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    data = parse_text(text, str(p))
     try:
         return ScenarioSpec.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(_format_errors(str(p), exc)) from None
+    except RecursionError:  # (parse_bounded caps the depth; a last guard)
+        raise ScenarioError(f"{p}: nesting too deep") from None
 
 
 def resolve_path(value: str, base: Path) -> Path:

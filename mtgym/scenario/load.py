@@ -24,19 +24,58 @@ __all__ = ["ScenarioError", "load_scenario", "parse_text", "resolve_path"]
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def _format_errors(path: str, err: ValidationError) -> str:
-    lines = [f"{path}: {err.error_count()} problem(s)"]
+def problems_message(path: str | Path, problems: list[str]) -> str:
+    """``FILE: field: why; got VALUE`` for one problem; a header and one line each for more."""
+    if len(problems) == 1:
+        return f"{path}: {problems[0]}"
+    return "\n".join([f"{path}: {len(problems)} problems", *(f"  {x}" for x in problems)])
+
+
+_FIELD_MSG = re.compile(r"^Value error, ([A-Za-z_][A-Za-z0-9_]*): ")
+
+
+def _field_path(loc: tuple[Any, ...], data: Any) -> list[str]:
+    """pydantic's error location as the file's field path: the tags pydantic inserts for
+    tagged unions (``generator.synthetic.cluster``) are dropped by walking the data.
+    """
+    out: list[str] = []
+    cur = data
+    for part in loc:
+        if isinstance(cur, dict) and part not in cur and cur.get("kind") == part:
+            continue  # a union tag, not a key of the file
+        if part == "[key]":
+            continue  # (the key itself is the last part already)
+        out.append(str(part))
+        if isinstance(cur, dict):
+            cur = cur.get(part)
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            cur = cur[part]
+        else:
+            cur = None
+    return out
+
+
+def _format_errors(path: str, err: ValidationError, data: Any = None) -> str:
+    lines = []
     for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        parts = _field_path(e["loc"], data)
         value = e.get("input")
+        msg = e["msg"]
+        m = _FIELD_MSG.match(msg)
+        if m and isinstance(value, dict) and m.group(1) in value:
+            # a model validator's message names the field: point at it and show its value
+            parts.append(m.group(1))
+            value = value[m.group(1)]
+            msg = msg[m.end() :]
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (remove it or check its spelling)"
         shown = repr(value)
         if len(shown) > 80:
             shown = shown[:77] + "..."
-        msg = e["msg"]
-        if e["type"] == "extra_forbidden":
-            msg = "unknown field (remove it or check its spelling)"
-        lines.append(f"  {loc}: {msg}; got {shown}")
-    return "\n".join(lines)
+        lines.append(f"{'.'.join(parts) or '(top level)'}: {msg}; got {shown}")
+    return problems_message(path, lines)
 
 
 def parse_text(text: str, path: str) -> dict[str, Any]:
@@ -50,8 +89,15 @@ def parse_text(text: str, path: str) -> dict[str, Any]:
     return data
 
 
-def load_scenario(path: str | Path) -> ScenarioSpec:
-    """Read and validate a scenario file."""
+def load_scenario(
+    path: str | Path, *, check: bool = True, allow_large: bool = False
+) -> ScenarioSpec:
+    """Read and validate a scenario file.
+
+    With ``check`` (the default), also the checks of ``mtgym.scenario.check``: data paths
+    exist and are readable, and the estimated build memory is within its ceiling (unless
+    ``allow_large``).
+    """
     p = Path(path)
     if not p.is_file():
         raise ScenarioError(f"{p}: no such scenario file")
@@ -61,11 +107,16 @@ def load_scenario(path: str | Path) -> ScenarioSpec:
         raise ScenarioError(f"{p}: cannot read: {exc.strerror or exc}") from None
     data = parse_text(text, str(p))
     try:
-        return ScenarioSpec.model_validate(data)
+        spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(_format_errors(str(p), exc)) from None
+        raise ScenarioError(_format_errors(str(p), exc, data)) from None
     except RecursionError:  # (parse_bounded caps the depth; a last guard)
         raise ScenarioError(f"{p}: nesting too deep") from None
+    if check:
+        from mtgym.scenario.check import check_spec  # (check imports resolve_path from here)
+
+        check_spec(spec, p, allow_large=allow_large)
+    return spec
 
 
 def resolve_path(value: str, base: Path) -> Path:

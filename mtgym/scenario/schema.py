@@ -7,9 +7,9 @@ repository) and are otherwise relative to the scenario file. Unknown fields are 
 
 Every float must be finite (``.inf`` and ``.nan`` are refused), every integer a real integer
 (``true`` and ``4.0`` are refused), and names (models, GPU types, classes) are enums, so
-the JSON Schema (``mtgym scenario schema``) lists what is allowed. Sizes are bounded by the
-limits below (documented in ``docs/scenarios.md``); ``mtgym.scenario.check`` adds the
-checks that need the file system (paths) and a memory estimate of the build.
+the JSON Schema (``mtgym scenario schema``) lists what is allowed. Sizes are bounded by
+``mtgym.core.limits`` (documented in ``docs/scenarios.md``); ``mtgym.scenario.check`` adds
+the checks that need the file system (paths) and a memory estimate of the build.
 """
 
 from __future__ import annotations
@@ -19,25 +19,17 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
+from mtgym.core.limits import (
+    MAX_DRAINS_PER_HOUR,
+    MAX_GPUS_PER_NODE,
+    MAX_HORIZON_S,
+    MAX_JOBS,
+    MAX_NODES,
+    MAX_SLOTS,
+    MIN_DECISION_INTERVAL_S,
+    MIN_DURATION_S,
+)
 from mtgym.generate.catalog import CATALOG
-
-#: Largest ``num_nodes`` / ``num_hosts`` (Summit has 4,608 nodes; Aurora 10,624).
-MAX_NODES = 100_000
-#: Largest number of jobs of one source (``num_jobs``, ``num_trials``, ``max_jobs``).
-MAX_JOBS = 100_000
-#: Largest number of job slots of the env (``episode.max_jobs``).
-MAX_SLOTS = 1024
-#: Largest number of GPUs per node.
-MAX_GPUS_PER_NODE = 64
-#: Longest synthetic horizon, in seconds (366 days).
-MAX_HORIZON_S = 366 * 86400.0
-#: Shortest window/drain duration parameter, in seconds (a shorter one would make the number
-#: of sampled windows explode).
-MIN_DURATION_S = 1.0
-#: Most drains per hour (the presets use 1-2).
-MAX_DRAINS_PER_HOUR = 60.0
-#: Shortest decision interval, in seconds (also the env's and ``--decision-interval``'s).
-MIN_DECISION_INTERVAL_S = 1e-3
 
 #: Model names of the parametric catalog (``mtgym.generate.catalog.CATALOG``).
 MODEL_NAMES: tuple[str, ...] = tuple(sorted(CATALOG))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from os import PathLike
 from typing import Any
 
 import gymnasium as gym
@@ -10,10 +11,11 @@ import numpy as np
 
 from mtgym.core.instance import Instance
 from mtgym.core.types import DECISION_EVENTS, EventKind
-from mtgym.env.action import ACTION_MODES, ActionCodec
+from mtgym.env.action import ActionCodec, sample_valid
+from mtgym.env.args import check_keywords, check_reset_options, resolve_max_count
 from mtgym.env.observation import ObservationBuilder
 from mtgym.env.render import History, render_ansi, render_gantt
-from mtgym.env.reward import REWARDS, RewardFn, StepDelta
+from mtgym.env.reward import RewardFn, StepDelta
 from mtgym.env.slots import JobSlots
 from mtgym.env.step import FastStep
 from mtgym.generate.base import Generator
@@ -135,12 +137,17 @@ class ScavengeEnv(gym.Env):
         if isinstance(scenario, Instance):
             self._fixed = scenario
             self._generator: Generator | None = None
-        elif isinstance(scenario, str):
+        elif isinstance(scenario, (str, PathLike)):
             from mtgym.scenario.registry import get_generator
 
             self._generator = get_generator(scenario)
-        else:
+        elif callable(scenario):
             self._generator = scenario
+        else:
+            raise TypeError(
+                "scenario must be a built-in name, preset name or scenario file path, a "
+                f"Generator or an Instance; got {scenario!r}"
+            )
         # explicit keyword > the scenario file's episode section > built-in default
         ep = getattr(self._generator, "episode", None)
 
@@ -150,38 +157,25 @@ class ScavengeEnv(gym.Env):
             value = getattr(ep, key, None) if ep is not None else None
             return default if value is None else value
 
-        action_mode = pick(action_mode, "action_mode", "counts")
-        reward = pick(reward, "reward", "progress")
-        info_mode = pick(info_mode, "info_mode", "user")
-        horizon_s = pick(horizon_s, "horizon_s", None)
-        decision_interval_s = pick(decision_interval_s, "decision_interval_s", None)
-        max_jobs = pick(max_jobs, "max_jobs", 16)
-        if action_mode not in ACTION_MODES:
-            raise ValueError(f"action_mode {action_mode!r} is not one of {ACTION_MODES}")
-        if reward not in REWARDS:
-            raise ValueError(f"reward {reward!r} is not one of {REWARDS}")
-        try:
-            self.info_mode = InfoMode(info_mode)
-        except ValueError:
-            raise ValueError(
-                f"info_mode {info_mode!r} is not one of {[m.value for m in InfoMode]}"
-            ) from None
-        if horizon_s is not None and not horizon_s > 0:
-            raise ValueError(f"horizon_s must be > 0, got {horizon_s!r}")
-        if decision_interval_s is not None and not decision_interval_s > 0:
-            raise ValueError(f"decision_interval_s must be > 0, got {decision_interval_s!r}")
-        if max_jobs < 1:
-            raise ValueError(f"max_jobs must be >= 1, got {max_jobs!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}"
-            )
+        kw = check_keywords(  # TypeError/ValueError naming the keyword (mtgym.env.args)
+            action_mode=pick(action_mode, "action_mode", "counts"),
+            reward=pick(reward, "reward", "progress"),
+            info_mode=pick(info_mode, "info_mode", "user"),
+            horizon_s=pick(horizon_s, "horizon_s", None),
+            decision_interval_s=pick(decision_interval_s, "decision_interval_s", None),
+            max_jobs=pick(max_jobs, "max_jobs", 16),
+            max_count=max_count,
+            render_mode=render_mode,
+            debug=debug,
+        )
+        action_mode, reward, max_jobs = kw["action_mode"], kw["reward"], kw["max_jobs"]
+        horizon_s, decision_interval_s = kw["horizon_s"], kw["decision_interval_s"]
+        render_mode, debug = kw["render_mode"], kw["debug"]
+        self.info_mode = InfoMode(kw["info_mode"])
         probe = self._fixed if self._fixed is not None else self._generator(0)  # sizes only
         self.num_nodes = probe.num_nodes
         cap = int(probe.jobs.max_nodes.max()) if probe.num_jobs else 1
-        self.max_count = int(min(max_count if max_count is not None else cap, self.num_nodes))
-        if self.max_count < 1:
-            raise ValueError(f"max_count must be >= 1, got {max_count!r}")
+        self.max_count = resolve_max_count(kw["max_count"], cap, self.num_nodes)
         self.num_slots = int(max_jobs)
         self.action_mode = action_mode
         self.reward_name = reward
@@ -209,10 +203,13 @@ class ScavengeEnv(gym.Env):
         self.state = None
         self._fast: FastStep | None = None
         self._mask = np.ones(self.codec.mask_size, dtype=np.int8)
+        self._ended = False
 
     # -- Gymnasium API ---------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: D102
+        check_reset_options(options)
         super().reset(seed=seed)
+        self._ended = False
         inst = self._fixed
         if inst is None:
             inst_seed = int(self.np_random.integers(0, 2**31 - 1))
@@ -237,6 +234,8 @@ class ScavengeEnv(gym.Env):
     def step(self, action):  # noqa: D102
         if self.state is None:
             raise RuntimeError("call reset() before step()")
+        if self._ended:
+            raise RuntimeError("the episode has ended (terminated or truncated); call reset()")
         if self.compiled_step:  # (the same results as below, in two compiled calls)
             fast = self._fast
             if fast is None or fast.state is not self.state:  # new episode, state set, copy
@@ -244,6 +243,7 @@ class ScavengeEnv(gym.Env):
             if fast.usable(action):
                 out = fast.step(action)
                 if out is not None:
+                    self._ended = out[2] or out[3]
                     return out
         s, inst = self.state, self.instance
         node_job, act_repair = self.codec.decode(action, s, inst, self.slots)
@@ -265,6 +265,7 @@ class ScavengeEnv(gym.Env):
         terminated = bool(info.all_done)
         stuck = info.t1 == info.t0 and info.kinds == _NO_EVENT
         truncated = (not terminated) and (s.time >= inst.t_end or stuck)
+        self._ended = terminated or truncated
         return (
             self._observe(),
             reward,
@@ -293,8 +294,23 @@ class ScavengeEnv(gym.Env):
         """Legal actions as a flat bool array (sb3-contrib's MaskablePPO convention)."""
         return self._mask.astype(bool)
 
+    def sample_valid(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """A random action that needs no repair (``info["repaired"]`` stays False): unlike
+        sampling per slot from ``action_masks()``, it respects the shared node budget.
+        ``rng``: a ``numpy.random.Generator`` or a seed (None: the env's ``np_random``).
+        """
+        if self.state is None:
+            raise RuntimeError("call reset() before sample_valid()")
+        if rng is None:
+            rng = self.np_random
+        elif not isinstance(rng, np.random.Generator):
+            rng = np.random.default_rng(rng)
+        return sample_valid(self.codec, self.state, self.instance, self.slots, rng)
+
     def noop(self) -> np.ndarray:
         """The action that keeps every job's current allocation."""
+        if self.state is None:
+            raise RuntimeError("call reset() before noop()")
         if self.action_mode == "delta":
             return np.ones(self.num_slots, dtype=np.int64)
         if self.action_mode == "assign":

@@ -68,9 +68,23 @@ class ScavengeEnv(gym.Env):
     ``"delta"``: ``MultiDiscrete([3] * S)``: shrink (halve) / keep / grow (double). No-op:
     all zeros (``counts`` keeps nothing running! use the current counts to keep), all zeros
     in ``assign`` frees every node, all ones in ``delta`` keeps everything. Masks follow
-    sb3-contrib's MultiDiscrete layout. Out-of-space actions raise ``ValueError``; in-space
+    sb3-contrib's MultiDiscrete layout. Out-of-space actions raise ``ValueError`` naming the
+    entry and its value as given (``1e300``, a uint64, a Python int >= 2**63); in-space
     infeasible ones are repaired deterministically (``mtgym.env.action``), reported in
-    ``info["repair"]``.
+    ``info["repair"]`` (counts by kind) and ``info["repaired"]`` (any repair).
+
+    Masks (``action_masks()``, ``obs["action_mask"]``) are per dimension and guarantee only
+    per-slot bounds: ``counts``: 0, or min..min(max, cap, idle nodes) for a present slot;
+    ``delta``: keep always, shrink a running job, grow a job below its cap when enough nodes are
+    free for that slot alone; ``assign``: none always, any present slot on an idle node. They
+    cannot express the shared node budget: an action drawn from them per slot can ask for more
+    nodes than are idle in total, or (``assign``) give a job fewer than its minimum or more than
+    its maximum, and is then repaired. ``env.unwrapped.sample_valid(rng)`` draws an action that
+    needs no repair in every mode. ``info["repaired"]`` is True: in ``counts``, for a count on an
+    empty slot, above the job's maximum, below its minimum, or beyond the idle nodes (FCFS);
+    in ``delta``, for the same on the targets the moves give; in ``assign``, for a node given to
+    an empty slot or an unavailable node, or a job given more than its maximum or fewer than
+    its minimum nodes (``dyn_*`` keys).
 
     ## Reward
     ``reward="progress"`` (default): sum of (samples this step / job's work). ``"throughput"``:
@@ -81,6 +95,19 @@ class ScavengeEnv(gym.Env):
     ``terminated``: every job completed or was stopped by its campaign. ``truncated``: the
     horizon (``horizon_s`` after the start, or the scenario's end) is reached, or no event is
     left to happen.
+
+    ## Info
+    ``reset`` and ``step`` return ``time`` (simulated s), ``action_mask``, ``slots`` (job index
+    per slot, -1 = empty) and ``queued``. ``step`` adds ``repair``/``repaired`` (above),
+    ``events`` (bit set of ``EventKind``), ``reclaimed_nodes``, ``idle_nodes``, ``arrivals``,
+    ``completions``, ``stops``, ``samples`` (this step) and ``elapsed_s`` (simulated seconds this
+    step covered; there is no ``dt`` key). The last step of an episode adds ``metrics``
+    (``mtgym.metrics.EpisodeMetrics``): duration_s, samples, throughput (samples/s),
+    offered/allocated/productive_node_s, utilisation, productive_utilisation, jobs_total,
+    jobs_completed, jobs_stopped, jct_mean/p50/p99/geomean (s; nan if none completed), makespan,
+    rescales, starts, preemptions, lost_rescale_s, lost_preempt_s, preempt_lost_samples,
+    unpaid_debt_samples, stalled_job_s, upper_bound_samples, upper_bound_fraction, decisions,
+    events.
 
     ## State
     ``ClusterState`` (``self.state``): node map, availability, per-job progress, pauses,
@@ -97,12 +124,18 @@ class ScavengeEnv(gym.Env):
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
-    | ``max_jobs`` | 16 | job slots S (jobs beyond wait in a FCFS queue) |
-
-    Keywords left as None take the scenario file's ``episode`` section, then the defaults above.
-    | ``max_count`` | None | count cap of the action space (None: the largest max_nodes, <= N) |
+    | ``max_jobs`` | 16 | job slots S, 1..1024 (jobs beyond wait in a FCFS queue) |
+    | ``max_count`` | None | count cap of the action space, 1..N (None: the largest max_nodes, capped at N) |
     | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (640 x 480 Gantt) |
     | ``debug`` | False | check every invariant after each step |
+
+    Keywords left as None take the scenario file's ``episode`` section, then the defaults above.
+    Each keyword is checked (``mtgym.env.args``): a wrong type raises ``TypeError``, a value out
+    of range ``ValueError``, both naming the keyword; ``decision_interval_s`` must be finite and
+    >= 0.001 s; an explicit ``max_count`` above N raises (nothing is clipped silently).
+    ``reset(options=...)`` takes no options (any key raises ``ValueError``); ``noop()`` and
+    ``sample_valid()`` before ``reset()``, and ``step()`` after the episode ended, raise
+    ``RuntimeError``.
 
     ## Example
     >>> import gymnasium as gym, mtgym

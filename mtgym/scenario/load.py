@@ -35,7 +35,7 @@ _FIELD_MSG = re.compile(r"^Value error, ([A-Za-z_][A-Za-z0-9_]*): ")
 
 
 def _field_path(loc: tuple[Any, ...], data: Any) -> list[str]:
-    """pydantic's error location as the file's field path: the tags pydantic inserts for
+    """The pydantic error location as the file's field path: the tags pydantic inserts for
     tagged unions (``generator.synthetic.cluster``) are dropped by walking the data.
     """
     out: list[str] = []

@@ -277,7 +277,7 @@ class MixSpec(Strict):
                 raise ValueError(f"{name}: low {lo} > high {hi}")
         if max(self.min_nodes) > min(self.max_nodes):
             raise ValueError(
-                f"min_nodes choice {max(self.min_nodes)} is above max_nodes choice "
+                f"min_nodes: choice {max(self.min_nodes)} is above max_nodes choice "
                 f"{min(self.max_nodes)}; every min_nodes must be <= every max_nodes"
             )
         return self

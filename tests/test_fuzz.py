@@ -47,7 +47,7 @@ NASTY = [
     "${NOT_SET_VAR}",
 ]
 SETTINGS = settings(
-    max_examples=60,
+    max_examples=400,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
@@ -107,7 +107,7 @@ def test_fuzz__mutated_presets_load_or_raise_scenario_error(data):
 def test_fuzz__random_action_streams_keep_invariants(mode):
     env = ScavengeEnv("default", action_mode=mode, horizon_s=3 * 3600.0, debug=True)
 
-    @settings(max_examples=8, deadline=None, derandomize=True)
+    @settings(max_examples=25, deadline=None, derandomize=True)
     @given(
         seed=st.integers(0, 2**31 - 1),
         plan=st.lists(st.sampled_from(["space", "mask", "valid", "noop"]), min_size=1, max_size=60),

@@ -72,7 +72,14 @@ def main() -> int:
             )
         except (ScenarioError, OSError) as exc:
             skipped[name] = str(exc).splitlines()[0]
-    combos = [(k, s) for k in envs for s in STRATEGIES]
+    # the preset changes fastest, then the mode, then the strategy: a short run covers all
+    combos = [
+        ((name, mode), s)
+        for s in STRATEGIES
+        for mode in MODES
+        for name in presets
+        if (name, mode) in envs
+    ]
     steps = episodes = 0
     breaks: list[dict] = []
     per: dict[str, int] = {}

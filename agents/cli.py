@@ -11,7 +11,9 @@ from pathlib import Path
 
 def _train(ns: argparse.Namespace) -> int:
     from agents.train import Args, train
+    from mtgym.core.io import prepare_out_dir
 
+    prepare_out_dir(ns.out)
     args = Args(
         scenario=ns.scenario,
         algo=ns.algo,
@@ -49,7 +51,9 @@ def _train(ns: argparse.Namespace) -> int:
 
 def _compare(ns: argparse.Namespace) -> int:
     from agents.compare import compare
+    from mtgym.core.io import prepare_out_dir
 
+    prepare_out_dir(ns.out)
     seeds = list(range(ns.seed, ns.seed + ns.seeds))
     compare(
         ns.scenario,

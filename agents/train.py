@@ -9,7 +9,6 @@ Writes ``out/model.zip``, ``out/agent.json``, ``out/checkpoints/``, ``out/tb/``.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -79,8 +78,10 @@ def make_env_fn(args: Args, rank: int):  # a thunk for the vec env
         from stable_baselines3.common.monitor import Monitor
 
         from mtgym.env.env import ScavengeEnv
+        from mtgym.env.wrappers import SeedOffset
 
-        env = ScavengeEnv(args.scenario, **args.config().env_kwargs())
+        # training instances never coincide with the evaluator's (seed s -> instance s)
+        env = SeedOffset(ScavengeEnv(args.scenario, **args.config().env_kwargs()))
         env.reset(seed=args.seed * 1000 + rank)
         return Monitor(env)
 
@@ -131,14 +132,17 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
 
 
 def evaluate_agent(path: Path, scenario: str, seeds: tuple[int, ...]) -> dict[str, float]:
-    """Mean metrics of a saved agent on fixed seeds (the shared metric names)."""
+    """Mean metrics of a saved agent on fixed seeds (the shared metric names), played as
+    ``mtgym evaluate`` plays it (``play``; seed s -> the generator's instance s).
+    """
+    from mtgym.policy.play import play
     from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
     pol = AgentPolicy(path)
     rows = []
     for s in seeds:
-        res = pol.episode(gen(s))
+        res = play(gen(s), pol)
         m = res.metrics.as_dict()
         m["decision_ms"] = res.decision_ms
         rows.append(m)
@@ -203,7 +207,9 @@ def train(args: Args) -> Path:
     out = Path(args.out)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     args.config().save(out / "agent.json")
-    (out / "args.json").write_text(json.dumps(asdict(args), indent=2, default=str))
+    from mtgym.core.io import atomic_write_json
+
+    atomic_write_json(out / "args.json", asdict(args), default=str)
     fns = [make_env_fn(args, i) for i in range(args.n_envs)]
     env = SubprocVecEnv(fns) if args.vec == "subproc" else DummyVecEnv(fns)
     tb = str(out / "tb")
@@ -272,27 +278,29 @@ def train(args: Args) -> Path:
     )
     t_end = time.perf_counter()
     wall, rl_s = t_end - t0, t_end - t_rl
-    model.save(str(out / "model.zip"))
+    from mtgym.core.io import atomic_path
+
+    with atomic_path(out / "model.zip") as tmp:  # a crash mid-save keeps the old model
+        model.save(str(tmp))
     kept = "ppo"
     if best[1] is not None:
         # keep the better of the imitated policy and the PPO-fine-tuned one (eval seeds)
         final = evaluate_agent(out / "model.zip", args.scenario, args.eval_seeds)["samples"]
         if best[0] > final:
             model.policy.load_state_dict(best[1])
-            model.save(str(out / "model.zip"))
+            with atomic_path(out / "model.zip") as tmp:  # never overwritten in place
+                model.save(str(tmp))
             kept = "imitation"
-    (out / "train.json").write_text(
-        json.dumps(
-            {
-                "wall_s": wall,  # imitation (BC + DAgger) and RL
-                "imitation_s": wall - rl_s,
-                "rl_s": rl_s,
-                "timesteps": args.timesteps,
-                "steps_per_s": args.timesteps / rl_s if rl_s > 0 else 0.0,  # RL steps only
-                "kept": kept,
-            },
-            indent=2,
-        )
+    atomic_write_json(
+        out / "train.json",
+        {
+            "wall_s": wall,  # imitation (BC + DAgger) and RL
+            "imitation_s": wall - rl_s,
+            "rl_s": rl_s,
+            "timesteps": args.timesteps,
+            "steps_per_s": args.timesteps / rl_s if rl_s > 0 else 0.0,  # RL steps only
+            "kept": kept,
+        },
     )
     env.close()
     return out / "model.zip"

@@ -136,10 +136,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from mtgym.core.io import prepare_out_dir
     from mtgym.evaluate import evaluate
     from mtgym.policy.registry import available_policies, make_policy
     from mtgym.scenario.registry import get_generator
 
+    if args.out:
+        prepare_out_dir(args.out)  # before any work: a sweep never ends unsaved
     gen = get_generator(args.scenario, allow_large=args.allow_large)
     if args.policy in (None, ["all"]):
         # every registered policy, except the node-level MILP variants (minutes per episode;
@@ -197,7 +200,7 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
             f = PRESETS_DIR / f"{name}.yaml"
             if f.is_file():
                 spec = load_scenario(f, check=False)  # (lists presets whose data is absent)
-                table.add_row(name, f"scenarios/{f.name}", spec.description)
+                table.add_row(name, f"preset ({f.name})", spec.description)
             else:
                 table.add_row(
                     name, "built in (code)", (BUILTIN[name].__doc__ or "").strip().splitlines()[0]
@@ -361,7 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("name", help="source name (see `mtgym data list`)")
     f.add_argument("--to", required=True, metavar="DIR", help="folder to save into (created)")
     f.add_argument(
-        "--no-verify", action="store_true", help="accept a source with no known checksum"
+        "--no-verify",
+        action="store_true",
+        help="accept a source that has no recorded sha256 (a recorded one is still checked)",
     )
     f.add_argument("--force", action="store_true", help="download even if a verified copy exists")
     for p_ in (d, *d_sub.choices.values()):

@@ -11,7 +11,9 @@ could be checked, the SHA-256 digest.
 is checked against the recorded size and SHA-256, and only then renamed into place with
 ``os.replace``, so a partial or corrupt download never appears under the final name.
 Connection errors, HTTP 5xx and 429 are retried with exponential back-off; other HTTP errors
-(404 ...) are not. A source without a recorded digest is refused unless ``verify=False``.
+(404 ...) are not. A source without a recorded digest is refused unless ``verify=False``;
+``verify=False`` (``--no-verify``) only accepts such a source: a recorded digest is always
+checked.
 
 The BFTrainer files are Python pickles. mtgym never unpickles them (it reads the converted
 CSVs); load them only with a restricted unpickler.
@@ -665,8 +667,9 @@ def fetch(
     Args:
         name: A name in ``SOURCES`` (or a ``DataSource``).
         to: Target folder (created when missing); the file keeps its sub-folder.
-        verify: Check the SHA-256. True refuses a source with no recorded digest.
-            The size is checked whenever it is known, also with ``verify=False``.
+        verify: True refuses a source with no recorded SHA-256; False accepts it. A
+            recorded SHA-256 and size are checked either way: ``verify=False`` never lets
+            a download that contradicts the record through.
         timeout_s: Socket timeout of each request, in seconds.
         base_url: Replaces scheme and host of the source URL (the path is kept), e.g.
             ``http://127.0.0.1:8000`` for a local mirror.
@@ -679,7 +682,7 @@ def fetch(
 
     Returns:
         The path of the verified file. When it already exists and matches the recorded
-        size and SHA-256 (or, with ``verify=False``, the size), nothing is downloaded.
+        size and SHA-256 (those of them that are recorded), nothing is downloaded.
 
     Raises:
         KeyError: unknown name (the message lists the known names).
@@ -728,7 +731,7 @@ def fetch(
                 f"{src.size_bytes}, the recorded size of {src.name!r} "
                 f"(download from {url} discarded)",
             )
-        if verify and digest != src.sha256:
+        if src.sha256 is not None and digest != src.sha256:
             raise DataError(
                 dest,
                 "sha256",

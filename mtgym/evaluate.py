@@ -10,7 +10,6 @@ step per seed. Learned agents write the same tags, so TensorBoard overlays them.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -114,10 +113,7 @@ def evaluate(
                     instances[seed] = generator(seed)
                 bar.update(task, description=f"{name} seed {seed}")
                 policy = factory()
-                if hasattr(policy, "episode"):  # acts on observations (a learned agent)
-                    res = policy.episode(instances[seed])
-                else:
-                    res = play(instances[seed], policy, decision_interval_s=decision_interval_s)
+                res = play(instances[seed], policy, decision_interval_s=decision_interval_s)
                 row = _row(res)
                 row["seed"] = seed
                 run.per_seed.append(row)
@@ -151,7 +147,9 @@ def write_results(
                     logger.record(tag, v)
             logger.dump(step)
         logger.close()
-    (out / "results.json").write_text(json.dumps(_json_safe(results), indent=2))
+    from mtgym.core.io import atomic_write_json
+
+    atomic_write_json(out / "results.json", _json_safe(results))
 
 
 def print_table(runs: Sequence[PolicyRun], console: Any, title: str) -> None:

@@ -319,6 +319,28 @@ def test_fetch__no_verify_downloads_a_source_without_checksum(mirror: Mirror, ou
     assert len(mirror.requests) == 1
 
 
+def test_fetch__no_verify_still_checks_a_recorded_sha256(mirror: Mirror, out: Path) -> None:
+    """``--no-verify`` does what its help says: it accepts a source with no recorded
+    checksum; a download that contradicts a recorded one is discarded all the same."""
+    src = fake_source(sha256="0" * 64)
+    mirror.put(src, PAYLOAD)
+    with pytest.raises(DataError, match="sha256"):
+        fetch(src, out, base_url=mirror.base_url, verify=False, **FAST)
+    assert not (out / "fake" / "payload.csv").exists()
+    assert leftovers(out) == []
+
+
+def test_cli__no_verify_help_says_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
+    from mtgym.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["data", "fetch", "--help"])
+    helptext = " ".join(capsys.readouterr().out.split())
+    assert "accept a source that has no recorded sha256 (a recorded one is still checked)" in (
+        helptext
+    )
+
+
 def test_fetch__size_mismatch_with_no_verify_is_still_an_error(mirror: Mirror, out: Path) -> None:
     src = fake_source(sha256=None, size_bytes=len(PAYLOAD) + 1)
     mirror.put(src, PAYLOAD)

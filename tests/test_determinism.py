@@ -11,7 +11,7 @@ from mtgym.generate.default import default_generator
 from mtgym.policy.equal_share import EqualShare
 from mtgym.policy.play import play
 from mtgym.sim.state import ClusterState
-from mtgym.testing import RandomPolicy
+from mtgym.testing import RawRandomPolicy
 
 
 def digest(state: ClusterState) -> str:
@@ -63,7 +63,7 @@ def test_episode__same_seed_same_trajectory_bit_for_bit():
 
 
 def test_episode__random_policy_same_seed_same_trajectory():
-    assert trajectory(3, lambda: RandomPolicy(9)) == trajectory(3, lambda: RandomPolicy(9))
+    assert trajectory(3, lambda: RawRandomPolicy(9)) == trajectory(3, lambda: RawRandomPolicy(9))
 
 
 def test_episode__different_seeds_differ():

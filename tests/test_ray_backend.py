@@ -24,7 +24,7 @@ from mtgym.backends.ray_backend import (  # noqa: E402
 )
 from mtgym.evaluate import evaluate  # noqa: E402
 from mtgym.policy.registry import make_policy  # noqa: E402
-from mtgym.scenario.registry import get_generator  # noqa: E402
+from mtgym.scenario.registry import PRESETS_DIR, get_generator  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 AUTH_TOKEN = Path.home() / ".ray" / "auth_token"
@@ -182,7 +182,7 @@ def test_evaluate_ray__toy_rows_identical_to_local(ray_cluster, tmp_path):
 
 
 def test_evaluate_ray__default_short_horizon_identical_to_local(ray_cluster, tmp_path):
-    text = (REPO / "scenarios" / "default.yaml").read_text()
+    text = (PRESETS_DIR / "default.yaml").read_text()
     assert "horizon_s: 21600.0" in text
     scenario = tmp_path / "default-short.yaml"
     scenario.write_text(text.replace("horizon_s: 21600.0", "horizon_s: 3600.0"))

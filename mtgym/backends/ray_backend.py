@@ -8,8 +8,8 @@ Install with ``pip install -e .[ray]``; Ray is imported only inside these functi
     One Ray task per (policy, seed). Each task rebuilds the generator from the scenario
     *name or path* and the policy from its *registry name*, so nothing but strings and ints
     is shipped: the workers need only the installed package. The task runs the episode
-    through the same code path as :func:`mtgym.evaluate.evaluate` (``policy.episode`` when
-    the policy has it, else ``play``) and returns the same row (``_row`` plus
+    through the same code path as :func:`mtgym.evaluate.evaluate` (``play``, learned agents
+    included) and returns the same row (``_row`` plus
     ``seed``), so the metrics are identical to the local backend for the same seeds; only
     the timing fields (``decision_ms``, ``wall_s``) differ. (Policies whose decisions depend
     on a solver *time limit*, the ``*-milp`` variants, can differ under load on either
@@ -204,10 +204,7 @@ def run_one(
 
     instance = get_generator(scenario)(seed)
     policy = make_policy(policy_name)
-    if hasattr(policy, "episode"):  # acts on observations (a learned agent)
-        res = policy.episode(instance)
-    else:
-        res = play(instance, policy, decision_interval_s=decision_interval_s)
+    res = play(instance, policy, decision_interval_s=decision_interval_s)
     row = _row(res)
     row["seed"] = seed
     return row
@@ -362,7 +359,9 @@ def train_ray(
                 ray.cancel(ref, force=True)
             raise
     root.mkdir(parents=True, exist_ok=True)
-    (root / "sweep.json").write_text(json.dumps({"seeds": seeds, "runs": results}, indent=2))
+    from mtgym.core.io import atomic_write_json
+
+    atomic_write_json(root / "sweep.json", {"seeds": seeds, "runs": results})
     return [Path(r["model"]) for r in results]
 
 

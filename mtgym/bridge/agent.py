@@ -7,12 +7,17 @@ with one difference that matters for rescale costs: the agent imports torch, DDP
 optimiser once and *forks* its workers, so a restart pays ``import torch`` once instead of
 once per worker (and DDP's lazy ``torch._dynamo`` import once, before the fork). Exit
 status: 0 when every worker returned, 1 when one failed.
+
+The rendezvous store listens on ``$MTGYM_STORE_BIND`` (127.0.0.1 from ``LocalLauncher``)
+only, and the workers get ``PR_SET_PDEATHSIG`` against this agent (``mtgym.bridge.procs``).
+``--join-timeout`` (120 s) bounds the rendezvous: an agent whose peers never come gives up.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -22,6 +27,18 @@ def _worker_module():
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("worker.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _procs_module():
+    name = "_mtgym_bridge_procs"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("procs.py"))
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
@@ -64,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         import torch._dynamo
         import torch.nn.parallel  # noqa: F401
     _worker_module()
+    procs = _procs_module()
+    procs.bind_stores_from_env()  # the rendezvous store listens on $MTGYM_STORE_BIND only
+    os.environ[procs.PARENT_ENV] = str(os.getpid())  # the workers die with this agent
 
     cfg = LaunchConfig(
         min_nodes=args.nnodes,

@@ -23,16 +23,17 @@ from __future__ import annotations
 import csv
 import itertools
 import json
-import math
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mtgym.bridge.measure import Measurements
 from mtgym.bridge.trace import Trace
 from mtgym.core.errors import DataError
+from mtgym.core.io import atomic_open, atomic_write_json
 from mtgym.core.types import AppClass
 from mtgym.generate.workload import JobRow
 from mtgym.readers.bftrainer import JOB_COLUMNS
@@ -106,35 +107,84 @@ def calibrate(meas: Measurements, trace: Trace | None = None) -> dict[str, Any]:
 
 def write_calibration(path: str | Path, cal: dict[str, Any]) -> Path:
     """Write a calibration file (JSON)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(cal, indent=2) + "\n")
-    return p
+    return atomic_write_json(path, cal)
+
+
+_Cost = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+_Count = Annotated[int, Field(strict=True, ge=1)]
+_Point = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+
+
+class CalibratedJob(BaseModel):
+    """One job of a calibration file (real units: samples per wall second, wall seconds).
+
+    Unknown keys are kept (``measured``, ``cost_samples``, ... are informational).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    name: Annotated[str, Field(strict=True, min_length=1)]
+    model: str | None = None
+    torch_model: str | None = None
+    app_class: Literal["A", "B", "C", "D"] = "D"
+    min_nodes: _Count = 1
+    max_nodes: _Count = 1
+    submit_s: Annotated[float, Field(strict=True, allow_inf_nan=False)] = 0.0
+    curve_nodes: Annotated[list[_Point], Field(min_length=1)]
+    curve_tput: Annotated[list[_Point], Field(min_length=1)]
+    r_up_s: _Cost
+    r_down_s: _Cost
+    startup_s: _Cost
+
+
+class CalibrationFile(BaseModel):
+    """The calibration file's schema (``format: mtgym-calibration``, version 1)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format: Literal["mtgym-calibration"]
+    version: Literal[1]
+    jobs: dict[str, CalibratedJob]
+    time_scale: Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)] | None = None
+    workers_per_node: _Count | None = None
 
 
 def read_calibration(path: str | Path) -> dict[str, Any]:
-    """Read and check a calibration file (raises ``DataError`` with what is wrong)."""
+    """Read a calibration file and validate it against ``CalibrationFile``.
+
+    Returns the file's object (a dict). A NaN or infinite cost or throughput, a negative
+    one, a fractional node count, a missing field or curves of different lengths are
+    errors, never "n/a" further on.
+
+    Raises:
+        DataError: naming the file, the field path (``jobs.<id>.r_up_s``) and the value.
+    """
     p = Path(path)
     try:
         cal = json.loads(p.read_text())
     except (OSError, ValueError) as exc:
         raise DataError(p, "file", str(exc), "a JSON calibration file") from None
-    if not isinstance(cal, dict) or cal.get("format") != FORMAT:
-        raise DataError(p, "format", cal.get("format") if isinstance(cal, dict) else None, FORMAT)
+    if not isinstance(cal, dict):
+        raise DataError(p, "file", type(cal).__name__, "a JSON object (a calibration file)")
+    if cal.get("format") != FORMAT:
+        raise DataError(p, "format", cal.get("format"), f"{FORMAT!r} (not a calibration file)")
     if cal.get("version") != VERSION:
         raise DataError(p, "version", cal.get("version"), f"{VERSION} (this mtgym's version)")
-    for j, e in cal.get("jobs", {}).items():
-        cn, ct = e.get("curve_nodes"), e.get("curve_tput")
-        if not isinstance(cn, list) or not isinstance(ct, list) or len(cn) != len(ct) or not cn:
-            raise DataError(p, f"jobs.{j}.curve", (cn, ct), "equal-length lists")
-        if any(b < a for a, b in itertools.pairwise(cn)) or any(
-            not (isinstance(v, int | float) and math.isfinite(v) and v >= 0) for v in ct
-        ):
-            raise DataError(p, f"jobs.{j}.curve", (cn, ct), "sorted nodes, finite tput >= 0")
-        for field, _ in COSTS:
-            v = e.get(field)
-            if not isinstance(v, int | float) or v < 0:
-                raise DataError(p, f"jobs.{j}.{field}", v, "a number >= 0 (seconds)")
+    try:
+        CalibrationFile.model_validate(cal)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        more = f" ({len(exc.errors()) - 1} more errors)" if len(exc.errors()) > 1 else ""
+        raise DataError(p, field, err.get("input"), f"{err['msg']}{more}") from None
+    for j, e in cal["jobs"].items():
+        cn, ct = e["curve_nodes"], e["curve_tput"]
+        if len(cn) != len(ct):
+            raise DataError(p, f"jobs.{j}.curve_tput", ct, f"{len(cn)} values, one per curve node")
+        if any(b < a for a, b in itertools.pairwise(cn)):
+            raise DataError(p, f"jobs.{j}.curve_nodes", cn, "sorted node counts")
+        if e.get("max_nodes", 1) < e.get("min_nodes", 1):
+            raise DataError(p, f"jobs.{j}.max_nodes", e["max_nodes"], ">= min_nodes")
     return cal
 
 
@@ -188,8 +238,7 @@ def write_bftrainer_csv(cal: dict[str, Any], path: str | Path, *, work: float = 
     entries = sorted(cal["jobs"].items(), key=lambda kv: _key(kv[0]))
     ks = sorted({int(n) for _, e in entries for n in e["curve_nodes"] if n > 0}) or [1]
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with open(p, "w", newline="") as f:
+    with atomic_open(p, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow([*JOB_COLUMNS, *(f"tput_n{k}" for k in ks)])
         for j, e in entries:
@@ -251,6 +300,4 @@ def write_scenario(
             "horizon_s": float(horizon_s),
         },
     }
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(spec, indent=2) + "\n")
-    return p
+    return atomic_write_json(p, spec)

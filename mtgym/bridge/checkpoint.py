@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,35 +60,38 @@ def list_checkpoints(folder: str | Path) -> list[CheckpointInfo]:
     return sorted(out, key=lambda c: c.step, reverse=True)
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
+def _io() -> Any:
+    """``mtgym.core.io`` (atomic writes), loaded by path when this file is (the workers)."""
+    if __package__:
+        from mtgym.core import io as core_io
+
+        return core_io
+    import importlib.util
+    import sys
+
+    name = "_mtgym_core_io"
+    if name in sys.modules:
+        return sys.modules[name]
+    where = Path(__file__).resolve().parents[1] / "core" / "io.py"
+    spec = importlib.util.spec_from_file_location(name, where)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def write_bytes_atomic(path: str | Path, payload: bytes, *, fsync: bool = True) -> Path:
-    """Write ``payload`` as a checksummed checkpoint at ``path``, atomically."""
+    """Write ``payload`` as a checksummed checkpoint at ``path``, atomically
+    (``mtgym.core.io.atomic_open``: temporary file, ``fsync``, ``os.replace``, folder
+    ``fsync``; a failed write leaves no temporary file and the old checkpoints as they were).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(payload).hexdigest()
     header = MAGIC + b" " + digest.encode() + b" " + str(len(payload)).encode() + b"\n"
-    tmp = path.parent / f"{TMP_PREFIX}{path.name}.{os.getpid()}"
-    with open(tmp, "wb") as f:
+    with _io().atomic_open(path, "wb", fsync=fsync, tmp_prefix=TMP_PREFIX) as f:
         f.write(header)
         f.write(payload)
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-    if fsync:
-        _fsync_dir(path.parent)
     return path
 
 
@@ -185,13 +187,4 @@ def load_latest(
 
 def remove_stale_tmp(folder: str | Path) -> int:
     """Delete temporary files left by writers that died mid-write; returns how many."""
-    folder = Path(folder)
-    n = 0
-    if folder.is_dir():
-        for p in folder.glob(f"{TMP_PREFIX}*"):
-            try:
-                p.unlink()
-                n += 1
-            except OSError:
-                pass
-    return n
+    return int(_io().remove_stale_tmp(folder, TMP_PREFIX))

@@ -8,7 +8,6 @@ The lead wires ``add_bridge_commands`` into ``mtgym/cli.py`` under a ``bridge`` 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -120,9 +119,10 @@ def _analyse(out: Path, calibration: str | None, *, write_cal: bool, console: An
     from mtgym.bridge.measure import measure_replay
     from mtgym.bridge.report import build_report, write_report
     from mtgym.bridge.trace import read_trace
+    from mtgym.core.io import atomic_write_json
 
     meas = measure_replay(out)
-    (out / "measurements.json").write_text(json.dumps(_strict(meas.to_json()), indent=2) + "\n")
+    atomic_write_json(out / "measurements.json", _strict(meas.to_json()))
     trace = read_trace(out / "trace.jsonl")
     if write_cal:
         cal = calibrate(meas, trace)
@@ -165,6 +165,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     from mtgym.bridge.controller import ReplayConfig, replay
     from mtgym.bridge.launcher import LocalLauncher
+    from mtgym.bridge.procs import Terminated, raise_on_signals
+    from mtgym.core.io import prepare_out_dir
 
     console = Console(stderr=args.quiet)
     cfg = ReplayConfig(
@@ -185,19 +187,23 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         max_restarts=args.max_restarts,
     )
     launcher = LocalLauncher(workers_per_node=args.workers_per_node, launch=args.launch)
-    out = Path(args.out)
+    out = prepare_out_dir(args.out)
     t0 = [0.0]
     try:
-        res = replay(
-            args.trace,
-            out,
-            cfg,
-            launcher=launcher,
-            on_event=None if args.quiet else _print_event(console, t0),
-        )
+        with raise_on_signals():  # SIGTERM/SIGHUP stop every job, as Ctrl-C does
+            res = replay(
+                args.trace,
+                out,
+                cfg,
+                launcher=launcher,
+                on_event=None if args.quiet else _print_event(console, t0),
+            )
     except RuntimeError as exc:  # a job driver failed; every process was stopped
         print(f"error: replay failed: {exc} (see {out / 'events.jsonl'})", file=sys.stderr)
         return 1
+    except Terminated as exc:
+        print(f"stopped by signal {exc.signum}: every job was stopped", file=sys.stderr)
+        return int(exc.code)
     console.print(f"replayed in {res.wall_s:.1f} s wall; files in {out}")
     rep = _analyse(out, args.calibration, write_cal=True, console=console)
     console.print(
@@ -253,6 +259,7 @@ def _cmd_slurm(args: argparse.Namespace) -> int:
         partition=args.partition,
         node_names=names,
         worker_script=args.worker_script or SlurmLauncher.worker_script,
+        **({"token": args.token} if args.token else {}),
     )
     for gen, seg in enumerate(tr.segments(args.job)):
         print(f"### t = {seg.t0:g}..{seg.t1:g} s (simulated): {seg.world_size} node(s), gen {gen}")
@@ -390,6 +397,9 @@ def add_bridge_commands(subparsers: Any) -> None:
     s.add_argument("--python", default="python3")
     s.add_argument("--rdzv-port", type=int, default=29400)
     s.add_argument("--worker-script", default=None, help="worker.py path on the cluster")
+    s.add_argument(
+        "--token", default=None, help="run token in the step names (default: random per run)"
+    )
     s.add_argument("--model", default=None)
     s.add_argument("--dp", default="ddp", choices=("ddp", "allreduce"))
     s.set_defaults(func=_cmd_slurm)

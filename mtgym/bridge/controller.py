@@ -20,7 +20,9 @@ simulated seconds per wall second) and hands every change of a job's node set to
 
 Everything is logged to ``out_dir/events.jsonl``; each job's reports, checkpoints and logs
 live in ``out_dir/jobs/<id>/``. Every process started is stopped before ``replay`` returns
-(also on errors and Ctrl-C).
+(also on errors and Ctrl-C; ``mtgym bridge replay`` turns SIGTERM and SIGHUP into an
+exception so they take the same path, and the kernel kills the agents if the controller
+itself is SIGKILLed: see ``mtgym.bridge.procs``).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from mtgym.bridge.launcher import JobSpec, Launch, LocalLauncher
-from mtgym.bridge.trace import Trace, read_trace, write_trace
+from mtgym.bridge.trace import FieldError, Trace, check_job_id, read_trace, write_trace
 from mtgym.bridge.worker import MODELS, model_for_app_class
+from mtgym.core.io import atomic_write_json
 
 _FINAL = "final"
 
@@ -159,6 +162,7 @@ class JobDriver(threading.Thread):
         self.coalesced = 0
         self.error: BaseException | None = None
         self._lock = threading.Lock()
+        self._stopping = False  # set by kill_all: no health checks, no restarts
 
     # -- queue -------------------------------------------------------------------------
     def submit(self, target: _Target) -> None:
@@ -264,6 +268,8 @@ class JobDriver(threading.Thread):
     def _start_gen(
         self, nodes: tuple[int, ...], tgt: _Target | None, *, kind: str, after_stop: bool = False
     ) -> None:
+        if self._stopping:
+            return
         self.gen += 1
         la = self.launcher.start(self.spec, nodes, self.gen)
         with self._lock:
@@ -284,7 +290,7 @@ class JobDriver(threading.Thread):
 
     def _health(self) -> None:
         cur = self.current
-        if cur is None:
+        if cur is None or self._stopping:
             return
         rc = self.launcher.poll(cur)
         stalled = False
@@ -315,6 +321,7 @@ class JobDriver(threading.Thread):
     def kill_all(self) -> None:
         """Emergency stop: kill the running generation (used on errors and Ctrl-C)."""
         with self._lock:
+            self._stopping = True
             cur = self.current
             self.current = None
         if cur is not None:
@@ -323,6 +330,10 @@ class JobDriver(threading.Thread):
 
 
 def _spec(trace: Trace, job_id: str, out_dir: Path, cfg: ReplayConfig) -> JobSpec:
+    try:
+        check_job_id(job_id)  # a Trace built in code skips read_trace's check
+    except FieldError as exc:
+        raise ValueError(f"trace job id {job_id!r}: {exc.allowed}") from None
     job = trace.jobs[job_id]
     return JobSpec(
         job_id=job_id,
@@ -392,7 +403,7 @@ def replay(
             for j, s in specs.items()
         },
     }
-    (out / "replay.json").write_text(json.dumps(meta, indent=2, default=str))
+    atomic_write_json(out / "replay.json", meta, default=str)
     log.emit(event="replay_start", t0_wall=t0, sim0=sim0, time_scale=cfg.time_scale)
     for d in drivers.values():
         d.start()
@@ -411,8 +422,11 @@ def replay(
             d.join(timeout=max(0.1, limit - time.time()))
         ok = all(not d.is_alive() and d.error is None for d in drivers.values())
     finally:
+        if not ok:  # an error, Ctrl-C or SIGTERM: no driver may start anything any more
+            launcher.refuse_new()
         for d in drivers.values():
             d.kill_all()
+        launcher.kill_all()  # whatever a driver started that it no longer tracks
         log.emit(event="replay_end", ok=ok)
         log.close()
     errors = {j: d.error for j, d in drivers.items() if d.error is not None}

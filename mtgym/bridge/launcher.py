@@ -13,7 +13,14 @@ workers -> (after ``term_grace_s``) SIGKILL to every worker PID and the agent. W
 from the files the workers write (``pids/g<gen>-r<rank>.pid``) and from the agent's
 descendants in ``/proc``: a torchrun agent killed with SIGKILL orphans its workers, so the
 launcher never relies on killing the agent alone. A PID is only signalled after checking
-that its command line still names the job folder (PIDs are reused).
+that its environment carries this launcher's run token and the generation
+(``MTGYM_RUN_TOKEN``, ``MTGYM_LAUNCH``; PIDs are reused).
+
+No orphans: each agent runs in its own process group (its forked workers share it) and
+gets SIGKILL from the kernel when the thread that started it dies, even by SIGKILL
+(``PR_SET_PDEATHSIG``, ``mtgym.bridge.procs``); each worker does the same for its agent.
+``LocalLauncher.close`` kills every generation still running. The rendezvous store and
+any worker store listen on ``store_bind`` (127.0.0.1) only.
 """
 
 from __future__ import annotations
@@ -21,18 +28,23 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import secrets
 import shlex
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mtgym.bridge import procs
+
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 AGENT_SCRIPT = Path(__file__).with_name("agent.py")
+TORCHRUN_SCRIPT = Path(__file__).with_name("torchrun.py")
 LAUNCH_MODES = ("agent", "torchrun")
 #: torchrun's rendezvous settings: one fixed-size round, no 30 s wait for late nodes.
 RDZV_CONF = "join_timeout=120,last_call_timeout=1"
@@ -112,6 +124,11 @@ class Launch:
         """The torchrun agent's PID."""
         return self.proc.pid
 
+    @property
+    def launch_id(self) -> str:
+        """``<job>-g<gen>``: the ``MTGYM_LAUNCH`` value of every process of this launch."""
+        return f"{self.spec.job_id}-g{self.gen}"
+
 
 @dataclass
 class StopResult:
@@ -180,14 +197,6 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def _signal(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
@@ -203,11 +212,17 @@ class LocalLauncher:
     - ``"agent"`` (default): ``mtgym/bridge/agent.py``, the elastic agent API
       (``elastic_launch``) with forked workers: torch is imported once per generation,
       not once per worker, which halves restart costs on a small machine;
-    - ``"torchrun"``: ``python -m torch.distributed.run ... worker.py`` (each worker a fresh
-      interpreter, the exact command a user would type).
+    - ``"torchrun"``: ``python mtgym/bridge/torchrun.py ... worker.py``: torchrun's own
+      ``main`` (each worker a fresh interpreter, torchrun's arguments), with the store
+      binding and parent-death signal applied first.
 
     A simulated "node" is a slot of ``workers_per_node`` worker processes; on a small
     machine all jobs share the cores, which the measurements then include.
+
+    ``token`` (random by default) marks every process started, so that only those are ever
+    signalled. ``store_bind`` is the address the torch stores listen on: ``127.0.0.1`` by
+    default; ``""`` keeps torch's default (every interface), only for a launcher whose
+    agents must be reached from other hosts.
     """
 
     def __init__(
@@ -220,6 +235,8 @@ class LocalLauncher:
         host: str = "127.0.0.1",
         launch: str = "agent",
         exit_grace_s: float = 3.0,
+        token: str | None = None,
+        store_bind: str = "127.0.0.1",
     ) -> None:
         if workers_per_node < 1:
             raise ValueError(f"workers_per_node must be >= 1, got {workers_per_node}")
@@ -232,7 +249,12 @@ class LocalLauncher:
         self.extra_env = dict(env or {})
         self.worker_script = Path(worker_script)
         self.host = host
+        self.token = token or secrets.token_hex(6)
+        self.store_bind = store_bind
         self._ports: set[int] = set()
+        self._live: list[Launch] = []
+        self._lock = threading.Lock()
+        self._closed = False
 
     # -- commands ----------------------------------------------------------------------
     def world_size(self, nodes: Sequence[int]) -> int:
@@ -257,8 +279,7 @@ class LocalLauncher:
             ]
         return [
             self.python,
-            "-m",
-            "torch.distributed.run",
+            str(TORCHRUN_SCRIPT),
             "--nnodes=1",
             f"--nproc-per-node={self.world_size(nodes)}",
             "--rdzv-backend=c10d",
@@ -272,8 +293,8 @@ class LocalLauncher:
             *spec.worker_args(gen),
         ]
 
-    def environment(self, spec: JobSpec) -> dict[str, str]:
-        """The environment of an agent and its workers."""
+    def environment(self, spec: JobSpec, gen: int = 0) -> dict[str, str]:
+        """The environment of an agent and its workers (with the run token)."""
         env = dict(os.environ)
         env.update(
             GLOO_SOCKET_IFNAME="lo",
@@ -283,6 +304,10 @@ class LocalLauncher:
             PYTHONUNBUFFERED="1",
         )
         env.update(self.extra_env)
+        env[procs.TOKEN_ENV] = self.token
+        env[procs.LAUNCH_ENV] = f"{spec.job_id}-g{gen}"
+        env[procs.BIND_ENV] = self.store_bind
+        env.pop(procs.PARENT_ENV, None)  # the agent is started by us, not by an agent
         return env
 
     def _port(self) -> int:
@@ -298,6 +323,8 @@ class LocalLauncher:
         """Launch generation ``gen`` of ``spec`` on ``nodes`` (returns at once)."""
         if not nodes:
             raise ValueError("a generation needs at least one node")
+        if self._closed:
+            raise RuntimeError("the launcher is closed (the replay is shutting down)")
         for sub in ("ckpt", "logs", "control", "pids"):
             (spec.job_dir / sub).mkdir(parents=True, exist_ok=True)
         stop = spec.stop_file(gen)
@@ -309,26 +336,55 @@ class LocalLauncher:
         with open(log_path, "ab") as log:
             log.write(f"$ {shlex.join(cmd)}\n".encode())
             log.flush()
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.environment(spec),
-                start_new_session=True,
-            )
-        return Launch(
-            spec=spec,
-            gen=gen,
-            world_size=self.world_size(nodes),
-            nodes=tuple(nodes),
-            proc=proc,
-            cmd=cmd,
-            port=port,
-            t_launch=time.time(),
-            log_path=log_path,
-            known_pids={proc.pid},
-        )
+            with self._lock:
+                if self._closed:
+                    raise RuntimeError("the launcher is closed (the replay is shutting down)")
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.environment(spec, gen),
+                    start_new_session=True,  # own process group: killpg reaches its workers
+                    preexec_fn=procs.pdeathsig_preexec(signal.SIGKILL),  # dies with us
+                )
+                la = Launch(
+                    spec=spec,
+                    gen=gen,
+                    world_size=self.world_size(nodes),
+                    nodes=tuple(nodes),
+                    proc=proc,
+                    cmd=cmd,
+                    port=port,
+                    t_launch=time.time(),
+                    log_path=log_path,
+                    known_pids={proc.pid},
+                )
+                # registered under the same lock: close() either refuses it or kills it
+                self._live = [x for x in self._live if x.proc.poll() is None]
+                self._live.append(la)
+        return la
+
+    def kill_all(self, *, term_grace_s: float = 1.0) -> int:
+        """Kill every generation of this launcher still running; returns how many."""
+        with self._lock:
+            live, self._live = list(self._live), []
+        n = 0
+        for la in live:
+            if la.proc.poll() is None or self.alive_pids(la):
+                self.kill(la, term_grace_s=term_grace_s)
+                n += 1
+        return n
+
+    def refuse_new(self) -> None:
+        """From now on ``start`` raises: nothing new starts while a replay shuts down."""
+        with self._lock:
+            self._closed = True
+
+    def close(self, *, term_grace_s: float = 1.0) -> None:
+        """Refuse new launches and kill every generation still running (idempotent)."""
+        self.refuse_new()
+        self.kill_all(term_grace_s=term_grace_s)
 
     def request_stop(self, launch: Launch) -> None:
         """Create the generation's stop file (the workers checkpoint and exit)."""
@@ -365,11 +421,14 @@ class LocalLauncher:
         return sorted(out)
 
     def _ours(self, launch: Launch, pid: int) -> bool:
+        """Alive, and started by this launch: its environment has our run token and the
+        launch's ``<job>-g<gen>`` (a reused PID, or another run's process, has not).
+        """
         if not pid_alive(pid):
             return False
-        cmd = _cmdline(pid)
-        # workers name the job folder; torchrun's helper children name torch
-        return str(launch.spec.job_dir) in cmd or "torch" in cmd or "multiprocessing" in cmd
+        return procs.environ_matches(
+            pid, **{procs.TOKEN_ENV: self.token, procs.LAUNCH_ENV: launch.launch_id}
+        )
 
     def wait(self, launch: Launch, timeout: float) -> int | None:
         """Wait up to ``timeout`` s for the agent to exit; its status or None."""
@@ -514,7 +573,11 @@ class SlurmLauncher:
     from matching another user's steps.
 
     ``dry_run`` returns the commands without running anything (tested); ``start`` runs the
-    launch commands.
+    launch commands. Step names carry the run's ``token`` (``mtgym-<token>-<job>-g<gen>``,
+    random by default) and the tasks get ``MTGYM_RUN_TOKEN``, so ``scancel --name`` never
+    reaches another run of the same user. The c10d store on the first host listens on
+    every interface (the other hosts must reach it): Slurm keeps it inside the
+    allocation's nodes; use a trusted network.
     """
 
     workers_per_node: int = 1
@@ -528,6 +591,7 @@ class SlurmLauncher:
     srun_extra: tuple[str, ...] = ()
     node_names: Sequence[str] | None = None  # simulator node index -> host name
     user: str = field(default_factory=getpass.getuser)  # scancel only this user's steps
+    token: str = field(default_factory=lambda: secrets.token_hex(3))  # in every step name
 
     def hosts(self, nodes: Sequence[int | str]) -> list[str]:
         """Host names of simulator nodes (names pass through)."""
@@ -541,9 +605,14 @@ class SlurmLauncher:
                 out.append(f"node{n:04d}")
         return out
 
+    @property
+    def own_prefix(self) -> str:
+        """The name prefix of every Slurm job of this run: ``mtgym-<token>-``."""
+        return f"mtgym-{self.token}-"
+
     def step_name(self, spec: JobSpec, gen: int) -> str:
-        """The Slurm job name of a generation."""
-        return f"mtgym-{spec.job_id}-g{gen}"
+        """The Slurm job name of a generation: ``mtgym-<token>-<job>-g<gen>``."""
+        return f"{self.own_prefix}{spec.job_id}-g{gen}"
 
     def launch_command(
         self, spec: JobSpec, nodes: Sequence[int | str], gen: int, *, job_dir: str | None = None
@@ -554,7 +623,12 @@ class SlurmLauncher:
         if n == 0:
             raise ValueError("a generation needs at least one node")
         export = ",".join(
-            ["ALL", f"OMP_NUM_THREADS={spec.threads}", *(f"{k}={v}" for k, v in self.env.items())]
+            [
+                "ALL",
+                f"OMP_NUM_THREADS={spec.threads}",
+                f"{procs.TOKEN_ENV}={self.token}",
+                *(f"{k}={v}" for k, v in self.env.items()),
+            ]
         )
         opt = [
             *([f"--partition={self.partition}"] if self.partition else []),
@@ -626,5 +700,9 @@ class SlurmLauncher:
         subprocess.run(cmds[0], check=True)
         with open(spec.job_dir / "logs" / f"g{gen}.log", "ab") as log:
             return subprocess.Popen(
-                cmds[1], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                cmds[1],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=procs.pdeathsig_preexec(signal.SIGTERM),  # srun cancels its step
             )

@@ -13,7 +13,6 @@ deadlines met, crashes and restarts.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import statistics
 from dataclasses import asdict
@@ -24,6 +23,7 @@ from mtgym.bridge import predict
 from mtgym.bridge.controller import load_replay_meta
 from mtgym.bridge.measure import Measurements, measure_replay
 from mtgym.bridge.trace import Trace, read_trace
+from mtgym.core.io import atomic_write_json, atomic_write_text
 
 FORMAT = "mtgym-bridge-report"
 VERSION = 1
@@ -293,8 +293,8 @@ def write_report(out_dir: str | Path, rep: dict[str, Any], *, stem: str = "repor
     """Write ``<stem>.json`` and ``<stem>.md`` into ``out_dir``; returns both paths."""
     out = Path(out_dir)
     pj, pm = out / f"{stem}.json", out / f"{stem}.md"
-    pj.write_text(json.dumps(_clean(rep), indent=2, default=str, allow_nan=False) + "\n")
-    pm.write_text(render_markdown(rep))
+    atomic_write_json(pj, _clean(rep), default=str, allow_nan=False)
+    atomic_write_text(pm, render_markdown(rep))
     return pj, pm
 
 

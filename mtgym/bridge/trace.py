@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,6 +44,55 @@ REASONS = ("decision", "reclaim", "complete", "stopped", "release")
 
 class TraceError(DataError):
     """A trace file is malformed, truncated or of an unsupported version."""
+
+
+class FieldError(ValueError):
+    """One bad field (``read_trace`` turns it into a ``TraceError`` naming file and line)."""
+
+    def __init__(self, field: str, value: Any, allowed: str) -> None:
+        self.field, self.value, self.allowed = field, value, allowed
+        super().__init__(f"field {field!r} has value {value!r}; allowed: {allowed}")
+
+
+#: A job id is used as a folder name (``jobs/<id>``): a short, safe path part only.
+JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def check_job_id(job_id: Any) -> str:
+    """``job_id`` if it is a safe path part (no separators, ``..``, absolute paths)."""
+    if not isinstance(job_id, str) or not JOB_ID.match(job_id) or ".." in job_id:
+        raise FieldError(
+            "jobs",
+            job_id,
+            "job ids of letters, digits, '.', '_' and '-' (1-64, no '..', no separators): "
+            "each names a folder jobs/<id>",
+        )
+    return job_id
+
+
+def _number(v: Any, field: str, *, lo: float | None = None, positive: bool = False) -> float:
+    """A finite JSON number (not a bool), >= ``lo`` (> ``lo`` when ``positive``)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise FieldError(field, v, "a finite number")
+    if lo is not None and (v <= lo if positive else v < lo):
+        raise FieldError(field, v, f"a finite number {'>' if positive else '>='} {lo:g}")
+    return float(v)
+
+
+def _count(v: Any, field: str, lo: int) -> int:
+    """An integer >= ``lo`` (an integral float such as 2.0 is fine; 1.5 and bools are not)."""
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, int | float)
+        or v != v
+        or v in (math.inf, -math.inf)
+    ):
+        raise FieldError(field, v, f"an integer >= {lo}")
+    if isinstance(v, float) and not v.is_integer():
+        raise FieldError(field, v, f"an integer >= {lo} (not a fraction)")
+    if v < lo:
+        raise FieldError(field, v, f"an integer >= {lo}")
+    return int(v)
 
 
 @dataclass
@@ -70,23 +120,55 @@ class TraceJob:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TraceJob:
-        """Inverse of ``to_json`` (raises KeyError/TypeError/ValueError on bad input)."""
-        d = dict(d)
+        """Inverse of ``to_json``, validating every field.
+
+        Raises:
+            FieldError: a missing, unknown or out-of-range field (its name, value, allowed).
+        """
+        if not isinstance(d, dict):
+            raise FieldError("", d, "an object with the job's fields")
         known = set(cls.__dataclass_fields__)
         extra = set(d) - known
         if extra:
-            raise ValueError(f"unknown job fields {sorted(extra)}")
-        if "name" not in d:
-            raise KeyError("name")
-        curve = {int(k): float(v) for k, v in (d.pop("curve", None) or {}).items()}
-        work = d.pop("work", None)
-        job = cls(**d, curve=curve, work=math.inf if work is None else float(work))
-        job.app_class = str(job.app_class).upper()
-        if job.app_class not in ("A", "B", "C", "D"):
-            raise ValueError(f"app_class {job.app_class!r} is not one of A, B, C, D")
-        if not (1 <= int(job.min_nodes) <= int(job.max_nodes)):
-            raise ValueError(f"min/max nodes {job.min_nodes}/{job.max_nodes}")
-        return job
+            raise FieldError(sorted(extra)[0], d[sorted(extra)[0]], f"one of {sorted(known)}")
+        if not isinstance(d.get("name"), str) or not d["name"]:
+            raise FieldError("name", d.get("name"), "a non-empty string")
+        model = d.get("model", "")
+        if not isinstance(model, str):
+            raise FieldError("model", model, "a string (the simulator's model name)")
+        app = d.get("app_class", "D")
+        if not isinstance(app, str) or app.strip().upper() not in ("A", "B", "C", "D"):
+            raise FieldError("app_class", app, "one of A, B, C, D")
+        lo = _count(d.get("min_nodes", 1), "min_nodes", 1)
+        hi = _count(d.get("max_nodes", 1), "max_nodes", 1)
+        if hi < lo:
+            raise FieldError("max_nodes", hi, f"an integer >= min_nodes ({lo})")
+        work = d.get("work")
+        curve_in = d.get("curve") or {}
+        if not isinstance(curve_in, dict):
+            raise FieldError("curve", curve_in, "an object: node count -> samples/s")
+        curve: dict[int, float] = {}
+        for k, v in curve_in.items():
+            try:
+                n = int(k)
+            except (TypeError, ValueError):
+                raise FieldError("curve", k, "node counts >= 1 as keys") from None
+            if n < 1 or str(n) != str(k).strip():
+                raise FieldError("curve", k, "node counts >= 1 as keys")
+            curve[n] = _number(v, f"curve.{k}", lo=0.0)
+        return cls(
+            name=d["name"],
+            model=model,
+            app_class=app.strip().upper(),
+            min_nodes=lo,
+            max_nodes=hi,
+            submit_s=_number(d.get("submit_s", 0.0), "submit_s"),
+            work=math.inf if work is None else _number(work, "work", lo=0.0, positive=True),
+            r_up_s=_number(d.get("r_up_s", 0.0), "r_up_s", lo=0.0),
+            r_down_s=_number(d.get("r_down_s", 0.0), "r_down_s", lo=0.0),
+            startup_s=_number(d.get("startup_s", 0.0), "startup_s", lo=0.0),
+            curve=curve,
+        )
 
 
 @dataclass
@@ -314,22 +396,8 @@ def read_trace(path: str | Path, *, allow_truncated: bool = False) -> Trace:
             "with this mtgym or read it with the mtgym that wrote it",
             row=lineno,
         )
-    try:
-        jobs = {str(k): TraceJob.from_json(v) for k, v in h["jobs"].items()}
-        header = TraceHeader(
-            scenario=str(h["scenario"]),
-            policy=str(h["policy"]),
-            seed=h.get("seed"),
-            t_start=float(h["t_start"]),
-            t_end=float(h["t_end"]),
-            num_nodes=int(h["num_nodes"]),
-            jobs=jobs,
-            gpus_per_node=int(h.get("gpus_per_node", 1)),
-            node_names=h.get("node_names"),
-            extra=dict(h.get("extra") or {}),
-        )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise TraceError(path, "header", str(exc), "the fields of a v1 header", row=1) from None
+    header = _read_header(path, h)
+    jobs = header.jobs
     events: list[TraceEvent] = []
     holder: dict[int, str] = {}
     held: dict[str, tuple[int, ...]] = {}
@@ -360,7 +428,11 @@ def read_trace(path: str | Path, *, allow_truncated: bool = False) -> Trace:
             d = json.loads(line)
         except ValueError:
             raise TraceError(path, "line", line[:60], "a JSON object", row=lineno) from None
-        if not isinstance(d, dict) or not isinstance(d.get("t"), int | float):
+        if (
+            not isinstance(d, dict)
+            or not isinstance(d.get("t"), int | float)
+            or isinstance(d.get("t"), bool)
+        ):
             raise TraceError(path, "t", line[:60], "an object with a numeric 't'", row=lineno)
         t = float(d["t"])
         if not math.isfinite(t) or t < t_prev:
@@ -376,11 +448,21 @@ def read_trace(path: str | Path, *, allow_truncated: bool = False) -> Trace:
         if job not in jobs:
             raise TraceError(path, "job", d.get("job"), f"one of {sorted(jobs)}", row=lineno)
         nodes = d.get("nodes")
-        if not isinstance(nodes, list) or not all(isinstance(n, int) for n in nodes):
+        if not isinstance(nodes, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in nodes
+        ):
             raise TraceError(path, "nodes", nodes, "a list of node indices", row=lineno)
         if len(set(nodes)) != len(nodes) or any(not 0 <= n < header.num_nodes for n in nodes):
             raise TraceError(
                 path, "nodes", nodes, f"distinct indices in 0..{header.num_nodes - 1}", row=lineno
+            )
+        if len(nodes) > jobs[job].max_nodes:
+            raise TraceError(
+                path,
+                "nodes",
+                nodes,
+                f"at most job {job}'s max_nodes = {jobs[job].max_nodes} nodes",
+                row=lineno,
             )
         if d.get("world_size", len(nodes)) != len(nodes):
             raise TraceError(
@@ -390,8 +472,13 @@ def read_trace(path: str | Path, *, allow_truncated: bool = False) -> Trace:
         if reason not in REASONS:
             raise TraceError(path, "reason", reason, f"one of {REASONS}", row=lineno)
         rate = d.get("rate")
-        if rate is not None and not isinstance(rate, int | float):
-            raise TraceError(path, "rate", rate, "a number (samples/s)", row=lineno)
+        if rate is not None and (
+            isinstance(rate, bool)
+            or not isinstance(rate, int | float)
+            or not math.isfinite(rate)
+            or rate < 0
+        ):
+            raise TraceError(path, "rate", rate, "a finite number >= 0 (samples/s)", row=lineno)
         held[job] = tuple(nodes)
         events.append(
             TraceEvent(t, job, tuple(nodes), reason, None if rate is None else float(rate))
@@ -405,3 +492,59 @@ def read_trace(path: str | Path, *, allow_truncated: bool = False) -> Trace:
             )
         t_end = max(t_prev, header.t_start) if events else header.t_start
     return Trace(header, events, t_end)
+
+
+def _read_header(path: Path, h: dict[str, Any]) -> TraceHeader:
+    """Validate the header object (line 1); every error names its field."""
+
+    def fail(field: str, value: Any, allowed: str) -> TraceError:
+        return TraceError(path, field, value, allowed, row=1)
+
+    for key in ("scenario", "policy", "t_start", "t_end", "num_nodes", "jobs"):
+        if key not in h:
+            raise fail(key, "missing", "the fields of a v1 header")
+    try:
+        t_start = _number(h["t_start"], "t_start")
+        t_end = _number(h["t_end"], "t_end", lo=t_start)
+        num_nodes = _count(h["num_nodes"], "num_nodes", 1)
+        gpus = _count(h.get("gpus_per_node", 1), "gpus_per_node", 1)
+        seed = h.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise FieldError("seed", seed, "an integer or null")
+    except FieldError as exc:
+        raise fail(exc.field, exc.value, exc.allowed) from None
+    for key in ("scenario", "policy"):
+        if not isinstance(h[key], str):
+            raise fail(key, h[key], "a string")
+    names = h.get("node_names")
+    if names is not None and (
+        not isinstance(names, list)
+        or len(names) != num_nodes
+        or not all(isinstance(n, str) and n for n in names)
+    ):
+        raise fail("node_names", names, f"null or {num_nodes} non-empty host names")
+    if not isinstance(h["jobs"], dict):
+        raise fail("jobs", h["jobs"], "an object: job id -> job")
+    extra = h.get("extra") or {}
+    if not isinstance(extra, dict):
+        raise fail("extra", extra, "an object")
+    jobs: dict[str, TraceJob] = {}
+    for k, v in h["jobs"].items():
+        try:
+            check_job_id(k)
+            jobs[k] = TraceJob.from_json(v)
+        except FieldError as exc:
+            field = "jobs" if exc.field == "jobs" else f"jobs.{k}.{exc.field}".rstrip(".")
+            raise fail(field, exc.value, exc.allowed) from None
+    return TraceHeader(
+        scenario=h["scenario"],
+        policy=h["policy"],
+        seed=seed,
+        t_start=t_start,
+        t_end=t_end,
+        num_nodes=num_nodes,
+        jobs=jobs,
+        gpus_per_node=gpus,
+        node_names=names,
+        extra=dict(extra),
+    )

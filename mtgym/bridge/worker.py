@@ -26,6 +26,10 @@ What it guarantees (tested in ``tests/bridge``):
   about 25 % of gloo teardowns, see ``mtgym/bridge/README.md``).
 - Each rank writes its PID to ``DIR/pids/g<gen>-r<rank>.pid`` so the launcher can kill
   workers directly (a SIGKILLed torchrun agent orphans its workers).
+- **No orphans, no hangs**: started by the bridge (``MTGYM_PARENT_PID`` set), a worker
+  gets SIGKILL when its agent dies (``PR_SET_PDEATHSIG``). Every collective, the first
+  store connection included, fails after ``--pg-timeout`` (120 s) when a peer is gone, so
+  a worker never waits for ever.
 """
 
 from __future__ import annotations
@@ -176,16 +180,21 @@ def _checkpoint_module() -> Any:
     Launched as a script (the default), the worker does not import the ``mtgym`` package,
     whose ``__init__`` pulls in gymnasium (about 0.35 s per restart).
     """
-    if __package__:
-        from mtgym.bridge import checkpoint
+    return _sibling("checkpoint")
 
-        return checkpoint
+
+def _sibling(stem: str) -> Any:
+    """``mtgym.bridge.<stem>``, loaded by path when this file runs as a script."""
+    if __package__:
+        import importlib
+
+        return importlib.import_module(f"mtgym.bridge.{stem}")
     import importlib.util
 
-    name = "_mtgym_bridge_checkpoint"
+    name = f"_mtgym_bridge_{stem}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("checkpoint.py"))
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
@@ -240,6 +249,8 @@ def train(argv: Sequence[str] | None = None) -> int:
     ``os._exit``).
     """
     args = parse_args(argv)
+    procs = _sibling("procs")
+    procs.set_pdeathsig_from_env()  # die with the agent that started us, even on SIGKILL
     from datetime import timedelta
 
     import torch
@@ -266,6 +277,7 @@ def train(argv: Sequence[str] | None = None) -> int:
     ckpt_dir = job_dir / "ckpt"
     (job_dir / "pids").mkdir(parents=True, exist_ok=True)
     (job_dir / "pids" / f"g{args.gen}-r{rank}.pid").write_text(f"{os.getpid()}\n")
+    procs.bind_stores_from_env()  # a store this worker hosts listens on 127.0.0.1 only
     dist.init_process_group(
         "nccl" if use_cuda else "gloo", timeout=timedelta(seconds=args.pg_timeout)
     )

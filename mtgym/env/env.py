@@ -87,9 +87,18 @@ class ScavengeEnv(gym.Env):
     its minimum nodes (``dyn_*`` keys).
 
     ## Reward
-    ``reward="progress"`` (default): sum of (samples this step / job's work). ``"throughput"``:
-    samples / (best node rate x N x 1 h). ``"jct"``: minus active job-hours this step. See
-    ``mtgym.env.reward``.
+    ``reward="throughput"`` (default): the samples accrued over the step (the integral of the
+    headline metric's rate between two decisions, a semi-MDP reward) / (best node rate x N x
+    1 h). ``"progress"``: sum of (samples this step / job's work). ``"jct"``: minus active
+    job-hours this step. See ``mtgym.env.reward``. Steps last different simulated times:
+    ``info["dt"]`` is the step's elapsed simulated seconds, and
+    ``mtgym.env.wrappers.TimeDiscount`` turns a discount per simulated hour into the step's.
+
+    ## Seeds
+    ``reset(seed=s)`` plays the scenario's instance ``s``, the very instance
+    ``mtgym evaluate --seed s`` (and ``compare``, and training evaluation) plays; ``reset()``
+    without a seed draws the next instance seed from the env's generator (seeded by the last
+    ``seed``), so a seeded run replays the same episodes.
 
     ## Episode end
     ``terminated``: every job completed or was stopped by its campaign. ``truncated``: the
@@ -100,8 +109,8 @@ class ScavengeEnv(gym.Env):
     ``reset`` and ``step`` return ``time`` (simulated s), ``action_mask``, ``slots`` (job index
     per slot, -1 = empty) and ``queued``. ``step`` adds ``repair``/``repaired`` (above),
     ``events`` (bit set of ``EventKind``), ``reclaimed_nodes``, ``idle_nodes``, ``arrivals``,
-    ``completions``, ``stops``, ``samples`` (this step) and ``elapsed_s`` (simulated seconds this
-    step covered; there is no ``dt`` key). The last step of an episode adds ``metrics``
+    ``completions``, ``stops``, ``samples`` (this step) and ``elapsed_s`` = ``dt`` (simulated seconds this
+    step covered). The last step of an episode adds ``metrics``
     (``mtgym.metrics.EpisodeMetrics``): duration_s, samples, throughput (samples/s),
     offered/allocated/productive_node_s, utilisation, productive_utilisation, jobs_total,
     jobs_completed, jobs_stopped, jct_mean/p50/p99/geomean (s; nan if none completed), makespan,
@@ -120,7 +129,7 @@ class ScavengeEnv(gym.Env):
     | --- | --- | --- |
     | ``scenario`` | ``"default"`` | a built-in or preset name, a scenario file path, a ``Generator`` or a fixed ``Instance`` |
     | ``action_mode`` | ``"counts"`` | ``"counts"``, ``"assign"`` or ``"delta"`` |
-    | ``reward`` | ``"progress"`` | ``"progress"``, ``"throughput"`` or ``"jct"`` |
+    | ``reward`` | ``"throughput"`` | ``"throughput"``, ``"progress"`` or ``"jct"`` |
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
@@ -192,7 +201,7 @@ class ScavengeEnv(gym.Env):
 
         kw = check_keywords(  # TypeError/ValueError naming the keyword (mtgym.env.args)
             action_mode=pick(action_mode, "action_mode", "counts"),
-            reward=pick(reward, "reward", "progress"),
+            reward=pick(reward, "reward", "throughput"),
             info_mode=pick(info_mode, "info_mode", "user"),
             horizon_s=pick(horizon_s, "horizon_s", None),
             decision_interval_s=pick(decision_interval_s, "decision_interval_s", None),
@@ -244,8 +253,10 @@ class ScavengeEnv(gym.Env):
         super().reset(seed=seed)
         self._ended = False
         inst = self._fixed
-        if inst is None:
-            inst_seed = int(self.np_random.integers(0, 2**31 - 1))
+        if inst is None:  # the evaluator's mapping: seed s -> the generator's instance s
+            inst_seed = (
+                int(seed) if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+            )
             inst = self._generator(inst_seed)
         if inst.num_nodes != self.num_nodes:
             raise ValueError(
@@ -276,6 +287,7 @@ class ScavengeEnv(gym.Env):
             if fast.usable(action):
                 out = fast.step(action)
                 if out is not None:
+                    out[4]["dt"] = out[4]["elapsed_s"]
                     self._ended = out[2] or out[3]
                     return out
         s, inst = self.state, self.instance
@@ -391,6 +403,7 @@ class ScavengeEnv(gym.Env):
                 samples=float(info.samples),
                 elapsed_s=float(info.t1 - info.t0),
             )
+            out["dt"] = out["elapsed_s"]  # (the semi-MDP step's duration, for discounting)
         if done:
             out["metrics"] = compute_metrics(s, self.instance).as_dict()
         return out

@@ -20,10 +20,18 @@ from mtgym.readers.summit import (
     read_idle_windows,
     read_summit_nodes,
 )
-from mtgym.readers.variability import GpuVariability, read_variability, slowdown_samples
+from mtgym.readers.variability import (
+    PAL_ARTIFACT_SEED,
+    GpuVariability,
+    pal_artifact_draw,
+    pal_slowdown_pool,
+    read_variability,
+    slowdown_samples,
+)
 
 __all__ = [
     "PAL_APP_CLASS",
+    "PAL_ARTIFACT_SEED",
     "PAL_ITER_TIME_S",
     "BFTrainerJobs",
     "GavelThroughputs",
@@ -33,6 +41,8 @@ __all__ = [
     "PhillyTrace",
     "UnknownThroughputError",
     "pal_app_class",
+    "pal_artifact_draw",
+    "pal_slowdown_pool",
     "parse_summit_name",
     "read_bftrainer_jobs",
     "read_gavel_throughputs",

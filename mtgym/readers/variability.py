@@ -17,12 +17,13 @@ per-GPU p50 (e.g. 1.0024 for resnet-longhorn).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from mtgym.core.errors import DataError
+from mtgym.core.errors import ConfigError, DataError
 from mtgym.readers._csv import (
     FIRST_DATA_ROW,
     Table,
@@ -184,3 +185,80 @@ def _workload(t: Table) -> str:
     stem = t.path.name.split(".")[0]
     tokens = [s for s in stem.split("-") if s.lower() not in SITE_TOKENS]
     return "-".join(tokens) or stem
+
+
+#: How ``pal_slowdown_pool`` builds the pool a simulated GPU's factor is drawn from.
+POOL_MODES = ("runs", "gpu-max")
+
+
+def pal_slowdown_pool(path: str | Path, samples: str = "runs") -> np.ndarray:
+    """The normalised slowdown values blox-pal draws a simulated GPU's factor from.
+
+    Args:
+        path: a blox-pal ``*-agg.csv`` file with ``perf`` (a time) and ``uuid`` columns.
+        samples: ``"runs"``: every row's ``perf`` / the median ``perf`` of all rows, in file
+            row order (what blox-pal's artifact branch draws from); ``"gpu-max"``: each GPU's
+            largest ``perf`` / the median of those maxima (blox-pal commit ``efb093f``).
+
+    Raises:
+        ConfigError: unknown ``samples``.
+        DataError: a missing column or a bad number.
+    """
+    if samples not in POOL_MODES:
+        raise ConfigError("samples", samples, f"one of {list(POOL_MODES)}")
+    t = read_table(path, ("perf", "uuid"))
+    perf = floats(t, "perf")
+    check(t, "perf", perf > 0, "a finite number > 0")
+    if samples == "runs":
+        return perf / np.median(perf)
+    _, inv = np.unique(strs(t, "uuid"), return_inverse=True)
+    worst = np.full(int(inv.max()) + 1, -np.inf)
+    np.maximum.at(worst, inv, perf)
+    return worst / np.median(worst)
+
+
+#: The seed blox-pal's cluster state gives Python's ``random`` before drawing the factors.
+PAL_ARTIFACT_SEED = 42
+
+
+def pal_artifact_draw(
+    pools: Sequence[np.ndarray], num_gpus: int, seed: int = PAL_ARTIFACT_SEED
+) -> np.ndarray:
+    """Per-GPU, per-class slowdown factors exactly as blox-pal's artifact draws them.
+
+    blox-pal (branch ``artifact``) looks a simulated GPU up by an integer id that never
+    matches a profile's UUID, so it falls back to a random run: Python's ``random`` seeded
+    with 42, then for GPU 0, 1, ..., ``num_gpus - 1`` and, within each GPU, for each class in
+    ``profiles.json`` order (A, B, C, D), one ``random.choice`` over that class's pool
+    (``pal_slowdown_pool(..., "runs")``). Rebuilt this way it matched all 6,176 penalties
+    the artifact logged on Sia-Philly workload-1 (papers.md, addendum). A private
+    ``random.Random`` is used, so the global generator is left alone.
+
+    Args:
+        pools: one pool per class, in the artifact's class order (B and C are the same file,
+            drawn separately).
+        num_gpus: simulated GPUs (64 for Sia-Philly, 256 for Synergy).
+        seed: the seed of Python's ``random`` (the artifact's 42).
+
+    Returns:
+        float64 (num_gpus, len(pools)).
+
+    Raises:
+        ConfigError: an empty pool or ``num_gpus < 1``.
+    """
+    import random
+
+    if num_gpus < 1:
+        raise ConfigError("num_gpus", num_gpus, ">= 1")
+    lists = []
+    for c, pool in enumerate(pools):
+        values = np.asarray(pool, dtype=np.float64)
+        if values.ndim != 1 or values.size == 0:
+            raise ConfigError(f"pools[{c}]", values.shape, "a non-empty 1-D pool")
+        lists.append(values.tolist())
+    rng = random.Random(seed)
+    out = np.empty((num_gpus, len(lists)), dtype=np.float64)
+    for g in range(num_gpus):
+        for c, values in enumerate(lists):
+            out[g, c] = rng.choice(values)
+    return out

@@ -24,8 +24,12 @@ def run_experiments(
     data_dir: Path | None = None,
     workers: int | None = None,
     progress: bool = True,
+    draw: str = "artifact",
 ) -> list[Any]:
-    """Run the named experiments, write the report into ``out_dir``, return their results."""
+    """Run the named experiments, write the report into ``out_dir``, return their results.
+
+    ``draw`` is PAL's headline per-GPU draw: ``"artifact"`` or ``"seed:N"``.
+    """
     from mtgym.reproduce import freetrain, malletrain, pal
     from mtgym.reproduce.common import Workers, default_data_dir, default_workers
     from mtgym.reproduce.report import write_report
@@ -37,7 +41,10 @@ def run_experiments(
     results = []
     with Workers(n) as pool:  # forked once, before any progress display
         for name in names:
-            res = modules[name].run(data, out, quick=quick, workers=pool, progress=progress)
+            extra = {"draw": draw} if name == "pal" else {}
+            res = modules[name].run(
+                data, out, quick=quick, workers=pool, progress=progress, **extra
+            )
             results.append(res)
             if progress:
                 print(f"{name}: {res.wall_s:.1f} s", file=sys.stderr)
@@ -46,7 +53,10 @@ def run_experiments(
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from mtgym.core.io import prepare_out_dir
+
     names = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
+    prepare_out_dir(args.out)
     try:
         run_experiments(
             names,
@@ -55,8 +65,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             data_dir=Path(args.data) if args.data else None,
             workers=args.workers,
             progress=not args.no_progress,
+            draw=args.draw,
         )
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
@@ -97,6 +108,13 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="worker processes (default: the usable CPUs, at most 8)",
+    )
+    p.add_argument(
+        "--draw",
+        default="artifact",
+        metavar="artifact|seed:N",
+        help="PAL's headline per-GPU variability draw: the artifact's own (default) or the "
+        "seed's stream; the report also shows the spread over other draws",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_reproduce)

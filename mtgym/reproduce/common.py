@@ -40,7 +40,34 @@ PAL_VARIABILITY = "gpu-variability/sim"
 SUMMIT_ROW_1000_S = 72_743.0
 
 #: Keys of a report row, in order (``report.json`` objects have exactly these).
-ROW_KEYS = ("experiment", "metric", "paper", "mtgym", "note")
+ROW_KEYS = ("experiment", "metric", "paper", "mtgym", "note", "verdict")
+
+#: Verdicts, from best to worst, and the one for rows without a paper value.
+REPRODUCED, PARTLY, NOT_REPRODUCED, NO_CLAIM = "reproduced", "partly", "not reproduced", "n/a"
+#: Largest relative distance to the paper's value that still counts as reproduced.
+REL_TOL = 0.25
+#: The rule ``verdict`` implements, printed in the report.
+VERDICT_RULE = (
+    "**Verdict rule** (fixed before any number is seen, one function for every row, "
+    "`mtgym.reproduce.common.verdict`): a row whose paper/artifact value is `p` and mtgym's "
+    "`m` is **reproduced** when `m` has the sign of `p`, the row's ordering claim (if it "
+    "has one, e.g. 'PAL's gain falls less than PM-First's') holds, and "
+    f"`|m - p| <= {REL_TOL:g} |p|`; **partly** when the sign and the ordering hold but `m` is "
+    f"further than {100 * REL_TOL:g} % of `p` from it; **not reproduced** otherwise (wrong sign, "
+    "broken ordering, or no mtgym value). A value of 0 has no sign: it matches only `p = 0`. "
+    "Rows without a paper value (context, distributions, wall times) get **n/a**: they "
+    "claim nothing."
+)
+
+
+def verdict(paper: float | None, value: float | None, *, ordering: bool | None = None) -> str:
+    """The verdict of one row by ``VERDICT_RULE`` (``ordering``: None = the row has none)."""
+    p, m = _clean(paper), _clean(value)
+    if p is None:
+        return NO_CLAIM
+    if m is None or ordering is False or np.sign(m) != np.sign(p):
+        return NOT_REPRODUCED
+    return REPRODUCED if abs(m - p) <= REL_TOL * abs(p) + 1e-12 else PARTLY
 
 
 @dataclass
@@ -48,6 +75,8 @@ class Row:
     """One line of the report: a metric, the paper's value, mtgym's value, and why they differ.
 
     Gains and efficiencies are fractions (0.42 = 42 %); ``None`` = not applicable / not given.
+    ``ordering`` is the truth of the row's ordering claim (None: the row makes none); the
+    ``verdict`` follows from ``paper``, ``mtgym`` and ``ordering`` (``verdict``).
     """
 
     experiment: str
@@ -56,6 +85,20 @@ class Row:
     mtgym: float | None
     note: str = ""
     unit: str = "fraction"  # how report.md prints the values ("fraction" or "s"); not in JSON
+    ordering: bool | None = None  # not in JSON; folded into the verdict
+
+    @property
+    def verdict(self) -> str:
+        """``reproduced`` / ``partly`` / ``not reproduced`` / ``n/a`` (``VERDICT_RULE``)."""
+        return verdict(self.paper, self.mtgym, ordering=self.ordering)
+
+    @property
+    def full_note(self) -> str:
+        """The note, opened by a plain 'NOT REPRODUCED.' when the verdict says so."""
+        if self.verdict == NOT_REPRODUCED:
+            why = "ordering broken" if self.ordering is False else "sign or value"
+            return f"NOT REPRODUCED ({why}). {self.note}".strip()
+        return self.note
 
     def as_dict(self) -> dict[str, Any]:
         """The row as a JSON-ready dict with exactly ``ROW_KEYS`` (NaN becomes None)."""
@@ -64,7 +107,8 @@ class Row:
             "metric": self.metric,
             "paper": _clean(self.paper),
             "mtgym": _clean(self.mtgym),
-            "note": self.note,
+            "note": self.full_note,
+            "verdict": self.verdict,
         }
 
 
@@ -320,6 +364,28 @@ def geomean(x: Iterable[float]) -> float:
 def gain_from_ratios(ratios: Iterable[float]) -> float:
     """``1 - geomean(ratios)``: the geomean improvement of a lower-is-better metric."""
     return 1.0 - geomean(ratios)
+
+
+def quantiles(x: Iterable[float]) -> dict[str, float]:
+    """min, quartiles, median, max and n of a sample (a distribution for the report)."""
+    a = np.asarray(list(x), dtype=np.float64)
+    q = np.quantile(a, [0.0, 0.25, 0.5, 0.75, 1.0]) if a.size else np.full(5, np.nan)
+    return {
+        "n": int(a.size),
+        "min": float(q[0]),
+        "q1": float(q[1]),
+        "median": float(q[2]),
+        "q3": float(q[3]),
+        "max": float(q[4]),
+    }
+
+
+def fmt_dist(d: dict[str, float]) -> str:
+    """``median (q1-q3, min-max, n)`` of a ``quantiles`` dict, as percentages."""
+    return (
+        f"median {fmt_pct(d['median'])} (quartiles {fmt_pct(d['q1'])} to {fmt_pct(d['q3'])}, "
+        f"range {fmt_pct(d['min'])} to {fmt_pct(d['max'])}, n = {d['n']})"
+    )
 
 
 def fmt_pct(x: float | None, digits: int = 1) -> str:

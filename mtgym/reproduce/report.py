@@ -1,14 +1,14 @@
 """Write the reproduction report: ``report.md``, ``report.json`` and per-experiment raw JSON.
 
 ``report.json`` is a list of objects with exactly the keys ``experiment``, ``metric``,
-``paper``, ``mtgym`` and ``note`` (gains and efficiencies as fractions, e.g. 0.42; ``null``
-where the paper gives no value). ``report.md`` has the same rows as a table, the wall time of
-every experiment, and each experiment's detail section with its figures.
+``paper``, ``mtgym``, ``note`` and ``verdict`` (gains and efficiencies as fractions, e.g.
+0.42; ``null`` where the paper gives no value; the verdict by ``common.VERDICT_RULE``).
+``report.md`` has the same rows as a table, the wall time of every experiment, and each
+experiment's detail section with its figures.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import time
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.reproduce.common import ROW_KEYS, ExperimentResult, Row
+from mtgym.reproduce.common import ROW_KEYS, VERDICT_RULE, ExperimentResult, Row
 
 TITLES = {
     "freetrain": "FreeTrain / BFTrainer (arXiv 2106.12091) on the Summit replay",
@@ -60,13 +60,15 @@ def _cell(text: str) -> str:
 def rows_table(rows: Sequence[Row]) -> str:
     """The markdown table of report rows."""
     lines = [
-        "| experiment | metric | paper | mtgym | note |",
-        "| --- | --- | ---: | ---: | --- |",
+        "| experiment | metric | paper | mtgym | verdict | note |",
+        "| --- | --- | ---: | ---: | --- | --- |",
     ]
     for r in rows:
+        v = r.verdict
+        shown = f"**{v}**" if v == "not reproduced" else v
         lines.append(
             f"| {r.experiment} | {_cell(r.metric)} | {_fmt(r.paper, r.unit)} | "
-            f"{_fmt(r.mtgym, r.unit)} | {_cell(r.note)} |"
+            f"{_fmt(r.mtgym, r.unit)} | {shown} | {_cell(r.full_note)} |"
         )
     return "\n".join(lines)
 
@@ -81,11 +83,13 @@ def write_report(
     objs = [r.as_dict() for r in rows]
     assert all(tuple(o) == ROW_KEYS for o in objs)
     pj = out_dir / "report.json"
-    pj.write_text(json.dumps(objs, indent=2, allow_nan=False) + "\n")
+    from mtgym.core.io import atomic_write_json, atomic_write_text
+
+    atomic_write_json(pj, objs, allow_nan=False)
     for res in results:
         raw = {"experiment": res.name, "quick": res.quick, "wall_s": res.wall_s, **res.raw}
-        (out_dir / f"{res.name}_results.json").write_text(
-            json.dumps(json_safe(raw), indent=1, allow_nan=False) + "\n"
+        atomic_write_json(
+            out_dir / f"{res.name}_results.json", json_safe(raw), indent=1, allow_nan=False
         )
     mode = "quick (reduced sizes)" if any(r.quick for r in results) else "full"
     lines = [
@@ -98,6 +102,8 @@ def write_report(
         "",
         "Gains and efficiencies are fractions shown as percentages; `paper` is the value the "
         "paper or its artifact reports (n/a: none). `report.json` holds the same rows.",
+        "",
+        VERDICT_RULE,
         "",
         "## Wall time",
         "",
@@ -113,5 +119,5 @@ def write_report(
     for res in results:
         lines += [*res.sections, ""]
     pm = out_dir / "report.md"
-    pm.write_text("\n".join(lines))
+    atomic_write_text(pm, "\n".join(lines))
     return pm, pj

@@ -10,7 +10,6 @@ import argparse
 import os
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
 
@@ -46,6 +45,8 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
     import secrets
 
     from mtgym.bridge.launcher import LocalLauncher
+    from mtgym.bridge.procs import Terminated, raise_on_signals
+    from mtgym.core.io import prepare_out_dir
     from mtgym.policy.registry import make_policy
     from mtgym.scavenger.launch import (
         LocalStepLauncher,
@@ -62,7 +63,7 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
     if not args.slurm:
         print("error: only --slurm is supported as the live source", file=sys.stderr)
         return 2
-    out = Path(args.out)
+    out = prepare_out_dir(args.out)
     client = SlurmClient(
         env=os.environ,
         timeout_s=args.timeout,
@@ -109,10 +110,14 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
     if args.dry_run or not args.bridge:
         print("(report only: nothing is launched; add --bridge to run the jobs)")
     try:
-        summary = scav.run(duration_s=args.duration, max_polls=args.max_polls)
+        with raise_on_signals():  # SIGTERM/SIGHUP stop every generation, as Ctrl-C does
+            summary = scav.run(duration_s=args.duration, max_polls=args.max_polls)
     except KeyboardInterrupt:
         print("interrupted: every generation was stopped", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print(f"stopped by signal {exc.signum}: every generation was stopped", file=sys.stderr)
+        return int(exc.code)
     print(
         f"done: {summary['polls']} polls in {summary['duration_s']:.1f} s; "
         f"{summary['reclaims_released']} reclaims released"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mtgym.bridge.launcher import JobSpec, LocalLauncher, SlurmLauncher
+from mtgym.bridge.procs import pdeathsig_preexec
 from mtgym.scavenger.slurm import SlurmClient, SlurmError
 
 
@@ -52,23 +53,14 @@ class NodeLauncher(Protocol):
 
 @dataclass
 class TokenSlurmLauncher(SlurmLauncher):
-    """``SlurmLauncher`` whose step names carry a run token: ``mtgym-<token>-<job>-g<gen>``.
+    """``SlurmLauncher`` (step names ``mtgym-<token>-<job>-g<gen>``, ``own_prefix``) with a
+    replaceable task command.
 
     ``command`` replaces torchrun + the worker with another command per task (e.g. a
     smoke test's ``sleep``); None runs the bridge's training job.
     """
 
-    token: str = "run"
     command: tuple[str, ...] | None = None
-
-    def step_name(self, spec: JobSpec, gen: int) -> str:
-        """The Slurm job name of a generation (prefix ``own_prefix``)."""
-        return f"{self.own_prefix}{spec.job_id}-g{gen}"
-
-    @property
-    def own_prefix(self) -> str:
-        """The name prefix of every Slurm job of this run."""
-        return f"mtgym-{self.token}-"
 
     def launch_command(
         self, spec: JobSpec, nodes: Sequence[int | str], gen: int, *, job_dir: str | None = None
@@ -158,6 +150,8 @@ class SlurmStepLauncher:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
+                # srun gets SIGTERM if the scavenger dies, even by SIGKILL: it cancels the step
+                preexec_fn=pdeathsig_preexec(signal.SIGTERM),
             )
         step = SlurmStep(spec, gen, self.slurm.step_name(spec, gen), proc, time.time())
         self.steps.append(step)
@@ -265,9 +259,10 @@ class LocalStepLauncher:
         return self.local.poll(handle) is None
 
     def close(self) -> None:
-        """Stop every generation still running."""
+        """Stop every generation still running, then kill anything the launcher still has."""
         for launch in list(self.launches):
             self.stop(launch, reclaim=True)
+        self.local.close()
 
 
 def default_python() -> str:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from mtgym.core.instance import Instance
+from mtgym.core.io import atomic_write_json
 from mtgym.core.types import Allocation, AppClass
 from mtgym.policy.base import Policy
 from mtgym.scavenger.launch import NodeLauncher, job_spec
@@ -325,7 +326,7 @@ class Scavenger:
             }
         self.log("end", **{k: v for k, v in summary.items() if k != "jobs"})
         self.log.close()
-        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        atomic_write_json(self.out_dir / "summary.json", summary, default=_json_default)
         return summary
 
 

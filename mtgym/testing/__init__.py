@@ -4,11 +4,11 @@ Baselines, agents and third-party policies reuse these to test against the same 
 """
 
 from mtgym.testing.kit import (
-    RandomPolicy,
+    RawRandomPolicy,
     ScriptPolicy,
     checked_rollout,
     linear_job,
     tiny_instance,
 )
 
-__all__ = ["RandomPolicy", "ScriptPolicy", "checked_rollout", "linear_job", "tiny_instance"]
+__all__ = ["RawRandomPolicy", "ScriptPolicy", "checked_rollout", "linear_job", "tiny_instance"]

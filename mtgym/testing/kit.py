@@ -105,7 +105,7 @@ def tiny_instance(
     ).validate()
 
 
-class RandomPolicy:
+class RawRandomPolicy:
     """Random allocations, feasible or not: each idle node gets a random active job or none.
 
     Exercises the repair path (over max, below min) as much as the dynamics.

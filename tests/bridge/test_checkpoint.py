@@ -69,8 +69,12 @@ def test_checkpoint__atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         ck.save_checkpoint(tmp_path, 2, _state(2))
     monkeypatch.undo()
-    # the final name never appeared; the temporary file is ignored, then cleaned
+    # the final name never appeared, and the failed writer removed its temporary file
     assert [c.step for c in ck.list_checkpoints(tmp_path)] == [1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [ck.checkpoint_path(".", 1).name]
+    assert ck.load_latest(tmp_path)[1].step == 1
+    # the temporary file of a writer killed mid-write (no cleanup ran) is deleted later
+    (tmp_path / f"{ck.TMP_PREFIX}ckpt-000000002.1234-dead.pt").write_bytes(b"torn")
     assert ck.remove_stale_tmp(tmp_path) == 1
     assert ck.load_latest(tmp_path)[1].step == 1
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -11,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from mtgym.bridge.cli import add_bridge_commands, build_parser, main
-from mtgym.bridge.launcher import AGENT_SCRIPT, WORKER_SCRIPT, JobSpec, LocalLauncher, SlurmLauncher
+from mtgym.bridge.launcher import (
+    AGENT_SCRIPT,
+    TORCHRUN_SCRIPT,
+    WORKER_SCRIPT,
+    JobSpec,
+    LocalLauncher,
+    SlurmLauncher,
+)
 
 
 def test_slurm__dry_run_commands():
@@ -23,6 +31,7 @@ def test_slurm__dry_run_commands():
         node_names=[f"n{i}" for i in range(1, 9)],
         worker_script="/opt/mtgym/mtgym/bridge/worker.py",
         env={"NCCL_SOCKET_IFNAME": "ib0"},
+        token="ab12cd",
     )
     cmds = sl.dry_run(spec, [4, 5, 6], gen=2)
     assert cmds["launch"][0] == [
@@ -36,14 +45,14 @@ def test_slurm__dry_run_commands():
     launch = cmds["launch"][1]
     assert launch[:11] == [
         "srun",
-        "--job-name=mtgym-3-g2",
+        "--job-name=mtgym-ab12cd-3-g2",
         "--partition=scav",
         "--nodes=3",
         "--ntasks=3",
         "--ntasks-per-node=1",
         "--nodelist=n5,n6,n7",
         "--kill-on-bad-exit=1",
-        "--export=ALL,OMP_NUM_THREADS=1,NCCL_SOCKET_IFNAME=ib0",
+        "--export=ALL,OMP_NUM_THREADS=1,MTGYM_RUN_TOKEN=ab12cd,NCCL_SOCKET_IFNAME=ib0",
         "/opt/venv/bin/python",
         "-m",
     ]
@@ -64,8 +73,8 @@ def test_slurm__dry_run_commands():
     assert w[w.index("--stop-file") + 1] == "/shared/run/jobs/3/control/stop-g2"
     assert cmds["stop"] == [["touch", "/shared/run/jobs/3/control/stop-g2"]]
     assert cmds["kill"] == [
-        ["scancel", "--signal=TERM", f"--user={sl.user}", "--name=mtgym-3-g2"],
-        ["scancel", f"--user={sl.user}", "--name=mtgym-3-g2"],
+        ["scancel", "--signal=TERM", f"--user={sl.user}", "--name=mtgym-ab12cd-3-g2"],
+        ["scancel", f"--user={sl.user}", "--name=mtgym-ab12cd-3-g2"],
     ]
     script = sl.dry_run_script(spec, [4, 5, 6], gen=2)
     assert "# launch" in script and shlex.split(script.splitlines()[2]) == launch
@@ -80,11 +89,53 @@ def test_local__command_lines():
     assert "--nproc-per-node=4" in agent and "--rdzv-endpoint=127.0.0.1:29999" in agent
     assert "--prewarm-ddp" in agent and agent[agent.index("--") + 1] == "--job-dir"
     tr = LocalLauncher(launch="torchrun").command(spec, [0], 0, 29998)
-    assert tr[1:3] == ["-m", "torch.distributed.run"]
+    assert tr[1] == str(TORCHRUN_SCRIPT)  # torchrun's main, with the store binding
     assert "--rdzv-backend=c10d" in tr and "--local-addr=127.0.0.1" in tr
     assert str(WORKER_SCRIPT) in tr
-    env = LocalLauncher().environment(spec)
+    env = LocalLauncher(token="tok").environment(spec, 3)
     assert env["GLOO_SOCKET_IFNAME"] == "lo" and env["MASTER_ADDR"] == "127.0.0.1"
+    assert env["MTGYM_RUN_TOKEN"] == "tok" and env["MTGYM_LAUNCH"] == "0-g3"
+    assert env["MTGYM_STORE_BIND"] == "127.0.0.1"
+    assert LocalLauncher(store_bind="").environment(spec)["MTGYM_STORE_BIND"] == ""
+    a, b = LocalLauncher(), LocalLauncher()
+    assert a.token != b.token and len(a.token) == 12  # random per launcher
+
+
+def test_slurm__step_names_carry_the_run_token():
+    spec = JobSpec("3", Path("/shared/run/jobs/3"))
+    a, b = SlurmLauncher(), SlurmLauncher()
+    assert a.token != b.token  # two runs of one user never share a step name
+    assert a.step_name(spec, 0) == f"mtgym-{a.token}-3-g0" != b.step_name(spec, 0)
+    kill = a.dry_run(spec, ["n1"], 0)["kill"]
+    assert all(c[-1] == f"--name=mtgym-{a.token}-3-g0" for c in kill)
+
+
+def test_local__pids_matched_by_run_token(tmp_path):
+    """A live process with the job folder and "torch" in its command line is not ours
+    unless its environment carries this launcher's token and the launch id."""
+    import subprocess
+
+    from mtgym.bridge.launcher import Launch
+
+    spec = JobSpec("0", tmp_path / "jobs" / "0")
+    ll = LocalLauncher(token="mine")
+    la = Launch(spec, 0, 1, (0,), None, [], 0, 0.0, tmp_path / "log")  # type: ignore[arg-type]
+    cmd = [sys.executable, "-c", "import time; time.sleep(30)", str(spec.job_dir), "torch"]
+    env_ok = {**os.environ, "MTGYM_RUN_TOKEN": "mine", "MTGYM_LAUNCH": "0-g0"}
+    procs = {
+        "ours": subprocess.Popen(cmd, env=env_ok),
+        "other run": subprocess.Popen(cmd, env={**env_ok, "MTGYM_RUN_TOKEN": "theirs"}),
+        "other gen": subprocess.Popen(cmd, env={**env_ok, "MTGYM_LAUNCH": "0-g1"}),
+        "no token": subprocess.Popen(cmd),
+    }
+    try:
+        got = {k: ll._ours(la, p.pid) for k, p in procs.items()}
+        assert got == {"ours": True, "other run": False, "other gen": False, "no token": False}
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+    assert not ll._ours(la, procs["ours"].pid)  # gone
     with pytest.raises(ValueError):
         LocalLauncher(launch="mpirun")
 
@@ -160,12 +211,14 @@ def test_cli__record_then_slurm_commands(tmp_path, capsys):
                 "a,b,c,d",
                 "--workers-per-node",
                 "4",
+                "--token",
+                "t1",
             ]
         )
         == 0
     )
     out = capsys.readouterr().out
-    assert "srun --job-name=mtgym-0-g0" in out and "--rdzv-endpoint=a:29400" in out
+    assert "srun --job-name=mtgym-t1-0-g0" in out and "--rdzv-endpoint=a:29400" in out
     assert "--nproc-per-node=4" in out
     assert main(["replay", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o")]) == 2
     assert main(["report", str(tmp_path)]) == 2

@@ -264,6 +264,7 @@ def test_calibrate__rejects_bad_files(tmp_path):
                 "version": 1,
                 "jobs": {
                     "0": {
+                        "name": "a",
                         "curve_nodes": [0, 2, 1],
                         "curve_tput": [0, 1, 2],
                         "r_up_s": 1,
@@ -274,8 +275,65 @@ def test_calibrate__rejects_bad_files(tmp_path):
             }
         )
     )
-    with pytest.raises(DataError, match="sorted"):
+    with pytest.raises(DataError, match=r"'jobs.0.curve_nodes' has value \[0, 2, 1\].*sorted"):
         read_calibration(p)
+
+
+def _cal(**job):
+    e = {
+        "name": "a",
+        "curve_nodes": [0.0, 1.0],
+        "curve_tput": [0.0, 100.0],
+        "r_up_s": 1.0,
+        "r_down_s": 1.0,
+        "startup_s": 2.0,
+    }
+    e.update(job)
+    return {"format": "mtgym-calibration", "version": 1, "jobs": {"0": e}}
+
+
+@pytest.mark.parametrize(
+    ("cal", "match"),
+    [
+        # corrupt structures used to raise AttributeError deep in the reader
+        ([1, 2], "'file' has value 'list'"),
+        ({"format": "mtgym-calibration", "version": 1}, "'jobs' has value .*Field required"),
+        ({"format": "mtgym-calibration", "version": 1, "jobs": []}, "'jobs' has value \\[\\]"),
+        ({"format": "mtgym-calibration", "version": 1, "jobs": {"0": "x"}}, "'jobs.0' has"),
+        # a NaN cost is an error, not "n/a" in the report
+        (_cal(r_up_s=float("nan")), "'jobs.0.r_up_s' has value nan.*finite"),
+        (_cal(startup_s=float("inf")), "'jobs.0.startup_s' has value inf"),
+        (_cal(r_down_s=-1.0), "'jobs.0.r_down_s' has value -1.0.*greater than or equal to 0"),
+        (_cal(r_down_s="2"), "'jobs.0.r_down_s' has value '2'"),
+        (_cal(curve_tput=[0.0, float("nan")]), "'jobs.0.curve_tput.1' has value nan"),
+        (_cal(curve_tput=[0.0]), "'jobs.0.curve_tput' has value \\[0.0\\].*2 values"),
+        (_cal(min_nodes=1.5), "'jobs.0.min_nodes' has value 1.5"),
+        (_cal(min_nodes=True), "'jobs.0.min_nodes' has value True"),
+        (_cal(app_class="Z"), "'jobs.0.app_class' has value 'Z'"),
+        (_cal(name=None), "'jobs.0.name' has value None"),
+        ({**_cal(), "format": "other"}, "'format' has value 'other'"),
+    ],
+)
+def test_calibrate__corrupt_files_name_file_field_value(tmp_path, cal, match):
+    p = tmp_path / "cal.json"
+    p.write_text(json.dumps(cal))
+    with pytest.raises(DataError, match=match) as ei:
+        read_calibration(p)
+    assert str(ei.value).startswith(f"{p}: field ")
+
+
+def test_calibrate__nan_cost_is_a_cli_error(tmp_path, capsys):
+    """``bridge report --calibration`` with a NaN cost: exit 2, one line naming it."""
+    from mtgym.bridge.cli import main
+
+    folder = fake_replay(tmp_path / "run")
+    p = tmp_path / "cal.json"
+    p.write_text(json.dumps(_cal(r_up_s=float("nan"))))
+    assert main(["report", str(folder), "--calibration", str(p), "--no-calibration"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: {p}: field 'jobs.0.r_up_s' has value nan; allowed: Input should be a finite number"
+    ]
 
 
 def test_predict__simulator_with_calibration_matches_hand_count(tmp_path):

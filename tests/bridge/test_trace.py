@@ -146,7 +146,40 @@ def test_trace__round_trip(tmp_path):
             "held by one job at a time",
         ),
         ([_header(), {"t": 0, "job": "0", "nodes": [0], "reason": "whim"}], "reason"),
-        ([_header(jobs={"0": {"name": "x", "app_class": "Z"}})], "header"),
+        ([_header(jobs={"0": {"name": "x", "app_class": "Z"}})], "jobs.0.app_class"),
+        # the hardening reproducers (issue 17): each gets an error naming field and value
+        ([_header(t_start=float("nan"))], r"'t_start' has value nan"),
+        ([_header(t_start=10.0, t_end=5.0)], r"'t_end' has value 5.0.*>= 10"),
+        ([_header(), {"t": float("nan"), "job": "0", "nodes": [0]}], r"'t' has value nan"),
+        ([_header(gpus_per_node=0)], r"'gpus_per_node' has value 0.*integer >= 1"),
+        ([_header(num_nodes=2.5)], r"'num_nodes' has value 2.5.*not a fraction"),
+        ([_header(num_nodes=True)], r"'num_nodes' has value True"),
+        (
+            [_header(jobs={"0": {"name": "x", "min_nodes": 1, "max_nodes": 1.5}})],
+            r"'jobs.0.max_nodes' has value 1.5",
+        ),
+        ([_header(jobs={"0": {"name": "x", "work": -5}})], r"'jobs.0.work' has value -5"),
+        ([_header(jobs={"0": {"name": "x", "r_up_s": -1}})], r"'jobs.0.r_up_s' has value -1"),
+        (
+            [_header(jobs={"0": {"name": "x", "curve": {"1": -100.0}}})],
+            r"'jobs.0.curve.1' has value -100.0",
+        ),
+        (
+            [_header(jobs={"0": {"name": "x", "curve": {"1": float("nan")}}})],
+            r"'jobs.0.curve.1' has value nan",
+        ),
+        ([_header(jobs={"0": {"name": "x", "model": 7}})], r"'jobs.0.model' has value 7"),
+        ([_header(), {"t": 0, "job": "0", "nodes": [0], "rate": -3.0}], r"'rate' has value -3.0"),
+        (
+            [_header(), {"t": 0, "job": "0", "nodes": [0, 1, 2]}],
+            r"'nodes'.*at most job 0's max_nodes = 2",
+        ),
+        ([_header(), {"t": 0, "job": "0", "nodes": [True]}], r"'nodes'.*list of node indices"),
+        ([_header(jobs={"../evil": {"name": "x"}})], r"'jobs' has value '../evil'.*safe|folder"),
+        ([_header(jobs={"/etc": {"name": "x"}})], r"'jobs' has value '/etc'"),
+        ([_header(jobs={"a/b": {"name": "x"}})], r"'jobs' has value 'a/b'"),
+        ([_header(jobs={"..": {"name": "x"}})], r"'jobs' has value '..'"),
+        ([_header(jobs={"": {"name": "x"}})], r"'jobs' has value ''"),
     ],
 )
 def test_trace__rejects_bad_files(tmp_path, lines, match):
@@ -186,3 +219,33 @@ def test_record__wrapper_is_a_policy():
     rec = RecordDecisions(pol, inst, Sink())  # type: ignore[arg-type]
     assert isinstance(rec, Policy) and rec.name == "equal-share"
     np.testing.assert_array_equal(rec._cur, -1)
+
+
+def test_trace__bad_field_message_names_file_line_field(tmp_path):
+    p = _write(tmp_path, [_header(gpus_per_node=0)])
+    with pytest.raises(TraceError) as ei:
+        read_trace(p)
+    assert ei.value.path == str(p) and ei.value.row == 1 and ei.value.field == "gpus_per_node"
+    assert str(ei.value).startswith(f"{p}, row 1: field 'gpus_per_node' has value 0")
+
+
+def test_trace__model_name_is_free_text(tmp_path):
+    """The trace's ``model`` is the simulator's name (table workloads use any name); the
+    torch model a replay trains comes from the app class or ``--model``, both checked."""
+    from mtgym.bridge.controller import ReplayConfig
+
+    lines = [_header(jobs={"0": {"name": "x", "model": "my-table-model"}}), {"t": 1, "end": True}]
+    assert read_trace(_write(tmp_path, lines)).jobs["0"].model == "my-table-model"
+    with pytest.raises(ValueError, match="unknown model 'transfomer'; known: cnn, mlp"):
+        ReplayConfig(model="transfomer")
+
+
+def test_trace__integral_float_counts_are_fine(tmp_path):
+    lines = [
+        _header(num_nodes=4.0, jobs={"0": {"name": "x", "min_nodes": 1.0, "max_nodes": 2.0}}),
+        {"t": 0, "job": "0", "nodes": [0, 1]},
+        {"t": 1, "end": True},
+    ]
+    tr = read_trace(_write(tmp_path, lines))
+    assert tr.header.num_nodes == 4 and tr.jobs["0"].max_nodes == 2
+    assert isinstance(tr.header.num_nodes, int)

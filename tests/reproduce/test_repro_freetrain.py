@@ -45,4 +45,15 @@ def test_freetrain_quick_directions(shared_data, tmp_path):
     )
     metrics = {r.metric for r in res.rows}
     assert any(m.startswith("efficiency vs dedicated nodes") for m in metrics)
+    # no "best E" row; every row shows E, samples and utilisation; the samples-best T_fwd
+    assert not any(m.startswith("best efficiency") for m in metrics)
+    for r in res.rows:
+        assert "E " in r.note and "samples in the first" in r.note and "utilisation" in r.note
+    best = max(
+        (eps[("imagenet", "freetrain", t)] for t in freetrain.T_FWD_SWEEP),
+        key=lambda e: e["samples_compare"],
+    )
+    (row,) = [r for r in res.rows if r.metric.startswith("T_fwd (of")]
+    assert row.mtgym == best["t_fwd"]
+    assert f"is {best['t_fwd']:g} s**" in res.sections[0]
     assert (tmp_path / "freetrain_tfwd.png").exists()

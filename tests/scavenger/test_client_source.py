@@ -252,3 +252,41 @@ def test_loop_releases_a_reclaimed_node_within_one_poll(tmp_path: Path):
     assert sum(e["event"] == "retry" for e in lines) == 2
     assert summary["reclaims_released"] >= 2
     assert (tmp_path / "summary.json").exists()
+
+
+def test_loop_sigterm_stops_every_generation(tmp_path: Path):
+    """SIGTERM mid-loop (as `mtgym scavenge` runs it): every generation is stopped, the
+    summary is written, and the signal surfaces as ``Terminated`` (exit 143)."""
+    import os
+    import signal
+
+    from mtgym.bridge.procs import Terminated, raise_on_signals
+
+    fake = FakeSlurm({f"n{i}": "idle" for i in range(1, 5)})
+    t = [0.0]
+    c = client(fake)
+    c.clock = lambda: t[0]
+    sup = SlurmSupply(c, clock=lambda: t[0], own_prefix="mtgym-x-")
+    inst = tiny_instance(4, [linear_job("a", 10.0, 4, 1e9), linear_job("b", 10.0, 4, 1e9)])
+    launcher = ReportLauncher(TokenSlurmLauncher(token="x"))
+    seen: list[int] = []
+
+    def sleep(d):
+        t[0] += d
+        seen.append(len(launcher.running))
+        if t[0] >= 3.0:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    scav = Scavenger(
+        sup, EqualShare(), inst, launcher, tmp_path, poll_s=1.0, clock=lambda: t[0], sleep=sleep
+    )
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated) as ei, raise_on_signals():
+        scav.run(max_polls=100)
+    assert ei.value.code == 143 and ei.value.signum == signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before  # handler restored
+    assert max(seen) == 2 and launcher.running == set()  # both jobs ran, none is left
+    lines = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert lines[-1]["event"] == "end" and scav.polls == 3
+    assert sum(e["event"] == "release" and e["why"] == "shutdown" for e in lines) == 2
+    assert json.loads((tmp_path / "summary.json").read_text())["polls"] == 3

@@ -15,7 +15,7 @@ from mtgym.generate.workload import JobRow
 from mtgym.policy.equal_share import EqualShare
 from mtgym.sim.dynamics import advance, initial_state
 from mtgym.sim.invariants import check_state
-from mtgym.testing import RandomPolicy, checked_rollout, linear_job, tiny_instance
+from mtgym.testing import RawRandomPolicy, checked_rollout, linear_job, tiny_instance
 
 
 @st.composite
@@ -64,7 +64,7 @@ def instances(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inst=instances(), seed=st.integers(0, 2**16))
 def test_invariants__hold_under_random_allocations(inst, seed):
-    traj = checked_rollout(inst, RandomPolicy(seed), max_steps=400)
+    traj = checked_rollout(inst, RawRandomPolicy(seed), max_steps=400)
     final = traj[-1][0]
     # conservation: per-step samples add up to the final progress
     total = sum(info.samples for _, info in traj)
@@ -81,7 +81,7 @@ def test_invariants__hold_under_equal_share(inst):
 
 def test_invariants__default_scenario_random_policy():
     inst = default_generator()(3)
-    traj = checked_rollout(inst, RandomPolicy(7), max_steps=3000)
+    traj = checked_rollout(inst, RawRandomPolicy(7), max_steps=3000)
     assert traj[-1][0].time > 0
 
 

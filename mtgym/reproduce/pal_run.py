@@ -1,0 +1,273 @@
+"""PAL experiment, part 1 of 3: run the episodes (instances, the round loop, the tasks).
+
+Nothing here draws a conclusion: every task returns one flat dict of numbers per policy,
+which ``pal_analyse`` turns into gains and verdicts and ``pal_report`` into markdown and
+figures.
+
+Setup (papers.md §3.6, ``mtgym.generate.pal_philly``): 16 hosts x 4 GPUs (Sia-Philly) or
+64 x 4 (Synergy), rigid jobs, a placement round every 360 s, iteration time = base x the
+slowest GPU's Longhorn factor for the job's class x lambda when the job spans hosts, no
+restart cost. Placements are created through the policy registry.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtgym.core.instance import Instance
+from mtgym.core.types import EventKind
+from mtgym.metrics import EpisodeMetrics, compute_metrics
+from mtgym.policy.base import Policy
+from mtgym.reproduce.common import PAL_TRACE, PAL_VARIABILITY, make
+from mtgym.sim.dynamics import advance, apply_allocation, initial_state
+from mtgym.sim.view import ViewBuilder
+
+ROUND_S = 360.0
+LOCALITY = 1.7
+#: Placement policies: key -> (registered name, kwargs).
+POLICIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "pal": ("pal", {}),
+    "pm-first": ("pm-first", {}),
+    "packed-sticky": ("packed", {"sticky": True}),
+    "packed-nonsticky": ("packed", {"sticky": False}),
+    "random-sticky": ("random", {"sticky": True, "seed": 0}),
+    "random-nonsticky": ("random", {"sticky": False, "seed": 0}),
+}
+#: Policies whose FIFO round is a deterministic function of (active jobs, node map, idle
+#: nodes): ``run_rounds`` may skip the rounds in which none of these changes.
+DETERMINISTIC = ("pal", "pm-first", "packed-sticky", "packed-nonsticky")
+#: Events after which a round's inputs may differ.
+_CHANGES = (
+    EventKind.JOB_COMPLETED
+    | EventKind.JOB_ARRIVED
+    | EventKind.TRIAL_STOPPED
+    | EventKind.NODE_IDLE
+    | EventKind.NODE_RECLAIMED
+)
+#: Draw names: ``"artifact"`` or ``"seed:N"`` (the seed's variability stream).
+ARTIFACT = "artifact"
+
+
+def parse_draw(draw: str) -> tuple[str, int]:
+    """``"artifact"`` -> ("artifact", 0); ``"seed:N"`` -> ("stream", N).
+
+    Raises:
+        ValueError: any other text.
+    """
+    if draw == ARTIFACT:
+        return "artifact", 0
+    if draw.startswith("seed:") and draw[5:].isdigit():
+        return "stream", int(draw[5:])
+    raise ValueError(f"--draw must be 'artifact' or 'seed:N' (N >= 0), got {draw!r}")
+
+
+@functools.lru_cache(maxsize=16)
+def philly_instance(
+    data_dir: str,
+    trace: int,
+    locality: float,
+    draw: str,
+    max_jobs: int | None = None,
+    growth: float = 0.0,
+) -> Instance:
+    """Sia-Philly workload ``trace`` on 16 x 4 GPUs with the given draw and lambda."""
+    from mtgym.generate.pal_philly import PALPhilly
+
+    kind, seed = parse_draw(draw)
+    d = Path(data_dir)
+    return PALPhilly(
+        d / PAL_TRACE.format(k=trace),
+        d / PAL_VARIABILITY,
+        num_hosts=16,
+        gpus_per_host=4,
+        locality=locality,
+        max_jobs=max_jobs,
+        draw=kind,
+        locality_growth=growth,
+    )(seed)
+
+
+@functools.lru_cache(maxsize=8)
+def synergy_instance(data_dir: str, jobs_per_hour: float, num_jobs: int, seed: int) -> Instance:
+    """PAL's Synergy setup (``PALSynergy``) with the artifact's draw on 256 GPUs."""
+    from mtgym.generate.pal_philly import PALSynergy, philly_demands
+
+    d = Path(data_dir)
+    demands = philly_demands([d / PAL_TRACE.format(k=k) for k in range(1, 9)])
+    return PALSynergy(
+        tuple(int(x) for x in demands),
+        d / PAL_VARIABILITY,
+        jobs_per_hour=jobs_per_hour,
+        num_jobs=num_jobs,
+        draw="artifact",
+    )(seed)
+
+
+@dataclass
+class RoundsResult:
+    """Metrics and timing of ``run_rounds``, with the GPU-seconds of jobs that span hosts."""
+
+    metrics: EpisodeMetrics
+    wall_s: float
+    decisions: int
+    gpu_s: float  # GPU-seconds held by jobs
+    span_gpu_s: float  # of which by jobs whose GPUs lie on more than one host
+
+
+def _spanning(node_job: np.ndarray, host: np.ndarray, num_jobs: int) -> np.ndarray:
+    """(J,) bool: the job's GPUs lie on more than one host."""
+    on = node_job >= 0
+    pairs = np.unique(np.stack([node_job[on], host[on]]), axis=1)
+    hosts = np.bincount(pairs[0], minlength=num_jobs) if pairs.size else np.zeros(num_jobs)
+    return hosts > 1
+
+
+def run_rounds(
+    instance: Instance, policy: Policy, round_s: float, *, skip_unchanged: bool
+) -> RoundsResult:
+    """``run_episode(instance, policy, decision_interval_s=round_s)``, faster.
+
+    With ``skip_unchanged`` (only for a FIFO policy whose decision depends on nothing but the
+    active jobs, the node map and the idle nodes): when a round leaves the node map as it
+    was, every following round gives the same map until an arrival, a completion or a
+    supply change, so the episode jumps to that event and then to the next round boundary
+    (rounds stay on the grid ``t_start + k x round_s``). The trajectory, hence every metric
+    except the decision count, is the same as ``run_episode``'s. The GPU-seconds of jobs
+    spanning hosts are integrated exactly: node sets only shrink (by completions) between
+    decisions, and a completed job holds nothing.
+    """
+    t_wall = time.perf_counter()
+    state = initial_state(instance)
+    views = ViewBuilder(instance, policy.info_mode)
+    policy.reset(views(state))
+    limit, t0 = instance.t_end, instance.t_start
+    host = np.asarray(instance.cluster.topology.coords[:, 1])
+    num_jobs = instance.num_jobs
+    decisions = 0
+    span_s = 0.0
+    while state.time < limit:
+        before = state.node_job.copy()
+        alloc = policy.decide(views(state))
+        decisions += 1
+        t_prev = state.time
+        apply_allocation(state, instance, alloc)
+        spans = _spanning(state.node_job, host, num_jobs)
+        held = state.node_s.copy()
+        step = min(limit, state.time + round_s)
+        if skip_unchanged and np.array_equal(state.node_job, before):
+            state, info = advance(state, instance, None, until=limit, stop_on=_CHANGES, copy=False)
+            if not info.all_done and state.time < limit:
+                k = np.ceil((state.time - t0) / round_s - 1e-12)
+                step = min(limit, max(t0 + k * round_s, state.time))
+                if step > state.time:
+                    state, info = advance(
+                        state, instance, None, until=step, stop_on=EventKind.HORIZON, copy=False
+                    )
+        else:
+            state, info = advance(
+                state, instance, None, until=step, stop_on=EventKind.HORIZON, copy=False
+            )
+        span_s += float((state.node_s - held)[spans].sum())
+        if info.all_done or (state.time == t_prev and info.kinds == EventKind.NONE):
+            break
+    return RoundsResult(
+        compute_metrics(state, instance),
+        time.perf_counter() - t_wall,
+        decisions,
+        float(state.node_s.sum()),
+        span_s,
+    )
+
+
+def _record(res: RoundsResult, **keys: Any) -> dict[str, Any]:
+    m = res.metrics
+    return {
+        **keys,
+        "jct_mean": m.jct_mean,
+        "jct_geomean": m.jct_geomean,
+        "jct_p99": m.jct_p99,
+        "makespan": m.makespan,
+        "utilisation": m.utilisation,
+        "jobs_completed": m.jobs_completed,
+        "jobs_total": m.jobs_total,
+        "gpu_s": res.gpu_s,
+        "span_gpu_s": res.span_gpu_s,
+        "wall_s": res.wall_s,
+    }
+
+
+@dataclass(frozen=True)
+class PhillyTask:
+    """Every policy in ``policies`` on one Sia-Philly (trace, lambda, draw, growth) instance."""
+
+    trace: int
+    locality: float
+    draw: str
+    policies: tuple[str, ...]
+    data_dir: str
+    max_jobs: int | None = None
+    growth: float = 0.0
+
+
+def run_philly(task: PhillyTask) -> list[dict[str, Any]]:
+    """Run the task's policies (module-level: runs in worker processes)."""
+    inst = philly_instance(
+        task.data_dir, task.trace, task.locality, task.draw, task.max_jobs, task.growth
+    )
+    out = []
+    for key in task.policies:
+        name, kw = POLICIES[key]
+        res = run_rounds(inst, make(name, **kw), ROUND_S, skip_unchanged=key in DETERMINISTIC)
+        out.append(
+            _record(
+                res,
+                trace=task.trace,
+                locality=task.locality,
+                draw=task.draw,
+                growth=task.growth,
+                policy=key,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class SynergyTask:
+    """Every policy in ``policies`` on one Synergy (load, order) setting."""
+
+    jobs_per_hour: float
+    order: str
+    policies: tuple[str, ...]
+    data_dir: str
+    num_jobs: int
+    seed: int = 0
+
+
+def run_synergy(task: SynergyTask) -> list[dict[str, Any]]:
+    """Run the task's policies under the task's scheduler order (module-level)."""
+    inst = synergy_instance(task.data_dir, task.jobs_per_hour, task.num_jobs, task.seed)
+    out = []
+    for key in task.policies:
+        name, kw = POLICIES[key]
+        res = run_rounds(
+            inst,
+            make(name, order=task.order, **kw),
+            ROUND_S,
+            skip_unchanged=task.order == "fifo" and key in DETERMINISTIC,
+        )
+        out.append(
+            _record(
+                res,
+                jobs_per_hour=task.jobs_per_hour,
+                order=task.order,
+                seed=task.seed,
+                policy=key,
+            )
+        )
+    return out

@@ -405,7 +405,14 @@ GeneratorSpec = Annotated[
 
 
 class EpisodeSpec(Strict):
-    """Defaults for the environment built on this scenario."""
+    """Defaults for the environment and the policies run on this scenario.
+
+    ``t_fwd_s`` is BFTrainer's forward-looking time T_fwd ("how long a new allocation is
+    expected to last", a property of the machine's idle windows): the T_fwd-based allocators
+    (``freetrain*``, ``malletrain``) use it unless built with an explicit ``t_fwd``. The
+    default is the paper's 10 s; the ``default`` scenario sets the value its documented sweep
+    chose (``scripts/sweep_tfwd.py``).
+    """
 
     horizon_s: Duration | None = _d("episode length, s (None: the scenario's)", None)
     decision_interval_s: float | None = _d(
@@ -418,6 +425,11 @@ class EpisodeSpec(Strict):
     info_mode: Literal["user", "profiled", "oracle"] = _d("what the agent is told", "user")
     action_mode: Literal["counts", "assign", "delta"] = _d("action encoding", "counts")
     max_jobs: Int = _d(f"job slots S (1..{MAX_SLOTS})", 16, ge=1, le=MAX_SLOTS)
+    t_fwd_s: Pos = _d(
+        "BFTrainer's forward-looking time T_fwd, s (the T_fwd-based allocators' default)",
+        10.0,
+        le=MAX_HORIZON_S,
+    )
 
 
 class ScenarioSpec(Strict):

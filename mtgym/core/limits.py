@@ -1,7 +1,7 @@
 """Documented input limits shared by scenario files, the env and the CLI (no imports, cheap).
 
 They bound what a file or a keyword may ask for so that bad input fails fast instead of
-hanging or exhausting the machine (``docs/scenarios.md``, "Limits").
+hanging or exhausting the machine (each documented here; the JSON Schema carries them).
 """
 
 #: Largest ``num_nodes`` / ``num_hosts`` (Summit has 4,608 nodes; Aurora 10,624).

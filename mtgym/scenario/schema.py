@@ -8,7 +8,7 @@ repository) and are otherwise relative to the scenario file. Unknown fields are 
 Every float must be finite (``.inf`` and ``.nan`` are refused), every integer a real integer
 (``true`` and ``4.0`` are refused), and names (models, GPU types, classes) are enums, so
 the JSON Schema (``mtgym scenario schema``) lists what is allowed. Sizes are bounded by
-``mtgym.core.limits`` (documented in ``docs/scenarios.md``); ``mtgym.scenario.check`` adds
+``mtgym.core.limits``; ``mtgym.scenario.check`` adds
 the checks that need the file system (paths) and a memory estimate of the build.
 """
 

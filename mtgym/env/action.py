@@ -98,28 +98,45 @@ class ActionCodec:
         is one already), or ``ValueError`` naming the shape, dtype or entry and its bound.
         """
         a = np.asarray(action)
-        if (
-            a.dtype == np.int64 and a.shape == self.nvec.shape and _out_of_range(a, self.nvec) < 0
-        ):  # the common case
-            return a
+        if a.dtype == np.int64 and a.shape == self.nvec.shape and _out_of_range(a, self.nvec) < 0:
+            return a  # the common case
+        if a.dtype.kind == "f" and not isinstance(action, np.ndarray):
+            # a list of Python ints numpy made float (one >= 2**63): keep the exact values
+            exact = np.asarray(action, dtype=object)
+            if all(isinstance(x, int) for x in exact.ravel()):
+                a = exact
+        return self._check_slow(a)
+
+    def _check_slow(self, a: np.ndarray) -> np.ndarray:
+        """Shape, integer values and range, with the offending value as given."""
         if a.shape != self.nvec.shape:
             raise ValueError(
                 f"action has shape {a.shape}; expected {self.nvec.shape} "
                 f"for action_mode {self.mode!r}"
             )
+        if a.dtype == object or a.dtype.kind not in "biuf":  # Python ints >= 2**63, ...
+            try:
+                a = np.asarray(a, dtype=np.float64) if a.dtype != object else a
+            except (TypeError, ValueError):
+                raise ValueError(f"action dtype {a.dtype} is not numeric") from None
+        if a.size and a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            i = int(np.flatnonzero(~np.isfinite(a))[0])
+            raise ValueError(f"action[{i}] = {a[i]!r} is not a finite number")
         integral = np.issubdtype(a.dtype, np.integer) or np.all(np.equal(np.mod(a, 1), 0))
         if a.size and not integral:
             raise ValueError(f"action dtype {a.dtype} holds non-integer values")
-        a = a.astype(np.int64)
+        # range checked on the values as given (a cast first would wrap 1e300 or 2**64-1)
         bad = np.flatnonzero((a < 0) | (a >= self.nvec))
         if bad.size:
             i = int(bad[0])
+            v = a[i]
+            shown = int(v) if a.dtype.kind in "iu" or (a.dtype == object) else float(v)
             what = "node" if self.mode == "assign" else "slot"
             raise ValueError(
-                f"action[{i}] ({what} {i}) = {int(a[i])} is out of range; "
+                f"action[{i}] ({what} {i}) = {shown!r} is out of range; "
                 f"allowed 0..{int(self.nvec[i]) - 1}"
             )
-        return a
+        return a.astype(np.int64)
 
     def decode(
         self, action: np.ndarray, state: ClusterState, instance: Instance, slots: JobSlots
@@ -417,3 +434,89 @@ def _decode_assign(
         if k > 0 and out[n] < 0:
             empty += 1
     return -1, empty, out
+
+
+# ---------------------------------------------------------------------------------------
+# Budget-feasible sampling (what the per-slot masks cannot express).
+# ---------------------------------------------------------------------------------------
+def _clean_count(c: int, lo: int, hi: int) -> bool:
+    return c == 0 or lo <= c <= hi
+
+
+def sample_valid(
+    codec: ActionCodec,
+    state: ClusterState,
+    instance: Instance,
+    slots: JobSlots,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """A random action that needs no repair: in every mode, each job gets 0 nodes or between
+    its minimum and maximum (and the count cap), and all jobs together use at most the idle
+    nodes. Slots are visited in a random order, each drawing uniformly among the choices the
+    remaining node budget allows, so the draw covers the whole feasible set (not uniformly).
+    """
+    jobs = instance.jobs
+    n_avail = int(np.count_nonzero(state.available))
+    present = np.flatnonzero(slots.job >= 0)
+    order = rng.permutation(present)
+    if codec.mode == "assign":
+        out = np.zeros(codec.N, dtype=np.int64)
+        pool = rng.permutation(np.flatnonzero(state.available))
+        used = 0
+        for s in order:
+            j = slots.job[s]
+            lo, hi = int(jobs.min_nodes[j]), min(int(jobs.max_nodes[j]), pool.size - used)
+            choices = [0, *range(max(lo, 1), hi + 1)]
+            c = int(rng.choice(choices))
+            out[pool[used : used + c]] = s + 1
+            used += c
+        return out
+    if codec.mode == "counts":
+        out = np.zeros(codec.S, dtype=np.int64)
+        left = n_avail
+        for s in order:
+            j = slots.job[s]
+            lo, hi = max(int(jobs.min_nodes[j]), 1), min(int(jobs.max_nodes[j]), codec.C, left)
+            c = int(rng.choice([0, *range(lo, hi + 1)]))
+            out[s] = c
+            left -= c
+        return out
+    # delta: each slot's three targets (shrink, keep, grow) as ``_delta_targets`` computes
+    # them; a choice is kept when its target needs no repair and fits the budget.
+    out = np.ones(codec.S, dtype=np.int64)
+    targets = {
+        k: _delta_targets(
+            np.full(codec.S, k, dtype=np.int64),
+            slots.job,
+            state.n_nodes,
+            jobs.min_nodes,
+            jobs.max_nodes,
+            codec.C,
+        )
+        for k in (0, 1, 2)
+    }
+    lo_of = {s: int(jobs.min_nodes[slots.job[s]]) for s in present}
+    hi_of = {s: int(jobs.max_nodes[slots.job[s]]) for s in present}
+    # start from the cleanest baseline: every slot shrunk to a clean target, else kept
+    chosen = {}
+    for s in present:
+        for k in (0, 1):
+            if _clean_count(int(targets[k][s]), lo_of[s], hi_of[s]):
+                chosen[s] = k
+        chosen.setdefault(s, 0)
+    total = sum(int(targets[chosen[s]][s]) for s in present)
+    for s in order:
+        base = int(targets[chosen[s]][s])
+        ok = [
+            k
+            for k in (0, 1, 2)
+            if _clean_count(int(targets[k][s]), lo_of[s], hi_of[s])
+            and total - base + int(targets[k][s]) <= n_avail
+        ]
+        if ok:
+            k = int(rng.choice(ok))
+            total += int(targets[k][s]) - base
+            chosen[s] = k
+    for s in present:
+        out[s] = chosen[s]
+    return out

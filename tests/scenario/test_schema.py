@@ -162,7 +162,7 @@ CASES = [
             "horizon_s: 3600",
             "horizon_s: 3600\n  campaigns: [{kind: hpo, min_nodes: 4, max_nodes: 2}]",
         ),
-        "min_nodes must be <= max_nodes",
+        "min_nodes 4 must be <= max_nodes 2",
     ),
     (
         GOOD.replace("horizon_s: 3600", "horizon_s: 3600\n  campaigns: [{kind: tuning}]"),
@@ -178,7 +178,7 @@ CASES = [
     ),
     (
         GOOD.replace("horizon_s: 3600", "horizon_s: -5"),
-        "horizon_s: Input should be greater than 0; got -5",
+        "horizon_s: Input should be greater than or equal to 1; got -5",
     ),
     (
         GOOD + "episode: {reward: money}\n",
@@ -190,7 +190,7 @@ CASES = [
     ),
     (
         GOOD + "episode: {decision_interval_s: 0}\n",
-        "decision_interval_s: Input should be greater than 0",
+        "decision_interval_s: Input should be greater than or equal to 0.001",
     ),
     (
         GOOD + "extra_top_level: 1\n",

@@ -18,7 +18,8 @@ from mtgym.generate.supply import AlwaysIdle, SWFSupply, SyntheticSupply, TraceS
 from mtgym.generate.synthetic import SyntheticGenerator
 from mtgym.generate.workload import Campaign, Declaration, JobMix, TableWorkload
 from mtgym.model.variability import ClassVariability, VariabilitySpec
-from mtgym.scenario.load import ScenarioError, resolve_path
+from mtgym.scenario.paths import resolve_path
+from mtgym.scenario.safe_yaml import ScenarioError
 from mtgym.scenario.schema import EpisodeSpec, ScenarioSpec
 
 

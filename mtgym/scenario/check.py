@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import mtgym.scenario.schema as sc
-from mtgym.scenario.load import problems_message, resolve_path
+from mtgym.scenario.paths import problems_message, resolve_path
 from mtgym.scenario.safe_yaml import ScenarioError
 
 #: Largest estimated build memory accepted without ``allow_large`` / ``--allow-large``.

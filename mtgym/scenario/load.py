@@ -8,27 +8,17 @@ Building a generator from a spec is ``mtgym.scenario.build``; finding a scenario
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from mtgym.core.paths import data_dir
+from mtgym.scenario.paths import problems_message
 from mtgym.scenario.safe_yaml import ScenarioError, parse_bounded, read_bounded
 from mtgym.scenario.schema import ScenarioSpec
 
-__all__ = ["ScenarioError", "load_scenario", "parse_text", "resolve_path"]
-
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def problems_message(path: str | Path, problems: list[str]) -> str:
-    """``FILE: field: why; got VALUE`` for one problem; a header and one line each for more."""
-    if len(problems) == 1:
-        return f"{path}: {problems[0]}"
-    return "\n".join([f"{path}: {len(problems)} problems", *(f"  {x}" for x in problems)])
+__all__ = ["ScenarioError", "load_scenario", "parse_text"]
 
 
 _FIELD_MSG = re.compile(r"^Value error, ([A-Za-z_][A-Za-z0-9_]*): ")
@@ -113,22 +103,7 @@ def load_scenario(
     except RecursionError:  # (parse_bounded caps the depth; a last guard)
         raise ScenarioError(f"{p}: nesting too deep") from None
     if check:
-        from mtgym.scenario.check import check_spec  # (check imports resolve_path from here)
+        from mtgym.scenario.check import check_spec
 
         check_spec(spec, p, allow_large=allow_large)
     return spec
-
-
-def resolve_path(value: str, base: Path) -> Path:
-    """Expand ``${VAR}`` (``MTGYM_DATA`` defaults to the data folder) and make it absolute."""
-
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name == "MTGYM_DATA":
-            return str(data_dir())
-        if name not in os.environ:
-            raise ScenarioError(f"path {value!r} uses ${{{name}}}, which is not set")
-        return os.environ[name]
-
-    p = Path(_VAR.sub(sub, value)).expanduser()
-    return p if p.is_absolute() else (base / p)

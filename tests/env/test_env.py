@@ -11,7 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import mtgym
-import mtgym.env.observation as ob
+import mtgym.env.observation as cols
 from mtgym.env import ScavengeEnv
 from mtgym.generate.default import default_generator
 from mtgym.testing import linear_job, tiny_instance
@@ -232,15 +232,15 @@ def test_env__observation_does_not_leak_hidden_truth():
     obs, _ = env.reset(seed=0)
     assert (
         not obs["job_curve_known"].any()
-        and not obs["jobs"][:, ob.JOB_REMAINING : ob.JOB_INFO].any()
+        and not obs["jobs"][:, cols.JOB_REMAINING : cols.JOB_INFO].any()
     )
     # true slowdowns never appear: nodes carry the profiled ones
     assert np.allclose(
-        obs["nodes"][:, ob.NODE_SLOWDOWN : ob.NODE_SLOWDOWN + 4],
+        obs["nodes"][:, cols.NODE_SLOWDOWN : cols.NODE_SLOWDOWN + 4],
         np.clip(inst.cluster.profiled_slowdown, -1, 8),
     )
     assert not np.allclose(
-        obs["nodes"][:, ob.NODE_SLOWDOWN : ob.NODE_SLOWDOWN + 4], inst.cluster.slowdown
+        obs["nodes"][:, cols.NODE_SLOWDOWN : cols.NODE_SLOWDOWN + 4], inst.cluster.slowdown
     )
 
 
@@ -312,13 +312,13 @@ def test_env__named_observation_columns_match_the_state():
     for _ in range(5):
         obs, *_ = env.step(env.noop())
     s, inst = env.state, env.instance
-    assert ob.NODE_COORDS == env.builder.NODE_BASE == 10 and ob.JOB_DIM == 16
-    assert np.array_equal(obs["nodes"][:, ob.NODE_AVAILABLE], s.available.astype(np.float32))
-    assert np.array_equal(obs["nodes"][:, ob.NODE_HELD], (s.node_job >= 0).astype(np.float32))
+    assert cols.NODE_COORDS == env.builder.NODE_BASE == 10 and cols.JOB_DIM == 16
+    assert np.array_equal(obs["nodes"][:, cols.NODE_AVAILABLE], s.available.astype(np.float32))
+    assert np.array_equal(obs["nodes"][:, cols.NODE_HELD], (s.node_job >= 0).astype(np.float32))
     present = obs["job_mask"] > 0
     jobs = env.slots.job[present]
-    assert np.all(obs["jobs"][present, ob.JOB_PRESENT] == 1.0)
-    one_hot = obs["jobs"][present, ob.JOB_CLASS : ob.JOB_CLASS + 4]
+    assert np.all(obs["jobs"][present, cols.JOB_PRESENT] == 1.0)
+    one_hot = obs["jobs"][present, cols.JOB_CLASS : cols.JOB_CLASS + 4]
     assert np.array_equal(one_hot.argmax(axis=1), inst.jobs.app_class[jobs])
-    assert np.allclose(obs["jobs"][present, ob.JOB_NODES], s.n_nodes[jobs] / env.max_count)
-    assert obs["global"][ob.G_IDLE] == np.float32(s.available.sum() / env.num_nodes)
+    assert np.allclose(obs["jobs"][present, cols.JOB_NODES], s.n_nodes[jobs] / env.max_count)
+    assert obs["global"][cols.G_IDLE] == np.float32(s.available.sum() / env.num_nodes)

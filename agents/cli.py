@@ -62,6 +62,7 @@ def _compare(ns: argparse.Namespace) -> int:
         seeds=seeds,
         baselines=ns.policy,
         progress=not ns.no_progress,
+        reference=ns.reference,
     )
     return 0
 
@@ -143,7 +144,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--agent", default=None, metavar="ZIP", help="model (default: the shipped agent)"
     )
     c.add_argument("--policy", action="append", help="baselines to include (default: all)")
-    c.add_argument("--seeds", type=int, default=3)
+    c.add_argument("--seeds", type=int, default=10, help="evaluation seeds (default: %(default)s)")
+    c.add_argument(
+        "--reference",
+        default=None,
+        metavar="POLICY",
+        help="policy the others are compared with, seed by seed (default: freetrain when compared, else the first)",
+    )
     c.add_argument(
         "--seed", type=int, default=100, help="first evaluation seed (default: %(default)s)"
     )

@@ -101,6 +101,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for name in names:
         make_policy(name)  # fail fast on an unknown name, before any simulation
     seeds = list(range(args.seed, args.seed + args.seeds))
+    if args.reference is not None and args.reference not in names:
+        raise ValueError(
+            f"--reference {args.reference!r} is not among the compared policies: {', '.join(names)}"
+        )
     if args.address and args.backend != "ray":
         raise ValueError("--address needs --backend ray")
     if args.backend == "ray":
@@ -115,6 +119,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             out=Path(args.out) if args.out else None,
             progress=not args.no_progress,
             table=True,
+            reference=args.reference,
         )
         return 0
     evaluate(
@@ -125,6 +130,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         decision_interval_s=args.decision_interval,
         progress=not args.no_progress,
         scenario_name=args.scenario,
+        reference=args.reference,
     )
     return 0
 
@@ -260,7 +266,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="registered policy name; repeat for several; 'all' (default) = every registered one "
         "except the slow node-level '*-milp' variants",
     )
-    e.add_argument("--seeds", type=int, default=3, help="number of seeds (default: %(default)s)")
+    e.add_argument(
+        "--seeds",
+        type=int,
+        default=10,
+        help="number of seeds; every policy runs the same instances (default: %(default)s)",
+    )
+    e.add_argument(
+        "--reference",
+        default=None,
+        metavar="POLICY",
+        help="policy the others are compared with, seed by seed (default: freetrain when compared, else the first)",
+    )
     e.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
     e.add_argument("--out", default=None, help="write DIR/results.json and DIR/tb/<policy>/")
     e.add_argument(

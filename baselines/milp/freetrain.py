@@ -9,6 +9,11 @@ time limit, keeping the previous map when optimality is not proven (BFTrainer's 
 ``objective="speedup"`` maximises the sum of speed-ups (the curve over its 1-node value),
 BFTrainer's administrator metric.
 
+**T_fwd** is a scenario parameter (``episode.t_fwd_s``, ``problem.ScenarioTfwd``): without an
+explicit ``t_fwd`` the policy takes the scenario's value when the driver passes it
+(``mtgym.evaluate`` does), else the paper's 10 s. ``freetrain-tfwd10`` is FreeTrain fixed
+at the paper's 10 s, whatever the scenario says.
+
 ``FreeTrainAware`` (name ``freetrain-aware``) is an extension of ours, not the paper's: the
 same DP, but each job's curve is discounted by the profiled slowdown of the nodes it would
 get (its class, the n fastest idle nodes) and placement is speed-aware.
@@ -18,7 +23,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines.milp.problem import AllocProblem, admit_fcfs, build_problem, dedupe_curve
+from baselines.milp.problem import (
+    T_FWD_PAPER,
+    AllocProblem,
+    ScenarioTfwd,
+    admit_fcfs,
+    build_problem,
+    dedupe_curve,
+)
 from baselines.milp.solvers import SolveResult, solve_counts_dp, solve_node_milp
 from mtgym.core.types import Allocation
 from mtgym.model.placement import pack_targets
@@ -38,8 +50,8 @@ def realise(view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.nda
     )
 
 
-class FreeTrainPolicy:
-    """FreeTrain's allocator (see module docstring)."""
+class FreeTrainPolicy(ScenarioTfwd):
+    """FreeTrain's allocator (see module docstring); ``t_fwd=None``: the scenario's T_fwd."""
 
     name = "freetrain"
     info_mode = InfoMode.USER
@@ -48,7 +60,7 @@ class FreeTrainPolicy:
         self,
         *,
         solver: str = "count",
-        t_fwd: float = 10.0,
+        t_fwd: float | None = None,
         max_jobs: int = 10,
         time_limit_s: float = 10.0,
         objective: str = "throughput",
@@ -58,9 +70,10 @@ class FreeTrainPolicy:
             raise ValueError(f"solver {solver!r} is not 'count' or 'milp'")
         if objective not in ("throughput", "speedup"):
             raise ValueError(f"objective {objective!r} is not 'throughput' or 'speedup'")
-        if t_fwd <= 0 or max_jobs < 1 or time_limit_s <= 0:
-            raise ValueError("t_fwd and time_limit_s must be > 0, max_jobs >= 1")
-        self.solver, self.t_fwd, self.max_jobs = solver, float(t_fwd), int(max_jobs)
+        if max_jobs < 1 or time_limit_s <= 0:
+            raise ValueError("time_limit_s must be > 0, max_jobs >= 1")
+        self._init_t_fwd(t_fwd)
+        self.solver, self.max_jobs = solver, int(max_jobs)
         self.time_limit_s, self.objective, self.milp_solver = (
             float(time_limit_s),
             objective,
@@ -143,4 +156,12 @@ def FreeTrainMILP(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy
     """FreeTrain with the node-level MILP (HiGHS, 10 s limit), registered as ``freetrain-milp``."""
     policy = FreeTrainPolicy(solver="milp", **kwargs)  # type: ignore[arg-type]
     policy.name = "freetrain-milp"
+    return policy
+
+
+def FreeTrainTfwd10(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy factory
+    """FreeTrain at the paper's T_fwd = 10 s whatever the scenario says (``freetrain-tfwd10``)."""
+    kwargs.setdefault("t_fwd", T_FWD_PAPER)
+    policy = FreeTrainPolicy(**kwargs)  # type: ignore[arg-type]
+    policy.name = "freetrain-tfwd10"
     return policy

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from baselines.milp.freetrain import realise
-from baselines.milp.problem import admit_fcfs, build_problem
+from baselines.milp.problem import ScenarioTfwd, admit_fcfs, build_problem
 from baselines.milp.solvers import SolveResult, solve_counts_dp
 from mtgym.core.types import Allocation, JobStatus, RescaleMode
 from mtgym.sim.view import InfoMode, SchedulerView
@@ -48,8 +48,8 @@ class JobProfile:
     change: tuple[float, float, int, str, float] | None = None
 
 
-class MalleTrainPolicy:
-    """MalleTrain: JPA + FreeTrain's allocator (see module docstring)."""
+class MalleTrainPolicy(ScenarioTfwd):
+    """MalleTrain: JPA + FreeTrain's allocator; ``t_fwd=None``: the scenario's T_fwd."""
 
     name = "malletrain"
     info_mode = InfoMode.PROFILED
@@ -57,17 +57,18 @@ class MalleTrainPolicy:
     def __init__(
         self,
         *,
-        t_fwd: float = 10.0,
+        t_fwd: float | None = None,
         max_jobs: int = 10,
         probe_fractions: tuple[float, ...] = (1.0, 0.5, 0.25, 0.125),
         probe_s: float = 20.0,
         default_cost_s: float = 15.0,
     ) -> None:
-        if t_fwd <= 0 or max_jobs < 1 or probe_s < 0 or default_cost_s < 0:
-            raise ValueError("t_fwd > 0, max_jobs >= 1, probe_s >= 0, default_cost_s >= 0")
+        if max_jobs < 1 or probe_s < 0 or default_cost_s < 0:
+            raise ValueError("max_jobs >= 1, probe_s >= 0, default_cost_s >= 0")
+        self._init_t_fwd(t_fwd)
         if not probe_fractions or any(not (0 < f <= 1) for f in probe_fractions):
             raise ValueError(f"probe_fractions {probe_fractions!r} must be in (0, 1]")
-        self.t_fwd, self.max_jobs = float(t_fwd), int(max_jobs)
+        self.max_jobs = int(max_jobs)
         self.probe_fractions = tuple(sorted(set(probe_fractions), reverse=True))
         self.probe_s, self.default_cost_s = float(probe_s), float(default_cost_s)
         self.jobs: dict[int, JobProfile] = {}

@@ -191,26 +191,21 @@ def _raise_cause(ray: Any, exc: BaseException, what: str) -> None:
 
 def run_one(
     scenario: str, policy_name: str, seed: int, decision_interval_s: float | None = None
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """One (policy, seed) episode, built from names; the row ``mtgym.evaluate`` records.
 
     This is the body of each Ray task; it is plain Python and runs anywhere mtgym is
     installed.
     """
-    from mtgym.evaluate import _row
-    from mtgym.policy.play import play
+    from mtgym.evaluate import configure_policy, episode_row, run_one, scenario_defaults
     from mtgym.policy.registry import make_policy
     from mtgym.scenario.registry import get_generator
 
-    instance = get_generator(scenario)(seed)
-    policy = make_policy(policy_name)
-    if hasattr(policy, "episode"):  # acts on observations (a learned agent)
-        res = policy.episode(instance)
-    else:
-        res = play(instance, policy, decision_interval_s=decision_interval_s)
-    row = _row(res)
-    row["seed"] = seed
-    return row
+    gen = get_generator(scenario)
+    instance = gen(seed)
+    policy = configure_policy(make_policy(policy_name), scenario_defaults(gen))
+    res = run_one(instance, policy, decision_interval_s=decision_interval_s)
+    return episode_row(instance, res, seed)
 
 
 def evaluate_ray(
@@ -224,6 +219,7 @@ def evaluate_ray(
     out: Path | None = None,
     progress: bool = False,
     table: bool = False,
+    reference: str | None = None,
 ) -> list[PolicyRun]:
     """Run every policy on every seed as Ray tasks; the same ``PolicyRun``s as ``evaluate``.
 
@@ -234,7 +230,7 @@ def evaluate_ray(
     ``progress`` shows a progress bar and ``table`` prints the comparison table (the CLI
     turns both on).
     """
-    from mtgym.evaluate import PolicyRun, print_table, write_results
+    from mtgym.evaluate import PolicyRun, add_common_metrics, print_table, write_results
     from mtgym.policy.registry import make_policy
     from mtgym.scenario.registry import get_generator
 
@@ -254,14 +250,20 @@ def evaluate_ray(
             for k, seed in enumerate(seeds)
         }
         _collect(ray, pending, runs, seeds, progress)
+    add_common_metrics(runs)
     elapsed = time.perf_counter() - t_start
     if out is not None:
-        write_results(Path(out), runs, seeds, scenario)
+        write_results(Path(out), runs, seeds, scenario, reference=reference)
     if table:
         from rich.console import Console
 
         console = Console(width=max(Console().width, 120))
-        print_table(runs, console, title=f"{scenario}: {len(seeds)} seed(s), {elapsed:.1f} s (ray)")
+        print_table(
+            runs,
+            console,
+            title=f"{scenario}: {len(seeds)} seed(s), {elapsed:.1f} s (ray)",
+            reference=reference,
+        )
     return runs
 
 

@@ -294,7 +294,14 @@ GeneratorSpec = Annotated[
 
 
 class EpisodeSpec(Strict):
-    """Defaults for the environment built on this scenario."""
+    """Defaults for the environment and the policies run on this scenario.
+
+    ``t_fwd_s`` is BFTrainer's forward-looking time T_fwd ("how long a new allocation is
+    expected to last", a property of the machine's idle windows): the T_fwd-based allocators
+    (``freetrain*``, ``malletrain``) use it unless built with an explicit ``t_fwd``. The
+    default is the paper's 10 s; the ``default`` scenario sets the value its documented sweep
+    chose (``scripts/sweep_tfwd.py``).
+    """
 
     horizon_s: Pos | None = None
     decision_interval_s: Pos | None = None
@@ -302,6 +309,7 @@ class EpisodeSpec(Strict):
     info_mode: Literal["user", "profiled", "oracle"] = "user"
     action_mode: Literal["counts", "assign", "delta"] = "counts"
     max_jobs: int = Field(16, ge=1)
+    t_fwd_s: Pos = 10.0
 
 
 class ScenarioSpec(Strict):

@@ -1,27 +1,27 @@
 """Learned agents behind mtgym's policy interface.
 
 ``AgentPolicy(path)`` loads a saved model (``model.zip``) and its ``agent.json`` (the env
-settings it was trained with: action mode, slots, count cap, reward, info mode) and plays an
-instance through ``ScavengeEnv`` with the same decision schedule as ``play`` (a
-decision at every event). It implements ``episode(instance) -> EpisodeResult``, which
-``mtgym.evaluate`` uses for policies that act on observations rather than views; it is
-registered as ``agent`` (``--policy agent:PATH``).
+settings it was trained with: action mode, slots, count cap, reward, info mode, decision
+interval). It is a ``Policy`` like any baseline: ``decide(view)`` builds the env's
+observation of the view (``mtgym.policy.observe.ViewObserver``: the env's own builder and
+codec), runs the network (one torch thread, inference mode) and decodes its action into the
+node map the env would apply. So ``play`` drives it, hence ``mtgym run``, ``evaluate``,
+``compare``, the Ray backend, ``bridge record`` and ``scavenge``; it is registered as
+``agent`` (``--policy agent:PATH``). An agent trained with a ``decision_interval_s`` carries
+it as an attribute, which ``play`` uses unless its caller sets another.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mtgym.core.instance import Instance
 from mtgym.core.types import Allocation
-from mtgym.metrics import compute_metrics
-from mtgym.policy.play import EpisodeResult
+from mtgym.policy.observe import ViewObserver
 from mtgym.sim.view import InfoMode, SchedulerView
 
 PRETRAINED = Path(__file__).resolve().parent / "pretrained" / "default"
@@ -86,68 +86,60 @@ def load_model(path: str | Path) -> tuple[Any, AgentConfig]:
 
 
 class AgentPolicy:
-    """A trained SB3 model as an mtgym policy (see module docstring)."""
+    """A trained SB3 model as an mtgym ``Policy`` (see module docstring)."""
 
     info_mode = InfoMode.USER
 
     def __init__(self, path: str | Path | None = None, *, deterministic: bool = True) -> None:
+        import torch
+
         self.path = Path(path) if path else PRETRAINED
         self.model, self.config = load_model(self.path)
+        self.model.policy.set_training_mode(False)
         self.info_mode = InfoMode(self.config.info_mode)
+        self.decision_interval_s = self.config.decision_interval_s
         self.deterministic = deterministic
         self.name = "agent"
+        self.observer = ViewObserver(
+            action_mode=self.config.action_mode,
+            max_jobs=self.config.max_jobs,
+            max_count=self.config.max_count,
+            info_mode=self.info_mode,
+        )
+        self._torch = torch
 
     def reset(self, view: SchedulerView) -> None:
-        """Agents act on observations: see ``episode``."""
+        """Size the observation for the view's cluster (any node count: set-based extractor)."""
+        self.observer.reset(view)
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """Not available: an agent needs the env's observation (use ``episode``)."""
-        raise NotImplementedError(
-            "AgentPolicy acts on env observations; evaluate it with episode()"
-        )
+        """Observe the view as the env would, run the network, decode its action."""
+        obs = self.observer.observe(view)
+        action = self.act(obs, self.observer.mask)
+        return Allocation(self.observer.decode(action))
 
-    def act(self, env: Any, obs: dict[str, np.ndarray]) -> np.ndarray:
-        """One action for the env's observation (with its action mask).
+    def act(self, obs: dict[str, np.ndarray], mask: np.ndarray | None = None) -> np.ndarray:
+        """One action for an env observation (``mask``: its legal actions, MaskablePPO only).
 
         Calls the policy network directly rather than ``model.predict``: SB3 checks the
         observation shape against the training env's, but the set-based extractor runs on
-        any number of nodes, which is how one agent serves clusters of other sizes.
+        any number of nodes, which is how one agent serves clusters of other sizes. The
+        action is the one ``predict`` gives for the same observation and mask.
         """
-        import torch
-
-        with torch.no_grad():
+        torch = self._torch
+        if torch.get_num_threads() != 1:
+            torch.set_num_threads(1)
+        with torch.inference_mode():
             t = {
-                k: torch.as_tensor(np.asarray(v), dtype=torch.float32).unsqueeze(0)
+                k: torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0)
                 for k, v in obs.items()
+                if k != "action_mask"
             }
+            policy = self.model.policy
             if self.config.algo == "maskable_ppo":
-                dist = self.model.policy.get_distribution(t, action_masks=env.action_masks()[None])
+                m = obs["action_mask"] if mask is None else mask
+                dist = policy.get_distribution(t, action_masks=np.asarray(m, dtype=bool)[None])
             else:
-                dist = self.model.policy.get_distribution(t)
+                dist = policy.get_distribution(t)
             action = dist.get_actions(deterministic=self.deterministic)
-        return action.cpu().numpy().reshape(-1)
-
-    def episode(self, instance: Instance) -> EpisodeResult:
-        """Play ``instance`` to the end; metrics as ``play`` computes them."""
-        from mtgym.env.env import ScavengeEnv
-
-        t_wall = time.perf_counter()
-        env = ScavengeEnv(instance, **self.config.env_kwargs())
-        obs, _ = env.reset(seed=0)
-        policy_s, decisions = 0.0, 0
-        while True:
-            t0 = time.perf_counter()
-            action = self.act(env, obs)
-            policy_s += time.perf_counter() - t0
-            decisions += 1
-            obs, _, term, trunc, _ = env.step(action)
-            if term or trunc:
-                break
-        return EpisodeResult(
-            metrics=compute_metrics(env.state, env.instance),
-            state=env.state,
-            wall_s=time.perf_counter() - t_wall,
-            policy_s=policy_s,
-            decisions=decisions,
-            repairs=0,
-        )
+        return action.numpy().reshape(-1).astype(np.int64)

@@ -78,8 +78,10 @@ def make_env_fn(args: Args, rank: int):  # a thunk for the vec env
         from stable_baselines3.common.monitor import Monitor
 
         from mtgym.env.env import ScavengeEnv
+        from mtgym.env.wrappers import SeedOffset
 
-        env = ScavengeEnv(args.scenario, **args.config().env_kwargs())
+        # training instances never coincide with the evaluator's (seed s -> instance s)
+        env = SeedOffset(ScavengeEnv(args.scenario, **args.config().env_kwargs()))
         env.reset(seed=args.seed * 1000 + rank)
         return Monitor(env)
 
@@ -130,14 +132,17 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
 
 
 def evaluate_agent(path: Path, scenario: str, seeds: tuple[int, ...]) -> dict[str, float]:
-    """Mean metrics of a saved agent on fixed seeds (the shared metric names)."""
+    """Mean metrics of a saved agent on fixed seeds (the shared metric names), played as
+    ``mtgym evaluate`` plays it (``play``; seed s -> the generator's instance s).
+    """
+    from mtgym.policy.play import play
     from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
     pol = AgentPolicy(path)
     rows = []
     for s in seeds:
-        res = pol.episode(gen(s))
+        res = play(gen(s), pol)
         m = res.metrics.as_dict()
         m["decision_ms"] = res.decision_ms
         rows.append(m)

@@ -145,15 +145,6 @@ def configure_policy(policy: Policy, defaults: EpisodeSpec) -> Policy:
     return policy
 
 
-def run_one(
-    instance: Instance, policy: Policy, *, decision_interval_s: float | None = None
-) -> EpisodeResult:
-    """One episode of a (configured) policy: an agent's own loop, else ``play``."""
-    if hasattr(policy, "episode"):  # acts on observations (a learned agent)
-        return policy.episode(instance)  # type: ignore[no-any-return]
-    return play(instance, policy, decision_interval_s=decision_interval_s)
-
-
 def _row(res: EpisodeResult) -> dict[str, Any]:
     m = res.metrics.as_dict()
     row: dict[str, Any] = {k: float(m[k]) for k in RESULT_KEYS if k in m}
@@ -295,7 +286,7 @@ def evaluate(
                     instances[seed] = generator(seed)
                 bar.update(task, description=f"{name} seed {seed}")
                 policy = configure_policy(factory(), defaults)
-                res = run_one(instances[seed], policy, decision_interval_s=decision_interval_s)
+                res = play(instances[seed], policy, decision_interval_s=decision_interval_s)
                 run.per_seed.append(episode_row(instances[seed], res, seed))
                 bar.advance(task)
     add_common_metrics(runs)

@@ -28,7 +28,8 @@ import numpy as np
 
 from baselines.milp.freetrain import FreeTrainPolicy
 from mtgym import stats
-from mtgym.evaluate import PolicyRun, add_common_metrics, episode_row, run_one
+from mtgym.evaluate import PolicyRun, add_common_metrics, episode_row
+from mtgym.policy.play import play
 from mtgym.scenario.registry import get_generator
 
 GRID = (2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
@@ -44,7 +45,7 @@ def sweep(scenario: str, seeds: list[int], grid: tuple[float, ...]) -> list[Poli
     for t in grid:
         run = PolicyRun(f"{t:g}", [])
         for s in seeds:
-            res = run_one(instances[s], FreeTrainPolicy(t_fwd=t))
+            res = play(instances[s], FreeTrainPolicy(t_fwd=t))
             run.per_seed.append(episode_row(instances[s], res, s))
         runs.append(run)
     add_common_metrics(runs)

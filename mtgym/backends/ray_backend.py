@@ -8,9 +8,9 @@ Install with ``pip install -e .[ray]``; Ray is imported only inside these functi
     One Ray task per (policy, seed). Each task rebuilds the generator from the scenario
     *name or path* and the policy from its *registry name*, so nothing but strings and ints
     is shipped: the workers need only the installed package. The task runs the episode
-    through the same code path as :func:`mtgym.evaluate.evaluate` (``policy.episode`` when
-    the policy has it, else ``play``) and returns the same row (``_row`` plus
-    ``seed``), so the metrics are identical to the local backend for the same seeds; only
+    through the same code path as :func:`mtgym.evaluate.evaluate` (``play``, learned agents
+    included) and returns the same row (``mtgym.evaluate.episode_row``), so the metrics are
+    identical to the local backend for the same seeds; only
     the timing fields (``decision_ms``, ``wall_s``) differ. (Policies whose decisions depend
     on a solver *time limit*, the ``*-milp`` variants, can differ under load on either
     backend.)
@@ -197,14 +197,15 @@ def run_one(
     This is the body of each Ray task; it is plain Python and runs anywhere mtgym is
     installed.
     """
-    from mtgym.evaluate import configure_policy, episode_row, run_one, scenario_defaults
+    from mtgym.evaluate import configure_policy, episode_row, scenario_defaults
+    from mtgym.policy.play import play
     from mtgym.policy.registry import make_policy
     from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
     instance = gen(seed)
     policy = configure_policy(make_policy(policy_name), scenario_defaults(gen))
-    res = run_one(instance, policy, decision_interval_s=decision_interval_s)
+    res = play(instance, policy, decision_interval_s=decision_interval_s)
     return episode_row(instance, res, seed)
 
 

@@ -79,6 +79,8 @@ class RecordDecisions:
         self.writer = writer
         self.name = policy.name
         self.info_mode = policy.info_mode
+        # (``play`` decides on the inner policy's own interval, e.g. a learned agent's)
+        self.decision_interval_s = getattr(policy, "decision_interval_s", None)
         self._model = throughput_model(instance)
         self._cur = np.full(instance.num_nodes, -1, dtype=np.int32)
         self._t = float(instance.t_start)

@@ -24,20 +24,63 @@ from gymnasium import spaces
 from numba import njit
 
 from mtgym.core.instance import Instance
+from mtgym.core.types import Repair
 from mtgym.env.slots import JobSlots
-from mtgym.model.placement import _classes64, _pack, _static_order, pack_targets
+from mtgym.model.placement import _classes64, _pack, _static_order
 from mtgym.sim.state import ClusterState
 
-ACTION_MODES = ("counts", "assign", "delta")
+ACTION_MODES = ("counts", "assign", "delta")  # the step kernels' ids are their indexes
+COUNTS, ASSIGN, DELTA = range(3)
+# ``info["repair"]``'s keys: the decoder's (``assign`` has only the first), then the
+# engine's (``mtgym.sim.dynamics.repair_allocation``; zeros when nothing was repaired).
+DECODE_REPAIRS = ("empty_slot", "over_max", "below_min", "oversubscribed")
+ENGINE_REPAIRS = (
+    "unavailable_nodes",
+    "inactive_job_nodes",
+    "dyn_over_max_nodes",
+    "dyn_below_min_jobs",
+)
+
+
+def repair_record(
+    mode: str, decoded: tuple[int, int, int, int], engine: Repair | None
+) -> dict[str, int]:
+    """``info["repair"]``: the decoder's repair counts, then the engine's (``None``: none)."""
+    keys = DECODE_REPAIRS[:1] if mode == "assign" else DECODE_REPAIRS
+    rep = dict(zip(keys, decoded, strict=False))
+    if engine is None:
+        rep.update(dict.fromkeys(ENGINE_REPAIRS, 0))
+    else:
+        rep.update(
+            zip(
+                ENGINE_REPAIRS,
+                (
+                    engine.unavailable_nodes,
+                    engine.inactive_job_nodes,
+                    engine.over_max_nodes,
+                    engine.below_min_jobs,
+                ),
+                strict=True,
+            )
+        )
+    return rep
+
+
+def pack_failed(total: int, free: int) -> ValueError:
+    """The error of a placement that needs more nodes than are free (as ``pack_targets``)."""
+    return ValueError(f"targets need {total} free nodes but only {free} are free")
 
 
 class ActionCodec:
-    """Decodes one action mode for fixed sizes (nodes, slots, count cap)."""
+    """One action mode for fixed sizes (nodes, slots, count cap): its space, validation
+    and mask. Decoding is compiled (``_decode_pack``, ``_decode_assign``; ``mtgym.env.step``).
+    """
 
     def __init__(self, mode: str, num_nodes: int, num_slots: int, max_count: int) -> None:
         if mode not in ACTION_MODES:
             raise ValueError(f"action_mode {mode!r} is not one of {ACTION_MODES}")
         self.mode = mode
+        self.kernel_id = ACTION_MODES.index(mode)
         self.N, self.S, self.C = num_nodes, num_slots, max_count
         if mode == "counts":
             self.nvec = np.full(num_slots, max_count + 1, dtype=np.int64)
@@ -47,19 +90,18 @@ class ActionCodec:
             self.nvec = np.full(num_slots, 3, dtype=np.int64)
         self.space = spaces.MultiDiscrete(self.nvec)
         self.mask_size = int(self.nvec.sum())
-        self._mask = np.zeros(self.mask_size, dtype=np.int8)
+        self.mask_buffer = np.zeros(self.mask_size, dtype=np.int8)  # filled by the kernels
 
     # -- validation ------------------------------------------------------------------
-    def _check(self, action: np.ndarray) -> np.ndarray:
+    def validate(self, action: np.ndarray) -> np.ndarray:
+        """The action as the int64 array the kernels take (the given array itself when it
+        is one already), or ``ValueError`` naming the shape, dtype or entry and its bound.
+        """
         a = np.asarray(action)
-        if a.dtype == np.int64 and a.shape == self.nvec.shape:  # the common case
-            i = _out_of_range(a, self.nvec)
-            if i < 0:
-                return a.copy()
-            return self._check_slow(a)
-        return self._check_slow(a)
-
-    def _check_slow(self, a: np.ndarray) -> np.ndarray:
+        if (
+            a.dtype == np.int64 and a.shape == self.nvec.shape and _out_of_range(a, self.nvec) < 0
+        ):  # the common case
+            return a
         if a.shape != self.nvec.shape:
             raise ValueError(
                 f"action has shape {a.shape}; expected {self.nvec.shape} "
@@ -79,10 +121,45 @@ class ActionCodec:
             )
         return a
 
+    def decode(
+        self, action: np.ndarray, state: ClusterState, instance: Instance, slots: JobSlots
+    ) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+        """The node map the env's step would apply for ``action`` (its kernels) and the
+        decoder's repair counts, for callers outside the env (``mtgym.policy.observe``).
+        """
+        a = self.validate(action)
+        if self.mode == "assign":
+            _, empty, node_job = _decode_assign(a, slots.job)
+            return node_job, (empty, 0, 0, 0)
+        jobs, cl = instance.jobs, instance.cluster
+        slowdown = cl.profiled_slowdown
+        group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
+        _, counts, node_job, total, free = _decode_pack(
+            a,
+            self.mode == "delta",
+            self.C,
+            slots.job,
+            state.n_nodes,
+            jobs.min_nodes,
+            jobs.max_nodes,
+            state.available,
+            state.node_job,
+            np.ascontiguousarray(slowdown, dtype=np.float64),
+            _classes64(jobs.app_class),
+            group,
+            seg_start,
+            seg_nodes,
+        )
+        if total > free:
+            raise pack_failed(total, free)
+        return node_job, counts
+
     # -- masks -----------------------------------------------------------------------
     def mask(self, state: ClusterState, instance: Instance, slots: JobSlots) -> np.ndarray:
-        """Flat concatenation of per-dimension masks (sb3-contrib's MultiDiscrete layout)."""
-        m = self._mask
+        """Flat concatenation of per-dimension masks (sb3-contrib's MultiDiscrete layout),
+        into ``mask_buffer`` (the step's kernel fills the same buffer after each step).
+        """
+        m = self.mask_buffer
         jobs = instance.jobs
         if self.mode == "counts":
             _counts_mask(m, slots.job, jobs.min_nodes, jobs.max_nodes, state.available, self.C)
@@ -93,110 +170,6 @@ class ActionCodec:
         else:
             _assign_mask(m, slots.job, state.available)
         return m
-
-    # -- decoding --------------------------------------------------------------------
-    def decode(
-        self, action: np.ndarray, state: ClusterState, instance: Instance, slots: JobSlots
-    ) -> tuple[np.ndarray, dict[str, int]]:
-        """Return the node map to apply and the repairs made (counts by kind)."""
-        if self.mode != "assign":
-            a = np.asarray(action)
-            if (
-                a.dtype == np.int64
-                and a.shape == self.nvec.shape
-                and state.node_job.dtype == np.int32
-                and state.available.dtype == np.bool_
-            ):  # the common case: check, repair and place in one compiled call
-                jobs, cl = instance.jobs, instance.cluster
-                slowdown = cl.profiled_slowdown
-                group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
-                bad, counts, node_job, total, free = _decode_pack(
-                    a,
-                    self.mode == "delta",
-                    self.C,
-                    slots.job,
-                    state.n_nodes,
-                    jobs.min_nodes,
-                    jobs.max_nodes,
-                    state.available,
-                    state.node_job,
-                    np.ascontiguousarray(slowdown, dtype=np.float64),
-                    _classes64(jobs.app_class),
-                    group,
-                    seg_start,
-                    seg_nodes,
-                )
-                if bad < 0:
-                    if total > free:  # as pack_targets (never after the repair)
-                        raise ValueError(
-                            f"targets need {total} free nodes but only {free} are free"
-                        )
-                    rep = {
-                        "empty_slot": counts[0],
-                        "over_max": counts[1],
-                        "below_min": counts[2],
-                        "oversubscribed": counts[3],
-                    }
-                    return node_job, rep
-        a = self._check(action)
-        if self.mode == "assign":
-            return self._decode_assign(a, slots)
-        jobs = instance.jobs
-        present = slots.present
-        sj = np.maximum(slots.job, 0)
-        if self.mode == "delta":
-            target = _delta_targets(
-                a, slots.job, state.n_nodes, jobs.min_nodes, jobs.max_nodes, self.C
-            )
-        else:
-            target = a  # _realise repairs a private copy
-        return self._realise(target, present, sj, state, instance)
-
-    def _realise(
-        self,
-        target: np.ndarray,
-        present: np.ndarray,
-        sj: np.ndarray,
-        state: ClusterState,
-        instance: Instance,
-    ) -> tuple[np.ndarray, dict[str, int]]:
-        jobs = instance.jobs
-        target = np.array(target, dtype=np.int64)  # a private copy, repaired in place
-        counts, order_jobs, order_targets = _repair_ordered(
-            target, present, sj, jobs.min_nodes, jobs.max_nodes, state.available
-        )
-        return self._place(counts, order_jobs, order_targets, state, instance)
-
-    def _place(
-        self,
-        counts: tuple[int, int, int, int],
-        order_jobs: np.ndarray,
-        order_targets: np.ndarray,
-        state: ClusterState,
-        instance: Instance,
-    ) -> tuple[np.ndarray, dict[str, int]]:
-        """The node map for repaired targets (jobs in FCFS order) and the repair record."""
-        jobs = instance.jobs
-        rep = {
-            "empty_slot": counts[0],
-            "over_max": counts[1],
-            "below_min": counts[2],
-            "oversubscribed": counts[3],
-        }
-        node_job = pack_targets(
-            state.available,
-            state.node_job,
-            instance.cluster.profiled_slowdown,
-            jobs.app_class,
-            instance.cluster.topology.coords,
-            order_jobs,
-            order_targets,
-        )
-        return node_job, rep
-
-    def _decode_assign(self, a: np.ndarray, slots: JobSlots) -> tuple[np.ndarray, dict[str, int]]:
-        _, empty, node_job = _decode_assign(a, slots.job)  # (``a`` is checked: in range)
-        return node_job, {"empty_slot": empty}
 
 
 # ---------------------------------------------------------------------------------------

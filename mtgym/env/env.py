@@ -9,22 +9,17 @@ import gymnasium as gym
 import numpy as np
 
 from mtgym.core.instance import Instance
-from mtgym.core.types import DECISION_EVENTS, EventKind
 from mtgym.env.action import ACTION_MODES, ActionCodec
 from mtgym.env.observation import ObservationBuilder
 from mtgym.env.render import History, render_ansi, render_gantt
-from mtgym.env.reward import REWARDS, RewardFn, StepDelta
+from mtgym.env.reward import REWARD_NAMES
 from mtgym.env.slots import JobSlots
-from mtgym.env.step import FastStep
+from mtgym.env.step import Step, step_info
 from mtgym.generate.base import Generator
-from mtgym.metrics import compute_metrics
-from mtgym.sim.dynamics import advance, initial_state
+from mtgym.sim.dynamics import initial_state
 from mtgym.sim.invariants import check_state
 from mtgym.sim.profiling import PassiveProfiler
 from mtgym.sim.view import InfoMode
-
-_NO_EVENT = EventKind.NONE  # (enum attribute look-ups are slow in the step loop)
-_HORIZON = EventKind.HORIZON
 
 
 class ScavengeEnv(gym.Env):
@@ -71,9 +66,18 @@ class ScavengeEnv(gym.Env):
     ``info["repair"]``.
 
     ## Reward
-    ``reward="progress"`` (default): sum of (samples this step / job's work). ``"throughput"``:
-    samples / (best node rate x N x 1 h). ``"jct"``: minus active job-hours this step. See
-    ``mtgym.env.reward``.
+    ``reward="throughput"`` (default): the samples accrued over the step (the integral of the
+    headline metric's rate between two decisions, a semi-MDP reward) / (best node rate x N x
+    1 h). ``"progress"``: sum of (samples this step / job's work). ``"jct"``: minus active
+    job-hours this step. See ``mtgym.env.reward``. Steps last different simulated times:
+    ``info["dt"]`` is the step's elapsed simulated seconds, and
+    ``mtgym.env.wrappers.TimeDiscount`` turns a discount per simulated hour into the step's.
+
+    ## Seeds
+    ``reset(seed=s)`` plays the scenario's instance ``s``, the very instance
+    ``mtgym evaluate --seed s`` (and ``compare``, and training evaluation) plays; ``reset()``
+    without a seed draws the next instance seed from the env's generator (seeded by the last
+    ``seed``), so a seeded run replays the same episodes.
 
     ## Episode end
     ``terminated``: every job completed or was stopped by its campaign. ``truncated``: the
@@ -91,7 +95,7 @@ class ScavengeEnv(gym.Env):
     | --- | --- | --- |
     | ``scenario`` | ``"default"`` | a built-in or preset name, a scenario file path, a ``Generator`` or a fixed ``Instance`` |
     | ``action_mode`` | ``"counts"`` | ``"counts"``, ``"assign"`` or ``"delta"`` |
-    | ``reward`` | ``"progress"`` | ``"progress"``, ``"throughput"`` or ``"jct"`` |
+    | ``reward`` | ``"throughput"`` | ``"throughput"``, ``"progress"`` or ``"jct"`` |
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
@@ -115,7 +119,6 @@ class ScavengeEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
-    compiled_step = True  # step through ``mtgym.env.step`` (False: the general path only)
 
     def __init__(
         self,
@@ -151,15 +154,15 @@ class ScavengeEnv(gym.Env):
             return default if value is None else value
 
         action_mode = pick(action_mode, "action_mode", "counts")
-        reward = pick(reward, "reward", "progress")
+        reward = pick(reward, "reward", "throughput")
         info_mode = pick(info_mode, "info_mode", "user")
         horizon_s = pick(horizon_s, "horizon_s", None)
         decision_interval_s = pick(decision_interval_s, "decision_interval_s", None)
         max_jobs = pick(max_jobs, "max_jobs", 16)
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode {action_mode!r} is not one of {ACTION_MODES}")
-        if reward not in REWARDS:
-            raise ValueError(f"reward {reward!r} is not one of {REWARDS}")
+        if reward not in REWARD_NAMES:
+            raise ValueError(f"reward {reward!r} is not one of {REWARD_NAMES}")
         try:
             self.info_mode = InfoMode(info_mode)
         except ValueError:
@@ -207,15 +210,17 @@ class ScavengeEnv(gym.Env):
         self.history = History()
         self.instance: Instance | None = None
         self.state = None
-        self._fast: FastStep | None = None
+        self._step: Step | None = None
         self._mask = np.ones(self.codec.mask_size, dtype=np.int8)
 
     # -- Gymnasium API ---------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: D102
         super().reset(seed=seed)
         inst = self._fixed
-        if inst is None:
-            inst_seed = int(self.np_random.integers(0, 2**31 - 1))
+        if inst is None:  # the evaluator's mapping: seed s -> the generator's instance s
+            inst_seed = (
+                int(seed) if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+            )
             inst = self._generator(inst_seed)
         if inst.num_nodes != self.num_nodes:
             raise ValueError(
@@ -228,57 +233,45 @@ class ScavengeEnv(gym.Env):
         self.slots.reset()
         self.slots.update(self.state)
         self.profiler = PassiveProfiler(inst, self.max_count)
-        self.reward_fn = RewardFn(self.reward_name, inst)
         self.builder.bind(inst)
         self.history.clear()
-        self._fast = None  # (built at the first step)
-        return self._observe(), self._info(None, None)
+        self._step = None  # (built at the first step)
+        obs = self._observe()
+        return obs, step_info(
+            float(self.state.time), self._mask, self.slots.job, self.builder.queued
+        )
 
     def step(self, action):  # noqa: D102
         if self.state is None:
             raise RuntimeError("call reset() before step()")
-        if self.compiled_step:  # (the same results as below, in two compiled calls)
-            fast = self._fast
-            if fast is None or fast.state is not self.state:  # new episode, state set, copy
-                self._fast = fast = FastStep(self)
-            if fast.usable(action):
-                out = fast.step(action)
-                if out is not None:
-                    return out
-        s, inst = self.state, self.instance
-        node_job, act_repair = self.codec.decode(action, s, inst, self.slots)
-        before = StepDelta(s.progress.copy(), s.active_job_s)
-        t0, n0, d0 = s.time, s.n_nodes.copy(), s.debt.copy()
-        if self.decision_interval_s is None:
-            until, stop_on = inst.t_end, DECISION_EVENTS
-        else:
-            until, stop_on = min(inst.t_end, t0 + self.decision_interval_s), _HORIZON
-        s, info = advance(s, inst, node_job, until=until, stop_on=stop_on, copy=False)
+        a = self.codec.validate(action)  # (ValueError before anything changes)
+        step, s = self._step, self.state
+        if step is None or step.state is not s:  # a new episode, or a state set from outside
+            self._step = step = Step(
+                s,
+                self.instance,
+                self.codec,
+                self.builder,
+                self.slots,
+                self.profiler,
+                self.reward_name,
+                self.decision_interval_s,
+            )
+        t0 = s.time
+        out = step(a)
+        self._mask = step.action_mask
         if self.debug:
-            check_state(s, inst)
-        self.state = s
-        self.profiler.observe(t0, before.progress, n0, d0, s)
+            check_state(s, self.instance)
         if self.render_mode == "rgb_array":
             self.history.record(t0, s.time, s.node_job, s.available)
-        self.slots.update(s)
-        reward = self.reward_fn(before, s)
-        terminated = bool(info.all_done)
-        stuck = info.t1 == info.t0 and info.kinds == _NO_EVENT
-        truncated = (not terminated) and (s.time >= inst.t_end or stuck)
-        return (
-            self._observe(),
-            reward,
-            terminated,
-            truncated,
-            self._info(info, act_repair, terminated or truncated),
-        )
+        return out
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable and deep-copyable (for look-ahead search): the compiled step's arrays
         are not carried, the copy builds its own at its first step.
         """
         d = self.__dict__.copy()
-        d["_fast"] = None
+        d["_step"] = None
         return d
 
     def render(self):  # noqa: D102
@@ -311,37 +304,3 @@ class ScavengeEnv(gym.Env):
         return self.builder.build(
             self.state, self.instance, self.slots, self.profiler, self._mask, self.instance.t_end
         )
-
-    def _info(self, info, act_repair, done: bool = False) -> dict[str, Any]:
-        s = self.state
-        out: dict[str, Any] = {
-            "time": float(s.time),
-            "action_mask": self._mask.copy(),
-            "slots": self.slots.job.copy(),
-            "queued": self.builder.queued,  # slots.queued(s), counted by _observe's build
-        }
-        if info is not None:
-            rep = act_repair if act_repair is not None else {}  # decode's: a fresh dict
-            if info.repair is not None:
-                r = info.repair
-                rep.update(
-                    unavailable_nodes=r.unavailable_nodes,
-                    inactive_job_nodes=r.inactive_job_nodes,
-                    dyn_over_max_nodes=r.over_max_nodes,
-                    dyn_below_min_jobs=r.below_min_jobs,
-                )
-            out.update(
-                repair=rep,
-                repaired=any(rep.values()),
-                events=int(info.kinds),
-                reclaimed_nodes=info.reclaimed_nodes,
-                idle_nodes=info.idle_nodes,
-                arrivals=info.arrivals,
-                completions=info.completions,
-                stops=info.stops,
-                samples=float(info.samples),
-                elapsed_s=float(info.t1 - info.t0),
-            )
-        if done:
-            out["metrics"] = compute_metrics(s, self.instance).as_dict()
-        return out

@@ -130,6 +130,13 @@ class ObservationBuilder:
         self._work_arr = jobs.work if self._work is not None else np.zeros(0)
         self._x = np.zeros(2 * N + 4 * S + 1)  # ``_obs_args``' output, reused
 
+    def kernel_arrays(self) -> tuple[np.ndarray, ...]:
+        """The bound episode's arrays the step kernel reads and reuses (after ``bind``), in
+        ``mtgym.env.step``'s bag order: the ``_obs_args`` buffer, the work shown, the static
+        job rows, curves and known flags, and the divisors of the log-scaled features.
+        """
+        return self._x, self._work_arr, self._job_static, self._curve, self._known, self._scale
+
     def build(
         self,
         state: ClusterState,

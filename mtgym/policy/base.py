@@ -13,7 +13,9 @@ class Policy(Protocol):
     """Anything that maps a ``SchedulerView`` to an ``Allocation``.
 
     ``info_mode`` says which job information the policy is entitled to (its view is built in
-    that mode). A policy must not mutate the view; it returns a new allocation.
+    that mode). A policy must not mutate the view; it returns a new allocation. A policy
+    may also carry ``decision_interval_s`` (seconds, or None): ``play`` then decides on that
+    interval unless its caller sets one (a learned agent trained on an interval has it).
     """
 
     name: str

@@ -7,10 +7,14 @@ Policies are declared as entry points in the ``mtgym.policies`` group (see
     my-policy = "my_pkg.policy:MyPolicy"
 
 ``make_policy("name", **kwargs)`` loads the entry point and calls it with ``kwargs``.
+Without registering anything, ``make_policy("my_pkg.policy:make")`` (``--policy
+my_pkg.policy:make`` on the command line) imports ``my_pkg.policy`` and calls its ``make``;
+registered names win over module paths (``agent:PATH`` is the ``agent`` entry point).
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -34,11 +38,25 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
         name, arg = name.split(":", 1)
         factory = eps[name].load()
         return factory(arg, **kwargs)
+    if ":" in name and name not in eps:
+        module, attr = name.split(":", 1)
+        try:
+            factory = getattr(import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            known = ", ".join(sorted(eps))
+            raise KeyError(
+                f"policy {name!r} is neither registered ({known}) nor an importable "
+                f"module:factory ({e})"
+            ) from None
+        return _checked(factory(**kwargs), name)
     if name not in eps:
         known = ", ".join(sorted(eps)) or "none (is mtgym installed with `pip install -e .`?)"
         raise KeyError(f"unknown policy {name!r}; registered policies: {known}")
     factory = eps[name].load()
-    policy = factory(**kwargs)
+    return _checked(factory(**kwargs), f"{name!r} ({eps[name].value})")
+
+
+def _checked(policy: Any, what: str) -> Policy:
     if not isinstance(policy, Policy):
-        raise TypeError(f"entry point {name!r} ({eps[name].value}) did not build a Policy")
+        raise TypeError(f"policy {what} did not build a Policy (name, info_mode, reset, decide)")
     return policy

@@ -71,6 +71,11 @@ class SchedulerView:
     # How the system charges a resize (public, like the machine): a pause of R s at the new
     # size, or BFTrainer's R x (rate before) lost samples that the job redoes.
     rescale_mode: RescaleMode = RescaleMode.PAUSE
+    # When each node's current idle window began (nan = not lent), and when the episode ends
+    # (inf = open-ended): public facts a learned policy's observation shows (its idle time
+    # so far, time / horizon); None / inf where the view's builder does not know them.
+    idle_since: np.ndarray | None = None
+    t_end: float = float("inf")
 
     @property
     def num_nodes(self) -> int:
@@ -108,11 +113,13 @@ class ViewBuilder:
         )
         # Private: the future of the supply must not leak (only open windows are shown).
         self._window_end = np.where(instance.supply.end_known, instance.supply.end_s, np.inf)
+        self._window_start = np.asarray(instance.supply.start_s, dtype=np.float64)
 
     def __call__(self, state: ClusterState) -> SchedulerView:
         """Snapshot ``state`` (cheap: read-only views, two small derived arrays)."""
         w = state.window
         wend = np.where(w >= 0, self._window_end[np.maximum(w, 0)], np.inf)
+        since = np.where(w >= 0, self._window_start[np.maximum(w, 0)], np.nan)
         rate = np.where(state.stall_until > state.time, 0.0, state.rate)
         jobs, cl = self.instance.jobs, self.instance.cluster
         return SchedulerView(
@@ -140,4 +147,6 @@ class ViewBuilder:
             r_down_s=self._down,
             rate=_ro(rate),
             rescale_mode=self.instance.costs.rescale,
+            idle_since=_ro(since),
+            t_end=float(self.instance.t_end),
         )

@@ -17,6 +17,7 @@ from agents.policy import PRETRAINED, AgentPolicy
 from mtgym.env.env import ScavengeEnv
 from mtgym.generate.default import default_generator
 from mtgym.generate.toy import TwoJobToy
+from mtgym.policy.play import play
 
 
 def obs_tensors(obs):
@@ -201,7 +202,7 @@ def test_train__resume_from_checkpoint(tmp_path):
 def test_shipped_agent__evaluates_on_a_different_cluster_size():
     pol = AgentPolicy(PRETRAINED)
     bigger = replace(default_generator(), num_nodes=128)
-    res = pol.episode(bigger(5))
+    res = play(bigger(5), pol)
     assert res.metrics.samples > 0 and res.decisions > 10
     assert Path(PRETRAINED / "agent.json").is_file()
 

@@ -132,7 +132,7 @@ def test_env__different_seeds_differ(small_gen):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_env__masks_never_empty_and_random_episode_invariants(mode, small_gen):
-    env = ScavengeEnv(small_gen, action_mode=mode, debug=True)
+    env = ScavengeEnv(small_gen, action_mode=mode, reward="progress", debug=True)
     obs, info = env.reset(seed=0)
     rng = np.random.default_rng(0)
     total = 0.0

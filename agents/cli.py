@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mtgym.core import names
+
 
 def _train(ns: argparse.Namespace) -> int:
     from agents.train import Args, train
@@ -83,9 +85,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--n-envs", type=int, default=8, help="parallel envs (default: %(default)s)")
     t.add_argument("--vec", default="dummy", choices=["dummy", "subproc"], help="vector env kind")
-    t.add_argument("--action-mode", default="counts", choices=["counts", "assign", "delta"])
-    t.add_argument("--reward", default="throughput", choices=["progress", "throughput", "jct"])
-    t.add_argument("--info-mode", default="user", choices=["user", "profiled", "oracle"])
+    t.add_argument("--action-mode", default=names.DEFAULT_ACTION_MODE, choices=names.ACTION_MODES)
+    t.add_argument("--reward", default=names.DEFAULT_REWARD, choices=names.REWARD_NAMES)
+    t.add_argument("--info-mode", default=names.DEFAULT_INFO_MODE, choices=names.INFO_MODES)
     t.add_argument("--max-jobs", type=int, default=16, help="job slots (default: %(default)s)")
     t.add_argument("--max-count", type=int, default=16, help="count cap (default: %(default)s)")
     t.add_argument(

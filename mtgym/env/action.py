@@ -24,12 +24,12 @@ from gymnasium import spaces
 from numba import njit
 
 from mtgym.core.instance import Instance
+from mtgym.core.names import ACTION_MODES
 from mtgym.core.types import Repair
 from mtgym.env.slots import JobSlots
 from mtgym.model.placement import _classes64, _pack, _static_order
 from mtgym.sim.state import ClusterState
 
-ACTION_MODES = ("counts", "assign", "delta")  # the step kernels' ids are their indexes
 COUNTS, ASSIGN, DELTA = range(3)
 # ``info["repair"]``'s keys: the decoder's (``assign`` has only the first), then the
 # engine's (``mtgym.sim.dynamics.repair_allocation``; zeros when nothing was repaired).

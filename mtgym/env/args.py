@@ -12,10 +12,8 @@ import numbers
 from typing import Any
 
 from mtgym.core.limits import MAX_HORIZON_S, MAX_SLOTS, MIN_DECISION_INTERVAL_S
+from mtgym.core.names import ACTION_MODES, INFO_MODES, REWARD_NAMES
 
-ACTION_MODES = ("counts", "assign", "delta")
-REWARDS = ("progress", "throughput", "jct")
-INFO_MODES = ("user", "profiled", "oracle")
 RENDER_MODES = ("ansi", "rgb_array")
 
 
@@ -69,7 +67,7 @@ def check_keywords(
         raise TypeError(f"debug must be a bool; got {debug!r}")
     return {
         "action_mode": _choice("action_mode", action_mode, ACTION_MODES),
-        "reward": _choice("reward", reward, REWARDS),
+        "reward": _choice("reward", reward, REWARD_NAMES),
         "info_mode": _choice("info_mode", info_mode, INFO_MODES),
         "horizon_s": _seconds("horizon_s", horizon_s, 1e-9),
         "decision_interval_s": _seconds(

@@ -44,7 +44,6 @@ REWARDS: dict[str, Reward] = {
         "job-hours (Park's JCT reward): the return is minus the sum of job completion times.",
     ),
 }
-REWARD_NAMES = tuple(REWARDS)
 
 
 def throughput_scale(instance: Instance) -> float:

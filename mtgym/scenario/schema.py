@@ -29,6 +29,14 @@ from mtgym.core.limits import (
     MIN_DECISION_INTERVAL_S,
     MIN_DURATION_S,
 )
+from mtgym.core.names import (
+    ACTION_MODES,
+    DEFAULT_ACTION_MODE,
+    DEFAULT_INFO_MODE,
+    DEFAULT_REWARD,
+    INFO_MODES,
+    REWARD_NAMES,
+)
 from mtgym.generate.catalog import CATALOG
 
 #: Model names of the parametric catalog (``mtgym.generate.catalog.CATALOG``).
@@ -421,9 +429,9 @@ class EpisodeSpec(Strict):
         ge=MIN_DECISION_INTERVAL_S,
         le=MAX_HORIZON_S,
     )
-    reward: Literal["progress", "throughput", "jct"] = _d("reward function", "progress")
-    info_mode: Literal["user", "profiled", "oracle"] = _d("what the agent is told", "user")
-    action_mode: Literal["counts", "assign", "delta"] = _d("action encoding", "counts")
+    reward: Literal[REWARD_NAMES] = _d("reward function", DEFAULT_REWARD)  # type: ignore[valid-type]
+    info_mode: Literal[INFO_MODES] = _d("what the agent is told", DEFAULT_INFO_MODE)  # type: ignore[valid-type]
+    action_mode: Literal[ACTION_MODES] = _d("action encoding", DEFAULT_ACTION_MODE)  # type: ignore[valid-type]
     max_jobs: Int = _d(f"job slots S (1..{MAX_SLOTS})", 16, ge=1, le=MAX_SLOTS)
     t_fwd_s: Pos = _d(
         "BFTrainer's forward-looking time T_fwd, s (the T_fwd-based allocators' default)",

@@ -22,11 +22,12 @@ import traceback
 import numpy as np
 
 from mtgym.core.errors import InvariantError
+from mtgym.core.names import ACTION_MODES
 from mtgym.env.env import ScavengeEnv
 from mtgym.scenario import ScenarioError
 from mtgym.scenario.registry import preset_names
 
-MODES = ("counts", "assign", "delta")
+MODES = ACTION_MODES
 STRATEGIES = ("space", "mask", "valid", "noop", "extreme")
 
 

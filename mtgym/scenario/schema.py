@@ -37,6 +37,7 @@ from mtgym.core.names import (
     INFO_MODES,
     REWARD_NAMES,
 )
+from mtgym.generate import mix_defaults as mix
 from mtgym.generate.catalog import CATALOG
 
 #: Model names of the parametric catalog (``mtgym.generate.catalog.CATALOG``).
@@ -243,39 +244,36 @@ class MixSpec(Strict):
     """Independent jobs of catalog models arriving as a Poisson process."""
 
     kind: Literal["mix"] = _d("a Poisson mix of catalog models", "mix")
-    num_jobs: Int = _d("number of jobs", 30, ge=0, le=MAX_JOBS)
-    arrival_rate_per_h: Pos = _d("mean arrivals per hour", 10.0, le=1e6)
-    start_s: NonNeg = _d("time of the first possible arrival, s", 0.0, le=MAX_HORIZON_S)
+    num_jobs: Int = _d("number of jobs", mix.NUM_JOBS, ge=0, le=MAX_JOBS)
+    arrival_rate_per_h: Pos = _d("mean arrivals per hour", mix.ARRIVAL_RATE_PER_H, le=1e6)
+    start_s: NonNeg = _d("time of the first possible arrival, s", mix.START_S, le=MAX_HORIZON_S)
     models: dict[ModelName, Pos] = _d(
         "catalog model -> relative weight",
-        default_factory=lambda: {
-            "resnet50": 3,
-            "resnet18": 2,
-            "transformer": 2,
-            "lm": 1,
-            "recommendation": 1,
-            "cyclegan": 1,
-        },
+        default_factory=lambda: dict(mix.MODELS),
         min_length=1,
     )
     min_nodes: list[Annotated[Int, Field(ge=1, le=MAX_NODES)]] = _d(
         "choices of a job's minimum nodes (uniform)",
-        default_factory=lambda: [1, 1, 2],
+        default_factory=lambda: list(mix.MIN_NODES),
         min_length=1,
         max_length=1000,
     )
     max_nodes: list[Annotated[Int, Field(ge=1, le=MAX_NODES)]] = _d(
         "choices of a job's maximum nodes (uniform; each >= every min_nodes choice)",
-        default_factory=lambda: [4, 8, 16],
+        default_factory=lambda: list(mix.MAX_NODES),
         min_length=1,
         max_length=1000,
     )
-    work_hours: tuple[Pos, Pos] = _d("range of a job's work, hours on work_ref_nodes", (0.5, 2.0))
-    work_ref_nodes: Int = _d("node count the work is measured on", 4, ge=1, le=MAX_NODES)
-    r_up_s: tuple[NonNeg, NonNeg] = _d("range of the scale-up pause, s", (17.0, 19.0))
-    r_down_s: tuple[NonNeg, NonNeg] = _d("range of the scale-down pause, s", (11.0, 13.0))
-    startup_s: NonNeg = _d("start-up pause, s", 30.0)
-    ckpt_every_s: Pos = _d("checkpoint period, s", 600.0, ge=MIN_DURATION_S)
+    work_hours: tuple[Pos, Pos] = _d(
+        "range of a job's work, hours on work_ref_nodes", mix.WORK_HOURS
+    )
+    work_ref_nodes: Int = _d(
+        "node count the work is measured on", mix.WORK_REF_NODES, ge=1, le=MAX_NODES
+    )
+    r_up_s: tuple[NonNeg, NonNeg] = _d("range of the scale-up pause, s", mix.R_UP_S)
+    r_down_s: tuple[NonNeg, NonNeg] = _d("range of the scale-down pause, s", mix.R_DOWN_S)
+    startup_s: NonNeg = _d("start-up pause, s", mix.STARTUP_S)
+    ckpt_every_s: Pos = _d("checkpoint period, s", mix.CKPT_EVERY_S, ge=MIN_DURATION_S)
 
     @model_validator(mode="after")
     def _ranges(self) -> MixSpec:

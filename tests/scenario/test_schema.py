@@ -273,3 +273,17 @@ def test_env__accepts_a_scenario_file_and_its_episode_defaults(tmp_path):
     assert env.decision_interval_s == 600
     env2 = ScavengeEnv(str(f), action_mode="counts")  # explicit keywords win
     assert env2.action_mode == "counts"
+
+
+def test_schema__mix_defaults_are_the_generators():
+    from dataclasses import asdict
+
+    from mtgym.generate.workload import JobMix
+    from mtgym.scenario.schema import MixSpec
+
+    spec = MixSpec().model_dump(exclude={"kind"})
+    gen = {
+        k: (list(v) if isinstance(v, tuple) and k.endswith("nodes") else v)
+        for k, v in asdict(JobMix()).items()
+    }
+    assert spec == gen

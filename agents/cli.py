@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mtgym.core import names
+
 
 def _train(ns: argparse.Namespace) -> int:
     from agents.train import Args, train
@@ -74,6 +76,7 @@ def _compare(ns: argparse.Namespace) -> int:
         seeds=seeds,
         baselines=ns.policy,
         progress=not ns.no_progress,
+        reference=ns.reference,
     )
     return 0
 
@@ -94,9 +97,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--n-envs", type=int, default=8, help="parallel envs (default: %(default)s)")
     t.add_argument("--vec", default="dummy", choices=["dummy", "subproc"], help="vector env kind")
-    t.add_argument("--action-mode", default="counts", choices=["counts", "assign", "delta"])
-    t.add_argument("--reward", default="throughput", choices=["progress", "throughput", "jct"])
-    t.add_argument("--info-mode", default="user", choices=["user", "profiled", "oracle"])
+    t.add_argument("--action-mode", default=names.DEFAULT_ACTION_MODE, choices=names.ACTION_MODES)
+    t.add_argument("--reward", default=names.DEFAULT_REWARD, choices=names.REWARD_NAMES)
+    t.add_argument("--info-mode", default=names.DEFAULT_INFO_MODE, choices=names.INFO_MODES)
     t.add_argument("--max-jobs", type=int, default=16, help="job slots (default: %(default)s)")
     t.add_argument("--max-count", type=int, default=16, help="count cap (default: %(default)s)")
     t.add_argument(
@@ -187,7 +190,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--agent", default=None, metavar="ZIP", help="model (default: the shipped agent)"
     )
     c.add_argument("--policy", action="append", help="baselines to include (default: all)")
-    c.add_argument("--seeds", type=int, default=3)
+    c.add_argument("--seeds", type=int, default=10, help="evaluation seeds (default: %(default)s)")
+    c.add_argument(
+        "--reference",
+        default=None,
+        metavar="POLICY",
+        help="policy the others are compared with, seed by seed (default: freetrain when compared, else the first)",
+    )
     c.add_argument(
         "--seed", type=int, default=100, help="first evaluation seed (default: %(default)s)"
     )

@@ -1,16 +1,19 @@
 """Compare a learned agent with every baseline on the same evaluation seeds.
 
-Writes ``out/results.json`` (as ``mtgym evaluate``; the agent's entry is named ``agent``),
-one TensorBoard run per policy under ``out/tb/<policy>/`` with the shared tags (so
-``tensorboard --logdir out/tb`` overlays learned and MILP curves), and ``out/compare.png``,
-a bar chart of throughput (fraction of the upper bound) and mean JCT per policy.
+Writes ``out/results.json`` (as ``mtgym evaluate``, with intervals and paired differences
+against ``reference``, default ``freetrain``; the agent's entry is named ``agent``), one
+TensorBoard run per policy under ``out/tb/<policy>/`` with the shared tags, summary scalars
+and hparams (so ``tensorboard --logdir out/tb`` overlays learned and MILP curves), and
+``out/compare.png``: throughput (fraction of the upper bound), mean JCT over the jobs every
+policy completed, and jobs completed per policy, each bar with its 95 % bootstrap interval
+over seeds as an error bar.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
+from typing import Any
 
 from agents.policy import PRETRAINED, AgentPolicy
 
@@ -23,6 +26,7 @@ def compare(
     seeds: list[int],
     baselines: list[str] | None = None,
     progress: bool = True,
+    reference: str | None = None,
 ) -> dict:
     """Run the agent and the baselines; write results, TensorBoard runs and the chart."""
     from mtgym.evaluate import evaluate
@@ -37,35 +41,65 @@ def compare(
     policies = [("agent", lambda: AgentPolicy(path))] + [
         (n, lambda n=n: make_policy(n)) for n in names
     ]
-    evaluate(gen, policies, seeds, out=out, progress=progress, scenario_name=scenario)
+    evaluate(
+        gen,
+        policies,
+        seeds,
+        out=out,
+        progress=progress,
+        scenario_name=scenario,
+        reference=reference,
+    )
     results = json.loads((out / "results.json").read_text())
     plot(results, out / "compare.png")
     return results
 
 
+#: (metric, axis label, scale) of the chart's panels
+PANELS = (
+    ("upper_bound_fraction", "samples / upper bound", 1.0),
+    ("jct_common_mean", "mean JCT, jobs all completed (h)", 1 / 3600.0),
+    ("jobs_completed", "jobs completed", 1.0),
+)
+
+
+def _num(v: object) -> float:
+    return float("nan") if v is None else float(v)  # type: ignore[arg-type]
+
+
 def plot(results: dict, path: Path) -> None:
-    """A two-panel bar chart (matplotlib Agg)."""
+    """Write ``figure(results)`` to ``path`` (PNG)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(results)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def figure(results: dict) -> Any:
+    """Bar charts with 95 % interval error bars (matplotlib Agg); a missing value draws no bar."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     names = list(results["policies"])
-    ub = [results["policies"][n].get("upper_bound_fraction") or 0.0 for n in names]
-    jct = [results["policies"][n].get("jct_mean") for n in names]
-    jct = [
-        0.0 if (v is None or (isinstance(v, float) and math.isnan(v))) else v / 3600.0 for v in jct
-    ]
     colors = ["tab:red" if n == "agent" else "tab:blue" for n in names]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    axes[0].bar(names, ub, color=colors)
-    axes[0].set_ylabel("samples / upper bound")
-    axes[0].set_title(f"{results['scenario']}: throughput ({len(results['seeds'])} seeds)")
-    axes[1].bar(names, jct, color=colors)
-    axes[1].set_ylabel("mean JCT (h)")
-    axes[1].set_title("job completion time")
-    for ax in axes:
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 4))
+    for ax, (key, label, scale) in zip(axes, PANELS, strict=True):
+        entries = [results["policies"][n] for n in names]
+        mean = np.array([_num(e.get(key)) for e in entries]) * scale
+        lo = np.array([_num(e.get("ci_low", {}).get(key)) for e in entries]) * scale
+        hi = np.array([_num(e.get("ci_high", {}).get(key)) for e in entries]) * scale
+        err = np.vstack([np.nan_to_num(mean - lo), np.nan_to_num(hi - mean)])
+        ax.bar(names, np.nan_to_num(mean), yerr=np.maximum(err, 0.0), capsize=3, color=colors)
+        ax.set_ylabel(label)
         ax.tick_params(axis="x", rotation=45)
+    n = len(results["seeds"])
+    axes[0].set_title(f"{results['scenario']}: {n} seeds, 95 % bootstrap intervals")
+    ref = results.get("reference")
+    if ref:
+        axes[1].set_title(f"reference for paired differences: {ref}")
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    return fig

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mtgym.command import dispatch
+from mtgym.core.limits import MIN_DECISION_INTERVAL_S
 
 
 def _fmt(v: object) -> str:
@@ -24,13 +25,64 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
+_ALLOW_LARGE_HELP = (
+    "build a scenario whose estimated memory is above the ceiling "
+    "(mtgym.scenario.check.MAX_BUILD_BYTES, 1 GiB)"
+)
+
+
+def positive_int(text: str) -> int:
+    """Argparse type: an integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} is not >= 1")
+    return v
+
+
+def seed_int(text: str) -> int:
+    """Argparse type: a seed, 0 <= seed < 2**63."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= v < 2**63:
+        raise argparse.ArgumentTypeError(f"{v} is not in 0..2**63-1")
+    return v
+
+
+def decision_interval(text: str) -> float:
+    """Argparse type: a finite interval in seconds, >= ``MIN_DECISION_INTERVAL_S``."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(v) and v >= MIN_DECISION_INTERVAL_S):
+        raise argparse.ArgumentTypeError(
+            f"{text} s: the decision interval must be finite and >= {MIN_DECISION_INTERVAL_S:g} s"
+        )
+    return v
+
+
+def _scenario_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scenario",
+        default="default",
+        help="built-in name, preset name or scenario file path (default: %(default)s; "
+        "see `mtgym scenario list`)",
+    )
+    p.add_argument("--allow-large", action="store_true", help=_ALLOW_LARGE_HELP)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from mtgym.policy.play import play
     from mtgym.policy.registry import make_policy
     from mtgym.scenario.registry import get_generator
 
     console = Console()
-    gen = get_generator(args.scenario)
+    gen = get_generator(args.scenario, allow_large=args.allow_large)
     instance = gen(args.seed)
     policy = make_policy(args.policy)
     result = play(instance, policy, decision_interval_s=args.decision_interval, debug=args.debug)
@@ -54,7 +106,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     from mtgym.scenario.registry import get_generator
 
-    inst = get_generator(args.scenario)(args.seed)
+    inst = get_generator(args.scenario, allow_large=args.allow_large)(args.seed)
     cl, jobs = inst.cluster, inst.jobs
     span = inst.t_end - inst.t_start
     offered = inst.supply.offered_node_seconds(inst.t_start, inst.t_end)
@@ -91,7 +143,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.out:
         prepare_out_dir(args.out)  # before any work: a sweep never ends unsaved
-    gen = get_generator(args.scenario)
+    gen = get_generator(args.scenario, allow_large=args.allow_large)
     if args.policy in (None, ["all"]):
         # every registered policy, except the node-level MILP variants (minutes per episode;
         # the count-level solver they equal is in the set): name them to include them
@@ -101,6 +153,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for name in names:
         make_policy(name)  # fail fast on an unknown name, before any simulation
     seeds = list(range(args.seed, args.seed + args.seeds))
+    if args.reference is not None and args.reference not in names:
+        raise ValueError(
+            f"--reference {args.reference!r} is not among the compared policies: {', '.join(names)}"
+        )
     if args.address and args.backend != "ray":
         raise ValueError("--address needs --backend ray")
     if args.backend == "ray":
@@ -115,6 +171,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             out=Path(args.out) if args.out else None,
             progress=not args.no_progress,
             table=True,
+            reference=args.reference,
         )
         return 0
     evaluate(
@@ -125,6 +182,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         decision_interval_s=args.decision_interval,
         progress=not args.no_progress,
         scenario_name=args.scenario,
+        reference=args.reference,
     )
     return 0
 
@@ -147,7 +205,7 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
         for name in preset_names():
             f = PRESETS_DIR / f"{name}.yaml"
             if f.is_file():
-                spec = load_scenario(f)
+                spec = load_scenario(f, check=False)  # (lists presets whose data is absent)
                 table.add_row(name, f"preset ({f.name})", spec.description)
             else:
                 table.add_row(
@@ -159,11 +217,12 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
         print(json.dumps(ScenarioSpec.model_json_schema(), indent=2))
         return 0
     if args.action == "validate":
-        spec = load_scenario(args.target)
+        spec = load_scenario(args.target, allow_large=args.allow_large)
         if args.build:
             from mtgym.scenario.build import SpecGenerator
 
-            inst = SpecGenerator(spec, Path(args.target).resolve().parent)(args.seed)
+            target = Path(args.target)
+            inst = SpecGenerator(spec, target.resolve().parent, target)(args.seed)
             size = f"{inst.num_nodes} nodes, {inst.num_jobs} jobs"
             console.print(f"[green]ok[/] {args.target}: {spec.name} ({size})")
         else:
@@ -178,7 +237,7 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
         raise KeyError(
             f"unknown scenario {args.target!r}; known presets: {', '.join(preset_names())}"
         )
-    spec = load_scenario(f)
+    spec = load_scenario(f, check=False)
     print(f"# {f}")
     print(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
     return 0
@@ -223,48 +282,57 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="simulate a scenario with a policy and print the metrics")
-    r.add_argument(
-        "--scenario", default="default", help="built-in scenario name (default: %(default)s)"
-    )
-    r.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    _scenario_args(r)
+    r.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
     r.add_argument(
         "--policy", default="equal-share", help="registered policy name (default: %(default)s)"
     )
     r.add_argument(
         "--decision-interval",
-        type=float,
+        type=decision_interval,
         default=None,
         metavar="S",
-        help="decide every S seconds instead of at every event",
+        help=f"decide every S seconds (>= {MIN_DECISION_INTERVAL_S:g}) instead of at every event",
     )
     r.add_argument("--debug", action="store_true", help="check every invariant after each step")
     r.add_argument("--json", action="store_true", help="print the metrics as JSON")
     r.set_defaults(func=_cmd_run)
 
     i = sub.add_parser("info", help="describe a scenario's instance")
-    i.add_argument(
-        "--scenario", default="default", help="built-in scenario name (default: %(default)s)"
-    )
-    i.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    _scenario_args(i)
+    i.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
     i.set_defaults(func=_cmd_info)
 
     e = sub.add_parser(
         "evaluate", help="run policies on the same seeds; table, results.json, TensorBoard"
     )
-    e.add_argument(
-        "--scenario", default="default", help="built-in scenario name (default: %(default)s)"
-    )
+    _scenario_args(e)
     e.add_argument(
         "--policy",
         action="append",
         help="registered policy name; repeat for several; 'all' (default) = every registered one "
         "except the slow node-level '*-milp' variants",
     )
-    e.add_argument("--seeds", type=int, default=3, help="number of seeds (default: %(default)s)")
-    e.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
+    e.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=10,
+        help="number of seeds, >= 1; every policy runs the same instances (default: %(default)s)",
+    )
+    e.add_argument(
+        "--reference",
+        default=None,
+        metavar="POLICY",
+        help="policy the others are compared with, seed by seed (default: freetrain when compared, else the first)",
+    )
+    e.add_argument("--seed", type=seed_int, default=0, help="first seed (default: %(default)s)")
     e.add_argument("--out", default=None, help="write DIR/results.json and DIR/tb/<policy>/")
     e.add_argument(
-        "--decision-interval", type=float, default=None, metavar="S", help="decide every S seconds"
+        "--decision-interval",
+        type=decision_interval,
+        default=None,
+        metavar="S",
+        help=f"decide every S seconds (>= {MIN_DECISION_INTERVAL_S:g})",
     )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.add_argument(
@@ -288,9 +356,15 @@ def build_parser() -> argparse.ArgumentParser:
     v = sc_sub.add_parser("validate", help="check a scenario file (exit 2 with the problems)")
     v.add_argument("target", metavar="PATH", help="scenario file (YAML or JSON)")
     v.add_argument(
-        "--build", action="store_true", help="also build its instance (reads data files)"
+        "--build",
+        action="store_true",
+        help="also build its instance (reads the data files; plain validate checks the schema, "
+        "names, limits, that data paths exist and the memory estimate)",
     )
-    v.add_argument("--seed", type=int, default=0, help="seed for --build (default: %(default)s)")
+    v.add_argument(
+        "--seed", type=seed_int, default=0, help="seed for --build (default: %(default)s)"
+    )
+    v.add_argument("--allow-large", action="store_true", help=_ALLOW_LARGE_HELP)
     sc_sub.add_parser("list", help="the shipped presets and built-in scenarios")
     sh = sc_sub.add_parser("show", help="print a preset or file, with every default filled in")
     sh.add_argument("target", metavar="NAME", help="preset name or scenario file")

@@ -2,6 +2,12 @@
 
 Shared by ``mtgym`` (``mtgym.cli``) and the sub-command packages that have their own entry
 (``python -m mtgym.bridge``), so none of them imports another's CLI.
+
+Expected failures are the errors bad input can cause: mtgym's own (``ScenarioError``,
+``ConfigError``, ``DataError``, ...), ``KeyError`` (an unknown name), ``ValueError``
+(pydantic's ``ValidationError`` among them), ``OSError`` (a file), ``MemoryError`` (a
+build too large for this machine), ``OverflowError`` and ``RecursionError``. Anything else
+is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -11,12 +17,27 @@ import sys
 
 from mtgym.core.errors import MtgymError
 
+#: The exception types ``dispatch`` reports as one line (exit status 2).
+EXPECTED = (MtgymError, KeyError, ValueError, OSError, MemoryError, OverflowError, RecursionError)
+
+
+def error_line(exc: BaseException) -> str:
+    """The message of an expected failure, without a traceback."""
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, MemoryError):
+        return f"out of memory ({exc or 'no detail'}); try a smaller scenario"
+    if isinstance(exc, RecursionError):
+        return f"input nested too deeply ({exc})"
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc) or type(exc).__name__
+
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run ``args.func(args)``; known errors become one line on stderr and exit status 2."""
+    """Run ``args.func(args)``; expected errors become a message on stderr and status 2."""
     try:
         return int(args.func(args))
-    except (MtgymError, KeyError, ValueError, OSError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"error: {msg}", file=sys.stderr)  # plain: messages may contain [brackets]
+    except EXPECTED as exc:
+        print(f"error: {error_line(exc)}", file=sys.stderr)  # plain: may contain [brackets]
         return 2

@@ -1,11 +1,34 @@
 """One evaluation loop for every policy: same scenario, same seeds, same metrics and tags.
 
-``evaluate`` runs each policy on each seed's instance (the same instance for every policy),
-prints a rich table, and, with ``out``, writes ``out/results.json`` and one TensorBoard run
-per policy under ``out/tb/<policy>/`` through stable-baselines3's logger, with the shared
-tags (``eval/throughput``, ``eval/utilisation``, ``eval/jct_mean``, ``eval/makespan``,
-``eval/upper_bound_fraction``, ``eval/samples``, ``eval/rescales``, ``solver/time_ms``), one
-step per seed. Learned agents write the same tags, so TensorBoard overlays them.
+``evaluate`` runs each policy on each seed's instance (the same instance for every policy:
+the comparison is **paired**), prints rich tables, and, with ``out``, writes
+``out/results.json`` and one TensorBoard run per policy under ``out/tb/<policy>/``.
+
+**Policies get the scenario's defaults.** Before its first episode each policy that has a
+``use_scenario_defaults(episode)`` method gets the scenario's ``EpisodeSpec``
+(``scenario_defaults``): that is how FreeTrain takes its T_fwd from the scenario. A
+round-based policy (``round_s``, e.g. PAL) decides once per round (``play``).
+
+**Statistics** (``mtgym.stats``): per metric the mean over seeds and a 95 % percentile
+bootstrap interval over seeds; per policy the paired difference and ratio against a
+reference policy (``reference``; default ``freetrain`` when it is compared, else the first
+policy), with intervals from bootstrapping the per-seed differences. The reference is an
+argument, fixed before any number is seen.
+
+**results.json** has ``scenario``, ``seeds``, ``reference``, ``ci`` (level, method,
+resamples, bootstrap seed) and ``policies``: per policy, every metric of ``RESULT_KEYS`` as
+its mean over seeds (as before), ``ci_low`` and ``ci_high`` (metric -> interval bound),
+``n`` (metric -> seeds with a value), ``paired`` (metric -> ``reference``, ``diff``,
+``diff_ci_low``, ``diff_ci_high``, ``ratio``, ``ratio_ci_low``, ``ratio_ci_high``, ``n``)
+and ``per_seed`` (one row per seed, with ``job_finish_s``: each job's completion time, null
+if it did not complete, and ``job_submit_s``). Undefined values are ``null``.
+
+**TensorBoard** (stable-baselines3's logger, ``out/tb/<policy>/``): the shared tags of
+``TAGS`` (``eval/throughput``, ``eval/makespan``, ...) once per seed with **the step equal to
+the seed number**; one summary scalar per metric, ``eval_mean/<metric>`` (the mean over
+seeds, step 0); and ``hparams`` (policy, scenario, reference, seeds) with those means as its
+metrics, so the runs line up in TensorBoard's HParams table. Learned agents write the same
+``eval/*`` tags while training, so TensorBoard overlays them.
 """
 
 from __future__ import annotations
@@ -13,15 +36,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mtgym import stats
+from mtgym.core.instance import Instance
 from mtgym.generate.base import Generator
+from mtgym.metrics import common_metrics, completion_times
 from mtgym.policy.base import Policy
 from mtgym.policy.play import EpisodeResult, play
+from mtgym.scenario.schema import EpisodeSpec
 
 #: metric -> TensorBoard tag (the shared namespace)
 TAGS = {
@@ -29,51 +56,193 @@ TAGS = {
     "utilisation": "eval/utilisation",
     "jct_mean": "eval/jct_mean",
     "jct_p99": "eval/jct_p99",
+    "jct_common_mean": "eval/jct_common_mean",
     "makespan": "eval/makespan",
+    "makespan_common": "eval/makespan_common",
+    "jobs_completed": "eval/jobs_completed",
     "upper_bound_fraction": "eval/upper_bound_fraction",
     "samples": "eval/samples",
     "rescales": "eval/rescales",
     "decision_ms": "solver/time_ms",
 }
-#: keys written per policy in results.json
+#: prefix of the per-metric summary scalars (the mean over seeds)
+SUMMARY_PREFIX = "eval_mean/"
+#: metrics of each policy in results.json (mean, interval, paired difference)
 RESULT_KEYS = (
     "samples",
     "throughput",
     "utilisation",
     "jct_mean",
     "jct_p99",
+    "jct_common_mean",
     "makespan",
+    "makespan_censored",
+    "makespan_common",
     "rescales",
     "decision_ms",
     "upper_bound_fraction",
     "jobs_completed",
+    "jobs_common",
     "preemptions",
 )
+#: the policy compared against when none is named (if it is among the compared ones)
+DEFAULT_REFERENCE = "freetrain"
 
 
 @dataclass
 class PolicyRun:
-    """One policy's results over the seeds."""
+    """One policy's results over the seeds (rows in seed order)."""
 
     name: str
-    per_seed: list[dict[str, float]]
+    per_seed: list[dict[str, Any]]
+
+    def values(self, key: str) -> np.ndarray:
+        """(seeds,) the metric per seed, NaN where undefined."""
+        return np.array(
+            [np.nan if r.get(key) is None else r[key] for r in self.per_seed], dtype=np.float64
+        )
 
     def mean(self) -> dict[str, float]:
         """Mean of each metric over seeds (NaN-aware: NaN only if every seed is NaN)."""
         out = {}
         for k in RESULT_KEYS:
-            vals = np.array([r[k] for r in self.per_seed], dtype=np.float64)
+            vals = self.values(k)
             ok = ~np.isnan(vals)
             out[k] = float(vals[ok].mean()) if ok.any() else float("nan")
         return out
 
 
-def _row(res: EpisodeResult) -> dict[str, float]:
+@dataclass(frozen=True)
+class Summary:
+    """Statistics of one policy: per metric an interval, and paired against the reference."""
+
+    intervals: dict[str, stats.Interval]
+    paired: dict[str, stats.Paired] = field(default_factory=dict)
+
+
+def scenario_defaults(generator: Generator) -> EpisodeSpec:
+    """The scenario's ``EpisodeSpec``: the generator's own, else its preset's, else defaults.
+
+    A scenario file carries its ``episode`` section. A scenario built in code (``default``)
+    takes the one of the preset file of the same name, which describes the same scenario
+    (``tests/scenario/test_presets.py`` checks they build the same instances).
+    """
+    ep = getattr(generator, "episode", None)
+    if isinstance(ep, EpisodeSpec):
+        return ep
+    from mtgym.scenario.load import load_scenario
+    from mtgym.scenario.registry import preset_path
+
+    preset = preset_path(str(getattr(generator, "name", "")))
+    return load_scenario(preset).episode if preset.is_file() else EpisodeSpec()
+
+
+def configure_policy(policy: Policy, defaults: EpisodeSpec) -> Policy:
+    """Hand the scenario's defaults to a policy that takes them; returns the policy."""
+    use = getattr(policy, "use_scenario_defaults", None)
+    if callable(use):
+        use(defaults)
+    return policy
+
+
+def _row(res: EpisodeResult) -> dict[str, Any]:
     m = res.metrics.as_dict()
-    row = {k: float(m[k]) for k in RESULT_KEYS if k in m}
+    row: dict[str, Any] = {k: float(m[k]) for k in RESULT_KEYS if k in m}
     row["decision_ms"] = res.decision_ms
     row["wall_s"] = res.wall_s
+    # None (not NaN) for jobs not completed: rows compare with == and serialise as null
+    row["job_finish_s"] = [
+        None if math.isnan(x) else x for x in completion_times(res.state).tolist()
+    ]
     return row
+
+
+def episode_row(instance: Instance, res: EpisodeResult, seed: int) -> dict[str, Any]:
+    """The per-seed row recorded for one episode (metrics, timing, per-job completions)."""
+    row = _row(res)
+    row["job_submit_s"] = instance.jobs.submit_s.astype(np.float64).tolist()
+    row["seed"] = seed
+    return row
+
+
+def add_common_metrics(runs: Sequence[PolicyRun]) -> None:
+    """Fill ``jct_common_mean``, ``makespan_common``, ``jobs_common`` seed by seed.
+
+    The common jobs of a seed are those every policy in ``runs`` completed on it
+    (``mtgym.metrics.common_metrics``). Rows of one seed must sit at the same position in
+    every run (``ValueError`` otherwise).
+    """
+    if not runs:
+        return
+    n = len(runs[0].per_seed)
+    for run in runs:
+        if len(run.per_seed) != n:
+            raise ValueError(f"policy {run.name!r} has {len(run.per_seed)} seeds, expected {n}")
+    for k in range(n):
+        rows = [run.per_seed[k] for run in runs]
+        if len({r["seed"] for r in rows}) != 1:
+            raise ValueError(f"row {k}: seeds differ between policies: {[r['seed'] for r in rows]}")
+        finish = [
+            np.array([np.nan if v is None else v for v in r["job_finish_s"]], dtype=np.float64)
+            for r in rows
+        ]
+        common = common_metrics(finish, np.asarray(rows[0]["job_submit_s"], dtype=np.float64))
+        for r, c in zip(rows, common, strict=True):
+            r["jct_common_mean"] = c.jct_common_mean
+            r["makespan_common"] = c.makespan_common
+            r["jobs_common"] = float(c.jobs_common)
+
+
+def resolve_reference(names: Sequence[str], reference: str | None) -> str | None:
+    """The reference policy: ``reference`` (must be compared), else freetrain, else the first.
+
+    Raises:
+        ValueError: ``reference`` is not one of the compared policies.
+    """
+    if reference is not None:
+        if reference not in names:
+            raise ValueError(
+                f"reference policy {reference!r} is not among the compared policies: "
+                f"{', '.join(names)}"
+            )
+        return reference
+    if DEFAULT_REFERENCE in names:
+        return DEFAULT_REFERENCE
+    return names[0] if names else None
+
+
+def summarise(
+    runs: Sequence[PolicyRun],
+    reference: str | None = None,
+    *,
+    level: float = stats.LEVEL,
+    n_boot: int = stats.N_BOOT,
+    seed: int = stats.SEED,
+) -> dict[str, Summary]:
+    """Intervals of every metric and paired comparisons against the reference, per policy."""
+    ref_name = resolve_reference([r.name for r in runs], reference)
+    ref = next((r for r in runs if r.name == ref_name), None)
+    out = {}
+    for run in runs:
+        iv = {
+            k: stats.mean_ci(run.values(k), level=level, n_boot=n_boot, seed=seed)
+            for k in RESULT_KEYS
+        }
+        pr = {}
+        if ref is not None:
+            pr = {
+                k: stats.paired(
+                    run.values(k),
+                    ref.values(k),
+                    reference=ref.name,
+                    level=level,
+                    n_boot=n_boot,
+                    seed=seed,
+                )
+                for k in RESULT_KEYS
+            }
+        out[run.name] = Summary(iv, pr)
+    return out
 
 
 def _json_safe(x: Any) -> Any:
@@ -95,14 +264,18 @@ def evaluate(
     decision_interval_s: float | None = None,
     progress: bool = True,
     scenario_name: str | None = None,
+    reference: str | None = None,
 ) -> list[PolicyRun]:
     """Run every (name, factory) policy on every seed; return and optionally write results."""
     from rich.console import Console
     from rich.progress import Progress
 
+    names = [name for name, _ in policies]
+    resolve_reference(names, reference)  # fail before simulating
     console = Console(width=max(Console().width, 120))
-    instances = {}
-    runs = [PolicyRun(name, []) for name, _ in policies]
+    defaults = scenario_defaults(generator)
+    instances: dict[int, Instance] = {}
+    runs = [PolicyRun(name, []) for name in names]
     total = len(policies) * len(seeds)
     t_start = time.perf_counter()
     with Progress(console=console, disable=not progress, transient=True) as bar:
@@ -112,79 +285,163 @@ def evaluate(
                 if seed not in instances:
                     instances[seed] = generator(seed)
                 bar.update(task, description=f"{name} seed {seed}")
-                policy = factory()
+                policy = configure_policy(factory(), defaults)
                 res = play(instances[seed], policy, decision_interval_s=decision_interval_s)
-                row = _row(res)
-                row["seed"] = seed
-                run.per_seed.append(row)
+                run.per_seed.append(episode_row(instances[seed], res, seed))
                 bar.advance(task)
+    add_common_metrics(runs)
+    name = scenario_name or getattr(generator, "name", "scenario")
     if out is not None:
-        write_results(out, runs, seeds, scenario_name or getattr(generator, "name", "scenario"))
+        write_results(out, runs, seeds, name, reference=reference)
     elapsed = time.perf_counter() - t_start
-    name = scenario_name or generator.name
-    print_table(runs, console, title=f"{name}: {len(seeds)} seed(s), {elapsed:.1f} s")
+    print_table(
+        runs, console, title=f"{name}: {len(seeds)} seed(s), {elapsed:.1f} s", reference=reference
+    )
     return runs
 
 
+def results_dict(
+    runs: Sequence[PolicyRun],
+    seeds: Sequence[int],
+    scenario: str,
+    *,
+    reference: str | None = None,
+) -> dict[str, Any]:
+    """The content of ``results.json`` (see the module docstring), JSON-safe."""
+    ref = resolve_reference([r.name for r in runs], reference)
+    summary = summarise(runs, ref)
+    results: dict[str, Any] = {
+        "scenario": scenario,
+        "seeds": list(seeds),
+        "reference": ref,
+        "ci": {
+            "level": stats.LEVEL,
+            "method": "percentile bootstrap over seeds (paired: of the per-seed differences)",
+            "n_boot": stats.N_BOOT,
+            "bootstrap_seed": stats.SEED,
+        },
+        "policies": {},
+    }
+    for run in runs:
+        s = summary[run.name]
+        entry: dict[str, Any] = run.mean()
+        entry["ci_low"] = {k: iv.ci_low for k, iv in s.intervals.items()}
+        entry["ci_high"] = {k: iv.ci_high for k, iv in s.intervals.items()}
+        entry["n"] = {k: iv.n for k, iv in s.intervals.items()}
+        entry["paired"] = {k: p.as_dict() for k, p in s.paired.items()}
+        entry["per_seed"] = run.per_seed
+        results["policies"][run.name] = entry
+    return _json_safe(results)  # type: ignore[no-any-return]
+
+
 def write_results(
-    out: Path, runs: Sequence[PolicyRun], seeds: Sequence[int], scenario: str
+    out: Path,
+    runs: Sequence[PolicyRun],
+    seeds: Sequence[int],
+    scenario: str,
+    *,
+    reference: str | None = None,
 ) -> None:
     """``out/results.json`` and ``out/tb/<policy>/`` event files (SB3 logger)."""
-    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.logger import HParam, configure
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"scenario": scenario, "seeds": list(seeds), "policies": {}}
+    results = results_dict(runs, seeds, scenario, reference=reference)
     for run in runs:
-        entry = run.mean()
-        entry["per_seed"] = run.per_seed
-        results["policies"][run.name] = entry
         logger = configure(str(out / "tb" / run.name), ["tensorboard", "csv"])
-        for step, row in enumerate(run.per_seed):
+        for row in run.per_seed:
             for key, tag in TAGS.items():
-                v = row.get(key, float("nan"))
-                if not (isinstance(v, float) and math.isnan(v)):
+                v = row.get(key)
+                if v is not None and not (isinstance(v, float) and math.isnan(v)):
                     logger.record(tag, v)
-            logger.dump(step)
+            logger.dump(int(row["seed"]))
+        means = {
+            SUMMARY_PREFIX + k: v
+            for k, v in results["policies"][run.name].items()
+            if k in TAGS and v is not None
+        }
+        for tag, v in means.items():
+            logger.record(tag, v)
+        hp = {
+            "policy": run.name,
+            "scenario": scenario,
+            "reference": str(results["reference"]),
+            "seeds": len(seeds),
+        }
+        logger.record("hparams", HParam(hp, means or {SUMMARY_PREFIX + "none": 0.0}), exclude="csv")
+        logger.dump(0)
         logger.close()
     from mtgym.core.io import atomic_write_json
 
     atomic_write_json(out / "results.json", _json_safe(results))
 
 
-def print_table(runs: Sequence[PolicyRun], console: Any, title: str) -> None:
-    """The comparison table (means over seeds)."""
+#: (metric, column head) of the tables
+COLUMNS = (
+    ("throughput", "tput/s"),
+    ("upper_bound_fraction", "of UB"),
+    ("utilisation", "util"),
+    ("jobs_completed", "done"),
+    ("jct_mean", "JCT mean s"),
+    ("jct_common_mean", "JCT common s"),
+    ("makespan", "makespan s"),
+    ("makespan_common", "mksp common s"),
+    ("rescales", "rescales"),
+    ("decision_ms", "ms/dec"),
+)
+#: metrics shown with one decimal (counts averaged over seeds)
+COUNTS = frozenset({"jobs_completed", "jobs_common", "rescales"})
+
+
+def _fmt(v: float, key: str = "", sign: str = "") -> str:
+    if v is None or math.isnan(v):
+        return "n/a"
+    if key in COUNTS:
+        return f"{v:{sign},.1f}"
+    return f"{v:{sign}.3f}" if abs(v) < 10 else f"{v:{sign},.0f}"
+
+
+def print_table(
+    runs: Sequence[PolicyRun], console: Any, title: str, *, reference: str | None = None
+) -> None:
+    """Two tables: mean [95 % interval] per metric, then the paired difference (ratio)."""
     from rich.table import Table
 
-    table = Table(title=title)
-    cols = (
-        "throughput",
-        "upper_bound_fraction",
-        "utilisation",
-        "jct_mean",
-        "jct_p99",
-        "makespan",
-        "rescales",
-        "decision_ms",
-    )
-    heads = (
-        "tput/s",
-        "of UB",
-        "util",
-        "JCT mean s",
-        "JCT p99 s",
-        "makespan s",
-        "rescales",
-        "ms/dec",
-    )
+    summary = summarise(runs, reference)
+    ref = resolve_reference([r.name for r in runs], reference)
+    table = Table(title=f"{title}: mean [95 % bootstrap interval over seeds]")
     table.add_column("policy", no_wrap=True)
-    for h in heads:
-        table.add_column(h, justify="right", no_wrap=True)
+    for _, head in COLUMNS:
+        table.add_column(head, justify="right", no_wrap=True)
     for run in runs:
-        m = run.mean()
         cells = []
-        for c in cols:
-            v = m[c]
-            cells.append("n/a" if math.isnan(v) else (f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}"))
-        table.add_row(run.name, *cells)
+        for key, _ in COLUMNS:
+            iv = summary[run.name].intervals[key]
+            cells.append(f"{_fmt(iv.mean, key)}\n[{_fmt(iv.ci_low, key)}, {_fmt(iv.ci_high, key)}]")
+        cens = run.values("makespan_censored")
+        n_cens = int(np.nansum(cens))
+        name = run.name + (f"\n(makespan censored {n_cens}/{cens.size})" if n_cens else "")
+        table.add_row(name, *cells)
     console.print(table)
+    if ref is None or len(runs) < 2:
+        return
+    ptable = Table(
+        title=f"paired against {ref}: mean of per-seed differences [95 % interval] (ratio)"
+    )
+    ptable.add_column("policy", no_wrap=True)
+    for _, head in COLUMNS:
+        ptable.add_column(head, justify="right", no_wrap=True)
+    for run in runs:
+        if run.name == ref:
+            continue
+        cells = []
+        for key, _ in COLUMNS:
+            p = summary[run.name].paired[key]
+            ratio = "" if math.isnan(p.ratio) else f" ({p.ratio:.3f}x)"
+            cells.append(
+                f"{_fmt(p.diff, key, '+')}{ratio}\n"
+                f"[{_fmt(p.diff_ci_low, key, '+')}, {_fmt(p.diff_ci_high, key, '+')}]"
+            )
+        ptable.add_row(run.name, *cells)
+    console.print(ptable)

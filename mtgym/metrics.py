@@ -4,10 +4,23 @@ The **upper bound** is every offered node-second at the best per-node rate of an
 perfect linear scaling and no overhead, capped at the work of the jobs submitted by the end.
 Once every job has completed, every policy that completed them reaches ``samples`` = the
 cap (fraction 1.0): compare ``makespan`` and the JCTs then, not the fraction.
+
+**Makespan** is defined for every run: the last finish minus the first submission when every
+job finished (completed or stopped by its campaign); otherwise the end of the run (the
+horizon) minus the first submission, with ``makespan_censored = 1``. A censored makespan is a
+lower bound, equal for every policy that leaves work unfinished: compare it with
+``jobs_completed`` beside it.
+
+**Common-job metrics.** ``jct_mean`` averages the jobs a policy completed, which flatters a
+policy that completes fewer (the long jobs it never finishes do not count).
+``common_metrics`` restricts JCT and makespan to the jobs that *every* compared policy
+completed on that instance (``jct_common_mean``, ``makespan_common``, ``jobs_common``), so
+all policies are judged on the same jobs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -37,7 +50,8 @@ class EpisodeMetrics:
     jct_p50: float
     jct_p99: float
     jct_geomean: float
-    makespan: float  # last completion - first submission (nan unless all finished)
+    makespan: float  # last finish - first submission; the run's end if censored (see module)
+    makespan_censored: int  # 1 when not every job finished (makespan = the run's end)
     rescales: int
     starts: int
     preemptions: int
@@ -73,10 +87,12 @@ def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
     ub_rate = float(best.max()) if best.size else 0.0
     submitted = jobs.submit_s <= state.time
     ub = min(state.offered_node_s * ub_rate, float(jobs.work[submitted].sum()))
-    if finished.all() and finished.size:
-        makespan = float(np.nanmax(state.finish_time) - jobs.submit_s.min())
-    else:
-        makespan = float("nan")
+    first = float(jobs.submit_s.min()) if jobs.submit_s.size else float(instance.t_start)
+    censored = not finished.all()
+    if censored:
+        makespan = float(state.time) - first
+    else:  # every job finished (no jobs: 0)
+        makespan = float(np.nanmax(state.finish_time)) - first if finished.size else 0.0
     off = state.offered_node_s
     return EpisodeMetrics(
         duration_s=float(duration),
@@ -97,6 +113,7 @@ def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
         if jct.size
         else float("nan"),
         makespan=makespan,
+        makespan_censored=int(censored),
         rescales=int(state.rescales.sum()),
         starts=int(state.starts.sum()),
         preemptions=int(state.preemptions.sum()),
@@ -110,3 +127,55 @@ def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
         decisions=state.decisions,
         events=state.events,
     )
+
+
+def completion_times(state: ClusterState) -> np.ndarray:
+    """(J,) finish time of every *completed* job, NaN for the others (stopped ones too)."""
+    return np.where(state.status == JobStatus.COMPLETED, state.finish_time, np.nan)
+
+
+@dataclass(frozen=True)
+class CommonMetrics:
+    """JCT and makespan over the jobs every compared policy completed (module docstring)."""
+
+    jct_common_mean: float  # NaN when no job is common
+    makespan_common: float  # last completion among the common jobs - first submission
+    jobs_common: int
+
+
+def common_metrics(finish_s: Sequence[np.ndarray], submit_s: np.ndarray) -> list[CommonMetrics]:
+    """Per policy, the metrics over the jobs that every policy in ``finish_s`` completed.
+
+    Args:
+        finish_s: one (J,) array per policy, all on the same instance: completion times,
+            NaN for jobs the policy did not complete (``completion_times``).
+        submit_s: (J,) submission times of the instance's jobs.
+
+    Raises:
+        ValueError: the arrays do not all have one entry per job.
+    """
+    submit = np.asarray(submit_s, dtype=np.float64)
+    fins = [np.asarray(f, dtype=np.float64) for f in finish_s]
+    for i, f in enumerate(fins):
+        if f.shape != submit.shape:
+            raise ValueError(
+                f"common_metrics: policy #{i} has {f.shape} finish times for {submit.shape} jobs"
+            )
+    if not fins:
+        return []
+    common = np.logical_and.reduce([~np.isnan(f) for f in fins])
+    n = int(common.sum())
+    first = float(submit.min()) if submit.size else float("nan")
+    out = []
+    for f in fins:
+        if n == 0:
+            out.append(CommonMetrics(float("nan"), float("nan"), 0))
+            continue
+        out.append(
+            CommonMetrics(
+                jct_common_mean=float((f[common] - submit[common]).mean()),
+                makespan_common=float(f[common].max()) - first,
+                jobs_common=n,
+            )
+        )
+    return out

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 import mtgym  # noqa: F401  (registers the env ids)
+from mtgym.core.names import ACTION_MODES
 from mtgym.generate.supply import SyntheticSupply
 from mtgym.generate.synthetic import SyntheticGenerator
 from mtgym.generate.workload import JobMix
@@ -97,7 +98,7 @@ def main() -> None:
     )
     p.add_argument("--steps", type=int, default=Args.steps)
     p.add_argument("--blocks", type=int, default=Args.blocks)
-    p.add_argument("--mode", default=Args.mode, choices=["counts", "assign", "delta"])
+    p.add_argument("--mode", default=Args.mode, choices=ACTION_MODES)
     ns = p.parse_args()
     args = Args(steps=ns.steps, blocks=ns.blocks, mode=ns.mode)
     rng = np.random.default_rng(0)

@@ -9,6 +9,17 @@ time limit, keeping the previous map when optimality is not proven (BFTrainer's 
 ``objective="speedup"`` maximises the sum of speed-ups (the curve over its 1-node value),
 BFTrainer's administrator metric.
 
+**T_fwd** is a scenario parameter (``episode.t_fwd_s``, ``problem.ScenarioTfwd``): without an
+explicit ``t_fwd`` the policy takes the scenario's value when the driver passes it
+(``mtgym.evaluate`` does), else the paper's 10 s. ``freetrain-tfwd10`` is FreeTrain fixed
+at the paper's 10 s, whatever the scenario says.
+
+``information="none"`` is a reference point of ours: FreeTrain told nothing about the jobs
+(``InfoMode.PROFILED``: it cannot see declarations). It declares one flat guess for every
+job: linear scaling at a common per-node rate ``guess_rate`` up to the job's maximum, and
+rescale costs of ``guess_cost_s`` (default 15 s, MalleTrain's default cost prior). The rate
+cancels out of the objective (gains and losses both scale with it), so it never matters.
+
 ``FreeTrainAware`` (name ``freetrain-aware``) is an extension of ours, not the paper's: the
 same DP, but each job's curve is discounted by the profiled slowdown of the nodes it would
 get (its class, the n fastest idle nodes) and placement is speed-aware.
@@ -18,7 +29,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines.milp.problem import AllocProblem, admit_fcfs, build_problem, dedupe_curve
+from baselines.milp.problem import (
+    T_FWD_PAPER,
+    AllocProblem,
+    ScenarioTfwd,
+    admit_fcfs,
+    build_problem,
+    dedupe_curve,
+)
 from baselines.milp.solvers import SolveResult, solve_counts_dp, solve_node_milp
 from mtgym.core.types import Allocation
 from mtgym.model.placement import pack_targets
@@ -38,8 +56,8 @@ def realise(view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.nda
     )
 
 
-class FreeTrainPolicy:
-    """FreeTrain's allocator (see module docstring)."""
+class FreeTrainPolicy(ScenarioTfwd):
+    """FreeTrain's allocator (see module docstring); ``t_fwd=None``: the scenario's T_fwd."""
 
     name = "freetrain"
     info_mode = InfoMode.USER
@@ -48,19 +66,33 @@ class FreeTrainPolicy:
         self,
         *,
         solver: str = "count",
-        t_fwd: float = 10.0,
+        t_fwd: float | None = None,
         max_jobs: int = 10,
         time_limit_s: float = 10.0,
         objective: str = "throughput",
         milp_solver: str = "highs",
+        information: str = "declared",
+        guess_rate: float = 1.0,
+        guess_cost_s: float = 15.0,
     ) -> None:
         if solver not in ("count", "milp"):
             raise ValueError(f"solver {solver!r} is not 'count' or 'milp'")
         if objective not in ("throughput", "speedup"):
             raise ValueError(f"objective {objective!r} is not 'throughput' or 'speedup'")
-        if t_fwd <= 0 or max_jobs < 1 or time_limit_s <= 0:
-            raise ValueError("t_fwd and time_limit_s must be > 0, max_jobs >= 1")
-        self.solver, self.t_fwd, self.max_jobs = solver, float(t_fwd), int(max_jobs)
+        if max_jobs < 1 or time_limit_s <= 0:
+            raise ValueError("time_limit_s must be > 0, max_jobs >= 1")
+        if information not in ("declared", "none"):
+            raise ValueError(f"information {information!r} is not 'declared' or 'none'")
+        if not (guess_rate > 0 and np.isfinite(guess_rate)) or not (
+            guess_cost_s >= 0 and np.isfinite(guess_cost_s)
+        ):
+            raise ValueError("guess_rate must be finite and > 0, guess_cost_s finite and >= 0")
+        self.information = information
+        self.guess_rate, self.guess_cost_s = float(guess_rate), float(guess_cost_s)
+        if information == "none":
+            self.info_mode = InfoMode.PROFILED  # told nothing: declarations are not visible
+        self._init_t_fwd(t_fwd)
+        self.solver, self.max_jobs = solver, int(max_jobs)
         self.time_limit_s, self.objective, self.milp_solver = (
             float(time_limit_s),
             objective,
@@ -75,9 +107,16 @@ class FreeTrainPolicy:
         self.fallbacks = 0
 
     def curves(self, view: SchedulerView, jobs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Declared objective curves (throughput, or speed-up over 1 node)."""
+        """Declared objective curves (throughput, or speed-up over 1 node); with
+        ``information="none"`` the flat guess ``guess_rate x n`` on [0, max nodes].
+        """
         out = []
         for j in jobs:
+            if self.information == "none":
+                x = np.array([0.0, float(view.max_nodes[j])])
+                y = x * (1.0 if self.objective == "speedup" else self.guess_rate)
+                out.append((x, y))
+                continue
             x, y = dedupe_curve(view.curve_nodes[j], view.curve_tput[j])
             if self.objective == "speedup" and x.size:
                 one = float(np.interp(1.0, x, y))
@@ -88,9 +127,15 @@ class FreeTrainPolicy:
     def problem(self, view: SchedulerView) -> AllocProblem:
         """The MILP's data for this view."""
         jobs = admit_fcfs(view, self.max_jobs)
-        return build_problem(
-            view, jobs, self.curves(view, jobs), view.r_up_s[jobs], view.r_down_s[jobs], self.t_fwd
-        )
+        up, down = self.costs(view, jobs)
+        return build_problem(view, jobs, self.curves(view, jobs), up, down, self.t_fwd)
+
+    def costs(self, view: SchedulerView, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Declared (up, down) rescale costs, or the common guess with ``information="none"``."""
+        if self.information == "none":
+            guess = np.full(jobs.size, self.guess_cost_s)
+            return guess, guess.copy()
+        return view.r_up_s[jobs], view.r_down_s[jobs]
 
     def solve(self, p: AllocProblem) -> SolveResult:
         """Run the configured solver."""
@@ -143,4 +188,12 @@ def FreeTrainMILP(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy
     """FreeTrain with the node-level MILP (HiGHS, 10 s limit), registered as ``freetrain-milp``."""
     policy = FreeTrainPolicy(solver="milp", **kwargs)  # type: ignore[arg-type]
     policy.name = "freetrain-milp"
+    return policy
+
+
+def FreeTrainTfwd10(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy factory
+    """FreeTrain at the paper's T_fwd = 10 s whatever the scenario says (``freetrain-tfwd10``)."""
+    kwargs.setdefault("t_fwd", T_FWD_PAPER)
+    policy = FreeTrainPolicy(**kwargs)  # type: ignore[arg-type]
+    policy.name = "freetrain-tfwd10"
     return policy

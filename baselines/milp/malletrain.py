@@ -20,6 +20,19 @@ The allocator is FreeTrain's exact count-level DP (``T_fwd`` x measured throughp
 loss), restricted to counts within each job's measured range (the SOS2 bound of the
 artifact: no extrapolation beyond the largest measured size). Probing jobs get their probe
 size first; the DP shares the remaining nodes among profiled jobs.
+
+**Options** (defaults give the behaviour above, bit for bit):
+
+- ``prior="declared"``: MalleTrain as on its ``main`` branch (papers.md §2.2): it reads the
+  users' declarations (``InfoMode.USER``), starts each job from the declared breakpoints and
+  costs, and merges every measured point into them (a measured count overwrites the declared
+  value there, other counts keep theirs); measured costs replace the declared ones. With
+  ``probe=False`` too, no probe is ever issued: the JPA is purely passive.
+- ``probe=False``: no active probes (needs ``prior="declared"``: a job with neither a
+  declaration nor a measurement could never be started).
+- ``cap_at_measured=False``: a job may grow past its largest known size up to its maximum;
+  the curve is extended along its last segment (slope clamped at 0, so never decreasing),
+  and the passive JPA corrects it once the job runs there. The SOS2 bound is the default.
 """
 
 from __future__ import annotations
@@ -29,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from baselines.milp.freetrain import realise
-from baselines.milp.problem import admit_fcfs, build_problem
+from baselines.milp.problem import ScenarioTfwd, admit_fcfs, build_problem, dedupe_curve
 from baselines.milp.solvers import SolveResult, solve_counts_dp
 from mtgym.core.types import Allocation, JobStatus, RescaleMode
 from mtgym.sim.view import InfoMode, SchedulerView
@@ -48,8 +61,8 @@ class JobProfile:
     change: tuple[float, float, int, str, float] | None = None
 
 
-class MalleTrainPolicy:
-    """MalleTrain: JPA + FreeTrain's allocator (see module docstring)."""
+class MalleTrainPolicy(ScenarioTfwd):
+    """MalleTrain: JPA + FreeTrain's allocator; ``t_fwd=None``: the scenario's T_fwd."""
 
     name = "malletrain"
     info_mode = InfoMode.PROFILED
@@ -57,26 +70,42 @@ class MalleTrainPolicy:
     def __init__(
         self,
         *,
-        t_fwd: float = 10.0,
+        t_fwd: float | None = None,
         max_jobs: int = 10,
         probe_fractions: tuple[float, ...] = (1.0, 0.5, 0.25, 0.125),
         probe_s: float = 20.0,
         default_cost_s: float = 15.0,
+        prior: str = "none",
+        probe: bool = True,
+        cap_at_measured: bool = True,
     ) -> None:
-        if t_fwd <= 0 or max_jobs < 1 or probe_s < 0 or default_cost_s < 0:
-            raise ValueError("t_fwd > 0, max_jobs >= 1, probe_s >= 0, default_cost_s >= 0")
+        if max_jobs < 1 or probe_s < 0 or default_cost_s < 0:
+            raise ValueError("max_jobs >= 1, probe_s >= 0, default_cost_s >= 0")
+        if prior not in ("none", "declared"):
+            raise ValueError(f"prior {prior!r} is not 'none' or 'declared'")
+        if not probe and prior == "none":
+            raise ValueError(
+                "probe=False needs prior='declared': with neither a declaration nor a probe "
+                "a new job has no curve and is never started"
+            )
+        self.prior, self.probe, self.cap_at_measured = prior, bool(probe), bool(cap_at_measured)
+        if prior == "declared":
+            self.info_mode = InfoMode.USER  # it reads the users' declarations
+        self._init_t_fwd(t_fwd)
         if not probe_fractions or any(not (0 < f <= 1) for f in probe_fractions):
             raise ValueError(f"probe_fractions {probe_fractions!r} must be in (0, 1]")
-        self.t_fwd, self.max_jobs = float(t_fwd), int(max_jobs)
+        self.max_jobs = int(max_jobs)
         self.probe_fractions = tuple(sorted(set(probe_fractions), reverse=True))
         self.probe_s, self.default_cost_s = float(probe_s), float(default_cost_s)
         self.jobs: dict[int, JobProfile] = {}
         self.last: SolveResult | None = None
+        self.probes_issued = 0  # probes started (a probe retried after losing its nodes counts)
 
     def reset(self, view: SchedulerView) -> None:
         """Forget every profile."""
         self.jobs = {}
         self.last = None
+        self.probes_issued = 0
 
     # -- the Job Profiling Advisor ---------------------------------------------------
     def observe(self, view: SchedulerView) -> None:
@@ -112,7 +141,42 @@ class MalleTrainPolicy:
         vals = [v for v in vals if v is not None]
         return float(np.median(vals)) if vals else self.default_cost_s
 
+    def _curve(self, j: int, view: SchedulerView) -> tuple[np.ndarray, np.ndarray]:
+        """Job j's breakpoints: measured points (over the declared ones with a prior),
+        extended to its maximum along the last segment unless capped at the largest known.
+        """
+        m = self.jobs[j].measured
+        if self.prior == "declared":
+            x, y = dedupe_curve(view.curve_nodes[j], view.curve_tput[j])
+            pts = {float(a): float(b) for a, b in zip(x, y, strict=True)}
+            pts.setdefault(0.0, 0.0)
+            pts.update({float(k): v for k, v in m.items()})
+            keys = sorted(pts)
+            xs, ys = np.array(keys), np.array([pts[k] for k in keys])
+        else:
+            xs = np.array([0.0, *sorted(m)])
+            ys = np.array([0.0, *[m[k] for k in sorted(m)]])
+        jmax = float(view.max_nodes[j])
+        if not self.cap_at_measured and xs.size >= 2 and xs[-1] < jmax:
+            slope = max((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0)
+            ys = np.append(ys, ys[-1] + slope * (jmax - xs[-1]))
+            xs = np.append(xs, jmax)
+        return xs, ys
+
+    def _cost(self, j: int, kind: str, view: SchedulerView) -> float:
+        """Measured cost, else the declared one (with a prior), else the prior of all jobs."""
+        v = getattr(self.jobs[j], f"cost_{kind}")
+        if v is not None:
+            return float(v)
+        if self.prior == "declared":
+            d = float((view.r_up_s if kind == "up" else view.r_down_s)[j])
+            if np.isfinite(d):
+                return d
+        return self._cost_prior(kind)
+
     def _plan_probes(self, j: int, view: SchedulerView) -> list[int]:
+        if not self.probe:
+            return []
         jmin, jmax = int(view.min_nodes[j]), int(view.max_nodes[j])
         sizes = sorted(
             {max(jmin, min(jmax, round(f * jmax))) for f in self.probe_fractions}, reverse=True
@@ -142,6 +206,7 @@ class MalleTrainPolicy:
                 fits = [s for s in prof.probes if s <= free]
                 if fits:
                     prof.probing = (fits[0], float("nan"))
+                    self.probes_issued += 1
             if prof.probing is not None:
                 size = prof.probing[0]
                 if size <= free:
@@ -150,29 +215,15 @@ class MalleTrainPolicy:
                     probing_jobs.append(int(j))
                 else:
                     prof.probing = None  # cannot hold the probe now; retry later
+        declared = self.prior == "declared"
         profiled = [
-            int(j) for j in admitted if int(j) not in targets and self.jobs[int(j)].measured
+            int(j)
+            for j in admitted
+            if int(j) not in targets and (declared or self.jobs[int(j)].measured)
         ]
-        curves = []
-        for j in profiled:
-            m = self.jobs[j].measured
-            xs = np.array([0.0, *sorted(m)])
-            ys = np.array([0.0, *[m[k] for k in sorted(m)]])
-            curves.append((xs, ys))
-        ups = np.array(
-            [
-                self.jobs[j].cost_up if self.jobs[j].cost_up is not None else self._cost_prior("up")
-                for j in profiled
-            ]
-        )
-        downs = np.array(
-            [
-                self.jobs[j].cost_down
-                if self.jobs[j].cost_down is not None
-                else self._cost_prior("down")
-                for j in profiled
-            ]
-        )
+        curves = [self._curve(j, view) for j in profiled]
+        ups = np.array([self._cost(j, "up", view) for j in profiled])
+        downs = np.array([self._cost(j, "down", view) for j in profiled])
         pj = np.array(profiled, dtype=np.int64)
         if pj.size:
             p = build_problem(view, pj, curves, ups, downs, self.t_fwd)

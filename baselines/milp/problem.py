@@ -16,6 +16,34 @@ import numpy as np
 from mtgym.core.types import JobStatus
 from mtgym.sim.view import SchedulerView
 
+#: BFTrainer's T_fwd (its replayer's default and the paper's value), seconds.
+T_FWD_PAPER = 10.0
+
+
+class ScenarioTfwd:
+    """T_fwd given explicitly, else the scenario's (``EpisodeSpec.t_fwd_s``).
+
+    T_fwd stands for how long a new allocation lasts, a property of the machine's idle
+    windows, so it is a scenario parameter. Until a driver passes the scenario's defaults
+    (``use_scenario_defaults``; ``mtgym.evaluate`` does), it is the paper's 10 s.
+    """
+
+    t_fwd: float
+    t_fwd_explicit: bool
+
+    def _init_t_fwd(self, t_fwd: float | None) -> None:
+        if t_fwd is not None and not (np.isfinite(t_fwd) and t_fwd > 0):
+            raise ValueError(f"t_fwd must be a finite number > 0 (seconds), got {t_fwd!r}")
+        self.t_fwd_explicit = t_fwd is not None
+        self.t_fwd = T_FWD_PAPER if t_fwd is None else float(t_fwd)
+
+    def use_scenario_defaults(self, episode: object) -> None:
+        """Take ``episode.t_fwd_s`` (a scenario's ``EpisodeSpec``) unless t_fwd was given."""
+        if not self.t_fwd_explicit:
+            t = getattr(episode, "t_fwd_s", None)
+            if t is not None:
+                self.t_fwd = float(t)
+
 
 def admit_fcfs(view: SchedulerView, max_jobs: int) -> np.ndarray:
     """Active jobs in submission order, at most ``max_jobs`` (BFTrainer's maxJ)."""

@@ -34,6 +34,19 @@ sf; score = |count - g| (best fit); sort candidates by (sf, score, unit index) a
 
 **PM-First as a policy:** the same round (non-sticky, reorder, stop at first failure) with the
 PM-First rule on all free units for every job.
+
+**Rounds, as in PAL's simulator.** The policies are round-based (``round_s``, default 360 s,
+the artifact's Sia-Philly round): they place jobs only at ``t0 + k x round_s`` (``t0`` = the
+first view's time). ``play`` reads ``round_s`` and decides exactly on that grid; a
+driver that calls ``decide`` at other instants (every event) gets the standing allocation
+back unchanged until the next boundary has passed. Between rounds the allocation is kept:
+departed nodes are lost, freed and newly idle nodes stay unused, waiting jobs wait, as in
+the artifact, where completions and arrivals are seen only at round granularity.
+``round_s=None`` re-places at every call (the event-driven variant). Jobs are rigid: each
+asks for ``min_nodes`` units (``common.demands``). A job whose set changes restarts and pays
+what the scenario's cost model charges every policy for it (PAL's simulator, and mtgym's
+``pal-philly`` scenario, charge nothing; the default scenario charges ``r_up_s``); a job
+whose set is unchanged is not touched.
 """
 
 from __future__ import annotations
@@ -284,20 +297,52 @@ class PMFirstPlacer(_Placer):
     _place = staticmethod(pm_first_place)
 
 
+#: PAL's scheduling round in the Sia-Philly simulations (seconds).
+ROUND_S = 360.0
+
+
 class _RoundPolicy:
     info_mode = InfoMode.USER
     _place = staticmethod(pal_place)
 
-    def __init__(self, order: str = "fifo", *, pal_k_quirk: bool = True, seed: int = 1) -> None:
+    def __init__(
+        self,
+        order: str = "fifo",
+        *,
+        round_s: float | None = ROUND_S,
+        pal_k_quirk: bool = True,
+        seed: int = 1,
+    ) -> None:
         self.order = check_order(order)
+        if round_s is not None and not (np.isfinite(round_s) and round_s > 0):
+            raise ValueError(f"round_s must be a finite number > 0 or None, got {round_s!r}")
+        self.round_s = None if round_s is None else float(round_s)
         self._cache = _LxVCache(pal_k_quirk=pal_k_quirk, seed=seed)
+        self._t0: float | None = None
+        self._next_round = 0  # index k of the next round boundary t0 + k x round_s
 
     def reset(self, view: SchedulerView) -> None:
-        """Build the L x V tables from the cluster's profiles (PAL: at GPU registration)."""
+        """Build the L x V tables (PAL: at GPU registration); the round grid starts now."""
         self._cache.get(view)
+        self._t0 = float(view.time)
+        self._next_round = 0
+
+    def in_round(self, time: float) -> bool:
+        """Whether a new round has started by ``time`` (always, without ``round_s``)."""
+        if self.round_s is None or self._t0 is None:
+            return True
+        # 1e-9 rounds: a driver stepping t0 + round_s at a time may land a hair short of k
+        return (time - self._t0) / self.round_s >= self._next_round - 1e-9
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """Re-place every active job (see the module docstring)."""
+        """Re-place every active job at a round boundary; keep the allocation in between."""
+        if self._t0 is None:
+            self._t0 = float(view.time)
+        if not self.in_round(view.time):
+            keep = np.where(view.available, view.node_job, -1).astype(np.int32)
+            return Allocation(keep)
+        if self.round_s is not None:
+            self._next_round = int(np.floor((view.time - self._t0) / self.round_s + 1e-9)) + 1
         jobs = job_order(view, self.order)
         a = type(self)._place(view, jobs, demands(view, jobs), lxv=self._cache.get(view))
         return Allocation(a)
@@ -309,6 +354,7 @@ class PALPolicy(_RoundPolicy):
     Args:
         order: ``"fifo"`` (submission), ``"las"`` (least progress) or ``"srtf"`` (least
             remaining work).
+        round_s: seconds between rounds (PAL's 360 s); ``None`` re-places at every call.
         pal_k_quirk: K1 = 2 as in PAL's code (else a real silhouette scan over 2..10).
         seed: the K-means seed (PAL: ``random_state=1``).
     """

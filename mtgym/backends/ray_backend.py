@@ -9,8 +9,8 @@ Install with ``pip install -e .[ray]``; Ray is imported only inside these functi
     *name or path* and the policy from its *registry name*, so nothing but strings and ints
     is shipped: the workers need only the installed package. The task runs the episode
     through the same code path as :func:`mtgym.evaluate.evaluate` (``play``, learned agents
-    included) and returns the same row (``_row`` plus
-    ``seed``), so the metrics are identical to the local backend for the same seeds; only
+    included) and returns the same row (``mtgym.evaluate.episode_row``), so the metrics are
+    identical to the local backend for the same seeds; only
     the timing fields (``decision_ms``, ``wall_s``) differ. (Policies whose decisions depend
     on a solver *time limit*, the ``*-milp`` variants, can differ under load on either
     backend.)
@@ -191,23 +191,22 @@ def _raise_cause(ray: Any, exc: BaseException, what: str) -> None:
 
 def run_one(
     scenario: str, policy_name: str, seed: int, decision_interval_s: float | None = None
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """One (policy, seed) episode, built from names; the row ``mtgym.evaluate`` records.
 
     This is the body of each Ray task; it is plain Python and runs anywhere mtgym is
     installed.
     """
-    from mtgym.evaluate import _row
+    from mtgym.evaluate import configure_policy, episode_row, scenario_defaults
     from mtgym.policy.play import play
     from mtgym.policy.registry import make_policy
     from mtgym.scenario.registry import get_generator
 
-    instance = get_generator(scenario)(seed)
-    policy = make_policy(policy_name)
+    gen = get_generator(scenario)
+    instance = gen(seed)
+    policy = configure_policy(make_policy(policy_name), scenario_defaults(gen))
     res = play(instance, policy, decision_interval_s=decision_interval_s)
-    row = _row(res)
-    row["seed"] = seed
-    return row
+    return episode_row(instance, res, seed)
 
 
 def evaluate_ray(
@@ -221,6 +220,7 @@ def evaluate_ray(
     out: Path | None = None,
     progress: bool = False,
     table: bool = False,
+    reference: str | None = None,
 ) -> list[PolicyRun]:
     """Run every policy on every seed as Ray tasks; the same ``PolicyRun``s as ``evaluate``.
 
@@ -231,7 +231,7 @@ def evaluate_ray(
     ``progress`` shows a progress bar and ``table`` prints the comparison table (the CLI
     turns both on).
     """
-    from mtgym.evaluate import PolicyRun, print_table, write_results
+    from mtgym.evaluate import PolicyRun, add_common_metrics, print_table, write_results
     from mtgym.policy.registry import make_policy
     from mtgym.scenario.registry import get_generator
 
@@ -251,14 +251,20 @@ def evaluate_ray(
             for k, seed in enumerate(seeds)
         }
         _collect(ray, pending, runs, seeds, progress)
+    add_common_metrics(runs)
     elapsed = time.perf_counter() - t_start
     if out is not None:
-        write_results(Path(out), runs, seeds, scenario)
+        write_results(Path(out), runs, seeds, scenario, reference=reference)
     if table:
         from rich.console import Console
 
         console = Console(width=max(Console().width, 120))
-        print_table(runs, console, title=f"{scenario}: {len(seeds)} seed(s), {elapsed:.1f} s (ray)")
+        print_table(
+            runs,
+            console,
+            title=f"{scenario}: {len(seeds)} seed(s), {elapsed:.1f} s (ray)",
+            reference=reference,
+        )
     return runs
 
 

@@ -24,20 +24,63 @@ from gymnasium import spaces
 from numba import njit
 
 from mtgym.core.instance import Instance
+from mtgym.core.names import ACTION_MODES
+from mtgym.core.types import Repair
 from mtgym.env.slots import JobSlots
-from mtgym.model.placement import _classes64, _pack, _static_order, pack_targets
+from mtgym.model.placement import _classes64, _pack, _static_order
 from mtgym.sim.state import ClusterState
 
-ACTION_MODES = ("counts", "assign", "delta")
+COUNTS, ASSIGN, DELTA = range(3)
+# ``info["repair"]``'s keys: the decoder's (``assign`` has only the first), then the
+# engine's (``mtgym.sim.dynamics.repair_allocation``; zeros when nothing was repaired).
+DECODE_REPAIRS = ("empty_slot", "over_max", "below_min", "oversubscribed")
+ENGINE_REPAIRS = (
+    "unavailable_nodes",
+    "inactive_job_nodes",
+    "dyn_over_max_nodes",
+    "dyn_below_min_jobs",
+)
+
+
+def repair_record(
+    mode: str, decoded: tuple[int, int, int, int], engine: Repair | None
+) -> dict[str, int]:
+    """``info["repair"]``: the decoder's repair counts, then the engine's (``None``: none)."""
+    keys = DECODE_REPAIRS[:1] if mode == "assign" else DECODE_REPAIRS
+    rep = dict(zip(keys, decoded, strict=False))
+    if engine is None:
+        rep.update(dict.fromkeys(ENGINE_REPAIRS, 0))
+    else:
+        rep.update(
+            zip(
+                ENGINE_REPAIRS,
+                (
+                    engine.unavailable_nodes,
+                    engine.inactive_job_nodes,
+                    engine.over_max_nodes,
+                    engine.below_min_jobs,
+                ),
+                strict=True,
+            )
+        )
+    return rep
+
+
+def pack_failed(total: int, free: int) -> ValueError:
+    """The error of a placement that needs more nodes than are free (as ``pack_targets``)."""
+    return ValueError(f"targets need {total} free nodes but only {free} are free")
 
 
 class ActionCodec:
-    """Decodes one action mode for fixed sizes (nodes, slots, count cap)."""
+    """One action mode for fixed sizes (nodes, slots, count cap): its space, validation
+    and mask. Decoding is compiled (``_decode_pack``, ``_decode_assign``; ``mtgym.env.step``).
+    """
 
     def __init__(self, mode: str, num_nodes: int, num_slots: int, max_count: int) -> None:
         if mode not in ACTION_MODES:
             raise ValueError(f"action_mode {mode!r} is not one of {ACTION_MODES}")
         self.mode = mode
+        self.kernel_id = ACTION_MODES.index(mode)
         self.N, self.S, self.C = num_nodes, num_slots, max_count
         if mode == "counts":
             self.nvec = np.full(num_slots, max_count + 1, dtype=np.int64)
@@ -47,42 +90,93 @@ class ActionCodec:
             self.nvec = np.full(num_slots, 3, dtype=np.int64)
         self.space = spaces.MultiDiscrete(self.nvec)
         self.mask_size = int(self.nvec.sum())
-        self._mask = np.zeros(self.mask_size, dtype=np.int8)
+        self.mask_buffer = np.zeros(self.mask_size, dtype=np.int8)  # filled by the kernels
 
     # -- validation ------------------------------------------------------------------
-    def _check(self, action: np.ndarray) -> np.ndarray:
+    def validate(self, action: np.ndarray) -> np.ndarray:
+        """The action as the int64 array the kernels take (the given array itself when it
+        is one already), or ``ValueError`` naming the shape, dtype or entry and its bound.
+        """
         a = np.asarray(action)
-        if a.dtype == np.int64 and a.shape == self.nvec.shape:  # the common case
-            i = _out_of_range(a, self.nvec)
-            if i < 0:
-                return a.copy()
-            return self._check_slow(a)
+        if a.dtype == np.int64 and a.shape == self.nvec.shape and _out_of_range(a, self.nvec) < 0:
+            return a  # the common case
+        if a.dtype.kind == "f" and not isinstance(action, np.ndarray):
+            # a list of Python ints numpy made float (one >= 2**63): keep the exact values
+            exact = np.asarray(action, dtype=object)
+            if all(isinstance(x, int) for x in exact.ravel()):
+                a = exact
         return self._check_slow(a)
 
     def _check_slow(self, a: np.ndarray) -> np.ndarray:
+        """Shape, integer values and range, with the offending value as given."""
         if a.shape != self.nvec.shape:
             raise ValueError(
                 f"action has shape {a.shape}; expected {self.nvec.shape} "
                 f"for action_mode {self.mode!r}"
             )
+        if a.dtype == object or a.dtype.kind not in "biuf":  # Python ints >= 2**63, ...
+            try:
+                a = np.asarray(a, dtype=np.float64) if a.dtype != object else a
+            except (TypeError, ValueError):
+                raise ValueError(f"action dtype {a.dtype} is not numeric") from None
+        if a.size and a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            i = int(np.flatnonzero(~np.isfinite(a))[0])
+            raise ValueError(f"action[{i}] = {a[i]!r} is not a finite number")
         integral = np.issubdtype(a.dtype, np.integer) or np.all(np.equal(np.mod(a, 1), 0))
         if a.size and not integral:
             raise ValueError(f"action dtype {a.dtype} holds non-integer values")
-        a = a.astype(np.int64)
+        # range checked on the values as given (a cast first would wrap 1e300 or 2**64-1)
         bad = np.flatnonzero((a < 0) | (a >= self.nvec))
         if bad.size:
             i = int(bad[0])
+            v = a[i]
+            shown = int(v) if a.dtype.kind in "iu" or (a.dtype == object) else float(v)
             what = "node" if self.mode == "assign" else "slot"
             raise ValueError(
-                f"action[{i}] ({what} {i}) = {int(a[i])} is out of range; "
+                f"action[{i}] ({what} {i}) = {shown!r} is out of range; "
                 f"allowed 0..{int(self.nvec[i]) - 1}"
             )
-        return a
+        return a.astype(np.int64)
+
+    def decode(
+        self, action: np.ndarray, state: ClusterState, instance: Instance, slots: JobSlots
+    ) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+        """The node map the env's step would apply for ``action`` (its kernels) and the
+        decoder's repair counts, for callers outside the env (``mtgym.policy.observe``).
+        """
+        a = self.validate(action)
+        if self.mode == "assign":
+            _, empty, node_job = _decode_assign(a, slots.job)
+            return node_job, (empty, 0, 0, 0)
+        jobs, cl = instance.jobs, instance.cluster
+        slowdown = cl.profiled_slowdown
+        group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
+        _, counts, node_job, total, free = _decode_pack(
+            a,
+            self.mode == "delta",
+            self.C,
+            slots.job,
+            state.n_nodes,
+            jobs.min_nodes,
+            jobs.max_nodes,
+            state.available,
+            state.node_job,
+            np.ascontiguousarray(slowdown, dtype=np.float64),
+            _classes64(jobs.app_class),
+            group,
+            seg_start,
+            seg_nodes,
+        )
+        if total > free:
+            raise pack_failed(total, free)
+        return node_job, counts
 
     # -- masks -----------------------------------------------------------------------
     def mask(self, state: ClusterState, instance: Instance, slots: JobSlots) -> np.ndarray:
-        """Flat concatenation of per-dimension masks (sb3-contrib's MultiDiscrete layout)."""
-        m = self._mask
+        """Flat concatenation of per-dimension masks (sb3-contrib's MultiDiscrete layout),
+        into ``mask_buffer`` (the step's kernel fills the same buffer after each step).
+        """
+        m = self.mask_buffer
         jobs = instance.jobs
         if self.mode == "counts":
             _counts_mask(m, slots.job, jobs.min_nodes, jobs.max_nodes, state.available, self.C)
@@ -93,110 +187,6 @@ class ActionCodec:
         else:
             _assign_mask(m, slots.job, state.available)
         return m
-
-    # -- decoding --------------------------------------------------------------------
-    def decode(
-        self, action: np.ndarray, state: ClusterState, instance: Instance, slots: JobSlots
-    ) -> tuple[np.ndarray, dict[str, int]]:
-        """Return the node map to apply and the repairs made (counts by kind)."""
-        if self.mode != "assign":
-            a = np.asarray(action)
-            if (
-                a.dtype == np.int64
-                and a.shape == self.nvec.shape
-                and state.node_job.dtype == np.int32
-                and state.available.dtype == np.bool_
-            ):  # the common case: check, repair and place in one compiled call
-                jobs, cl = instance.jobs, instance.cluster
-                slowdown = cl.profiled_slowdown
-                group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
-                bad, counts, node_job, total, free = _decode_pack(
-                    a,
-                    self.mode == "delta",
-                    self.C,
-                    slots.job,
-                    state.n_nodes,
-                    jobs.min_nodes,
-                    jobs.max_nodes,
-                    state.available,
-                    state.node_job,
-                    np.ascontiguousarray(slowdown, dtype=np.float64),
-                    _classes64(jobs.app_class),
-                    group,
-                    seg_start,
-                    seg_nodes,
-                )
-                if bad < 0:
-                    if total > free:  # as pack_targets (never after the repair)
-                        raise ValueError(
-                            f"targets need {total} free nodes but only {free} are free"
-                        )
-                    rep = {
-                        "empty_slot": counts[0],
-                        "over_max": counts[1],
-                        "below_min": counts[2],
-                        "oversubscribed": counts[3],
-                    }
-                    return node_job, rep
-        a = self._check(action)
-        if self.mode == "assign":
-            return self._decode_assign(a, slots)
-        jobs = instance.jobs
-        present = slots.present
-        sj = np.maximum(slots.job, 0)
-        if self.mode == "delta":
-            target = _delta_targets(
-                a, slots.job, state.n_nodes, jobs.min_nodes, jobs.max_nodes, self.C
-            )
-        else:
-            target = a  # _realise repairs a private copy
-        return self._realise(target, present, sj, state, instance)
-
-    def _realise(
-        self,
-        target: np.ndarray,
-        present: np.ndarray,
-        sj: np.ndarray,
-        state: ClusterState,
-        instance: Instance,
-    ) -> tuple[np.ndarray, dict[str, int]]:
-        jobs = instance.jobs
-        target = np.array(target, dtype=np.int64)  # a private copy, repaired in place
-        counts, order_jobs, order_targets = _repair_ordered(
-            target, present, sj, jobs.min_nodes, jobs.max_nodes, state.available
-        )
-        return self._place(counts, order_jobs, order_targets, state, instance)
-
-    def _place(
-        self,
-        counts: tuple[int, int, int, int],
-        order_jobs: np.ndarray,
-        order_targets: np.ndarray,
-        state: ClusterState,
-        instance: Instance,
-    ) -> tuple[np.ndarray, dict[str, int]]:
-        """The node map for repaired targets (jobs in FCFS order) and the repair record."""
-        jobs = instance.jobs
-        rep = {
-            "empty_slot": counts[0],
-            "over_max": counts[1],
-            "below_min": counts[2],
-            "oversubscribed": counts[3],
-        }
-        node_job = pack_targets(
-            state.available,
-            state.node_job,
-            instance.cluster.profiled_slowdown,
-            jobs.app_class,
-            instance.cluster.topology.coords,
-            order_jobs,
-            order_targets,
-        )
-        return node_job, rep
-
-    def _decode_assign(self, a: np.ndarray, slots: JobSlots) -> tuple[np.ndarray, dict[str, int]]:
-        _, empty, node_job = _decode_assign(a, slots.job)  # (``a`` is checked: in range)
-        return node_job, {"empty_slot": empty}
 
 
 # ---------------------------------------------------------------------------------------
@@ -444,3 +434,89 @@ def _decode_assign(
         if k > 0 and out[n] < 0:
             empty += 1
     return -1, empty, out
+
+
+# ---------------------------------------------------------------------------------------
+# Budget-feasible sampling (what the per-slot masks cannot express).
+# ---------------------------------------------------------------------------------------
+def _clean_count(c: int, lo: int, hi: int) -> bool:
+    return c == 0 or lo <= c <= hi
+
+
+def sample_valid(
+    codec: ActionCodec,
+    state: ClusterState,
+    instance: Instance,
+    slots: JobSlots,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """A random action that needs no repair: in every mode, each job gets 0 nodes or between
+    its minimum and maximum (and the count cap), and all jobs together use at most the idle
+    nodes. Slots are visited in a random order, each drawing uniformly among the choices the
+    remaining node budget allows, so the draw covers the whole feasible set (not uniformly).
+    """
+    jobs = instance.jobs
+    n_avail = int(np.count_nonzero(state.available))
+    present = np.flatnonzero(slots.job >= 0)
+    order = rng.permutation(present)
+    if codec.mode == "assign":
+        out = np.zeros(codec.N, dtype=np.int64)
+        pool = rng.permutation(np.flatnonzero(state.available))
+        used = 0
+        for s in order:
+            j = slots.job[s]
+            lo, hi = int(jobs.min_nodes[j]), min(int(jobs.max_nodes[j]), pool.size - used)
+            choices = [0, *range(max(lo, 1), hi + 1)]
+            c = int(rng.choice(choices))
+            out[pool[used : used + c]] = s + 1
+            used += c
+        return out
+    if codec.mode == "counts":
+        out = np.zeros(codec.S, dtype=np.int64)
+        left = n_avail
+        for s in order:
+            j = slots.job[s]
+            lo, hi = max(int(jobs.min_nodes[j]), 1), min(int(jobs.max_nodes[j]), codec.C, left)
+            c = int(rng.choice([0, *range(lo, hi + 1)]))
+            out[s] = c
+            left -= c
+        return out
+    # delta: each slot's three targets (shrink, keep, grow) as ``_delta_targets`` computes
+    # them; a choice is kept when its target needs no repair and fits the budget.
+    out = np.ones(codec.S, dtype=np.int64)
+    targets = {
+        k: _delta_targets(
+            np.full(codec.S, k, dtype=np.int64),
+            slots.job,
+            state.n_nodes,
+            jobs.min_nodes,
+            jobs.max_nodes,
+            codec.C,
+        )
+        for k in (0, 1, 2)
+    }
+    lo_of = {s: int(jobs.min_nodes[slots.job[s]]) for s in present}
+    hi_of = {s: int(jobs.max_nodes[slots.job[s]]) for s in present}
+    # start from the cleanest baseline: every slot shrunk to a clean target, else kept
+    chosen = {}
+    for s in present:
+        for k in (0, 1):
+            if _clean_count(int(targets[k][s]), lo_of[s], hi_of[s]):
+                chosen[s] = k
+        chosen.setdefault(s, 0)
+    total = sum(int(targets[chosen[s]][s]) for s in present)
+    for s in order:
+        base = int(targets[chosen[s]][s])
+        ok = [
+            k
+            for k in (0, 1, 2)
+            if _clean_count(int(targets[k][s]), lo_of[s], hi_of[s])
+            and total - base + int(targets[k][s]) <= n_avail
+        ]
+        if ok:
+            k = int(rng.choice(ok))
+            total += int(targets[k][s]) - base
+            chosen[s] = k
+    for s in present:
+        out[s] = chosen[s]
+    return out

@@ -3,28 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from os import PathLike
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from mtgym.core.instance import Instance
-from mtgym.core.types import DECISION_EVENTS, EventKind
-from mtgym.env.action import ACTION_MODES, ActionCodec
+from mtgym.env.action import ActionCodec, sample_valid
+from mtgym.env.args import check_keywords, check_reset_options, resolve_max_count
 from mtgym.env.observation import ObservationBuilder
 from mtgym.env.render import History, render_ansi, render_gantt
-from mtgym.env.reward import REWARDS, RewardFn, StepDelta
 from mtgym.env.slots import JobSlots
-from mtgym.env.step import FastStep
+from mtgym.env.step import Step, step_info
 from mtgym.generate.base import Generator
-from mtgym.metrics import compute_metrics
-from mtgym.sim.dynamics import advance, initial_state
+from mtgym.sim.dynamics import initial_state
 from mtgym.sim.invariants import check_state
 from mtgym.sim.profiling import PassiveProfiler
 from mtgym.sim.view import InfoMode
-
-_NO_EVENT = EventKind.NONE  # (enum attribute look-ups are slow in the step loop)
-_HORIZON = EventKind.HORIZON
 
 
 class ScavengeEnv(gym.Env):
@@ -66,9 +62,23 @@ class ScavengeEnv(gym.Env):
     ``"delta"``: ``MultiDiscrete([3] * S)``: shrink (halve) / keep / grow (double). No-op:
     all zeros (``counts`` keeps nothing running! use the current counts to keep), all zeros
     in ``assign`` frees every node, all ones in ``delta`` keeps everything. Masks follow
-    sb3-contrib's MultiDiscrete layout. Out-of-space actions raise ``ValueError``; in-space
+    sb3-contrib's MultiDiscrete layout. Out-of-space actions raise ``ValueError`` naming the
+    entry and its value as given (``1e300``, a uint64, a Python int >= 2**63); in-space
     infeasible ones are repaired deterministically (``mtgym.env.action``), reported in
-    ``info["repair"]``.
+    ``info["repair"]`` (counts by kind) and ``info["repaired"]`` (any repair).
+
+    Masks (``action_masks()``, ``obs["action_mask"]``) are per dimension and guarantee only
+    per-slot bounds: ``counts``: 0, or min..min(max, cap, idle nodes) for a present slot;
+    ``delta``: keep always, shrink a running job, grow a job below its cap when enough nodes are
+    free for that slot alone; ``assign``: none always, any present slot on an idle node. They
+    cannot express the shared node budget: an action drawn from them per slot can ask for more
+    nodes than are idle in total, or (``assign``) give a job fewer than its minimum or more than
+    its maximum, and is then repaired. ``env.unwrapped.sample_valid(rng)`` draws an action that
+    needs no repair in every mode. ``info["repaired"]`` is True: in ``counts``, for a count on an
+    empty slot, above the job's maximum, below its minimum, or beyond the idle nodes (FCFS);
+    in ``delta``, for the same on the targets the moves give; in ``assign``, for a node given to
+    an empty slot or an unavailable node, or a job given more than its maximum or fewer than
+    its minimum nodes (``dyn_*`` keys).
 
     ## Reward
     ``reward="throughput"`` (default): the samples accrued over the step (the integral of the
@@ -89,6 +99,19 @@ class ScavengeEnv(gym.Env):
     horizon (``horizon_s`` after the start, or the scenario's end) is reached, or no event is
     left to happen.
 
+    ## Info
+    ``reset`` and ``step`` return ``time`` (simulated s), ``action_mask``, ``slots`` (job index
+    per slot, -1 = empty) and ``queued``. ``step`` adds ``repair``/``repaired`` (above),
+    ``events`` (bit set of ``EventKind``), ``reclaimed_nodes``, ``idle_nodes``, ``arrivals``,
+    ``completions``, ``stops``, ``samples`` (this step) and ``elapsed_s`` = ``dt`` (simulated seconds this
+    step covered). The last step of an episode adds ``metrics``
+    (``mtgym.metrics.EpisodeMetrics``): duration_s, samples, throughput (samples/s),
+    offered/allocated/productive_node_s, utilisation, productive_utilisation, jobs_total,
+    jobs_completed, jobs_stopped, jct_mean/p50/p99/geomean (s; nan if none completed), makespan,
+    rescales, starts, preemptions, lost_rescale_s, lost_preempt_s, preempt_lost_samples,
+    unpaid_debt_samples, stalled_job_s, upper_bound_samples, upper_bound_fraction, decisions,
+    events.
+
     ## State
     ``ClusterState`` (``self.state``): node map, availability, per-job progress, pauses,
     debts and accumulators; ``self.instance`` holds the episode's immutable ``Instance``.
@@ -104,12 +127,18 @@ class ScavengeEnv(gym.Env):
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
-    | ``max_jobs`` | 16 | job slots S (jobs beyond wait in a FCFS queue) |
-
-    Keywords left as None take the scenario file's ``episode`` section, then the defaults above.
-    | ``max_count`` | None | count cap of the action space (None: the largest max_nodes, <= N) |
+    | ``max_jobs`` | 16 | job slots S, 1..1024 (jobs beyond wait in a FCFS queue) |
+    | ``max_count`` | None | count cap of the action space, 1..N (None: the largest max_nodes, capped at N) |
     | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (640 x 480 Gantt) |
     | ``debug`` | False | check every invariant after each step |
+
+    Keywords left as None take the scenario file's ``episode`` section, then the defaults above.
+    Each keyword is checked (``mtgym.env.args``): a wrong type raises ``TypeError``, a value out
+    of range ``ValueError``, both naming the keyword; ``decision_interval_s`` must be finite and
+    >= 0.001 s; an explicit ``max_count`` above N raises (nothing is clipped silently).
+    ``reset(options=...)`` takes no options (any key raises ``ValueError``); ``noop()`` and
+    ``sample_valid()`` before ``reset()``, and ``step()`` after the episode ended, raise
+    ``RuntimeError``.
 
     ## Example
     >>> import gymnasium as gym, mtgym
@@ -124,7 +153,6 @@ class ScavengeEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
-    compiled_step = True  # step through ``mtgym.env.step`` (False: the general path only)
 
     def __init__(
         self,
@@ -144,12 +172,17 @@ class ScavengeEnv(gym.Env):
         if isinstance(scenario, Instance):
             self._fixed = scenario
             self._generator: Generator | None = None
-        elif isinstance(scenario, str):
+        elif isinstance(scenario, (str, PathLike)):
             from mtgym.scenario.registry import get_generator
 
             self._generator = get_generator(scenario)
-        else:
+        elif callable(scenario):
             self._generator = scenario
+        else:
+            raise TypeError(
+                "scenario must be a built-in name, preset name or scenario file path, a "
+                f"Generator or an Instance; got {scenario!r}"
+            )
         # explicit keyword > the scenario file's episode section > built-in default
         ep = getattr(self._generator, "episode", None)
 
@@ -159,38 +192,25 @@ class ScavengeEnv(gym.Env):
             value = getattr(ep, key, None) if ep is not None else None
             return default if value is None else value
 
-        action_mode = pick(action_mode, "action_mode", "counts")
-        reward = pick(reward, "reward", "throughput")
-        info_mode = pick(info_mode, "info_mode", "user")
-        horizon_s = pick(horizon_s, "horizon_s", None)
-        decision_interval_s = pick(decision_interval_s, "decision_interval_s", None)
-        max_jobs = pick(max_jobs, "max_jobs", 16)
-        if action_mode not in ACTION_MODES:
-            raise ValueError(f"action_mode {action_mode!r} is not one of {ACTION_MODES}")
-        if reward not in REWARDS:
-            raise ValueError(f"reward {reward!r} is not one of {REWARDS}")
-        try:
-            self.info_mode = InfoMode(info_mode)
-        except ValueError:
-            raise ValueError(
-                f"info_mode {info_mode!r} is not one of {[m.value for m in InfoMode]}"
-            ) from None
-        if horizon_s is not None and not horizon_s > 0:
-            raise ValueError(f"horizon_s must be > 0, got {horizon_s!r}")
-        if decision_interval_s is not None and not decision_interval_s > 0:
-            raise ValueError(f"decision_interval_s must be > 0, got {decision_interval_s!r}")
-        if max_jobs < 1:
-            raise ValueError(f"max_jobs must be >= 1, got {max_jobs!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}"
-            )
+        kw = check_keywords(  # TypeError/ValueError naming the keyword (mtgym.env.args)
+            action_mode=pick(action_mode, "action_mode", "counts"),
+            reward=pick(reward, "reward", "throughput"),
+            info_mode=pick(info_mode, "info_mode", "user"),
+            horizon_s=pick(horizon_s, "horizon_s", None),
+            decision_interval_s=pick(decision_interval_s, "decision_interval_s", None),
+            max_jobs=pick(max_jobs, "max_jobs", 16),
+            max_count=max_count,
+            render_mode=render_mode,
+            debug=debug,
+        )
+        action_mode, reward, max_jobs = kw["action_mode"], kw["reward"], kw["max_jobs"]
+        horizon_s, decision_interval_s = kw["horizon_s"], kw["decision_interval_s"]
+        render_mode, debug = kw["render_mode"], kw["debug"]
+        self.info_mode = InfoMode(kw["info_mode"])
         probe = self._fixed if self._fixed is not None else self._generator(0)  # sizes only
         self.num_nodes = probe.num_nodes
         cap = int(probe.jobs.max_nodes.max()) if probe.num_jobs else 1
-        self.max_count = int(min(max_count if max_count is not None else cap, self.num_nodes))
-        if self.max_count < 1:
-            raise ValueError(f"max_count must be >= 1, got {max_count!r}")
+        self.max_count = resolve_max_count(kw["max_count"], cap, self.num_nodes)
         self.num_slots = int(max_jobs)
         self.action_mode = action_mode
         self.reward_name = reward
@@ -216,12 +236,15 @@ class ScavengeEnv(gym.Env):
         self.history = History()
         self.instance: Instance | None = None
         self.state = None
-        self._fast: FastStep | None = None
+        self._step: Step | None = None
         self._mask = np.ones(self.codec.mask_size, dtype=np.int8)
+        self._ended = False
 
     # -- Gymnasium API ---------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: D102
+        check_reset_options(options)
         super().reset(seed=seed)
+        self._ended = False
         inst = self._fixed
         if inst is None:  # the evaluator's mapping: seed s -> the generator's instance s
             inst_seed = (
@@ -239,58 +262,48 @@ class ScavengeEnv(gym.Env):
         self.slots.reset()
         self.slots.update(self.state)
         self.profiler = PassiveProfiler(inst, self.max_count)
-        self.reward_fn = RewardFn(self.reward_name, inst)
         self.builder.bind(inst)
         self.history.clear()
-        self._fast = None  # (built at the first step)
-        return self._observe(), self._info(None, None)
+        self._step = None  # (built at the first step)
+        obs = self._observe()
+        return obs, step_info(
+            float(self.state.time), self._mask, self.slots.job, self.builder.queued
+        )
 
     def step(self, action):  # noqa: D102
         if self.state is None:
             raise RuntimeError("call reset() before step()")
-        if self.compiled_step:  # (the same results as below, in two compiled calls)
-            fast = self._fast
-            if fast is None or fast.state is not self.state:  # new episode, state set, copy
-                self._fast = fast = FastStep(self)
-            if fast.usable(action):
-                out = fast.step(action)
-                if out is not None:
-                    out[4]["dt"] = out[4]["elapsed_s"]
-                    return out
-        s, inst = self.state, self.instance
-        node_job, act_repair = self.codec.decode(action, s, inst, self.slots)
-        before = StepDelta(s.progress.copy(), s.active_job_s)
-        t0, n0, d0 = s.time, s.n_nodes.copy(), s.debt.copy()
-        if self.decision_interval_s is None:
-            until, stop_on = inst.t_end, DECISION_EVENTS
-        else:
-            until, stop_on = min(inst.t_end, t0 + self.decision_interval_s), _HORIZON
-        s, info = advance(s, inst, node_job, until=until, stop_on=stop_on, copy=False)
+        if self._ended:
+            raise RuntimeError("the episode has ended (terminated or truncated); call reset()")
+        a = self.codec.validate(action)  # (ValueError before anything changes)
+        step, s = self._step, self.state
+        if step is None or step.state is not s:  # a new episode, or a state set from outside
+            self._step = step = Step(
+                s,
+                self.instance,
+                self.codec,
+                self.builder,
+                self.slots,
+                self.profiler,
+                self.reward_name,
+                self.decision_interval_s,
+            )
+        t0 = s.time
+        out = step(a)
+        self._mask = step.action_mask
         if self.debug:
-            check_state(s, inst)
-        self.state = s
-        self.profiler.observe(t0, before.progress, n0, d0, s)
+            check_state(s, self.instance)
         if self.render_mode == "rgb_array":
             self.history.record(t0, s.time, s.node_job, s.available)
-        self.slots.update(s)
-        reward = self.reward_fn(before, s)
-        terminated = bool(info.all_done)
-        stuck = info.t1 == info.t0 and info.kinds == _NO_EVENT
-        truncated = (not terminated) and (s.time >= inst.t_end or stuck)
-        return (
-            self._observe(),
-            reward,
-            terminated,
-            truncated,
-            self._info(info, act_repair, terminated or truncated),
-        )
+        self._ended = out[2] or out[3]
+        return out
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable and deep-copyable (for look-ahead search): the compiled step's arrays
         are not carried, the copy builds its own at its first step.
         """
         d = self.__dict__.copy()
-        d["_fast"] = None
+        d["_step"] = None
         return d
 
     def render(self):  # noqa: D102
@@ -305,8 +318,23 @@ class ScavengeEnv(gym.Env):
         """Legal actions as a flat bool array (sb3-contrib's MaskablePPO convention)."""
         return self._mask.astype(bool)
 
+    def sample_valid(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """A random action that needs no repair (``info["repaired"]`` stays False): unlike
+        sampling per slot from ``action_masks()``, it respects the shared node budget.
+        ``rng``: a ``numpy.random.Generator`` or a seed (None: the env's ``np_random``).
+        """
+        if self.state is None:
+            raise RuntimeError("call reset() before sample_valid()")
+        if rng is None:
+            rng = self.np_random
+        elif not isinstance(rng, np.random.Generator):
+            rng = np.random.default_rng(rng)
+        return sample_valid(self.codec, self.state, self.instance, self.slots, rng)
+
     def noop(self) -> np.ndarray:
         """The action that keeps every job's current allocation."""
+        if self.state is None:
+            raise RuntimeError("call reset() before noop()")
         if self.action_mode == "delta":
             return np.ones(self.num_slots, dtype=np.int64)
         if self.action_mode == "assign":
@@ -323,38 +351,3 @@ class ScavengeEnv(gym.Env):
         return self.builder.build(
             self.state, self.instance, self.slots, self.profiler, self._mask, self.instance.t_end
         )
-
-    def _info(self, info, act_repair, done: bool = False) -> dict[str, Any]:
-        s = self.state
-        out: dict[str, Any] = {
-            "time": float(s.time),
-            "action_mask": self._mask.copy(),
-            "slots": self.slots.job.copy(),
-            "queued": self.builder.queued,  # slots.queued(s), counted by _observe's build
-        }
-        if info is not None:
-            rep = act_repair if act_repair is not None else {}  # decode's: a fresh dict
-            if info.repair is not None:
-                r = info.repair
-                rep.update(
-                    unavailable_nodes=r.unavailable_nodes,
-                    inactive_job_nodes=r.inactive_job_nodes,
-                    dyn_over_max_nodes=r.over_max_nodes,
-                    dyn_below_min_jobs=r.below_min_jobs,
-                )
-            out.update(
-                repair=rep,
-                repaired=any(rep.values()),
-                events=int(info.kinds),
-                reclaimed_nodes=info.reclaimed_nodes,
-                idle_nodes=info.idle_nodes,
-                arrivals=info.arrivals,
-                completions=info.completions,
-                stops=info.stops,
-                samples=float(info.samples),
-                elapsed_s=float(info.t1 - info.t0),
-            )
-            out["dt"] = out["elapsed_s"]  # (the semi-MDP step's duration, for discounting)
-        if done:
-            out["metrics"] = compute_metrics(s, self.instance).as_dict()
-        return out

@@ -30,6 +30,26 @@ COST_SCALE = 60.0  # seconds / 60
 OBS_HIGH = 8.0  # every scaled feature is clipped to [-1, 8] (values are O(1) by design)
 _ACTIVE = int(JobStatus.ACTIVE)  # a compile-time constant in the kernels
 
+# -- column names (compile-time constants in the kernels; the env docstring's table) --------
+#: ``nodes`` columns: availability, held, GPU type, profiled slowdowns of classes A-D,
+#: log idle time so far, window end known, log time until reclaim, then the topology
+#: coordinates from ``NODE_COORDS`` on.
+NODE_AVAILABLE, NODE_HELD, NODE_GPU_TYPE, NODE_SLOWDOWN = 0, 1, 2, 3  # slowdowns: 3..6
+NODE_IDLE_TIME = NODE_SLOWDOWN + NUM_CLASSES  # 7
+NODE_END_KNOWN = NODE_IDLE_TIME + 1
+NODE_TIME_TO_END = NODE_END_KNOWN + 1
+NODE_COORDS = NODE_TIME_TO_END + 1  # 10: first topology coordinate
+#: ``jobs`` columns: present, class one-hot (A-D), nodes / cap, min / cap, max / cap, log
+#: measured rate, log age, pausing, log progress, log remaining work, R_up, R_down, info level.
+JOB_PRESENT, JOB_CLASS = 0, 1  # class one-hot: 1..4
+JOB_NODES = JOB_CLASS + NUM_CLASSES  # 5
+JOB_MIN, JOB_MAX, JOB_RATE, JOB_AGE, JOB_PAUSING = 6, 7, 8, 9, 10
+JOB_PROGRESS, JOB_REMAINING, JOB_R_UP, JOB_R_DOWN, JOB_INFO = 11, 12, 13, 14, 15
+JOB_DIM = JOB_INFO + 1
+#: ``global`` entries.
+G_TIME, G_IDLE, G_FREE, G_QUEUED, G_SLOTS, G_LOG_TIME = 0, 1, 2, 3, 4, 5
+GLOBAL_DIM = G_LOG_TIME + 1
+
 
 def curve_points(max_count: int) -> np.ndarray:
     """Node counts at which curves are observed: 1, 2, 4, ... and ``max_count``."""
@@ -44,7 +64,7 @@ def curve_points(max_count: int) -> np.ndarray:
 class ObservationBuilder:
     """Builds observations for fixed sizes; buffers are preallocated and reused."""
 
-    NODE_BASE = 10  # available, held, type, 4 slowdowns, idle time, end known, time to end
+    NODE_BASE = NODE_COORDS  # (the columns before the topology coordinates)
 
     def __init__(
         self,
@@ -63,8 +83,8 @@ class ObservationBuilder:
         self.G = max(num_levels - 2, 0)  # intermediate topology levels
         self.T = num_gpu_types
         self.node_dim = self.NODE_BASE + self.G
-        self.job_dim = 16
-        self.global_dim = 6
+        self.job_dim = JOB_DIM
+        self.global_dim = GLOBAL_DIM
         self.queued = 0  # submitted jobs without a slot, as of the last ``build``
         f32 = np.float32
         self.space = spaces.Dict(
@@ -86,8 +106,8 @@ class ObservationBuilder:
         cl, jobs = instance.cluster, instance.jobs
         C = self.C
         ns = np.zeros((self.N, self.node_dim), dtype=np.float32)
-        ns[:, 2] = cl.gpu_type / max(self.T - 1, 1)
-        ns[:, 3 : 3 + NUM_CLASSES] = cl.profiled_slowdown
+        ns[:, NODE_GPU_TYPE] = cl.gpu_type / max(self.T - 1, 1)
+        ns[:, NODE_SLOWDOWN : NODE_SLOWDOWN + NUM_CLASSES] = cl.profiled_slowdown
         if self.G:
             coords = cl.topology.coords[:, 1 : 1 + self.G]
             ns[:, self.NODE_BASE :] = coords / np.maximum(coords.max(axis=0), 1)
@@ -95,10 +115,10 @@ class ObservationBuilder:
         self._node_static = ns
         J = instance.num_jobs
         js = np.zeros((J, self.job_dim), dtype=np.float32)
-        js[:, 0] = 1.0
-        js[np.arange(J), 1 + jobs.app_class.astype(np.int64)] = 1.0
-        js[:, 6] = jobs.min_nodes / C
-        js[:, 7] = np.minimum(jobs.max_nodes, C) / C
+        js[:, JOB_PRESENT] = 1.0
+        js[np.arange(J), JOB_CLASS + jobs.app_class.astype(np.int64)] = 1.0
+        js[:, JOB_MIN] = jobs.min_nodes / C
+        js[:, JOB_MAX] = np.minimum(jobs.max_nodes, C) / C
         curve = np.zeros((J, self.P), dtype=np.float32)
         known = np.zeros((J, self.P), dtype=np.float32)
         self._work = None
@@ -111,9 +131,9 @@ class ObservationBuilder:
             kn = pts <= np.minimum(jobs.max_nodes, C)[:, None]
             curve[:] = log1p(np.where(kn, vals, 0.0)) / RATE_SCALE
             known[:] = kn
-            js[:, 13] = (jobs.r_up_s if oracle else jobs.declared_r_up_s) / COST_SCALE
-            js[:, 14] = (jobs.r_down_s if oracle else jobs.declared_r_down_s) / COST_SCALE
-            js[:, 15] = 1.0
+            js[:, JOB_R_UP] = (jobs.r_up_s if oracle else jobs.declared_r_up_s) / COST_SCALE
+            js[:, JOB_R_DOWN] = (jobs.r_down_s if oracle else jobs.declared_r_down_s) / COST_SCALE
+            js[:, JOB_INFO] = 1.0
             self._work = jobs.work
         np.clip(js, -1.0, OBS_HIGH, out=js)
         np.clip(curve, 0.0, OBS_HIGH, out=curve)
@@ -129,6 +149,13 @@ class ObservationBuilder:
         )
         self._work_arr = jobs.work if self._work is not None else np.zeros(0)
         self._x = np.zeros(2 * N + 4 * S + 1)  # ``_obs_args``' output, reused
+
+    def kernel_arrays(self) -> tuple[np.ndarray, ...]:
+        """The bound episode's arrays the step kernel reads and reuses (after ``bind``), in
+        ``mtgym.env.step``'s bag order: the ``_obs_args`` buffer, the work shown, the static
+        job rows, curves and known flags, and the divisors of the log-scaled features.
+        """
+        return self._x, self._work_arr, self._job_static, self._curve, self._known, self._scale
 
     def build(
         self,
@@ -222,10 +249,10 @@ class ObservationBuilder:
             idx = np.flatnonzero(slots.present)
             j = slots.job[idx]
             vals, kn = profiler.curve_at(j, self.points)
-            jf[idx, 15] = (~np.isnan(profiler.rate[j, 1:])).sum(axis=1) / self.C
+            jf[idx, JOB_INFO] = (~np.isnan(profiler.rate[j, 1:])).sum(axis=1) / self.C
             curve[idx] = log1p(vals) / RATE_SCALE
             known_c[idx] = kn
-            np.clip(jf[:, 15], -1.0, OBS_HIGH, out=jf[:, 15])
+            np.clip(jf[:, JOB_INFO], -1.0, OBS_HIGH, out=jf[:, JOB_INFO])
             np.clip(curve, 0.0, OBS_HIGH, out=curve)
         return {
             "nodes": nodes,
@@ -353,15 +380,15 @@ def _obs_fill(
         if slot_job[s] >= 0:
             slot_of_job[slot_job[s]] = s
     for n in range(N):
-        nodes[n, 0] = 1.0 if available[n] else 0.0
+        nodes[n, NODE_AVAILABLE] = 1.0 if available[n] else 0.0
         node_mask[n] = 1.0 if available[n] else 0.0
         j = node_job[n]
-        nodes[n, 1] = 1.0 if j >= 0 else 0.0
+        nodes[n, NODE_HELD] = 1.0 if j >= 0 else 0.0
         node_slot[n] = slot_of_job[j] if j >= 0 else -1
         w = window[n]
-        nodes[n, 7] = _clip32(np.log1p(x[n]) / scale[n], -1.0)
-        nodes[n, 8] = 1.0 if w >= 0 and end_known[w] else 0.0
-        nodes[n, 9] = _clip32(np.log1p(x[N + n]) / scale[N + n], -1.0)
+        nodes[n, NODE_IDLE_TIME] = _clip32(np.log1p(x[n]) / scale[n], -1.0)
+        nodes[n, NODE_END_KNOWN] = 1.0 if w >= 0 and end_known[w] else 0.0
+        nodes[n, NODE_TIME_TO_END] = _clip32(np.log1p(x[N + n]) / scale[N + n], -1.0)
     D = job_static.shape[1]
     P = curve_static.shape[1]
     o = 2 * N
@@ -372,20 +399,20 @@ def _obs_fill(
             continue
         for k in range(D):
             jf[s, k] = job_static[j, k]
-        jf[s, 5] = _clip32(n_nodes[j] / C, -1.0)
-        jf[s, 8] = _clip32(np.log1p(x[o + 4 * s]) / scale[o + 4 * s], -1.0)
-        jf[s, 9] = _clip32(np.log1p(x[o + 4 * s + 1]) / scale[o + 4 * s + 1], -1.0)
-        jf[s, 10] = 1.0 if stall_until[j] > t else 0.0
-        jf[s, 11] = _clip32(np.log1p(x[o + 4 * s + 2]) / scale[o + 4 * s + 2], -1.0)
-        jf[s, 12] = _clip32(np.log1p(x[o + 4 * s + 3]) / scale[o + 4 * s + 3], -1.0)
+        jf[s, JOB_NODES] = _clip32(n_nodes[j] / C, -1.0)
+        jf[s, JOB_RATE] = _clip32(np.log1p(x[o + 4 * s]) / scale[o + 4 * s], -1.0)
+        jf[s, JOB_AGE] = _clip32(np.log1p(x[o + 4 * s + 1]) / scale[o + 4 * s + 1], -1.0)
+        jf[s, JOB_PAUSING] = 1.0 if stall_until[j] > t else 0.0
+        jf[s, JOB_PROGRESS] = _clip32(np.log1p(x[o + 4 * s + 2]) / scale[o + 4 * s + 2], -1.0)
+        jf[s, JOB_REMAINING] = _clip32(np.log1p(x[o + 4 * s + 3]) / scale[o + 4 * s + 3], -1.0)
         for k in range(P):
             curve[s, k] = curve_static[j, k]
             known[s, k] = known_static[j, k]
     # global: float64 values, then float32 and clipped
     span = t_end - t_start
-    g[0] = _clip32((t - t_start) / max(span, 1.0) if np.isfinite(t_end) else 0.0, -1.0)
-    g[1] = _clip32(n_avail / N, -1.0)
-    g[2] = _clip32((n_avail - n_held) / N, -1.0)
-    g[3] = _clip32((n_active - n_present) / max(S, 1), -1.0)  # slots.queued(state)
-    g[4] = _clip32(n_present / max(S, 1), -1.0)
-    g[5] = _clip32(np.log1p(x[o + 4 * S]) / scale[o + 4 * S], -1.0)
+    g[G_TIME] = _clip32((t - t_start) / max(span, 1.0) if np.isfinite(t_end) else 0.0, -1.0)
+    g[G_IDLE] = _clip32(n_avail / N, -1.0)
+    g[G_FREE] = _clip32((n_avail - n_held) / N, -1.0)
+    g[G_QUEUED] = _clip32((n_active - n_present) / max(S, 1), -1.0)  # slots.queued(state)
+    g[G_SLOTS] = _clip32(n_present / max(S, 1), -1.0)
+    g[G_LOG_TIME] = _clip32(np.log1p(x[o + 4 * S]) / scale[o + 4 * S], -1.0)

@@ -20,17 +20,17 @@ class JobSlots:
     def __init__(self, num_slots: int) -> None:
         self.num_slots = num_slots
         self.job = np.full(num_slots, -1, dtype=np.int64)
-        self._next = 0  # jobs before this index were admitted already
+        self.cursor = 0  # jobs before this index were admitted already (the step kernel moves it)
 
     def reset(self) -> None:
         """Empty every slot."""
         self.job[:] = -1
-        self._next = 0
+        self.cursor = 0
 
     def update(self, state: ClusterState) -> None:
         """Free the slots of finished jobs; admit waiting jobs FCFS into free slots."""
         # jobs are stored in submission order: admit from the cursor while active
-        self._next = _update(self.job, state.status, self._next, state.arrival_cursor)
+        self.cursor = _update(self.job, state.status, self.cursor, state.arrival_cursor)
 
     @property
     def present(self) -> np.ndarray:

@@ -1,38 +1,49 @@
-"""The env's step in two compiled calls, through one argument (every action mode).
+"""The env's step (the only one), in two compiled calls through one argument.
 
 numba's dispatcher costs ~0.1 us per argument, and a step touches ~80 arrays (the state's,
 the instance's, the slots', the profiler's, the observation builder's). ``StepBag`` (a
 numba ``StructRef``) holds them all, so each call takes one argument: ``_pre`` decodes the
 action, places it and runs the engine (``mtgym.sim.engine``); ``_post`` updates the
-profiler and the slots, computes the reward and the mask and fills the observation. The
-same kernels as the general path do the work, so both give the same bits
-(``tests/env/test_fast.py``). An action out of range goes back to the general path before
-anything changed (it raises there); an allocation to repair is repaired
-(``repair_allocation``) and applied; a due timer is finished by the general engine call.
+profiler and the slots, computes the reward (``mtgym.env.reward``) and the mask and fills
+the observation. ``tests/env/test_step.py`` checks every output against the general
+Python reference in ``tests/reference/step.py``, bit for bit.
+
+The env validates the action first (``ActionCodec.validate``); here nothing changes
+before the placement is known to fit (else ``ValueError``, as ``pack_targets``); an
+allocation to repair is repaired (``repair_allocation``) and applied; due timers are
+finished by the engine's Python side (``dynamics.finish_timers``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numba import njit, types
 from numba.experimental import structref
 
+from mtgym.core.instance import Instance
 from mtgym.core.types import EventKind
 from mtgym.env.action import (
+    ASSIGN,
+    COUNTS,
+    DELTA,
+    ActionCodec,
     _assign_mask,
     _counts_mask,
     _decode_assign,
     _decode_pack,
     _delta_mask,
+    pack_failed,
+    repair_record,
 )
-from mtgym.env.observation import _obs_args, _obs_fill
-from mtgym.env.slots import _update
+from mtgym.env.observation import ObservationBuilder, _obs_args, _obs_fill
+from mtgym.env.reward import REWARDS, reward_kernel, throughput_scale
+from mtgym.env.slots import JobSlots, _update
 from mtgym.model.placement import _static_order
 from mtgym.model.throughput import RateConsts
 from mtgym.sim import dynamics, engine
-from mtgym.sim.dynamics import SCALARS
+from mtgym.sim.dynamics import FLOATS, INTS
 from mtgym.sim.engine import (
     F_SAMPLES,
     NEEDS_REPAIR,
@@ -45,15 +56,11 @@ from mtgym.sim.engine import (
     R_RECLAIMED,
     R_STOPS,
     TIMER_DUE,
-    Jobs,
-    Nodes,
     Static,
 )
-from mtgym.sim.numeric import dot, pairwise_sum
-from mtgym.sim.profiling import _observe
-
-if TYPE_CHECKING:
-    from mtgym.env.env import ScavengeEnv
+from mtgym.sim.kernel_args import bundles
+from mtgym.sim.profiling import PassiveProfiler, _observe
+from mtgym.sim.state import JOB_ARRAYS, NODE_ARRAYS, ClusterState
 
 _EXTRA = (
     "slot_job",
@@ -77,21 +84,61 @@ _EXTRA = (
     "known_static",
     "obs_scale",
 )
-FIELDS = (*engine.NODE_FIELDS, *engine.JOB_FIELDS, *Static._fields, *RateConsts._fields, *_EXTRA)
+FIELDS = (*NODE_ARRAYS, *JOB_ARRAYS, *Static._fields, *RateConsts._fields, *_EXTRA)
 
 _DECISION = int(dynamics.DECISION_EVENTS)  # stop kinds as ints
 _HORIZON = int(EventKind.HORIZON)
-# ``_pre``'s result codes beyond the engine's.
-PACK_FAILED = 10  # the placement needs more free nodes than there are (ValueError)
-REWARDS = {"progress": 0, "throughput": 1, "jct": 2}
-MODES = {"counts": 0, "delta": 1, "assign": 2}
-# The engine's repair counts in ``info["repair"]`` (as the general path's ``_info``).
-ENGINE_REPAIRS = {
-    "unavailable_nodes": 0,
-    "inactive_job_nodes": 0,
-    "dyn_over_max_nodes": 0,
-    "dyn_below_min_jobs": 0,
-}
+REPAIRED_MAP = 3  # ``_pre``'s mode beyond ``ACTION_MODES``: apply ``b.node_map`` as it is
+PACK_FAILED = 10  # ``_pre``'s code beyond the engine's: more nodes needed than are free
+# ``info``'s counters of what happened during a step, in order (after ``repaired``).
+STEP_COUNTERS = (
+    "events",
+    "reclaimed_nodes",
+    "idle_nodes",
+    "arrivals",
+    "completions",
+    "stops",
+    "samples",
+    "elapsed_s",
+)
+
+
+def step_info(
+    time: float,
+    mask: np.ndarray,
+    slot_job: np.ndarray,
+    queued: int,
+    repair: dict[str, int] | None = None,
+    counters: tuple | None = None,
+    metrics: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The env's info dict (fresh arrays): at reset the first four keys; after a step the
+    repair record (``repair_record``), ``repaired``, the ``STEP_COUNTERS``, ``dt`` (the
+    same as ``elapsed_s``) and, at the end
+    of an episode, its metrics.
+    """
+    info: dict[str, Any] = {
+        "time": time,
+        "action_mask": mask.copy(),
+        "slots": slot_job.copy(),
+        "queued": queued,
+    }
+    if repair is not None:
+        info["repair"] = repair
+        info["repaired"] = any(repair.values())
+        info.update(zip(STEP_COUNTERS, counters, strict=True))
+        info["dt"] = info["elapsed_s"]  # (the semi-MDP step's duration, for discounting)
+    if metrics is not None:
+        info["metrics"] = metrics
+    return info
+
+
+def episode_end(all_done: bool, t0: float, t: float, t_end: float, kinds: int) -> tuple[bool, bool]:
+    """(terminated, truncated): every job finished; else the horizon reached, or a step
+    that moved no time and saw no event (nothing is left to happen).
+    """
+    terminated = bool(all_done)
+    return terminated, (not terminated) and (t >= t_end or (t == t0 and kinds == 0))
 
 
 @structref.register
@@ -103,74 +150,10 @@ class StepBagType(types.StructRef):
 
 
 class StepBag(structref.StructRefProxy):
-    """Every array of one env episode, for the kernels (built at reset)."""
+    """Every array of one env episode, for the kernels (built at the first step)."""
 
 
 structref.define_proxy(StepBag, StepBagType, list(FIELDS))
-
-
-@njit(cache=True)
-def _bundles(b: Any) -> tuple[Nodes, Jobs, Static, RateConsts]:  # pragma: no cover - jit
-    nd = Nodes(b.available, b.node_job, b.window)
-    jb = Jobs(
-        b.status,
-        b.n_nodes,
-        b.rate,
-        b.spread,
-        b.progress,
-        b.milestone,
-        b.rung,
-        b.stall_until,
-        b.debt,
-        b.ckpt_progress,
-        b.first_start,
-        b.finish_time,
-        b.rescales,
-        b.starts,
-        b.preemptions,
-        b.rescale_cost_s,
-        b.preempt_cost_s,
-        b.preempt_lost_samples,
-        b.stalled_s,
-        b.node_s,
-    )
-    st = Static(
-        b.submit_s,
-        b.min_nodes,
-        b.max_nodes,
-        b.work,
-        b.ckpt_every,
-        b.startup_s,
-        b.r_up_s,
-        b.r_down_s,
-        b.campaign,
-        b.quality,
-        b.rungs,
-        b.eta,
-        b.start_s,
-        b.end_s,
-        b.end_sorted_s,
-        b.end_order,
-        b.win_node,
-        b.slowdown,
-        b.gpu_type,
-        b.coords,
-    )
-    rc = RateConsts(
-        b.gpus_per_node,
-        b.bw,
-        b.lat,
-        b.lam,
-        b.is_table,
-        b.curve_nodes,
-        b.curve_tput,
-        b.local_batch,
-        b.grad_bytes,
-        b.overlap,
-        b.app_class,
-        b.type_rate,
-    )
-    return nd, jb, st, rc
 
 
 @njit(cache=True, error_model="numpy")
@@ -181,7 +164,8 @@ def _pre(
     C: int,
     f: np.ndarray,
     r: np.ndarray,
-    scalars: tuple[float, float, float, float, float, float, int, int, int, int, int],
+    floats: tuple[float, ...],
+    ints: tuple[int, ...],
     limit: float,
     stop: int,
     t_end: float,
@@ -189,27 +173,32 @@ def _pre(
     bftrainer: bool,
     preempt_mode: int,
 ) -> tuple[int, int, int, int, int, int]:  # pragma: no cover - jit
-    """Decode an action (``mode``: ``MODES``; 3: take ``b.node_map`` as it is, repaired),
+    """Decode an action (``mode``: an ``ACTION_MODES`` index; ``REPAIRED_MAP``: take
+    ``b.node_map`` as it is, repaired),
     keep the progress, node counts and debts of before, then apply and run
-    (``engine.run``) with the state's ``scalars`` (as ``dynamics._registers``) loaded into
-    ``f`` and ``r``. Returns (code,
+    (``engine.run``) with the state's scalars (``floats``, ``ints``: as
+    ``dynamics._registers``) loaded into ``f`` and ``r``. Returns (code,
     bad index, and the decoder's repair counts: empty slot, over max, below min,
-    oversubscribed; ``assign`` has only the first).
+    oversubscribed; ``assign`` has only the first). ``PACK_FAILED`` gives the nodes needed
+    and free in place of the first two counts. Nothing changes unless the code is the
+    engine's ``DONE`` or ``TIMER_DUE``.
     """
-    f[0], f[1], f[2], f[3], f[4], f[5] = scalars[:6]
+    for i in range(len(floats)):
+        f[i] = floats[i]
     f[engine.F_SAMPLES] = 0.0
     r[:] = 0
-    r[0], r[1], r[2], r[3], r[4] = scalars[6:]
+    for i in range(len(ints)):
+        r[i] = ints[i]
     total = free = 0
-    if mode == 3:  # b.node_map as it is (repaired by the caller)
+    if mode == REPAIRED_MAP:  # b.node_map as it is (repaired by the caller)
         bad, rep, node_map = -1, (0, 0, 0, 0), b.node_map.copy()
-    elif mode == 2:
+    elif mode == ASSIGN:
         bad, empty, node_map = _decode_assign(action, b.slot_job)
         rep = (empty, 0, 0, 0)
     else:
         bad, rep, node_map, total, free = _decode_pack(
             action,
-            mode == 1,
+            mode == DELTA,
             C,
             b.slot_job,
             b.n_nodes,
@@ -226,16 +215,16 @@ def _pre(
     if bad >= 0:
         return engine.OUT_OF_RANGE, bad, 0, 0, 0, 0
     if total > free:
-        return PACK_FAILED, -1, 0, 0, 0, 0
-    if mode == 2:  # (kept for a repair: only assign maps can need one)
+        return PACK_FAILED, -1, total, free, 0, 0
+    if mode == ASSIGN:  # (kept for a repair: only assign maps can need one)
         b.node_map[:] = node_map
     b.p0[:] = b.progress
     b.n0[:] = b.n_nodes
     b.d0[:] = b.debt
-    nd, jb, st, rc = _bundles(b)
+    nd, jb, st, rc = bundles(b)
     # Only ``assign`` maps can be infeasible: packed counts give idle nodes to slot jobs
     # (active), 0 or min..max each (the lockstep tests would see a repair otherwise).
-    code, bad = engine._apply(f, r, node_map, mode == 2, bftrainer, nd, jb, st, rc)
+    code, bad = engine._apply(f, r, node_map, mode == ASSIGN, bftrainer, nd, jb, st, rc)
     if code == engine.DONE:
         code = engine._loop(f, r, limit, stop, t_end, t_timer, False, preempt_mode, nd, jb, st, rc)
     return code, bad, rep[0], rep[1], rep[2], rep[3]
@@ -287,18 +276,10 @@ def _post(
             max_count,
         )
     nxt = _update(b.slot_job, b.status, slot_next, arrival_cursor)
-    if reward_kind == 0:
-        dp = np.empty(b.progress.shape[0])
-        for j in range(dp.shape[0]):
-            dp[j] = b.progress[j] - b.p0[j]
-        reward = dot(dp, b.inv_work)
-    elif reward_kind == 1:
-        reward = (pairwise_sum(b.progress) - pairwise_sum(b.p0)) * tput_scale
-    else:
-        reward = -(active - active0) / 3600.0
-    if mode == 0:
+    reward = reward_kernel(reward_kind, b.progress, b.p0, b.inv_work, tput_scale, active, active0)
+    if mode == COUNTS:
         _counts_mask(b.mask, b.slot_job, b.min_nodes, b.max_nodes, b.available, C)
-    elif mode == 1:
+    elif mode == DELTA:
         _delta_mask(b.mask, b.slot_job, b.min_nodes, b.max_nodes, b.available, b.n_nodes, C)
     else:
         _assign_mask(b.mask, b.slot_job, b.available)
@@ -353,14 +334,26 @@ def _post(
     return reward, nxt, counts
 
 
-class FastStep:
-    """The step of one env episode (bound at reset)."""
+class Step:
+    """The step of one episode: bound to its state, instance and the env's parts (built
+    at the first step after a reset, and again when the env's state object is replaced).
+    """
 
-    def __init__(self, env: ScavengeEnv) -> None:
-        s, inst = env.state, env.instance
-        self.env = env
-        self.state = s
-        self.ctx = dynamics._context(inst)
+    def __init__(
+        self,
+        state: ClusterState,
+        instance: Instance,
+        codec: ActionCodec,
+        builder: ObservationBuilder,
+        slots: JobSlots,
+        profiler: PassiveProfiler,
+        reward: str,
+        decision_interval_s: float | None,
+    ) -> None:
+        s, inst = state, instance
+        self.state, self.inst = s, inst
+        self.codec, self.builder, self.slots, self.profiler = codec, builder, slots, profiler
+        self.ctx = dynamics.context(inst)
         cl, jobs = inst.cluster, inst.jobs
         J, N = inst.num_jobs, inst.num_nodes
         slowdown = cl.profiled_slowdown
@@ -368,146 +361,126 @@ class FastStep:
         self.node_map = np.empty(N, dtype=np.int32)
         self.f = np.zeros(engine.NUM_F)
         self.r = np.zeros(engine.NUM_R, dtype=np.int64)
-        builder = env.builder
+        x, obs_work, job_static, curve, known, scale = builder.kernel_arrays()
         extra = (
-            env.slots.job,
+            slots.job,
             np.ascontiguousarray(slowdown, dtype=np.float64),
             group,
             seg_start,
             seg_nodes,
-            env.codec._mask,
+            codec.mask_buffer,
             self.node_map,
-            env.profiler.rate,
-            env.profiler.samples,
+            profiler.rate,
+            profiler.samples,
             1.0 / jobs.work,
             np.zeros(J),
             np.zeros(J, dtype=s.n_nodes.dtype),
             np.zeros(J),
-            builder._x,
+            x,
             inst.supply.end_known,
-            builder._work_arr,
-            builder._job_static,
-            builder._curve,
-            builder._known,
-            builder._scale,
+            obs_work,
+            job_static,
+            curve,
+            known,
+            scale,
         )
-        self.bag = StepBag(*dynamics._STATE_ARRAYS(s), *self.ctx.static, *extra)
-        rf = env.reward_fn
-        self.inst = inst
-        self.mask = env.codec._mask
-        self.C = env.max_count
-        self.profile_max = env.profiler.max_count
-        self.t_start = inst.t_start
-        self.mode = MODES[env.action_mode]
-        self.shape = env.codec.nvec.shape
-        self.reward_kind = REWARDS[rf.name]
-        self.tput_scale = float(rf._tput_scale)
+        self.bag = StepBag(*dynamics.STATE_ARRAYS(s), *self.ctx.static, *extra)
+        self.C = codec.C
+        self.mode = codec.kernel_id
+        self.reward_kind = REWARDS[reward].kernel
+        self.tput_scale = throughput_scale(inst)
+        self.interval = decision_interval_s
+        self.action_mask = codec.mask_buffer.copy()  # the mask after the last step
 
-    def usable(self, action: Any) -> bool:
-        """The fast path applies: the state it was built for (the env rebuilds it when its
-        state object is replaced; arrays of a state are updated in place, never rebound),
-        an int64 action of the right shape.
+    def __call__(self, action: np.ndarray) -> tuple:
+        """One env step on a validated int64 action: (obs, reward, terminated, truncated,
+        info), the state updated in place.
         """
-        env = self.env
-        return (
-            env.state is self.state
-            and type(action) is np.ndarray
-            and action.dtype == np.int64
-            and action.shape == self.shape
-        )
-
-    def step(self, action: np.ndarray) -> tuple | None:
-        """One env step, or None (nothing changed) when the general path must take it."""
-        env, s, inst, ctx, f, r, bag = (
-            self.env,
+        s, inst, ctx, f, r, bag, slots = (
             self.state,
             self.inst,
             self.ctx,
             self.f,
             self.r,
             self.bag,
+            self.slots,
         )
         t0 = s.time
-        scalars = SCALARS(s)
-        if env.decision_interval_s is None:
+        if self.interval is None:
             limit, stop = ctx.t_end, _DECISION
         else:
-            limit, stop = min(ctx.t_end, t0 + env.decision_interval_s), _HORIZON
+            limit, stop = min(ctx.t_end, t0 + self.interval), _HORIZON
         active0 = s.active_job_s
-        rest = (f, r, scalars, limit, stop, ctx.t_end, s.timers.peek_time(), ctx.bftrainer)
+        rest = (
+            f,
+            r,
+            FLOATS(s),
+            INTS(s),
+            limit,
+            stop,
+            ctx.t_end,
+            s.timers.peek_time(),
+            ctx.bftrainer,
+        )
         rest += (ctx.preempt_mode,)
         code, _, e0, e1, e2, e3 = _pre(bag, self.mode, action, self.C, *rest)
-        if code in (OUT_OF_RANGE, PACK_FAILED):
-            return None  # (nothing changed: the general path raises)
+        if code == PACK_FAILED:  # (nothing changed)
+            raise pack_failed(e0, e1)
+        if code == OUT_OF_RANGE:  # (nothing changed; ``validate`` names the entry)
+            self.codec.validate(action)
+            raise AssertionError("an action out of range passed validation")
         dyn = None
         if code == NEEDS_REPAIR:  # nothing changed: repair the decoded map, apply it
             dyn = dynamics.repair_allocation(s, inst, self.node_map)
-            code = _pre(bag, 3, action, self.C, *rest)[0]
+            code = _pre(bag, REPAIRED_MAP, action, self.C, *rest)[0]
         if code == TIMER_DUE:
-            dynamics._finish_timers(s, ctx, f, r, 1, limit, stop, code)
-        fl, ri = dynamics._store(s, f, r)
+            dynamics.finish_timers(s, ctx, f, r, 1, limit, stop, code)
+        fl, ri = dynamics.store_registers(s, f, r)
         t = s.time
-        slots = env.slots
-        out = env.builder.outputs()
-        reward, slots._next, counts = _post(
+        builder = self.builder
+        out = builder.outputs()
+        reward, slots.cursor, counts = _post(
             bag,
             t0,
             t,
-            self.t_start,
+            inst.t_start,
             active0,
             s.active_job_s,
             self.reward_kind,
             self.tput_scale,
             self.mode,
             self.C,
-            self.profile_max,
-            slots._next,
+            self.profiler.max_count,
+            slots.cursor,
             s.arrival_cursor,
             ctx.t_end,
             *out,
         )
-        if env.debug:
-            from mtgym.sim.invariants import check_state
-
-            check_state(s, inst)
-        if env.render_mode == "rgb_array":
-            env.history.record(t0, t, s.node_job, s.available)
         kinds = ri[R_KINDS]
-        terminated = bool(ri[R_ALL_DONE])
-        truncated = (not terminated) and (t >= ctx.t_end or (t == t0 and kinds == 0))
-        env._mask = mask = self.mask.copy()
-        obs = env.builder.complete(slots, env.profiler, mask, out, counts)
-        if self.mode == 2:
-            rep = {"empty_slot": e0}
-        else:
-            rep = {"empty_slot": e0, "over_max": e1, "below_min": e2, "oversubscribed": e3}
-        if dyn is None:
-            rep.update(ENGINE_REPAIRS)  # (none: the allocation was feasible)
-        else:
-            rep.update(
-                unavailable_nodes=dyn.unavailable_nodes,
-                inactive_job_nodes=dyn.inactive_job_nodes,
-                dyn_over_max_nodes=dyn.over_max_nodes,
-                dyn_below_min_jobs=dyn.below_min_jobs,
-            )
-        info = {
-            "time": t,
-            "action_mask": mask.copy(),
-            "slots": slots.job.copy(),
-            "queued": env.builder.queued,
-            "repair": rep,
-            "repaired": any(rep.values()),
-            "events": kinds,
-            "reclaimed_nodes": ri[R_RECLAIMED],
-            "idle_nodes": ri[R_IDLE],
-            "arrivals": ri[R_ARRIVALS],
-            "completions": ri[R_COMPLETIONS],
-            "stops": ri[R_STOPS],
-            "samples": fl[F_SAMPLES],
-            "elapsed_s": t - t0,
-        }
+        metrics = None
+        terminated, truncated = episode_end(ri[R_ALL_DONE], t0, t, ctx.t_end, kinds)
         if terminated or truncated:
-            from mtgym.metrics import compute_metrics
+            from mtgym.metrics import compute_metrics  # (not a kernel source: see _kernel_cache)
 
-            info["metrics"] = compute_metrics(s, inst).as_dict()
+            metrics = compute_metrics(s, inst).as_dict()
+        self.action_mask = mask = self.codec.mask_buffer.copy()
+        obs = builder.complete(slots, self.profiler, mask, out, counts)
+        info = step_info(
+            t,
+            mask,
+            slots.job,
+            builder.queued,
+            repair_record(self.codec.mode, (e0, e1, e2, e3), dyn),
+            (
+                kinds,
+                ri[R_RECLAIMED],
+                ri[R_IDLE],
+                ri[R_ARRIVALS],
+                ri[R_COMPLETIONS],
+                ri[R_STOPS],
+                fl[F_SAMPLES],
+                t - t0,
+            ),
+            metrics,
+        )
         return obs, reward, terminated, truncated, info

@@ -21,6 +21,7 @@ import numpy as np
 
 from mtgym.core.errors import ConfigError
 from mtgym.core.instance import Campaigns, Cluster, Jobs, frozen
+from mtgym.generate import mix_defaults as mix
 from mtgym.generate.catalog import CATALOG, ModelProfile
 from mtgym.model.throughput import ThroughputModel
 
@@ -287,27 +288,18 @@ class JobMix:
         ckpt_every_s: checkpoint period in seconds of work at the reference rate (inf = none).
     """
 
-    num_jobs: int = 30
-    arrival_rate_per_h: float = 10.0
-    start_s: float = 0.0
-    models: Mapping[str, float] = field(
-        default_factory=lambda: {
-            "resnet50": 3,
-            "resnet18": 2,
-            "transformer": 2,
-            "lm": 1,
-            "recommendation": 1,
-            "cyclegan": 1,
-        }
-    )
-    min_nodes: Sequence[int] = (1, 1, 2)
-    max_nodes: Sequence[int] = (4, 8, 16)
-    work_hours: tuple[float, float] = (0.5, 2.0)
-    work_ref_nodes: int = 4
-    r_up_s: tuple[float, float] = (17.0, 19.0)
-    r_down_s: tuple[float, float] = (11.0, 13.0)
-    startup_s: float = 30.0
-    ckpt_every_s: float = 600.0
+    num_jobs: int = mix.NUM_JOBS
+    arrival_rate_per_h: float = mix.ARRIVAL_RATE_PER_H
+    start_s: float = mix.START_S
+    models: Mapping[str, float] = field(default_factory=lambda: dict(mix.MODELS))
+    min_nodes: Sequence[int] = mix.MIN_NODES
+    max_nodes: Sequence[int] = mix.MAX_NODES
+    work_hours: tuple[float, float] = mix.WORK_HOURS
+    work_ref_nodes: int = mix.WORK_REF_NODES
+    r_up_s: tuple[float, float] = mix.R_UP_S
+    r_down_s: tuple[float, float] = mix.R_DOWN_S
+    startup_s: float = mix.STARTUP_S
+    ckpt_every_s: float = mix.CKPT_EVERY_S
 
     def __post_init__(self) -> None:
         if self.num_jobs < 0 or self.arrival_rate_per_h <= 0:

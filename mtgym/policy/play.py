@@ -54,13 +54,17 @@ def play(
     The policy decides at every decision event (BFTrainer re-solves on each node and job
     event) or, with ``decision_interval_s``, only every that many seconds (events in
     between are handled with the standing allocation). Left as None, it is the policy's own
-    ``decision_interval_s`` attribute where it has one (a learned agent trained on a fixed
-    interval decides on that interval). ``debug`` (default: the
+    schedule: a round-based policy's ``round_s`` (PAL), else its ``decision_interval_s``
+    attribute (a learned agent trained on a fixed interval). ``debug`` (default: the
     ``MTGYM_DEBUG`` environment variable) checks every invariant after each step.
     ``to_horizon`` keeps replaying the supply after the workload is done (benchmarks).
     """
     if decision_interval_s is None:
-        decision_interval_s = getattr(policy, "decision_interval_s", None)
+        # the policy's own schedule: a round-based policy's rounds (PAL), else the
+        # interval a learned agent was trained on
+        decision_interval_s = getattr(policy, "round_s", None)
+        if decision_interval_s is None:
+            decision_interval_s = getattr(policy, "decision_interval_s", None)
     if decision_interval_s is not None and not decision_interval_s > 0:
         raise ValueError(f"decision_interval_s must be > 0, got {decision_interval_s!r}")
     if debug is None:

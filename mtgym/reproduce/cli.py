@@ -25,10 +25,12 @@ def run_experiments(
     workers: int | None = None,
     progress: bool = True,
     draw: str = "artifact",
+    seeds: int | None = None,
 ) -> list[Any]:
     """Run the named experiments, write the report into ``out_dir``, return their results.
 
-    ``draw`` is PAL's headline per-GPU draw: ``"artifact"`` or ``"seed:N"``.
+    ``draw`` is PAL's headline per-GPU draw: ``"artifact"`` or ``"seed:N"``; ``seeds``:
+    MalleTrain's number of paired seeds (default: its sizes' own).
     """
     from mtgym.reproduce import freetrain, malletrain, pal
     from mtgym.reproduce.common import Workers, default_data_dir, default_workers
@@ -41,7 +43,9 @@ def run_experiments(
     results = []
     with Workers(n) as pool:  # forked once, before any progress display
         for name in names:
-            extra = {"draw": draw} if name == "pal" else {}
+            extra: dict[str, Any] = {"draw": draw} if name == "pal" else {}
+            if name == "malletrain" and seeds is not None:
+                extra["seeds"] = seeds
             res = modules[name].run(
                 data, out, quick=quick, workers=pool, progress=progress, **extra
             )
@@ -66,6 +70,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=not args.no_progress,
             draw=args.draw,
+            seeds=args.seeds,
         )
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -115,6 +120,13 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
         metavar="artifact|seed:N",
         help="PAL's headline per-GPU variability draw: the artifact's own (default) or the "
         "seed's stream; the report also shows the spread over other draws",
+    )
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="MalleTrain: paired seeds 0..N-1 (default 10, --quick 3)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_reproduce)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mtgym.scenario.schema as sc
+from mtgym.core.errors import MtgymError
 from mtgym.core.instance import CostModel, Instance
 from mtgym.core.types import AppClass, PreemptionMode, RescaleMode
 from mtgym.generate.base import Generator
@@ -17,7 +18,8 @@ from mtgym.generate.supply import AlwaysIdle, SWFSupply, SyntheticSupply, TraceS
 from mtgym.generate.synthetic import SyntheticGenerator
 from mtgym.generate.workload import Campaign, Declaration, JobMix, TableWorkload
 from mtgym.model.variability import ClassVariability, VariabilitySpec
-from mtgym.scenario.load import resolve_path
+from mtgym.scenario.paths import resolve_path
+from mtgym.scenario.safe_yaml import ScenarioError
 from mtgym.scenario.schema import EpisodeSpec, ScenarioSpec
 
 
@@ -143,6 +145,7 @@ class SpecGenerator:
 
     spec: ScenarioSpec
     base_dir: Path
+    source: Path | None = None  # the scenario file (named in build errors)
 
     @property
     def name(self) -> str:
@@ -155,5 +158,22 @@ class SpecGenerator:
         return self.spec.episode
 
     def __call__(self, seed: int) -> Instance:
-        """Build the instance for ``seed``."""
-        return build_generator(self.spec, self.base_dir)(seed)
+        """Build the instance for ``seed``.
+
+        A supply with no idle window in the episode is a ``ScenarioError`` (nothing could
+        ever run); so is a data or parameter error met while building, with the file named.
+        """
+        where = self.source if self.source is not None else self.spec.name
+        try:
+            inst = build_generator(self.spec, self.base_dir)(seed)
+        except (MtgymError, KeyError, ValueError) as exc:
+            if isinstance(exc, ScenarioError):
+                raise
+            msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+            raise ScenarioError(f"{where}: building generator (seed {seed}): {msg}") from exc
+        if inst.supply.num_windows == 0:
+            raise ScenarioError(
+                f"{where}: generator.supply: no idle window between t={inst.t_start:g} s and "
+                f"t={inst.t_end:g} s (seed {seed}); check the supply's start time and span"
+            )
+        return inst

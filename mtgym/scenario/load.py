@@ -8,49 +8,69 @@ Building a generator from a spec is ``mtgym.scenario.build``; finding a scenario
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from mtgym.core.errors import MtgymError
-from mtgym.core.paths import data_dir
+from mtgym.scenario.paths import problems_message
+from mtgym.scenario.safe_yaml import ScenarioError, parse_bounded, read_bounded
 from mtgym.scenario.schema import ScenarioSpec
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+__all__ = ["ScenarioError", "load_scenario", "parse_text"]
 
 
-class ScenarioError(MtgymError, ValueError):
-    """A scenario file is malformed; the message says where and how to fix it."""
+_FIELD_MSG = re.compile(r"^Value error, ([A-Za-z_][A-Za-z0-9_]*): ")
 
 
-def _format_errors(path: str, err: ValidationError) -> str:
-    lines = [f"{path}: {err.error_count()} problem(s)"]
+def _field_path(loc: tuple[Any, ...], data: Any) -> list[str]:
+    """The pydantic error location as the file's field path: the tags pydantic inserts for
+    tagged unions (``generator.synthetic.cluster``) are dropped by walking the data.
+    """
+    out: list[str] = []
+    cur = data
+    for part in loc:
+        if isinstance(cur, dict) and part not in cur and cur.get("kind") == part:
+            continue  # a union tag, not a key of the file
+        if part == "[key]":
+            continue  # (the key itself is the last part already)
+        out.append(str(part))
+        if isinstance(cur, dict):
+            cur = cur.get(part)
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            cur = cur[part]
+        else:
+            cur = None
+    return out
+
+
+def _format_errors(path: str, err: ValidationError, data: Any = None) -> str:
+    lines = []
     for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        parts = _field_path(e["loc"], data)
         value = e.get("input")
+        msg = e["msg"]
+        m = _FIELD_MSG.match(msg)
+        if m and isinstance(value, dict) and m.group(1) in value:
+            # a model validator's message names the field: point at it and show its value
+            parts.append(m.group(1))
+            value = value[m.group(1)]
+            msg = msg[m.end() :]
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (remove it or check its spelling)"
         shown = repr(value)
         if len(shown) > 80:
             shown = shown[:77] + "..."
-        msg = e["msg"]
-        if e["type"] == "extra_forbidden":
-            msg = "unknown field (remove it or check its spelling)"
-        lines.append(f"  {loc}: {msg}; got {shown}")
-    return "\n".join(lines)
+        lines.append(f"{'.'.join(parts) or '(top level)'}: {msg}; got {shown}")
+    return problems_message(path, lines)
 
 
 def parse_text(text: str, path: str) -> dict[str, Any]:
     """YAML or JSON text -> a mapping (ScenarioError on syntax errors)."""
-    try:
-        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise ScenarioError(
-            f"{path}: not valid {'JSON' if path.endswith('.json') else 'YAML'}: {exc}"
-        ) from None
+    data = parse_bounded(text, path)  # size, alias and depth limits (safe_yaml)
     if not isinstance(data, dict):
         raise ScenarioError(
             f"{path}: the top level must be a mapping (name, generator, ...); "
@@ -59,28 +79,31 @@ def parse_text(text: str, path: str) -> dict[str, Any]:
     return data
 
 
-def load_scenario(path: str | Path) -> ScenarioSpec:
-    """Read and validate a scenario file."""
+def load_scenario(
+    path: str | Path, *, check: bool = True, allow_large: bool = False
+) -> ScenarioSpec:
+    """Read and validate a scenario file.
+
+    With ``check`` (the default), also the checks of ``mtgym.scenario.check``: data paths
+    exist and are readable, and the estimated build memory is within its ceiling (unless
+    ``allow_large``).
+    """
     p = Path(path)
     if not p.is_file():
         raise ScenarioError(f"{p}: no such scenario file")
-    data = parse_text(p.read_text(encoding="utf-8"), str(p))
     try:
-        return ScenarioSpec.model_validate(data)
+        text = read_bounded(p)
+    except OSError as exc:
+        raise ScenarioError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    data = parse_text(text, str(p))
+    try:
+        spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(_format_errors(str(p), exc)) from None
+        raise ScenarioError(_format_errors(str(p), exc, data)) from None
+    except RecursionError:  # (parse_bounded caps the depth; a last guard)
+        raise ScenarioError(f"{p}: nesting too deep") from None
+    if check:
+        from mtgym.scenario.check import check_spec
 
-
-def resolve_path(value: str, base: Path) -> Path:
-    """Expand ``${VAR}`` (``MTGYM_DATA`` defaults to the data folder) and make it absolute."""
-
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name == "MTGYM_DATA":
-            return str(data_dir())
-        if name not in os.environ:
-            raise ScenarioError(f"path {value!r} uses ${{{name}}}, which is not set")
-        return os.environ[name]
-
-    p = Path(_VAR.sub(sub, value)).expanduser()
-    return p if p.is_absolute() else (base / p)
+        check_spec(spec, p, allow_large=allow_large)
+    return spec

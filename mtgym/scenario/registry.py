@@ -38,20 +38,22 @@ def preset_names() -> list[str]:
     return sorted(files | set(BUILTIN))
 
 
-def get_generator(name_or_path: str | Path) -> Generator:
+def get_generator(name_or_path: str | Path, *, allow_large: bool = False) -> Generator:
     """A built-in name, a preset name, or a scenario file path -> its seeded generator.
 
-    ``KeyError`` lists the known names; a malformed file raises ``ScenarioError``.
+    ``KeyError`` lists the known names; a malformed file raises ``ScenarioError`` (also for
+    missing data paths, and for an estimated build above ``check.MAX_BUILD_BYTES`` unless
+    ``allow_large``).
     """
     s = str(name_or_path)
     p = Path(s)
     if p.suffix in (".yaml", ".yml", ".json") and p.exists():
-        return SpecGenerator(load_scenario(p), p.resolve().parent)
+        return SpecGenerator(load_scenario(p, allow_large=allow_large), p.resolve().parent, p)
     if s in BUILTIN:
         return BUILTIN[s]()
     preset = preset_path(s)
     if preset.is_file():
-        return SpecGenerator(load_scenario(preset), PRESETS_DIR)
+        return SpecGenerator(load_scenario(preset, allow_large=allow_large), PRESETS_DIR, preset)
     raise KeyError(
         f"unknown scenario {s!r}; give a scenario file path or one of: {', '.join(preset_names())}"
     )

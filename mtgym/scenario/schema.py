@@ -4,6 +4,12 @@ A scenario file (YAML or JSON) has: ``name``, ``description``, a ``generator`` (
 ``synthetic``, ``summit-replay``, ``pal-philly``) and an ``episode`` section. Paths may use
 ``${MTGYM_DATA}`` (the real-data folder: that variable, else ``../shared/data`` beside the
 repository) and are otherwise relative to the scenario file. Unknown fields are errors.
+
+Every float must be finite (``.inf`` and ``.nan`` are refused), every integer a real integer
+(``true`` and ``4.0`` are refused), and names (models, GPU types, classes) are enums, so
+the JSON Schema (``mtgym scenario schema``) lists what is allowed. Sizes are bounded by
+``mtgym.core.limits``; ``mtgym.scenario.check`` adds
+the checks that need the file system (paths) and a memory estimate of the build.
 """
 
 from __future__ import annotations
@@ -11,18 +17,55 @@ from __future__ import annotations
 import itertools
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
+from mtgym.core.limits import (
+    MAX_DRAINS_PER_HOUR,
+    MAX_GPUS_PER_NODE,
+    MAX_HORIZON_S,
+    MAX_JOBS,
+    MAX_NODES,
+    MAX_SLOTS,
+    MIN_DECISION_INTERVAL_S,
+    MIN_DURATION_S,
+)
+from mtgym.core.names import (
+    ACTION_MODES,
+    DEFAULT_ACTION_MODE,
+    DEFAULT_INFO_MODE,
+    DEFAULT_REWARD,
+    INFO_MODES,
+    REWARD_NAMES,
+)
+from mtgym.generate import mix_defaults as mix
+from mtgym.generate.catalog import CATALOG
+
+#: Model names of the parametric catalog (``mtgym.generate.catalog.CATALOG``).
+MODEL_NAMES: tuple[str, ...] = tuple(sorted(CATALOG))
+#: GPU types every catalog model has a rate for.
+GPU_TYPES: tuple[str, ...] = tuple(
+    sorted(set.intersection(*(set(p.rate_per_gpu) for p in CATALOG.values())))
+)
+ModelName = Literal[MODEL_NAMES]  # type: ignore[valid-type]
+GpuType = Literal[GPU_TYPES]  # type: ignore[valid-type]
+
+Int = StrictInt  # (``true``, ``4.0`` and ``"4"`` are refused)
 Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
 Prob = Annotated[float, Field(ge=0, le=1)]
+Duration = Annotated[float, Field(ge=MIN_DURATION_S, le=MAX_HORIZON_S)]
 ClassName = Literal["A", "B", "C", "D"]
 
 
-class Strict(BaseModel):
-    """Forbid unknown fields; immutable."""
+def _d(text: str, default=..., **kw):
+    """``Field`` with a description (every field has one: editors show it)."""
+    return Field(default, description=text, **kw)
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+class Strict(BaseModel):
+    """Forbid unknown fields; immutable; finite floats only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # -- cluster ---------------------------------------------------------------------------
@@ -30,24 +73,34 @@ class LevelSpec(Strict):
     """One topology level.
 
     The first is the node, the last the whole system; levels in between have ``group_size``
-    nodes per group, each a multiple of the previous.
+    nodes per group, each a multiple of the previous, and the last one divides ``num_nodes``.
     """
 
-    name: str = Field(min_length=1)
-    group_size: int | None = Field(None, ge=1)
-    bandwidth_gbps: Pos
-    latency_s: NonNeg
-    locality_factor: float = Field(1.0, ge=1.0)
+    name: str = _d("level name (node, rack, group, system, ...)", min_length=1)
+    group_size: Int | None = _d(
+        "nodes per group (levels between node and system only)", None, ge=1, le=MAX_NODES
+    )
+    bandwidth_gbps: Pos = _d("per-node bandwidth across this level, GB/s", le=1e6)
+    latency_s: NonNeg = _d("per-message latency across this level, s", le=1.0)
+    locality_factor: float = _d(
+        "slowdown factor of a job spanning this level (>= 1)", 1.0, ge=1.0, le=100.0
+    )
 
 
 class ClassVariabilitySpec(Strict):
     """Lognormal body with rare outliers for one class (see ``mtgym.model.variability``)."""
 
-    sigma: float = Field(0.02, ge=0, lt=1)
-    outlier_prob: Prob = 0.0
-    outlier_min: float = Field(1.1, ge=1)
-    outlier_max: float = Field(1.1, ge=1)
-    floor: float = Field(0.9, gt=0, le=1)
+    sigma: float = _d("lognormal sigma of per-GPU slowdowns", 0.02, ge=0, lt=1)
+    outlier_prob: Prob = _d("probability that a GPU is an outlier", 0.0)
+    outlier_min: float = _d("smallest outlier slowdown (>= 1)", 1.1, ge=1, le=100)
+    outlier_max: float = _d("largest outlier slowdown (>= outlier_min)", 1.1, ge=1, le=100)
+    floor: float = _d("smallest slowdown (a fast GPU), in (0, 1]", 0.9, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _order(self) -> ClassVariabilitySpec:
+        if self.outlier_min > self.outlier_max:
+            raise ValueError(f"outlier_min {self.outlier_min} > outlier_max {self.outlier_max}")
+        return self
 
 
 class VariabilitySpec(Strict):
@@ -58,11 +111,19 @@ class VariabilitySpec(Strict):
     file).
     """
 
-    kind: Literal["longhorn-like", "none", "parametric", "measured"] = "longhorn-like"
-    correlation: Prob = 0.7
-    classes: dict[ClassName, ClassVariabilitySpec] | None = None
-    measured: dict[ClassName, str] | None = None
-    profile_noise: float = Field(0.01, ge=0, lt=0.5)
+    kind: Literal["longhorn-like", "none", "parametric", "measured"] = _d(
+        "source of per-GPU slowdowns", "longhorn-like"
+    )
+    correlation: Prob = _d("correlation of a GPU's slowdowns across classes", 0.7)
+    classes: dict[ClassName, ClassVariabilitySpec] | None = _d(
+        "per-class parameters (kind parametric: all of A, B, C, D)", None
+    )
+    measured: dict[ClassName, str] | None = _d(
+        "class -> CSV of measured slowdowns (kind measured)", None
+    )
+    profile_noise: float = _d(
+        "relative noise of the profiled (observed) slowdowns", 0.01, ge=0, lt=0.5
+    )
 
     @model_validator(mode="after")
     def _need(self) -> VariabilitySpec:
@@ -76,12 +137,24 @@ class VariabilitySpec(Strict):
 class ClusterSpec(Strict):
     """Nodes, GPU types and topology of a synthetic machine."""
 
-    num_nodes: int = Field(ge=1)
-    gpus_per_node: int = Field(4, ge=1)
-    gpu_types: list[str] = Field(default_factory=lambda: ["A100"], min_length=1)
-    group_types: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    levels: list[LevelSpec] = Field(min_length=3)
-    variability: VariabilitySpec = Field(default_factory=VariabilitySpec)
+    num_nodes: Int = _d(f"number of nodes (1..{MAX_NODES:,})", ge=1, le=MAX_NODES)
+    gpus_per_node: Int = _d("GPUs per node", 4, ge=1, le=MAX_GPUS_PER_NODE)
+    gpu_types: list[GpuType] = _d(
+        "GPU type names (indexed by group_types)",
+        default_factory=lambda: ["A100"],
+        min_length=1,
+        max_length=len(GPU_TYPES),
+    )
+    group_types: list[Annotated[Int, Field(ge=0)]] = _d(
+        "GPU type index of each top-level group, cycled over the groups",
+        default_factory=lambda: [0],
+        min_length=1,
+        max_length=MAX_NODES,
+    )
+    levels: list[LevelSpec] = _d(
+        "topology levels, node first and system last", min_length=3, max_length=8
+    )
+    variability: VariabilitySpec = _d("per-GPU slowdowns", default_factory=VariabilitySpec)
 
     @model_validator(mode="after")
     def _levels(self) -> ClusterSpec:
@@ -94,7 +167,12 @@ class ClusterSpec(Strict):
         for a, b in itertools.pairwise(sizes):
             if b % a:  # type: ignore[operator]
                 raise ValueError(f"levels: group_size {b} is not a multiple of {a}")
-        if max(self.group_types) >= len(self.gpu_types) or min(self.group_types) < 0:
+        if self.num_nodes % sizes[-1]:  # type: ignore[operator]
+            raise ValueError(
+                f"levels: group_size {sizes[-1]} does not divide num_nodes {self.num_nodes} "
+                "(levels nest)"
+            )
+        if max(self.group_types) >= len(self.gpu_types):
             raise ValueError(f"group_types: indices must be in 0..{len(self.gpu_types) - 1}")
         return self
 
@@ -103,15 +181,22 @@ class ClusterSpec(Strict):
 class SyntheticSupplySpec(Strict):
     """Summit-calibrated synthetic windows (``mtgym.generate.supply.SyntheticSupply``)."""
 
-    kind: Literal["synthetic"] = "synthetic"
-    idle_fraction: float = Field(0.083, gt=0, lt=1)
-    window_median_s: Pos = 475.0
-    window_mean_s: Pos = 1191.6
-    min_window_s: NonNeg = 50.0
-    end_known_prob: Prob = 0.0
-    drains_per_hour: NonNeg = 0.0
-    drain_nodes_median: float = Field(8.0, ge=1)
-    drain_median_s: Pos = 1800.0
+    kind: Literal["synthetic"] = _d("synthetic idle windows", "synthetic")
+    idle_fraction: float = _d("long-run share of time a node is idle", 0.083, gt=0, lt=1)
+    window_median_s: Duration = _d("median idle-window length, s", 475.0)
+    window_mean_s: Duration = _d("mean idle-window length, s (>= the median)", 1191.6)
+    min_window_s: Annotated[float, Field(ge=0, le=MAX_HORIZON_S)] = _d(
+        "shortest idle window, s (< the median)", 50.0
+    )
+    end_known_prob: Prob = _d("probability that a window's end is announced", 0.0)
+    drains_per_hour: float = _d(
+        f"rate of correlated drains (0 = none; at most {MAX_DRAINS_PER_HOUR:g})",
+        0.0,
+        ge=0,
+        le=MAX_DRAINS_PER_HOUR,
+    )
+    drain_nodes_median: float = _d("median nodes per drain", 8.0, ge=1, le=MAX_NODES)
+    drain_median_s: Duration = _d("median drain length, s", 1800.0)
 
     @model_validator(mode="after")
     def _order(self) -> SyntheticSupplySpec:
@@ -125,25 +210,27 @@ class SyntheticSupplySpec(Strict):
 class TraceSupplySpec(Strict):
     """Replay of recorded idle windows (``summit-idle-fragments.csv.gz`` format)."""
 
-    kind: Literal["trace"]
-    path: str
-    trace_start_s: NonNeg = 0.0
+    kind: Literal["trace"] = _d("recorded idle windows")
+    path: str = _d("the windows CSV (may use ${MTGYM_DATA})", min_length=1)
+    trace_start_s: NonNeg = _d("trace time of the episode start, s", 0.0)
 
 
 class SWFSupplySpec(Strict):
     """An SWF job log replayed through FCFS + EASY backfilling."""
 
-    kind: Literal["swf"]
-    path: str
-    procs_per_node: int | None = Field(None, ge=1)
-    log_start_s: NonNeg = 0.0
-    known_ends: bool = True
+    kind: Literal["swf"] = _d("holes left by backfilling an SWF log")
+    path: str = _d("the SWF log (may use ${MTGYM_DATA})", min_length=1)
+    procs_per_node: Int | None = _d(
+        "processors per node of the log (None: from its header)", None, ge=1
+    )
+    log_start_s: NonNeg = _d("log time of the episode start, s", 0.0)
+    known_ends: bool = _d("windows ending at a reservation have known ends", True)
 
 
 class AlwaysIdleSpec(Strict):
     """Every node idle for the whole episode (a dedicated cluster)."""
 
-    kind: Literal["always-idle"]
+    kind: Literal["always-idle"] = _d("every node idle all the time")
 
 
 SupplySpec = Annotated[
@@ -156,32 +243,37 @@ SupplySpec = Annotated[
 class MixSpec(Strict):
     """Independent jobs of catalog models arriving as a Poisson process."""
 
-    kind: Literal["mix"] = "mix"
-    num_jobs: int = Field(30, ge=0)
-    arrival_rate_per_h: Pos = 10.0
-    start_s: NonNeg = 0.0
-    models: dict[str, Pos] = Field(
-        default_factory=lambda: {
-            "resnet50": 3,
-            "resnet18": 2,
-            "transformer": 2,
-            "lm": 1,
-            "recommendation": 1,
-            "cyclegan": 1,
-        }
+    kind: Literal["mix"] = _d("a Poisson mix of catalog models", "mix")
+    num_jobs: Int = _d("number of jobs", mix.NUM_JOBS, ge=0, le=MAX_JOBS)
+    arrival_rate_per_h: Pos = _d("mean arrivals per hour", mix.ARRIVAL_RATE_PER_H, le=1e6)
+    start_s: NonNeg = _d("time of the first possible arrival, s", mix.START_S, le=MAX_HORIZON_S)
+    models: dict[ModelName, Pos] = _d(
+        "catalog model -> relative weight",
+        default_factory=lambda: dict(mix.MODELS),
+        min_length=1,
     )
-    min_nodes: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=lambda: [1, 1, 2], min_length=1
+    min_nodes: list[Annotated[Int, Field(ge=1, le=MAX_NODES)]] = _d(
+        "choices of a job's minimum nodes (uniform)",
+        default_factory=lambda: list(mix.MIN_NODES),
+        min_length=1,
+        max_length=1000,
     )
-    max_nodes: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=lambda: [4, 8, 16], min_length=1
+    max_nodes: list[Annotated[Int, Field(ge=1, le=MAX_NODES)]] = _d(
+        "choices of a job's maximum nodes (uniform; each >= every min_nodes choice)",
+        default_factory=lambda: list(mix.MAX_NODES),
+        min_length=1,
+        max_length=1000,
     )
-    work_hours: tuple[Pos, Pos] = (0.5, 2.0)
-    work_ref_nodes: int = Field(4, ge=1)
-    r_up_s: tuple[NonNeg, NonNeg] = (17.0, 19.0)
-    r_down_s: tuple[NonNeg, NonNeg] = (11.0, 13.0)
-    startup_s: NonNeg = 30.0
-    ckpt_every_s: Pos = 600.0
+    work_hours: tuple[Pos, Pos] = _d(
+        "range of a job's work, hours on work_ref_nodes", mix.WORK_HOURS
+    )
+    work_ref_nodes: Int = _d(
+        "node count the work is measured on", mix.WORK_REF_NODES, ge=1, le=MAX_NODES
+    )
+    r_up_s: tuple[NonNeg, NonNeg] = _d("range of the scale-up pause, s", mix.R_UP_S)
+    r_down_s: tuple[NonNeg, NonNeg] = _d("range of the scale-down pause, s", mix.R_DOWN_S)
+    startup_s: NonNeg = _d("start-up pause, s", mix.STARTUP_S)
+    ckpt_every_s: Pos = _d("checkpoint period, s", mix.CKPT_EVERY_S, ge=MIN_DURATION_S)
 
     @model_validator(mode="after")
     def _ranges(self) -> MixSpec:
@@ -189,103 +281,128 @@ class MixSpec(Strict):
             lo, hi = getattr(self, name)
             if lo > hi:
                 raise ValueError(f"{name}: low {lo} > high {hi}")
+        if max(self.min_nodes) > min(self.max_nodes):
+            raise ValueError(
+                f"min_nodes: choice {max(self.min_nodes)} is above max_nodes choice "
+                f"{min(self.max_nodes)}; every min_nodes must be <= every max_nodes"
+            )
         return self
 
 
 class TableSpec(Strict):
     """Jobs from a BFTrainer-format CSV (measured throughput curves)."""
 
-    kind: Literal["table"]
-    path: str
-    time_offset_s: NonNeg = 0.0
-    max_jobs: int | None = Field(None, ge=1)
-    startup_s: NonNeg = 0.0
+    kind: Literal["table"] = _d("jobs from a BFTrainer-format CSV")
+    path: str = _d("the jobs CSV (may use ${MTGYM_DATA})", min_length=1)
+    time_offset_s: NonNeg = _d("added to every submission time, s", 0.0)
+    max_jobs: Int | None = _d("keep the first max_jobs jobs (None: all)", None, ge=1, le=MAX_JOBS)
+    startup_s: NonNeg = _d("start-up pause, s", 0.0)
 
 
 class CampaignSpec(Strict):
     """A NAS or HPO campaign with successive-halving stops (``mtgym.generate.workload``)."""
 
-    kind: Literal["hpo", "nas"] = "hpo"
-    model: str = "resnet18"
-    num_trials: int = Field(16, ge=1)
-    start_s: NonNeg = 0.0
-    interarrival_s: NonNeg = 60.0
-    eta: float = Field(3.0, ge=1)
-    rungs: list[Annotated[float, Field(gt=0, lt=1)]] = Field(default_factory=lambda: [1 / 9, 1 / 3])
-    work_hours: tuple[Pos, Pos] = (0.25, 0.5)
-    work_ref_nodes: int = Field(1, ge=1)
-    min_nodes: int = Field(1, ge=1)
-    max_nodes: int = Field(8, ge=1)
-    arch_sigma: NonNeg = 0.3
-    r_up_s: NonNeg = 18.0
-    r_down_s: NonNeg = 12.0
-    startup_s: NonNeg = 30.0
+    kind: Literal["hpo", "nas"] = _d("hyper-parameter or architecture search", "hpo")
+    model: ModelName = _d("catalog model of the trials", "resnet18")
+    num_trials: Int = _d("number of trials", 16, ge=1, le=MAX_JOBS)
+    start_s: NonNeg = _d("time of the first trial, s", 0.0, le=MAX_HORIZON_S)
+    interarrival_s: NonNeg = _d("time between trials, s", 60.0, le=MAX_HORIZON_S)
+    eta: float = _d("successive-halving reduction factor", 3.0, ge=1, le=1000)
+    rungs: list[Annotated[float, Field(gt=0, lt=1)]] = _d(
+        "work fractions at which trials are judged (increasing)",
+        default_factory=lambda: [1 / 9, 1 / 3],
+        max_length=64,
+    )
+    work_hours: tuple[Pos, Pos] = _d("range of a trial's work, hours", (0.25, 0.5))
+    work_ref_nodes: Int = _d("node count the work is measured on", 1, ge=1, le=MAX_NODES)
+    min_nodes: Int = _d("a trial's minimum nodes", 1, ge=1, le=MAX_NODES)
+    max_nodes: Int = _d("a trial's maximum nodes (>= min_nodes)", 8, ge=1, le=MAX_NODES)
+    arch_sigma: NonNeg = _d("lognormal sigma of per-architecture rate (nas)", 0.3, le=5)
+    r_up_s: NonNeg = _d("scale-up pause, s", 18.0)
+    r_down_s: NonNeg = _d("scale-down pause, s", 12.0)
+    startup_s: NonNeg = _d("start-up pause, s", 30.0)
 
     @model_validator(mode="after")
     def _rungs(self) -> CampaignSpec:
         if any(b <= a for a, b in zip(self.rungs, self.rungs[1:], strict=False)):
             raise ValueError("rungs must increase")
         if self.min_nodes > self.max_nodes:
-            raise ValueError("min_nodes must be <= max_nodes")
+            raise ValueError(f"min_nodes {self.min_nodes} must be <= max_nodes {self.max_nodes}")
+        lo, hi = self.work_hours
+        if lo > hi:
+            raise ValueError(f"work_hours: low {lo} > high {hi}")
         return self
 
 
 class DeclarationSpec(Strict):
     """How users misdeclare curves and costs (FreeTrain's inputs)."""
 
-    curve_bias: Pos = 1.0
-    curve_sigma: float = Field(0.0, ge=0, lt=3)
-    cost_bias: Pos = 1.0
-    cost_sigma: float = Field(0.0, ge=0, lt=3)
+    curve_bias: Pos = _d("declared / true throughput (1 = honest)", 1.0, le=1e3)
+    curve_sigma: float = _d("lognormal noise of declared curves", 0.0, ge=0, lt=3)
+    cost_bias: Pos = _d("declared / true rescale cost (1 = honest)", 1.0, le=1e3)
+    cost_sigma: float = _d("lognormal noise of declared costs", 0.0, ge=0, lt=3)
 
 
 class CostSpec(Strict):
     """Rescale and pre-emption semantics (``docs/model.md``)."""
 
-    rescale: Literal["pause", "bftrainer"] = "pause"
-    preemption: Literal["rdown", "checkpoint"] = "rdown"
+    rescale: Literal["pause", "bftrainer"] = _d("how a rescale is charged", "pause")
+    preemption: Literal["rdown", "checkpoint"] = _d("how a reclaimed node is charged", "rdown")
 
 
 # -- generators ------------------------------------------------------------------------
 class SyntheticGen(Strict):
     """A synthetic machine with any supply and workload source."""
 
-    kind: Literal["synthetic"]
-    cluster: ClusterSpec
-    supply: SupplySpec = Field(default_factory=SyntheticSupplySpec)
-    workload: MixSpec | TableSpec = Field(default_factory=MixSpec, discriminator="kind")
-    campaigns: list[CampaignSpec] = Field(default_factory=list)
-    declaration: DeclarationSpec = Field(default_factory=DeclarationSpec)
-    costs: CostSpec = Field(default_factory=CostSpec)
-    horizon_s: Pos = 6 * 3600.0
+    kind: Literal["synthetic"] = _d("a synthetic machine")
+    cluster: ClusterSpec = _d("nodes, GPU types, topology")
+    supply: SupplySpec = _d("where idle windows come from", default_factory=SyntheticSupplySpec)
+    workload: MixSpec | TableSpec = _d(
+        "where jobs come from", default_factory=MixSpec, discriminator="kind"
+    )
+    campaigns: list[CampaignSpec] = _d("HPO/NAS campaigns", default_factory=list, max_length=1000)
+    declaration: DeclarationSpec = _d(
+        "how users misdeclare curves and costs", default_factory=DeclarationSpec
+    )
+    costs: CostSpec = _d("rescale and pre-emption semantics", default_factory=CostSpec)
+    horizon_s: Duration = _d("episode length, s", 6 * 3600.0)
 
 
 class SummitReplayGen(Strict):
     """BFTrainer's setup: the Summit idle trace and a BFTrainer job table."""
 
-    kind: Literal["summit-replay"]
-    fragments: str
-    nodes: str
-    jobs: str
-    t_start_s: NonNeg = 0.0
-    t_end_s: Pos | None = None
-    num_nodes: int | None = Field(None, ge=1)
-    variability: VariabilitySpec | None = None
-    costs: CostSpec = Field(
-        default_factory=lambda: CostSpec(rescale="bftrainer", preemption="rdown")
+    kind: Literal["summit-replay"] = _d("the Summit idle trace with a BFTrainer job table")
+    fragments: str = _d("idle-fragments CSV (may use ${MTGYM_DATA})", min_length=1)
+    nodes: str = _d("nodes CSV (may use ${MTGYM_DATA})", min_length=1)
+    jobs: str = _d("BFTrainer jobs CSV (may use ${MTGYM_DATA})", min_length=1)
+    t_start_s: NonNeg = _d("trace time of the episode start, s", 0.0)
+    t_end_s: Pos | None = _d("trace time of the episode end, s (None: the trace's)", None)
+    num_nodes: Int | None = _d(
+        "use the first num_nodes nodes (None: all)", None, ge=1, le=MAX_NODES
     )
+    variability: VariabilitySpec | None = _d("per-GPU slowdowns (None: none)", None)
+    costs: CostSpec = _d(
+        "rescale and pre-emption semantics",
+        default_factory=lambda: CostSpec(rescale="bftrainer", preemption="rdown"),
+    )
+
+    @model_validator(mode="after")
+    def _span(self) -> SummitReplayGen:
+        if self.t_end_s is not None and self.t_end_s <= self.t_start_s:
+            raise ValueError(f"t_end_s {self.t_end_s} must be > t_start_s {self.t_start_s}")
+        return self
 
 
 class PALPhillyGen(Strict):
     """PAL's 64-GPU experiment: a Sia-Philly trace on 16 hosts x 4 GPUs, Longhorn variability."""
 
-    kind: Literal["pal-philly"]
-    trace: str
-    variability_dir: str
-    num_hosts: int = Field(16, ge=1)
-    gpus_per_host: int = Field(4, ge=1)
-    locality: float = Field(1.7, ge=1)
-    max_jobs: int | None = Field(None, ge=1)
+    kind: Literal["pal-philly"] = _d("PAL's Sia-Philly experiment")
+    trace: str = _d("Sia-Philly workload CSV (may use ${MTGYM_DATA})", min_length=1)
+    variability_dir: str = _d("folder of PAL's variability CSVs", min_length=1)
+    num_hosts: Int = _d("hosts", 16, ge=1, le=MAX_NODES)
+    gpus_per_host: Int = _d("GPUs per host", 4, ge=1, le=MAX_GPUS_PER_NODE)
+    locality: float = _d("cross-host slowdown factor", 1.7, ge=1, le=100)
+    max_jobs: Int | None = _d("keep the first max_jobs jobs (None: all)", None, ge=1, le=MAX_JOBS)
 
 
 GeneratorSpec = Annotated[
@@ -294,20 +411,41 @@ GeneratorSpec = Annotated[
 
 
 class EpisodeSpec(Strict):
-    """Defaults for the environment built on this scenario."""
+    """Defaults for the environment and the policies run on this scenario.
 
-    horizon_s: Pos | None = None
-    decision_interval_s: Pos | None = None
-    reward: Literal["progress", "throughput", "jct"] = "progress"
-    info_mode: Literal["user", "profiled", "oracle"] = "user"
-    action_mode: Literal["counts", "assign", "delta"] = "counts"
-    max_jobs: int = Field(16, ge=1)
+    ``t_fwd_s`` is BFTrainer's forward-looking time T_fwd ("how long a new allocation is
+    expected to last", a property of the machine's idle windows): the T_fwd-based allocators
+    (``freetrain*``, ``malletrain``) use it unless built with an explicit ``t_fwd``. The
+    default is the paper's 10 s; the ``default`` scenario sets the value its documented sweep
+    chose (``scripts/sweep_tfwd.py``).
+    """
+
+    horizon_s: Duration | None = _d("episode length, s (None: the scenario's)", None)
+    decision_interval_s: float | None = _d(
+        f"decide every that many seconds (None: at every event; >= {MIN_DECISION_INTERVAL_S})",
+        None,
+        ge=MIN_DECISION_INTERVAL_S,
+        le=MAX_HORIZON_S,
+    )
+    reward: Literal[REWARD_NAMES] = _d("reward function", DEFAULT_REWARD)  # type: ignore[valid-type]
+    info_mode: Literal[INFO_MODES] = _d("what the agent is told", DEFAULT_INFO_MODE)  # type: ignore[valid-type]
+    action_mode: Literal[ACTION_MODES] = _d("action encoding", DEFAULT_ACTION_MODE)  # type: ignore[valid-type]
+    max_jobs: Int = _d(f"job slots S (1..{MAX_SLOTS})", 16, ge=1, le=MAX_SLOTS)
+    t_fwd_s: Pos = _d(
+        "BFTrainer's forward-looking time T_fwd, s (the T_fwd-based allocators' default)",
+        10.0,
+        le=MAX_HORIZON_S,
+    )
 
 
 class ScenarioSpec(Strict):
     """A whole scenario file."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    description: str = ""
-    generator: GeneratorSpec
-    episode: EpisodeSpec = Field(default_factory=EpisodeSpec)
+    name: str = _d(
+        "scenario name (letters, digits, _ . -)",
+        min_length=1,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    )
+    description: str = _d("one line shown by `mtgym scenario list`", "")
+    generator: GeneratorSpec = _d("what builds the instance")
+    episode: EpisodeSpec = _d("defaults of the env", default_factory=EpisodeSpec)

@@ -33,9 +33,9 @@ from mtgym.core.types import (
     RescaleMode,
 )
 from mtgym.model.throughput import ThroughputModel
-from mtgym.sim import engine
+from mtgym.sim import engine, kernel_args
 from mtgym.sim.engine import feasible, out_of_range
-from mtgym.sim.state import ClusterState
+from mtgym.sim.state import FLOAT_SCALARS, INT_SCALARS, JOB_ARRAYS, NODE_ARRAYS, ClusterState
 
 _MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
 
@@ -126,7 +126,7 @@ def apply_allocation(
     """
     f, r = _registers(state)
     rep, _ = _apply_and_run(state, instance, allocation, f, r, 0, state.time, 0)
-    _store(state, f, r)
+    store_registers(state, f, r)
     return rep, int(r[engine.R_RESCALED])
 
 
@@ -136,8 +136,8 @@ def initial_state(instance: Instance) -> ClusterState:
     """
     state = ClusterState.initial(instance)
     f, r = _registers(state)
-    _run(state, _context(instance), f, r, None, False, 2, state.time, 0, False)
-    _store(state, f, r)
+    _run(state, context(instance), f, r, None, False, 2, state.time, 0, False)
+    store_registers(state, f, r)
     return state
 
 
@@ -162,7 +162,7 @@ def advance(
     rep, _ = _apply_and_run(
         s, instance, allocation, f, r, 1, min(until, instance.t_end), int(stop_on)
     )
-    fl, kinds = _store(s, f, r)
+    fl, kinds = store_registers(s, f, r)
     return s, StepInfo(
         t0,
         s.time,
@@ -195,25 +195,17 @@ class _Context:
 
 
 _CONTEXTS: weakref.WeakKeyDictionary[Instance, _Context] = weakref.WeakKeyDictionary()
-_STATE_ARRAYS = attrgetter(*engine.NODE_FIELDS, *engine.JOB_FIELDS)
-# The state's scalars in register order (``engine.F_*`` then ``engine.R_*``; ``_store``).
-SCALARS = attrgetter(
-    "time",
-    "offered_node_s",
-    "allocated_node_s",
-    "unused_node_s",
-    "active_job_s",
-    "productive_node_s",
-    "events",
-    "decisions",
-    "start_cursor",
-    "end_cursor",
-    "arrival_cursor",
-)
+STATE_ARRAYS = attrgetter(*NODE_ARRAYS, *JOB_ARRAYS)  # ``engine.run``'s order
+# The state's scalars in register order (``engine.F_*`` then ``engine.R_*``; ``store_registers``).
+FLOATS = attrgetter(*FLOAT_SCALARS)
+INTS = attrgetter(*INT_SCALARS)
+SCALARS = attrgetter(*FLOAT_SCALARS, *INT_SCALARS)
+_NF, _NI = len(FLOAT_SCALARS), len(INT_SCALARS)
 _NO_ALLOCATION = np.zeros(0, dtype=np.int32)
 
 
-def _context(instance: Instance) -> _Context:
+def context(instance: Instance) -> _Context:
+    """An instance's constant arguments of ``engine.run`` (cached per instance)."""
     ctx = _CONTEXTS.get(instance)
     if ctx is None:
         costs = instance.costs
@@ -233,27 +225,18 @@ def _context(instance: Instance) -> _Context:
 def _registers(s: ClusterState) -> tuple[np.ndarray, np.ndarray]:
     """The state's scalars in the engine's float and int registers."""
     vals = SCALARS(s)
-    f = np.array((*vals[:6], 0.0))
+    f = np.array((*vals[:_NF], 0.0))
     r = np.zeros(engine.NUM_R, dtype=np.int64)
-    r[:5] = vals[6:]
+    r[:_NI] = vals[_NF:]
     return f, r
 
 
-def _store(s: ClusterState, f: np.ndarray, r: np.ndarray) -> tuple[list, list]:
+def store_registers(s: ClusterState, f: np.ndarray, r: np.ndarray) -> tuple[list, list]:
     """The registers back into the state's scalars (as Python floats and ints); returns
     both registers as lists (what the call did is in their tails).
     """
     fl, ri = f.tolist(), r.tolist()
-    (
-        s.time,
-        s.offered_node_s,
-        s.allocated_node_s,
-        s.unused_node_s,
-        s.active_job_s,
-        s.productive_node_s,
-        _,
-    ) = fl
-    s.events, s.decisions, s.start_cursor, s.end_cursor, s.arrival_cursor = ri[:5]
+    kernel_args.store_registers(s, fl, ri)
     return fl, ri
 
 
@@ -269,7 +252,7 @@ def _run(
     stop: int,
     resume: bool,
 ) -> tuple[int, int]:
-    return engine.run(
+    return kernel_args.run(
         f,
         r,
         _NO_ALLOCATION if alloc is None else alloc,
@@ -283,7 +266,7 @@ def _run(
         resume,
         ctx.bftrainer,
         ctx.preempt_mode,
-        *_STATE_ARRAYS(s),
+        *STATE_ARRAYS(s),
         *ctx.static,
     )
 
@@ -301,7 +284,7 @@ def _apply_and_run(
     """Apply ``allocation`` (validated, repaired when needed), then run the engine's loop
     (``loop`` 1) or not (0); due timers are popped here. Returns the repair record.
     """
-    ctx = _context(instance)
+    ctx = context(instance)
     rep = None
     if allocation is None:
         code, _ = _run(s, ctx, f, r, None, False, loop, limit, stop, False)
@@ -322,10 +305,10 @@ def _apply_and_run(
             code, _ = _run(s, ctx, f, r, a, False, loop, limit, stop, False)
         else:
             rep = Repair()
-    return rep, _finish_timers(s, ctx, f, r, loop, limit, stop, code)
+    return rep, finish_timers(s, ctx, f, r, loop, limit, stop, code)
 
 
-def _finish_timers(
+def finish_timers(
     s: ClusterState,
     ctx: _Context,
     f: np.ndarray,

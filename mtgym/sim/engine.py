@@ -15,7 +15,8 @@ same floating-point operations in the same order; sums use numpy's pairwise orde
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections import namedtuple
+from operator import attrgetter
 
 import numpy as np
 from numba import njit
@@ -24,6 +25,7 @@ from mtgym.core.instance import Instance
 from mtgym.core.types import EventKind, JobStatus
 from mtgym.model.throughput import RateConsts, _job_rates_of
 from mtgym.sim.numeric import dot, pairwise_sum
+from mtgym.sim.state import FLOAT_SCALARS, INT_SCALARS, JOB_ARRAYS, NODE_ARRAYS
 
 _ACTIVE = int(JobStatus.ACTIVE)  # compile-time constants in the kernels
 _COMPLETED = int(JobStatus.COMPLETED)
@@ -41,16 +43,27 @@ K_FINISHING = K_COMPLETED | K_STOPPED
 # How a reclaim is charged (``_preempt``).
 PREEMPT_CHECKPOINT, PREEMPT_BFTRAINER, PREEMPT_PAUSE = 0, 1, 2
 
-# Float register: the state's float scalars, then the call's useful samples.
-F_TIME, F_OFFERED, F_ALLOCATED, F_UNUSED, F_ACTIVE, F_PRODUCTIVE, F_SAMPLES = range(7)
-NUM_F = 7
+# Float register: the state's float scalars (``ClusterState``'s order), then the call's
+# useful samples.
+F_TIME, F_OFFERED, F_ALLOCATED, F_UNUSED, F_ACTIVE, F_PRODUCTIVE = (
+    FLOAT_SCALARS.index(name)
+    for name in (
+        "time",
+        "offered_node_s",
+        "allocated_node_s",
+        "unused_node_s",
+        "active_job_s",
+        "productive_node_s",
+    )
+)
+F_SAMPLES = len(FLOAT_SCALARS)
+NUM_F = F_SAMPLES + 1
 # Int register: the state's int scalars, then what happened during the call (``StepInfo``).
+R_EVENTS, R_DECISIONS, R_START, R_END, R_ARRIVAL = (
+    INT_SCALARS.index(name)
+    for name in ("events", "decisions", "start_cursor", "end_cursor", "arrival_cursor")
+)
 (
-    R_EVENTS,
-    R_DECISIONS,
-    R_START,
-    R_END,
-    R_ARRIVAL,
     R_KINDS,
     R_RECLAIMED,
     R_IDLE,
@@ -61,102 +74,47 @@ NUM_F = 7
     R_RESCALED,
     R_ALL_DONE,
     R_HORIZON,
-) = range(15)
-NUM_R = 15
+) = range(len(INT_SCALARS), len(INT_SCALARS) + 10)
+NUM_R = R_HORIZON + 1
 
 # ``run``'s result codes.
 DONE, OUT_OF_RANGE, NEEDS_REPAIR, TIMER_DUE = 0, 1, 2, 3
 
 
-class Nodes(NamedTuple):
-    """Per-node state (kernel-side bundle of ``ClusterState`` arrays)."""
-
-    available: np.ndarray
-    node_job: np.ndarray
-    window: np.ndarray
-
-
-class Jobs(NamedTuple):
-    """Per-job state (kernel-side bundle of ``ClusterState`` arrays)."""
-
-    status: np.ndarray
-    n_nodes: np.ndarray
-    rate: np.ndarray
-    spread: np.ndarray
-    progress: np.ndarray
-    milestone: np.ndarray
-    rung: np.ndarray
-    stall_until: np.ndarray
-    debt: np.ndarray
-    ckpt_progress: np.ndarray
-    first_start: np.ndarray
-    finish_time: np.ndarray
-    rescales: np.ndarray
-    starts: np.ndarray
-    preemptions: np.ndarray
-    rescale_cost_s: np.ndarray
-    preempt_cost_s: np.ndarray
-    preempt_lost_samples: np.ndarray
-    stalled_s: np.ndarray
-    node_s: np.ndarray
-
-
-class Static(NamedTuple):
-    """The instance's constants the loop reads (jobs, campaigns, supply, throughput)."""
-
-    submit_s: np.ndarray
-    min_nodes: np.ndarray
-    max_nodes: np.ndarray
-    work: np.ndarray
-    ckpt_every: np.ndarray
-    startup_s: np.ndarray
-    r_up_s: np.ndarray
-    r_down_s: np.ndarray
-    campaign: np.ndarray
-    quality: np.ndarray
-    rungs: np.ndarray
-    eta: np.ndarray
-    start_s: np.ndarray
-    end_s: np.ndarray
-    end_sorted_s: np.ndarray
-    end_order: np.ndarray
-    win_node: np.ndarray
-    slowdown: np.ndarray
-    gpu_type: np.ndarray
-    coords: np.ndarray
-
-
-# Names of the ``ClusterState`` arrays ``run`` takes, in its argument order.
-NODE_FIELDS = Nodes._fields
-JOB_FIELDS = Jobs._fields
+# Kernel-side bundles of the ``ClusterState`` arrays (its declaration gives the fields).
+Nodes = namedtuple("Nodes", NODE_ARRAYS)
+JobVars = namedtuple("JobVars", JOB_ARRAYS)  # (the state's: ``core.instance.Jobs`` is the table)
+# The instance's constants the loop reads (jobs, campaigns, supply, cluster): field -> where
+# ``static_args`` takes it from the ``Instance``.
+STATIC_SOURCES = {
+    "submit_s": "jobs.submit_s",
+    "min_nodes": "jobs.min_nodes",
+    "max_nodes": "jobs.max_nodes",
+    "work": "jobs.work",
+    "ckpt_every": "jobs.ckpt_every",
+    "startup_s": "jobs.startup_s",
+    "r_up_s": "jobs.r_up_s",
+    "r_down_s": "jobs.r_down_s",
+    "campaign": "jobs.campaign",
+    "quality": "jobs.quality",
+    "rungs": "jobs.rungs",
+    "eta": "campaigns.eta",
+    "start_s": "supply.start_s",
+    "end_s": "supply.end_s",
+    "end_sorted_s": "supply.end_sorted_s",
+    "end_order": "supply.end_order",
+    "win_node": "supply.node",
+    "slowdown": "cluster.slowdown",
+    "gpu_type": "cluster.gpu_type",
+    "coords": "cluster.topology.coords",
+}
+Static = namedtuple("Static", STATIC_SOURCES)
+_STATIC = attrgetter(*STATIC_SOURCES.values())
 
 
 def static_args(instance: Instance, consts: RateConsts) -> tuple:
     """``run``'s instance arguments: ``Static`` then the throughput model's ``consts``."""
-    jobs, sup, cl = instance.jobs, instance.supply, instance.cluster
-    st = (
-        jobs.submit_s,
-        jobs.min_nodes,
-        jobs.max_nodes,
-        jobs.work,
-        jobs.ckpt_every,
-        jobs.startup_s,
-        jobs.r_up_s,
-        jobs.r_down_s,
-        jobs.campaign,
-        jobs.quality,
-        jobs.rungs,
-        instance.campaigns.eta,
-        sup.start_s,
-        sup.end_s,
-        sup.end_sorted_s,
-        sup.end_order,
-        sup.node,
-        cl.slowdown,
-        cl.gpu_type,
-        cl.topology.coords,
-    )
-    return st + tuple(consts)
+    return _STATIC(instance) + tuple(consts)
 
 
 # ---------------------------------------------------------------------------------------
@@ -285,7 +243,7 @@ def diff_jobs(old: np.ndarray, new: np.ndarray, J: int) -> tuple[np.ndarray, np.
 
 @njit(cache=True, error_model="numpy")
 def _refresh(
-    nd: Nodes, jb: Jobs, st: Static, rc: RateConsts, jobs: np.ndarray
+    nd: Nodes, jb: JobVars, st: Static, rc: RateConsts, jobs: np.ndarray
 ) -> None:  # pragma: no cover - jit
     """Rates, node counts and spreads, in place, of the distinct ``jobs`` whose node sets
     changed (the other jobs' entries stand as they are).
@@ -303,7 +261,7 @@ def _charge_changes(
     old_rate: np.ndarray,
     t: float,
     bftrainer: bool,
-    jb: Jobs,
+    jb: JobVars,
     st: Static,
 ) -> None:  # pragma: no cover - jit
     """Checkpoint and charge every job whose node set changed (``old_n`` and ``old_rate``
@@ -346,7 +304,7 @@ def _apply(
     check: bool,
     bftrainer: bool,
     nd: Nodes,
-    jb: Jobs,
+    jb: JobVars,
     st: Static,
     rc: RateConsts,
 ) -> tuple[int, int]:  # pragma: no cover - jit
@@ -376,7 +334,7 @@ def _apply(
 @njit(cache=True, error_model="numpy")
 def hit_next(
     t: float,
-    jb: Jobs,
+    jb: JobVars,
     st: Static,
     t_end: float,
     t_timer: float,
@@ -427,7 +385,7 @@ def hit_next(
 
 @njit(cache=True, error_model="numpy")
 def _integrate(
-    f: np.ndarray, r: np.ndarray, t1: float, held: np.ndarray, nd: Nodes, jb: Jobs, st: Static
+    f: np.ndarray, r: np.ndarray, t1: float, held: np.ndarray, nd: Nodes, jb: JobVars, st: Static
 ) -> float:  # pragma: no cover - jit
     """Advance progress and accumulators to ``t1`` (no event inside): per held job pause,
     then debt, then progress (capped at the milestone); periodic checkpoints; stalled and
@@ -491,7 +449,7 @@ def _integrate(
 
 
 @njit(cache=True)
-def _release(jobs: np.ndarray, k: int, nd: Nodes, jb: Jobs) -> None:  # pragma: no cover
+def _release(jobs: np.ndarray, k: int, nd: Nodes, jb: JobVars) -> None:  # pragma: no cover
     """Take every node away from ``jobs[:k]`` (finished or below their minimum)."""
     if k == 0:
         return
@@ -517,7 +475,7 @@ def _milestones(
     held: np.ndarray,
     t_hit: np.ndarray,
     nd: Nodes,
-    jb: Jobs,
+    jb: JobVars,
     st: Static,
     rc: RateConsts,
 ) -> None:  # pragma: no cover - jit
@@ -634,7 +592,7 @@ def _preempt(
     mode: int,
     old_rate: np.ndarray,
     nd: Nodes,
-    jb: Jobs,
+    jb: JobVars,
     st: Static,
 ) -> None:  # pragma: no cover - jit
     """After the rates were refreshed, for the sorted distinct jobs ``hit`` that lost nodes
@@ -688,7 +646,7 @@ def _reclaims(
     t_end: float,
     preempt_mode: int,
     nd: Nodes,
-    jb: Jobs,
+    jb: JobVars,
     st: Static,
     rc: RateConsts,
 ) -> None:  # pragma: no cover - jit
@@ -750,7 +708,7 @@ def _open_windows(f: np.ndarray, r: np.ndarray, nd: Nodes, st: Static) -> None: 
 
 
 @njit(cache=True)
-def _arrivals(f: np.ndarray, r: np.ndarray, jb: Jobs, st: Static) -> None:  # pragma: no cover
+def _arrivals(f: np.ndarray, r: np.ndarray, jb: JobVars, st: Static) -> None:  # pragma: no cover
     """Jobs submitted by now become active (jobs are sorted by submission)."""
     t = f[F_TIME]
     lo = r[R_ARRIVAL]
@@ -769,7 +727,7 @@ def _arrivals(f: np.ndarray, r: np.ndarray, jb: Jobs, st: Static) -> None:  # pr
 
 
 @njit(cache=True)
-def _all_done(r: np.ndarray, jb: Jobs) -> bool:  # pragma: no cover - jit
+def _all_done(r: np.ndarray, jb: JobVars) -> bool:  # pragma: no cover - jit
     """Every job arrived and completed or stopped."""
     if r[R_ARRIVAL] < jb.status.shape[0]:
         return False
@@ -790,7 +748,7 @@ def _events_at(
     t_end: float,
     preempt_mode: int,
     nd: Nodes,
-    jb: Jobs,
+    jb: JobVars,
     st: Static,
     rc: RateConsts,
 ) -> None:  # pragma: no cover - jit
@@ -812,7 +770,7 @@ def _loop(
     resume: bool,
     preempt_mode: int,
     nd: Nodes,
-    jb: Jobs,
+    jb: JobVars,
     st: Static,
     rc: RateConsts,
 ) -> int:  # pragma: no cover - jit
@@ -848,7 +806,7 @@ def _loop(
 
 
 @njit(cache=True, error_model="numpy")
-def run(
+def run_bundled(
     f: np.ndarray,
     r: np.ndarray,
     alloc: np.ndarray,
@@ -862,127 +820,18 @@ def run(
     resume: bool,
     bftrainer: bool,
     preempt_mode: int,
-    available: np.ndarray,
-    node_job: np.ndarray,
-    window: np.ndarray,
-    status: np.ndarray,
-    n_nodes: np.ndarray,
-    rate: np.ndarray,
-    spread: np.ndarray,
-    progress: np.ndarray,
-    milestone: np.ndarray,
-    rung: np.ndarray,
-    stall_until: np.ndarray,
-    debt: np.ndarray,
-    ckpt_progress: np.ndarray,
-    first_start: np.ndarray,
-    finish_time: np.ndarray,
-    rescales: np.ndarray,
-    starts: np.ndarray,
-    preemptions: np.ndarray,
-    rescale_cost_s: np.ndarray,
-    preempt_cost_s: np.ndarray,
-    preempt_lost_samples: np.ndarray,
-    stalled_s: np.ndarray,
-    node_s: np.ndarray,
-    submit_s: np.ndarray,
-    min_nodes: np.ndarray,
-    max_nodes: np.ndarray,
-    work: np.ndarray,
-    ckpt_every: np.ndarray,
-    startup_s: np.ndarray,
-    r_up_s: np.ndarray,
-    r_down_s: np.ndarray,
-    campaign: np.ndarray,
-    quality: np.ndarray,
-    rungs: np.ndarray,
-    eta: np.ndarray,
-    start_s: np.ndarray,
-    end_s: np.ndarray,
-    end_sorted_s: np.ndarray,
-    end_order: np.ndarray,
-    win_node: np.ndarray,
-    slowdown: np.ndarray,
-    gpu_type: np.ndarray,
-    coords: np.ndarray,
-    gpus_per_node: int,
-    bw: np.ndarray,
-    lat: np.ndarray,
-    lam: np.ndarray,
-    is_table: np.ndarray,
-    curve_nodes: np.ndarray,
-    curve_tput: np.ndarray,
-    local_batch: np.ndarray,
-    grad_bytes: np.ndarray,
-    overlap: np.ndarray,
-    app_class: np.ndarray,
-    type_rate: np.ndarray,
+    nd: Nodes,
+    jb: JobVars,
+    st: Static,
+    rc: RateConsts,
 ) -> tuple[int, int]:  # pragma: no cover - jit
     """Apply ``alloc`` (when ``apply``; ``check``: return ``NEEDS_REPAIR`` untouched if it
     is infeasible), then run the loop (``loop`` 1) or only the events due now (``loop`` 2,
     the initial state). The state's arrays change in place and its scalars in ``f``/``r``.
-    Flat arguments: numba resolves plain arrays fast, named tuples slowly.
-    Returns (code, index of the first out-of-range entry or -1).
+    Python calls it through ``mtgym.sim.kernel_args.run`` (flat arguments: numba resolves
+    plain arrays fast, named tuples slowly). Returns (code, index of the first
+    out-of-range entry or -1).
     """
-    nd = Nodes(available, node_job, window)
-    jb = Jobs(
-        status,
-        n_nodes,
-        rate,
-        spread,
-        progress,
-        milestone,
-        rung,
-        stall_until,
-        debt,
-        ckpt_progress,
-        first_start,
-        finish_time,
-        rescales,
-        starts,
-        preemptions,
-        rescale_cost_s,
-        preempt_cost_s,
-        preempt_lost_samples,
-        stalled_s,
-        node_s,
-    )
-    st = Static(
-        submit_s,
-        min_nodes,
-        max_nodes,
-        work,
-        ckpt_every,
-        startup_s,
-        r_up_s,
-        r_down_s,
-        campaign,
-        quality,
-        rungs,
-        eta,
-        start_s,
-        end_s,
-        end_sorted_s,
-        end_order,
-        win_node,
-        slowdown,
-        gpu_type,
-        coords,
-    )
-    rc = RateConsts(
-        gpus_per_node,
-        bw,
-        lat,
-        lam,
-        is_table,
-        curve_nodes,
-        curve_tput,
-        local_batch,
-        grad_bytes,
-        overlap,
-        app_class,
-        type_rate,
-    )
     if apply:
         bad = out_of_range(alloc, jb.status.shape[0])
         if bad >= 0:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 from mtgym.core.instance import Instance
 from mtgym.core.types import JobStatus
 from mtgym.sim.events import EventQueue
+
+# The kernels' role of a field (``engine.run`` takes the arrays flat and the scalars in two
+# registers; ``mtgym.sim.codegen`` writes the code that passes them). The state's fields
+# are declared here only: a new one is its line below plus its value in ``initial``.
+NODE, JOB, FLOAT, INT = ({"kernel": role} for role in ("node", "job", "float", "int"))
 
 
 @dataclass(eq=False)
@@ -24,44 +29,66 @@ class ClusterState:
     identity); to restore a state, replace the whole object (``env.state = saved.copy()``).
     """
 
-    time: float
+    time: float = field(metadata=FLOAT)
     # -- nodes (N,) --
-    available: np.ndarray  # bool: idle and lent to the scavenger now
-    node_job: np.ndarray  # int32: job running on the node, -1 = none
-    window: np.ndarray  # int64: index of the node's current idle window, -1 = none
+    available: np.ndarray = field(metadata=NODE)  # bool: idle and lent to the scavenger now
+    node_job: np.ndarray = field(metadata=NODE)  # int32: job running on the node, -1 = none
+    window: np.ndarray = field(
+        metadata=NODE
+    )  # int64: index of the node's current idle window, -1 = none
     # -- jobs (J,) --
-    status: np.ndarray  # int8 JobStatus
-    n_nodes: np.ndarray  # int32 nodes held
-    rate: np.ndarray  # float64 samples/s on the current node set (0 without nodes)
-    spread: np.ndarray  # int8 topology level spanned by the node set
-    progress: np.ndarray  # float64 useful samples done
-    milestone: np.ndarray  # float64 next progress threshold (a rung or the work)
-    rung: np.ndarray  # int16 rungs passed
-    stall_until: np.ndarray  # float64 no progress before this time (rescale/start-up pause)
-    debt: np.ndarray  # float64 samples to redo before progress counts again
-    ckpt_progress: np.ndarray  # float64 progress at the last checkpoint
-    first_start: np.ndarray  # float64 first time the job held nodes (nan = never)
-    finish_time: np.ndarray  # float64 completion or stop time (nan = not finished)
-    rescales: np.ndarray  # int32 changes of a running job's node set (starts excluded)
-    starts: np.ndarray  # int32 starts from 0 nodes
-    preemptions: np.ndarray  # int32 events at which the host reclaimed some of its nodes
-    rescale_cost_s: np.ndarray  # float64 nominal seconds charged for rescales and starts
-    preempt_cost_s: np.ndarray  # float64 nominal seconds charged for pre-emptions
-    preempt_lost_samples: np.ndarray  # float64 progress since checkpoint lost to reclaims
-    stalled_s: np.ndarray  # float64 job-seconds with nodes but no useful progress
-    node_s: np.ndarray  # float64 node-seconds held
+    status: np.ndarray = field(metadata=JOB)  # int8 JobStatus
+    n_nodes: np.ndarray = field(metadata=JOB)  # int32 nodes held
+    rate: np.ndarray = field(
+        metadata=JOB
+    )  # float64 samples/s on the current node set (0 without nodes)
+    spread: np.ndarray = field(metadata=JOB)  # int8 topology level spanned by the node set
+    progress: np.ndarray = field(metadata=JOB)  # float64 useful samples done
+    milestone: np.ndarray = field(
+        metadata=JOB
+    )  # float64 next progress threshold (a rung or the work)
+    rung: np.ndarray = field(metadata=JOB)  # int16 rungs passed
+    # float64 no progress before this time (rescale/start-up pause)
+    stall_until: np.ndarray = field(metadata=JOB)
+    debt: np.ndarray = field(metadata=JOB)  # float64 samples to redo before progress counts again
+    ckpt_progress: np.ndarray = field(metadata=JOB)  # float64 progress at the last checkpoint
+    first_start: np.ndarray = field(
+        metadata=JOB
+    )  # float64 first time the job held nodes (nan = never)
+    finish_time: np.ndarray = field(
+        metadata=JOB
+    )  # float64 completion or stop time (nan = not finished)
+    # int32 changes of a running job's node set (starts excluded)
+    rescales: np.ndarray = field(metadata=JOB)
+    starts: np.ndarray = field(metadata=JOB)  # int32 starts from 0 nodes
+    # int32 events at which the host reclaimed some of its nodes
+    preemptions: np.ndarray = field(metadata=JOB)
+    # float64 nominal seconds charged for rescales and starts
+    rescale_cost_s: np.ndarray = field(metadata=JOB)
+    preempt_cost_s: np.ndarray = field(
+        metadata=JOB
+    )  # float64 nominal seconds charged for pre-emptions
+    # float64 progress since checkpoint lost to reclaims
+    preempt_lost_samples: np.ndarray = field(metadata=JOB)
+    stalled_s: np.ndarray = field(
+        metadata=JOB
+    )  # float64 job-seconds with nodes but no useful progress
+    node_s: np.ndarray = field(metadata=JOB)  # float64 node-seconds held
     # -- global accumulators --
-    offered_node_s: float
-    allocated_node_s: float
-    unused_node_s: float  # offered but not given to any job
-    active_job_s: float  # integral of the number of submitted, unfinished jobs (JCT reward)
-    productive_node_s: float
-    events: int  # individual events processed (a node reclaim, an arrival, ...)
-    decisions: int  # allocations applied
+    offered_node_s: float = field(metadata=FLOAT)
+    allocated_node_s: float = field(metadata=FLOAT)
+    unused_node_s: float = field(metadata=FLOAT)  # offered but not given to any job
+    # integral of the number of submitted, unfinished jobs (JCT reward)
+    active_job_s: float = field(metadata=FLOAT)
+    productive_node_s: float = field(metadata=FLOAT)
+    events: int = field(
+        metadata=INT
+    )  # individual events processed (a node reclaim, an arrival, ...)
+    decisions: int = field(metadata=INT)  # allocations applied
     # -- cursors into the instance's sorted streams --
-    start_cursor: int
-    end_cursor: int
-    arrival_cursor: int
+    start_cursor: int = field(metadata=INT)
+    end_cursor: int = field(metadata=INT)
+    arrival_cursor: int = field(metadata=INT)
     timers: EventQueue
 
     @classmethod
@@ -131,3 +158,13 @@ class ClusterState:
     def finished(self) -> np.ndarray:
         """(J,) bool: completed or stopped."""
         return self.status >= JobStatus.COMPLETED
+
+
+def _names(role: dict[str, str]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(ClusterState) if f.metadata == role)
+
+
+NODE_ARRAYS = _names(NODE)  # (N,) arrays, in the kernels' order
+JOB_ARRAYS = _names(JOB)  # (J,) arrays
+FLOAT_SCALARS = _names(FLOAT)  # the engine's float register, in order
+INT_SCALARS = _names(INT)  # the engine's int register, in order

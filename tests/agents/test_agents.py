@@ -268,3 +268,42 @@ def test_imitation__clones_freetrain_on_the_default_scenario(tmp_path, net):
     assert info["steps_per_s"] == pytest.approx(256 / info["rl_s"])
     saved = json.loads((out / "args.json").read_text())
     assert saved["bc_seeds"] == [11, 12] and saved["context"] is True
+
+
+def test_compare_plot__bars_carry_the_95_percent_intervals(tmp_path):
+    import numpy as np
+
+    from agents.compare import PANELS, figure, plot
+
+    def entry(m, lo, hi):
+        keys = [k for k, _, _ in PANELS]
+        return {
+            **{k: m for k in keys},
+            "ci_low": {k: lo for k in keys},
+            "ci_high": {k: hi for k in keys},
+        }
+
+    results = {
+        "scenario": "s",
+        "seeds": [0, 1, 2],
+        "reference": "freetrain",
+        "policies": {
+            "agent": entry(10.0, 8.0, 13.0),
+            "freetrain": entry(20.0, 19.0, 21.0),
+            "none": {"ci_low": {}, "ci_high": {}},  # missing values draw no bar
+        },
+    }
+    fig = figure(results)
+    for ax, (_, _, scale) in zip(fig.axes, PANELS, strict=True):
+        from matplotlib.container import BarContainer
+
+        bars = next(c for c in ax.containers if isinstance(c, BarContainer))
+        assert [b.get_height() for b in bars] == pytest.approx([10 * scale, 20 * scale, 0.0])
+        segs = bars.errorbar.lines[2][0].get_segments()
+        lows = [s[0][1] for s in segs]
+        highs = [s[1][1] for s in segs]
+        assert lows[:2] == pytest.approx([8 * scale, 19 * scale])
+        assert highs[:2] == pytest.approx([13 * scale, 21 * scale])
+    plot(results, tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 1000
+    assert np.isfinite(fig.axes[0].get_ylim()).all()

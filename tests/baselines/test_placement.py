@@ -331,10 +331,13 @@ def test_placers__give_each_job_exactly_its_count():
 
 
 # -- rollouts -----------------------------------------------------------------------------------
+# checked_rollout decides at every event: the round policies run event-driven here (with
+# rounds, an event driver may leave them waiting for an event that never comes; rounds are
+# checked through play below)
 POLICIES = [
-    lambda: PALPolicy(),
-    lambda: PALPolicy("las"),
-    lambda: PMFirstPolicy("srtf"),
+    lambda: PALPolicy(round_s=None),
+    lambda: PALPolicy("las", round_s=None),
+    lambda: PMFirstPolicy("srtf", round_s=None),
     lambda: PackedPolicy(sticky=True),
     lambda: PackedPolicy(sticky=False, order="las"),
     lambda: RandomPolicy(sticky=True, seed=1),
@@ -378,6 +381,13 @@ def test_policies__keep_invariants_on_pal_philly(philly20, make):
     assert traj[-1][1].all_done
 
 
+@pytest.mark.parametrize("make", [lambda: PALPolicy(), lambda: PMFirstPolicy("las")])
+def test_round_policies__keep_invariants_on_pal_philly_with_360s_rounds(philly20, make):
+    res = play(philly20, make(), debug=True)  # every invariant after each step
+    assert res.metrics.jobs_completed == philly20.num_jobs
+    assert res.decisions <= np.ceil(res.metrics.duration_s / 360.0) + 1
+
+
 def test_reduced_sia_philly__pal_and_pm_first_beat_packed_non_sticky(shared_data):
     inst = PALPhilly(
         shared_data / "pal-philly" / "workload-1.csv",
@@ -394,3 +404,83 @@ def test_reduced_sia_philly__pal_and_pm_first_beat_packed_non_sticky(shared_data
     }
     assert jct["pal"] < jct["packed-ns"]
     assert jct["pm-first"] < jct["packed-ns"]
+
+
+# -- rounds, as in PAL's simulator -----------------------------------------------------------
+class Recorder:
+    """Wraps a policy; records (time, allocation asked, standing allocation) per decide."""
+
+    def __init__(self, policy):
+        self.policy, self.calls = policy, []
+        self.name, self.info_mode = policy.name, policy.info_mode
+
+    @property
+    def round_s(self):
+        return self.policy.round_s
+
+    def reset(self, view):
+        self.policy.reset(view)
+
+    def decide(self, view):
+        a = self.policy.decide(view)
+        standing = np.where(view.available, view.node_job, -1)
+        self.calls.append((view.time, a.node_job.copy(), standing))
+        return a
+
+
+def churn_instance():
+    """Arrivals, completions and node departures at instants off a 100 s grid."""
+    jobs = [(A, 2, 0.0), (D, 4, 5.0), (B, 3, 37.0), (C, 1, 130.0), (A, 2, 251.0), (D, 1, 333.0)]
+    rows = [
+        linear_job(f"j{i}", 2.0, g, 300.0 * (i + 1), min_nodes=g, submit_s=s, app_class=c)
+        for i, (c, g, s) in enumerate(jobs)
+    ]
+    return tiny_instance(
+        8,
+        rows,
+        group_size=4,
+        slowdown=outlier_cluster()[:8] + 0.01 * np.arange(8)[:, None],
+        locality_factor=LAMBDA,
+        windows=[(n, 0.0, 170.0) for n in range(4)]
+        + [(n, 0.0, 1e5) for n in range(4, 8)]
+        + [(n, 220.0, 1e5) for n in range(4)],
+        t_end=1e5,
+    )
+
+
+@pytest.mark.parametrize("cls", [PALPolicy, PMFirstPolicy])
+def test_round_policies__play_decides_on_the_round_grid_only(cls):
+    inst = churn_instance()
+    rec = Recorder(cls(round_s=100.0))
+    res = play(inst, rec)
+    times = np.array([t for t, _, _ in rec.calls])
+    assert np.allclose(times / 100.0, np.round(times / 100.0))  # 0, 100, 200, ...
+    assert res.metrics.jobs_completed == inst.num_jobs
+    assert cls().round_s == 360.0  # PAL's Sia-Philly round by default
+
+
+@pytest.mark.parametrize("cls", [PALPolicy, PMFirstPolicy])
+def test_round_policies__keep_the_allocation_between_rounds_under_an_event_driver(cls):
+    inst = churn_instance()
+    rec = Recorder(cls(round_s=100.0))
+    traj = checked_rollout(inst, rec)  # calls decide at every event
+    assert traj[-1][1].all_done
+    k_next, changed_on_grid = 0, 0
+    for t, asked, standing in rec.calls:
+        if t / 100.0 >= k_next - 1e-9:  # a new round: the policy may re-place
+            changed_on_grid += not np.array_equal(asked, standing)
+            k_next = int(np.floor(t / 100.0 + 1e-9)) + 1
+        else:  # inside a round: exactly the standing allocation
+            assert np.array_equal(asked, standing), t
+    assert changed_on_grid >= 2
+    assert any(t % 100.0 for t, _, _ in rec.calls)  # the driver did call off the grid
+
+
+def test_round_policies__round_s_none_replaces_at_every_call_and_bad_values_fail():
+    inst = churn_instance()
+    rec = Recorder(PALPolicy(round_s=None))
+    play(inst, rec)
+    assert any(t % 100.0 for t, _, _ in rec.calls)  # event-driven: decides off any grid
+    for bad in (0.0, -1.0, float("inf")):
+        with pytest.raises(ValueError, match="round_s"):
+            PALPolicy(round_s=bad)

@@ -11,6 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import mtgym
+import mtgym.env.observation as cols
 from mtgym.env import ScavengeEnv
 from mtgym.generate.default import default_generator
 from mtgym.testing import linear_job, tiny_instance
@@ -229,17 +230,25 @@ def test_env__observation_does_not_leak_hidden_truth():
     # profiled mode shows no work, no costs and no curve before anything ran
     env = ScavengeEnv(inst, info_mode="profiled")
     obs, _ = env.reset(seed=0)
-    assert not obs["job_curve_known"].any() and not obs["jobs"][:, 12:15].any()
+    assert (
+        not obs["job_curve_known"].any()
+        and not obs["jobs"][:, cols.JOB_REMAINING : cols.JOB_INFO].any()
+    )
     # true slowdowns never appear: nodes carry the profiled ones
-    assert np.allclose(obs["nodes"][:, 3:7], np.clip(inst.cluster.profiled_slowdown, -1, 8))
-    assert not np.allclose(obs["nodes"][:, 3:7], inst.cluster.slowdown)
+    assert np.allclose(
+        obs["nodes"][:, cols.NODE_SLOWDOWN : cols.NODE_SLOWDOWN + 4],
+        np.clip(inst.cluster.profiled_slowdown, -1, 8),
+    )
+    assert not np.allclose(
+        obs["nodes"][:, cols.NODE_SLOWDOWN : cols.NODE_SLOWDOWN + 4], inst.cluster.slowdown
+    )
 
 
 def test_env__profiled_mode_learns_curves_from_running():
     env = ScavengeEnv(default_generator(), info_mode="profiled", decision_interval_s=600.0)
     obs, _ = env.reset(seed=0)
     for _ in range(12):
-        obs, *_ = env.step(env.unwrapped.noop() if hasattr(env, "unwrapped") else env.noop())
+        obs, *_ = env.step(env.noop())
         a = np.where(obs["job_mask"] > 0, 2, 0)  # 2 nodes for every present job
         obs, *_ = env.step(a)
     assert obs["job_curve_known"].any()
@@ -295,3 +304,21 @@ def test_env__maskable_ppo_smoke():
     obs, _ = env.reset(seed=0)
     action, _ = model.predict(obs, action_masks=env.unwrapped.action_masks(), deterministic=True)
     assert env.action_space.contains(action)
+
+
+def test_env__named_observation_columns_match_the_state():
+    env = ScavengeEnv("default")
+    obs, _ = env.reset(seed=3)
+    for _ in range(5):
+        obs, *_ = env.step(env.noop())
+    s, inst = env.state, env.instance
+    assert cols.NODE_COORDS == env.builder.NODE_BASE == 10 and cols.JOB_DIM == 16
+    assert np.array_equal(obs["nodes"][:, cols.NODE_AVAILABLE], s.available.astype(np.float32))
+    assert np.array_equal(obs["nodes"][:, cols.NODE_HELD], (s.node_job >= 0).astype(np.float32))
+    present = obs["job_mask"] > 0
+    jobs = env.slots.job[present]
+    assert np.all(obs["jobs"][present, cols.JOB_PRESENT] == 1.0)
+    one_hot = obs["jobs"][present, cols.JOB_CLASS : cols.JOB_CLASS + 4]
+    assert np.array_equal(one_hot.argmax(axis=1), inst.jobs.app_class[jobs])
+    assert np.allclose(obs["jobs"][present, cols.JOB_NODES], s.n_nodes[jobs] / env.max_count)
+    assert obs["global"][cols.G_IDLE] == np.float32(s.available.sum() / env.num_nodes)

@@ -9,10 +9,10 @@ from dataclasses import fields, replace
 
 import numpy as np
 import pytest
+from reference.step import RewardFn, StepDelta
 
 from mtgym.core.instance import Instance
 from mtgym.env.env import ScavengeEnv
-from mtgym.env.reward import RewardFn, StepDelta
 from mtgym.env.wrappers import TRAIN_SEED_OFFSET, SeedOffset, TimeDiscount
 from mtgym.evaluate import evaluate
 from mtgym.generate.default import default_generator

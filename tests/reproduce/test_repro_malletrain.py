@@ -1,42 +1,194 @@
-"""Reduced MalleTrain experiment: the gain over FreeTrain grows with declaration error."""
+"""MalleTrain experiment: the variants' options on tiny instances, declarations, quick report."""
 
 from __future__ import annotations
 
-import itertools
+from dataclasses import replace
 
 import numpy as np
+import pytest
 
+from baselines.milp.freetrain import FreeTrainPolicy
+from baselines.milp.malletrain import MalleTrainPolicy
+from mtgym.core.instance import CostModel
+from mtgym.core.types import AppClass
+from mtgym.generate.workload import JobRow
+from mtgym.policy.play import play
 from mtgym.reproduce import malletrain as mt
+from mtgym.reproduce.common import NOT_REPRODUCED, ROW_KEYS
+from mtgym.reproduce.malletrain_analyse import Gain
+from mtgym.sim.dynamics import initial_state
+from mtgym.sim.view import InfoMode, ViewBuilder
+from mtgym.testing import linear_job, tiny_instance
 
 
-def test_family_and_linear_declarations(shared_data):
-    z = mt.Sizes(seeds=(0,), regimes=("scarce",), trials=12, horizon_s=3600.0)
-    d = str(shared_data)
-    truth = mt.instance(d, "nas", "scarce", z, "exact", 0).jobs
-    fam = mt.instance(d, "nas", "scarce", z, "family", 0).jobs
-    lin = mt.instance(d, "nas", "scarce", z, "linear", 0).jobs
-    noisy = mt.instance(d, "nas", "scarce", z, "noise0.5", 0).jobs
-    assert np.array_equal(truth.declared_curve_tput, truth.curve_tput)
-    assert np.array_equal(fam.curve_tput, truth.curve_tput)  # the truth is unchanged
-    assert not np.allclose(fam.declared_curve_tput, truth.curve_tput)  # NAS trials differ
-    # linear declarations: the true 1-node rate times n
-    assert np.allclose(lin.declared_curve_tput[:, 1], truth.curve_tput[:, 1])
-    assert np.allclose(lin.declared_curve_tput, truth.curve_nodes * truth.curve_tput[:, 1:2])
-    assert not np.allclose(noisy.declared_curve_tput, truth.curve_tput)
+def sublinear_job(name: str, max_nodes: int, work: float, **kw) -> JobRow:
+    """Rate 100 n^0.7: strongly sublinear."""
+    n = np.arange(max_nodes + 1, dtype=np.float64)
+    return JobRow(
+        name=name,
+        model="sub",
+        app_class=AppClass.D,
+        submit_s=kw.pop("submit_s", 0.0),
+        min_nodes=1,
+        max_nodes=max_nodes,
+        work=work,
+        curve_nodes=n,
+        curve_tput=100.0 * n**0.7,
+        **kw,
+    )
 
 
-def test_malletrain_quick_gain_grows_with_declaration_error(shared_data, tmp_path):
-    res = mt.run(shared_data, tmp_path, quick=True, workers=1, progress=False)
-    g = res.raw["gains"]
-    levels = ["exact", "noise0.25", "noise0.5", "noise1"]
-    for fam in mt.FAMILIES:
-        gains = [g[f"{fam}/scarce/{lvl}"]["gain_mean"] for lvl in levels]
-        # exact declarations: FreeTrain knows the truth, MalleTrain pays for probing
-        assert gains[0] < 0
-        # heavy misdeclaration: MalleTrain's gain is clearly larger
-        assert gains[-1] > gains[0] + 0.05
-    mean = [
-        np.mean([g[f"{fam}/scarce/{lvl}"]["gain_mean"] for fam in mt.FAMILIES]) for lvl in levels
+def sizes_seen(inst, pol, dt=10.0) -> list[int]:
+    out: list[int] = []
+    play(inst, pol, decision_interval_s=dt, on_step=lambda s, i: out.append(int(s.n_nodes[0])))
+    return out
+
+
+def test_main_branch_malletrain_never_probes_and_starts_from_declarations():
+    rows = [sublinear_job("a", 8, 1e9, r_up_s=5.0, r_down_s=3.0)]
+    inst = tiny_instance(8, rows, t_end=2000.0)
+    main = MalleTrainPolicy(prior="declared", probe=False)
+    assert main.info_mode is InfoMode.USER
+    sizes = sizes_seen(inst, main)
+    assert main.probes_issued == 0
+    assert main.jobs[0].probes == [] and main.jobs[0].probing is None
+    # the declared (true) curve rises to 8 nodes: it takes all 8 from the start, no probe
+    assert sizes[0] == 8 and set(sizes) - {0} == {8}  # 0: the windows close at the end
+    # the paper-style JPA probes the same job at 8, 4, 2, 1 first
+    paper = MalleTrainPolicy(probe_s=30.0)
+    seen = sizes_seen(inst, paper)
+    assert paper.probes_issued >= 4
+    firsts = [k for i, k in enumerate(seen) if i == 0 or seen[i - 1] != k]
+    assert firsts[:4] == [8, 4, 2, 1]
+
+
+def test_main_branch_merges_measurements_into_declared_curve_and_costs():
+    # declared curve twice the truth: measured points overwrite it where the job ran
+    rows = [linear_job("a", 100.0, 4, 1e9, r_up_s=9.0, r_down_s=4.0)]
+    inst = tiny_instance(4, rows, t_end=1000.0)
+    inst = replace(inst, jobs=replace(inst.jobs, declared_curve_tput=inst.jobs.curve_tput * 2))
+    pol = MalleTrainPolicy(prior="declared", probe=False)
+    play(inst, pol, decision_interval_s=50.0)
+    view = ViewBuilder(inst, pol.info_mode)(initial_state(inst))
+    xs, ys = pol._curve(0, view)
+    assert pol.jobs[0].measured[4] == pytest.approx(400.0)
+    assert ys[xs == 4][0] == pytest.approx(400.0)  # measured overwrites declared 800
+    assert ys[xs == 2][0] == pytest.approx(400.0)  # declared 2 x 200 kept
+    assert pol._cost(0, "up", view) == pytest.approx(9.0)  # declared, never measured
+
+
+def test_probes_do_not_cap_growth_when_uncapped():
+    # probes at 2 and 1 node only (fractions 1/4, 1/8 of 8); 8 idle nodes
+    rows = [sublinear_job("a", 8, 1e9)]
+    inst = tiny_instance(8, rows, t_end=3000.0)
+    capped = MalleTrainPolicy(probe_fractions=(0.25, 0.125), probe_s=20.0)
+    uncapped = MalleTrainPolicy(probe_fractions=(0.25, 0.125), probe_s=20.0, cap_at_measured=False)
+    s_cap = sizes_seen(inst, capped)
+    s_unc = sizes_seen(inst, uncapped)
+    assert max(s_cap) == 2  # never past the largest probed size
+    assert max(s_unc) == 8  # grows to its maximum, then measures the truth there
+    assert uncapped.jobs[0].measured[8] == pytest.approx(100.0 * 8**0.7)
+
+    def samples(p):
+        return play(inst, p, decision_interval_s=10.0).metrics.samples
+
+    assert samples(uncapped) > samples(capped)
+
+
+def test_option_defaults_and_bad_values():
+    with pytest.raises(ValueError, match="probe=False needs prior"):
+        MalleTrainPolicy(probe=False)
+    with pytest.raises(ValueError, match="prior"):
+        MalleTrainPolicy(prior="oracle")
+    with pytest.raises(ValueError, match="information"):
+        FreeTrainPolicy(information="some")
+    with pytest.raises(ValueError, match="guess_rate"):
+        FreeTrainPolicy(information="none", guess_rate=0.0)
+    assert MalleTrainPolicy().info_mode is InfoMode.PROFILED
+    assert FreeTrainPolicy().info_mode is InfoMode.USER
+
+
+def test_no_information_freetrain_declares_a_flat_linear_guess():
+    rows = [
+        sublinear_job("a", 4, 1e9, r_up_s=30.0, r_down_s=20.0),
+        linear_job("b", 7.0, 6, 1e9, r_up_s=1.0),
     ]
-    assert all(b >= a - 0.01 for a, b in itertools.pairwise(mean))  # grows with the error level
+    inst = tiny_instance(8, rows, t_end=500.0, costs=CostModel())
+    pol = FreeTrainPolicy(information="none", guess_cost_s=15.0)
+    assert pol.info_mode is InfoMode.PROFILED  # it cannot see declarations
+    view = ViewBuilder(inst, pol.info_mode)(initial_state(inst))
+    assert np.all(np.isnan(view.curve_tput))
+    p = pol.problem(view)
+    for j, jmax in enumerate((4, 6)):
+        assert p.bp_nodes[j].tolist() == [0.0, float(jmax)]
+        assert p.bp_obj[j].tolist() == [0.0, float(jmax)]  # one common rate: 1 per node
+    assert p.r_up.tolist() == [15.0, 15.0] and p.r_down.tolist() == [15.0, 15.0]
+    # the rate cancels out: a different common rate allocates the same way
+    a = play(inst, FreeTrainPolicy(information="none")).metrics.samples
+    b = play(inst, FreeTrainPolicy(information="none", guess_rate=123.0)).metrics.samples
+    assert a == b
+
+
+def test_declaration_models_change_only_declarations(shared_data):
+    z = mt.Sizes(seeds=(0,), regimes=("scarce",), jobs=12, horizon_s=1800.0)
+    d = str(shared_data)
+    exact = mt.instance(d, z, "scarce", 0, "exact")
+    truth = exact.jobs
+    assert np.array_equal(truth.declared_curve_tput, truth.curve_tput)
+    assert np.array_equal(truth.declared_r_up_s, truth.r_up_s)
+    for key, f in (("cost0.25", 0.25), ("cost4", 4.0)):
+        j = mt.instance(d, z, "scarce", 0, key).jobs
+        assert np.array_equal(j.curve_tput, truth.curve_tput)
+        assert np.array_equal(j.declared_curve_tput, truth.curve_tput)
+        assert np.allclose(j.declared_r_up_s, f * truth.r_up_s)
+        assert np.allclose(j.declared_r_down_s, f * truth.r_down_s)
+    lin = mt.instance(d, z, "scarce", 0, "linear").jobs
+    assert np.allclose(lin.declared_curve_tput, truth.curve_nodes * truth.curve_tput[:, 1:2])
+    none = mt.instance(d, z, "scarce", 0, "none").jobs
+    per_node = none.declared_curve_tput[:, 1]
+    assert np.all(per_node == per_node[0])  # one rate for every job
+    assert np.allclose(none.declared_curve_tput, truth.curve_nodes * per_node[0])
+    assert np.all(none.declared_r_up_s == 15.0)
+    # the truth is strongly sublinear and heterogeneous (BFTrainer's ImageNet curves)
+    eff = truth.curve_tput[:, -1] / (truth.curve_nodes[:, -1] * truth.curve_tput[:, 1])
+    assert eff.min() < 0.6 and eff.max() > 0.85
+    # seeds differ in start and job draw; a seed is deterministic
+    other = mt.instance(d, z, "scarce", 1, "exact")
+    assert other.t_start != exact.t_start
+    again = mt.instance(d, z, "scarce", 0, "exact")
+    assert again.t_start == exact.t_start and again.jobs.name == exact.jobs.name
+    with pytest.raises(ValueError, match="declaration 'typo'"):
+        mt.instance(d, z, "scarce", 0, "typo")
+
+
+def test_gain_verdict_needs_an_interval_above_zero():
+    g = lambda m, lo, hi: Gain("malletrain", "scarce", "exact", m, lo, hi, (m,), 10)  # noqa: E731
+    assert g(0.22, 0.10, 0.30).verdict == "reproduced"
+    assert g(0.22, -0.01, 0.40).verdict == NOT_REPRODUCED  # interval includes 0
+    assert g(0.05, 0.01, 0.09).verdict == "partly"
+    assert g(-0.10, -0.2, -0.05).verdict == NOT_REPRODUCED
+
+
+def test_quick_report_has_a_verdict_on_every_row(shared_data, tmp_path):
+    res = mt.run(shared_data, tmp_path, quick=True, seeds=2, workers=1, progress=False)
+    rows = [r.as_dict() for r in res.rows]
+    assert all(tuple(r) == ROW_KEYS for r in rows)
+    assert all(r["verdict"] in ("reproduced", "partly", "not reproduced", "n/a") for r in rows)
+    n_cells = len(mt.VARIANTS) * len(mt.QUICK.regimes) * len(mt.DECLARATIONS)
+    assert len(res.raw["gains"]) == n_cells
+    cells = [r for r in rows if r["metric"].startswith("gain over")]
+    assert len(cells) == n_cells and all(r["paper"] == pytest.approx(0.223) for r in cells)
+    for r in cells:
+        if r["verdict"] == NOT_REPRODUCED:
+            assert r["note"].startswith("NOT REPRODUCED")
+    eps = res.raw["episodes"]
+    main = [e for e in eps if e["policy"] == "malletrain-main"]
+    assert main and all(e["probes"] == 0 for e in main)
+    assert all(e["probes"] > 0 for e in eps if e["policy"] == "malletrain")
+    # paired: every gain is computed from the same seeds for both policies
+    for gd in res.raw["gains"]:
+        assert gd["n"] == 2 and gd["ci_low"] <= gd["gain"] <= gd["ci_high"]
+    assert "--seeds 2" in res.raw["source"]
     assert (tmp_path / "malletrain_gain.png").exists()
+    with pytest.raises(ValueError, match="--seeds"):
+        mt.sizes_for(True, 1)

@@ -162,7 +162,7 @@ CASES = [
             "horizon_s: 3600",
             "horizon_s: 3600\n  campaigns: [{kind: hpo, min_nodes: 4, max_nodes: 2}]",
         ),
-        "min_nodes must be <= max_nodes",
+        "min_nodes 4 must be <= max_nodes 2",
     ),
     (
         GOOD.replace("horizon_s: 3600", "horizon_s: 3600\n  campaigns: [{kind: tuning}]"),
@@ -178,7 +178,7 @@ CASES = [
     ),
     (
         GOOD.replace("horizon_s: 3600", "horizon_s: -5"),
-        "horizon_s: Input should be greater than 0; got -5",
+        "horizon_s: Input should be greater than or equal to 1; got -5",
     ),
     (
         GOOD + "episode: {reward: money}\n",
@@ -190,7 +190,7 @@ CASES = [
     ),
     (
         GOOD + "episode: {decision_interval_s: 0}\n",
-        "decision_interval_s: Input should be greater than 0",
+        "decision_interval_s: Input should be greater than or equal to 0.001",
     ),
     (
         GOOD + "extra_top_level: 1\n",
@@ -273,3 +273,17 @@ def test_env__accepts_a_scenario_file_and_its_episode_defaults(tmp_path):
     assert env.decision_interval_s == 600
     env2 = ScavengeEnv(str(f), action_mode="counts")  # explicit keywords win
     assert env2.action_mode == "counts"
+
+
+def test_schema__mix_defaults_are_the_generators():
+    from dataclasses import asdict
+
+    from mtgym.generate.workload import JobMix
+    from mtgym.scenario.schema import MixSpec
+
+    spec = MixSpec().model_dump(exclude={"kind"})
+    gen = {
+        k: (list(v) if isinstance(v, tuple) and k.endswith("nodes") else v)
+        for k, v in asdict(JobMix()).items()
+    }
+    assert spec == gen

@@ -282,14 +282,14 @@ def test_kernels__stable_argsort_is_numpy_mergesort():
 
 
 def test_kernels__next_event_time_is_min_of_the_candidates():
-    from mtgym.sim.engine import Jobs, Static, hit_next
+    from mtgym.sim.engine import JobVars, Static, hit_next
 
     def _hit_next(
         t, n_nodes, rate, stall, debt, ms, prog, t_end, t_timer, start_s, c0, end_s, c1, sub, c2
     ):
         z = np.zeros(n_nodes.size)
-        jb = Jobs(
-            **{k: z for k in Jobs._fields}
+        jb = JobVars(
+            **{k: z for k in JobVars._fields}
             | dict(
                 n_nodes=n_nodes,
                 rate=rate,

@@ -1,0 +1,22 @@
+"""The names a user picks from, each list written once: the env's action modes, rewards and
+information modes, with their defaults.
+
+The env (kernel ids are the indexes), its keyword checks, the scenario schema (``Literal``
+enums in the JSON Schema), the CLI and the scripts all import these; ``mtgym.env.reward``
+holds each reward's meaning and kernel, ``mtgym.sim.view.InfoMode`` the information modes'.
+"""
+
+from __future__ import annotations
+
+#: ``counts``: node count per job slot; ``assign``: the slot of each node; ``delta``:
+#: shrink / keep / grow per slot. The index is the step kernel's id.
+ACTION_MODES = ("counts", "assign", "delta")
+#: See ``mtgym.env.reward.REWARDS``. The index is the reward kernel's id.
+REWARD_NAMES = ("progress", "throughput", "jct")
+#: What a policy is told about jobs (``mtgym.sim.view.InfoMode``).
+INFO_MODES = ("user", "profiled", "oracle")
+
+DEFAULT_ACTION_MODE = "counts"
+#: Samples accrued over the step: the headline metric's integral (a semi-MDP reward).
+DEFAULT_REWARD = "throughput"
+DEFAULT_INFO_MODE = "user"

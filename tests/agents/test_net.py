@@ -190,8 +190,8 @@ def test_pooled_agent__play_takes_the_env_and_predict_decisions(pooled_agent):
     from agents.policy import AgentPolicy
     from mtgym.policy.play import play
 
-    agent = AgentPolicy(pooled_agent)
-    assert agent.config.observation == "pooled"
+    agent = AgentPolicy(pooled_agent, deterministic=True)  # predict's mode, to compare
+    assert agent.config.observation == "pooled" and agent.config.sample
     kw = agent.config.env_kwargs() | {"horizon_s": 2 * 3600}
     env = PooledObservation(ScavengeEnv("default", **kw))
     obs, _ = env.reset(seed=300)
@@ -207,6 +207,7 @@ def test_pooled_agent__play_takes_the_env_and_predict_decisions(pooled_agent):
 
     class Spy:
         name, info_mode = agent.name, agent.info_mode
+        decision_interval_s = agent.decision_interval_s  # the env's (from agent.json)
 
         def reset(self, view):
             agent.reset(view)
@@ -222,3 +223,17 @@ def test_pooled_agent__play_takes_the_env_and_predict_decisions(pooled_agent):
     for k, (a, b) in enumerate(zip(actions, seen, strict=True)):
         assert np.array_equal(a, b), f"decision {k}"
     assert res.metrics.samples == info["metrics"]["samples"]
+
+
+def test_pooled_agent__sampling_is_seeded_per_episode(pooled_agent):
+    from agents.policy import AgentPolicy
+    from mtgym.policy.play import play
+
+    inst = replace(default_generator(), horizon_s=2 * 3600.0)(7)
+    sampled = AgentPolicy(pooled_agent)
+    assert not sampled.deterministic  # agent.json: sample
+    first, second = play(inst, sampled), play(inst, sampled)
+    key = (first.metrics.samples, first.metrics.rescales, first.decisions)
+    assert (second.metrics.samples, second.metrics.rescales, second.decisions) == key
+    mode = play(inst, AgentPolicy(pooled_agent, deterministic=True))
+    assert (mode.metrics.samples, mode.metrics.rescales) != key[:2]

@@ -123,7 +123,7 @@ class AgentPolicy:
             info_mode=self.info_mode,
         )
         self._torch = torch
-        self._layout = None  # the pooled layout (``observation == "pooled"``), per reset
+        self.layout = None  # the pooled layout (``observation == "pooled"``), per reset
 
     def reset(self, view: SchedulerView) -> None:
         """Size the observation for the view's cluster (any node count: set-based extractor
@@ -134,7 +134,7 @@ class AgentPolicy:
         if self.config.observation == "pooled":
             from agents.pooled import PooledLayout
 
-            self._layout = PooledLayout.of(self.observer.builder.space, self.observer.codec.C)
+            self.layout = PooledLayout.of(self.observer.builder.space, self.observer.codec.C)
 
     def decide(self, view: SchedulerView) -> Allocation:
         """Observe the view as the env would, run the network, decode its action."""
@@ -158,12 +158,12 @@ class AgentPolicy:
             torch.set_num_threads(1)
         with torch.inference_mode():
             if self.config.observation == "pooled":
-                if self._layout is None:
+                if self.layout is None:
                     from agents.pooled import PooledLayout
 
                     space = _dict_space(obs)
-                    self._layout = PooledLayout.of(space, self.config.max_count)
-                t = torch.from_numpy(self._layout.pool(obs)).unsqueeze(0)
+                    self.layout = PooledLayout.of(space, self.config.max_count)
+                t = torch.from_numpy(self.layout.pool(obs)).unsqueeze(0)
             else:
                 t = {
                     k: torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from agents.policy import PRETRAINED, AgentPolicy
+from agents.pooled import PooledObservation
 from mtgym.bridge.record import record_episode
 from mtgym.bridge.trace import read_trace
 from mtgym.env.env import ScavengeEnv
@@ -20,13 +21,20 @@ HOURS = 4.0  # a cut of the default scenario's 6-hour episode (keeps the test sh
 
 @pytest.fixture(scope="module")
 def agent() -> AgentPolicy:
-    return AgentPolicy(PRETRAINED)
+    # its mode, to compare with ``predict(deterministic=True)`` (the shipped agent samples)
+    return AgentPolicy(PRETRAINED, deterministic=True)
+
+
+def agent_env(agent: AgentPolicy, **kw):
+    """The env the agent was trained on (pooled observation where its agent.json says so)."""
+    env = ScavengeEnv("default", **kw)
+    return PooledObservation(env) if agent.config.observation == "pooled" else env
 
 
 def env_episode(agent: AgentPolicy, seed: int, interval: float | None):
     """Step the env with the model's ``predict``: actions, observations, return, metrics."""
     kw = agent.config.env_kwargs() | {"decision_interval_s": interval, "horizon_s": HOURS * 3600}
-    env = ScavengeEnv("default", **kw)
+    env = agent_env(agent, **kw)
     obs, _ = env.reset(seed=seed)
     actions, observations, ret = [], [obs], 0.0
     while True:
@@ -70,18 +78,21 @@ def test_agent_policy__play_takes_the_env_and_predict_decisions(agent, interval)
             seen_actions.append(agent.act(seen_obs[-1], agent.observer.mask))
             return alloc
 
-    res = play(env.instance, Spy())  # the env's instance: seed 300, cut at HOURS
+    res = play(env.unwrapped.instance, Spy())  # the env's instance: seed 300, cut at HOURS
     assert res.decisions == len(actions)
     for k, (a, b) in enumerate(zip(actions, seen_actions, strict=True)):
         assert np.array_equal(a, b), f"decision {k}"
     for k, o in enumerate(seen_obs):  # the very observations, bit for bit
+        if agent.config.observation == "pooled":
+            assert np.array_equal(agent.layout.pool(o), observations[k]), k
+            continue
         for key in o:
             assert np.array_equal(o[key], observations[k][key]), (k, key)
     same_metrics(res.metrics.as_dict(), env_metrics)
     # the policy's own interval is what play uses when the caller sets none
     agent.decision_interval_s = interval
     try:
-        again = play(env.instance, agent)
+        again = play(env.unwrapped.instance, agent)
     finally:
         agent.decision_interval_s = agent.config.decision_interval_s
     assert again.decisions == len(actions)

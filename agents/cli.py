@@ -163,7 +163,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--n-steps", type=int, default=128, help="rollout steps per env")
     t.add_argument("--batch-size", type=int, default=256)
-    t.add_argument("--n-epochs", type=int, default=10, help="PPO epochs per rollout")
+    t.add_argument("--n-epochs", type=int, default=4, help="PPO epochs per rollout")
     t.add_argument("--no-progress", action="store_true")
     t.add_argument(
         "--backend",

@@ -42,7 +42,7 @@ class Args:
     decision_interval_s: float | None = 120.0
     n_steps: int = 128
     batch_size: int = 256
-    n_epochs: int = 10
+    n_epochs: int = 4
     learning_rate: float = 3e-3
     lr_schedule: str = "linear"  # "linear" (to 0 at the end) or "constant"
     gamma: float = 0.99

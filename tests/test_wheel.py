@@ -8,6 +8,7 @@ editable install's finder is not run). The commands run from a folder outside th
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _run(argv: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # (the wheel's copy only)
+    out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     assert out.returncode == 0, f"{argv}: {out.stdout[-2000:]}\n{out.stderr[-3000:]}"
     return out
 

@@ -14,7 +14,7 @@ from mtgym.core.errors import MtgymError
 from mtgym.core.instance import CostModel, Instance
 from mtgym.core.types import AppClass, PreemptionMode, RescaleMode
 from mtgym.generate.base import Generator
-from mtgym.generate.supply import AlwaysIdle, SWFSupply, SyntheticSupply, TraceSupply
+from mtgym.generate.supply import SOURCES
 from mtgym.generate.synthetic import SyntheticGenerator
 from mtgym.generate.workload import Campaign, Declaration, JobMix, TableWorkload
 from mtgym.model.variability import ClassVariability, VariabilitySpec
@@ -51,20 +51,9 @@ def variability(spec: sc.VariabilitySpec | None, base: Path):  # spec, samples o
     return out
 
 
-def supply(
-    spec: sc.SyntheticSupplySpec | sc.TraceSupplySpec | sc.SWFSupplySpec | sc.AlwaysIdleSpec,
-    base: Path,
-):
-    """The supply source."""
-    if isinstance(spec, sc.SyntheticSupplySpec):
-        return SyntheticSupply(**spec.model_dump(exclude={"kind"}))
-    if isinstance(spec, sc.TraceSupplySpec):
-        return TraceSupply(resolve_path(spec.path, base), spec.trace_start_s)
-    if isinstance(spec, sc.SWFSupplySpec):
-        return SWFSupply(
-            resolve_path(spec.path, base), spec.procs_per_node, spec.log_start_s, spec.known_ends
-        )
-    return AlwaysIdle()
+def supply(spec: sc.SupplySpec, base: Path):  # -> a supply source
+    """The supply source of a spec (``mtgym.generate.supply.SOURCES``, by its kind)."""
+    return SOURCES[spec.kind].from_spec(spec, lambda value: resolve_path(value, base))
 
 
 def build_generator(spec: sc.ScenarioSpec, base: Path) -> Generator:

@@ -42,7 +42,7 @@ def _paths(spec: sc.ScenarioSpec) -> Iterator[tuple[str, str, bool]]:
                 yield f"{where}.variability.measured.{k}", rel, False
 
     if isinstance(g, sc.SyntheticGen):
-        if isinstance(g.supply, (sc.TraceSupplySpec, sc.SWFSupplySpec)):
+        if isinstance(getattr(g.supply, "path", None), str):  # a replayed source's file
             yield "generator.supply.path", g.supply.path, False
         if isinstance(g.workload, sc.TableSpec):
             yield "generator.workload.path", g.workload.path, False

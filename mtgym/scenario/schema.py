@@ -15,12 +15,11 @@ the checks that need the file system (paths) and a memory estimate of the build.
 from __future__ import annotations
 
 import itertools
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import Field, model_validator
 
 from mtgym.core.limits import (
-    MAX_DRAINS_PER_HOUR,
     MAX_GPUS_PER_NODE,
     MAX_HORIZON_S,
     MAX_JOBS,
@@ -37,8 +36,10 @@ from mtgym.core.names import (
     INFO_MODES,
     REWARD_NAMES,
 )
+from mtgym.core.spec import Duration, Int, NonNeg, Pos, Prob, Strict, desc
 from mtgym.generate import mix_defaults as mix
 from mtgym.generate.catalog import CATALOG
+from mtgym.generate.supply import SOURCES, AlwaysIdle, SWFSupply, SyntheticSupply, TraceSupply
 
 #: Model names of the parametric catalog (``mtgym.generate.catalog.CATALOG``).
 MODEL_NAMES: tuple[str, ...] = tuple(sorted(CATALOG))
@@ -49,23 +50,8 @@ GPU_TYPES: tuple[str, ...] = tuple(
 ModelName = Literal[MODEL_NAMES]  # type: ignore[valid-type]
 GpuType = Literal[GPU_TYPES]  # type: ignore[valid-type]
 
-Int = StrictInt  # (``true``, ``4.0`` and ``"4"`` are refused)
-Pos = Annotated[float, Field(gt=0)]
-NonNeg = Annotated[float, Field(ge=0)]
-Prob = Annotated[float, Field(ge=0, le=1)]
-Duration = Annotated[float, Field(ge=MIN_DURATION_S, le=MAX_HORIZON_S)]
 ClassName = Literal["A", "B", "C", "D"]
-
-
-def _d(text: str, default=..., **kw):
-    """``Field`` with a description (every field has one: editors show it)."""
-    return Field(default, description=text, **kw)
-
-
-class Strict(BaseModel):
-    """Forbid unknown fields; immutable; finite floats only."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+_d = desc
 
 
 # -- cluster ---------------------------------------------------------------------------
@@ -177,64 +163,13 @@ class ClusterSpec(Strict):
         return self
 
 
-# -- supply ----------------------------------------------------------------------------
-class SyntheticSupplySpec(Strict):
-    """Summit-calibrated synthetic windows (``mtgym.generate.supply.SyntheticSupply``)."""
-
-    kind: Literal["synthetic"] = _d("synthetic idle windows", "synthetic")
-    idle_fraction: float = _d("long-run share of time a node is idle", 0.083, gt=0, lt=1)
-    window_median_s: Duration = _d("median idle-window length, s", 475.0)
-    window_mean_s: Duration = _d("mean idle-window length, s (>= the median)", 1191.6)
-    min_window_s: Annotated[float, Field(ge=0, le=MAX_HORIZON_S)] = _d(
-        "shortest idle window, s (< the median)", 50.0
-    )
-    end_known_prob: Prob = _d("probability that a window's end is announced", 0.0)
-    drains_per_hour: float = _d(
-        f"rate of correlated drains (0 = none; at most {MAX_DRAINS_PER_HOUR:g})",
-        0.0,
-        ge=0,
-        le=MAX_DRAINS_PER_HOUR,
-    )
-    drain_nodes_median: float = _d("median nodes per drain", 8.0, ge=1, le=MAX_NODES)
-    drain_median_s: Duration = _d("median drain length, s", 1800.0)
-
-    @model_validator(mode="after")
-    def _order(self) -> SyntheticSupplySpec:
-        if self.window_median_s > self.window_mean_s:
-            raise ValueError("window_median_s must be <= window_mean_s (lognormal tail)")
-        if self.min_window_s >= self.window_median_s:
-            raise ValueError("min_window_s must be < window_median_s")
-        return self
-
-
-class TraceSupplySpec(Strict):
-    """Replay of recorded idle windows (``summit-idle-fragments.csv.gz`` format)."""
-
-    kind: Literal["trace"] = _d("recorded idle windows")
-    path: str = _d("the windows CSV (may use ${MTGYM_DATA})", min_length=1)
-    trace_start_s: NonNeg = _d("trace time of the episode start, s", 0.0)
-
-
-class SWFSupplySpec(Strict):
-    """An SWF job log replayed through FCFS + EASY backfilling."""
-
-    kind: Literal["swf"] = _d("holes left by backfilling an SWF log")
-    path: str = _d("the SWF log (may use ${MTGYM_DATA})", min_length=1)
-    procs_per_node: Int | None = _d(
-        "processors per node of the log (None: from its header)", None, ge=1
-    )
-    log_start_s: NonNeg = _d("log time of the episode start, s", 0.0)
-    known_ends: bool = _d("windows ending at a reservation have known ends", True)
-
-
-class AlwaysIdleSpec(Strict):
-    """Every node idle for the whole episode (a dedicated cluster)."""
-
-    kind: Literal["always-idle"] = _d("every node idle all the time")
-
-
+# -- supply: each source's spec lives in its module (mtgym.generate.supply) -------------
+SyntheticSupplySpec = SyntheticSupply.Spec
+TraceSupplySpec = TraceSupply.Spec
+SWFSupplySpec = SWFSupply.Spec
+AlwaysIdleSpec = AlwaysIdle.Spec
 SupplySpec = Annotated[
-    SyntheticSupplySpec | TraceSupplySpec | SWFSupplySpec | AlwaysIdleSpec,
+    Union[tuple(src.Spec for src in SOURCES.values())],  # noqa: UP007  (built from the registry)
     Field(discriminator="kind"),
 ]
 

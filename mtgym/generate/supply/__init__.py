@@ -6,8 +6,10 @@
 - ``always_idle``: a dedicated cluster.
 
 To add a source (say a PBS log): one module with a frozen dataclass that has
-``generate(rng, num_nodes, t0, t1) -> Supply``, one line here, and its scenario spec
-(``mtgym/scenario/schema.py``, ``mtgym/scenario/build.py``); see docs/architecture.md.
+``generate(rng, num_nodes, t0, t1) -> Supply``, a ``Spec`` (its scenario-file section, a
+``mtgym.core.spec.Strict`` model with a ``kind`` literal) and ``from_spec(spec, resolve)``;
+and one line in ``SOURCES`` below. The scenario schema, its JSON Schema and the builder
+take every source from ``SOURCES``.
 """
 
 from mtgym.generate.supply.always_idle import AlwaysIdle
@@ -23,6 +25,7 @@ from mtgym.generate.supply.synthetic import (
 from mtgym.generate.supply.trace import TraceSupply
 
 __all__ = [
+    "SOURCES",
     "SUMMIT_IDLE_FRACTION",
     "SUMMIT_MIN_WINDOW_S",
     "SUMMIT_WINDOW_MEAN_S",
@@ -34,3 +37,11 @@ __all__ = [
     "TraceSupply",
     "supply_from_windows",
 ]
+
+#: kind (the scenario file's ``supply.kind``) -> source class: the registry of sources.
+SOURCES: dict[str, type] = {
+    "synthetic": SyntheticSupply,
+    "trace": TraceSupply,
+    "swf": SWFSupply,
+    "always-idle": AlwaysIdle,
+}

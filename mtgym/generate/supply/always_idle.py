@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
 
 import numpy as np
 
 from mtgym.core.instance import Supply
+from mtgym.core.spec import Strict, desc
+
+
+class AlwaysIdleSpec(Strict):
+    """Every node idle for the whole episode (a dedicated cluster)."""
+
+    kind: Literal["always-idle"] = desc("every node idle all the time")
 
 
 @dataclass(frozen=True)
 class AlwaysIdle:
     """Every node idle for the whole episode (a dedicated cluster, as in PAL's experiments)."""
+
+    Spec: ClassVar[type[Strict]] = AlwaysIdleSpec  # (``kind: always-idle`` in scenario files)
+
+    @classmethod
+    def from_spec(cls, spec: AlwaysIdleSpec, resolve: Callable[[str], Path]) -> AlwaysIdle:
+        """The source a scenario file's spec describes."""
+        return cls()
 
     def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
         """One window per node, [t0, t1)."""

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Literal
 
 import numpy as np
 
 from mtgym.core.errors import ConfigError, DataError
 from mtgym.core.instance import Supply
+from mtgym.core.spec import Int, NonNeg, Strict, desc
+
+
+class SWFSupplySpec(Strict):
+    """An SWF job log replayed through FCFS + EASY backfilling."""
+
+    kind: Literal["swf"] = desc("holes left by backfilling an SWF log")
+    path: str = desc("the SWF log (may use ${MTGYM_DATA})", min_length=1)
+    procs_per_node: Int | None = desc(
+        "processors per node of the log (None: from its header)", None, ge=1
+    )
+    log_start_s: NonNeg = desc("log time of the episode start, s", 0.0)
+    known_ends: bool = desc("windows ending at a reservation have known ends", True)
 
 
 @dataclass(frozen=True)
@@ -24,6 +39,13 @@ class SWFSupply:
     procs_per_node: int | None = None
     log_start_s: float = 0.0
     known_ends: bool = True
+
+    Spec: ClassVar[type[Strict]] = SWFSupplySpec  # (``kind: swf`` in scenario files)
+
+    @classmethod
+    def from_spec(cls, spec: SWFSupplySpec, resolve: Callable[[str], Path]) -> SWFSupply:
+        """The source a scenario file's spec describes (``resolve`` expands data paths)."""
+        return cls(resolve(spec.path), spec.procs_per_node, spec.log_start_s, spec.known_ends)
 
     def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
         """Replay the log and return its idle windows on [t0, t1) (episode time)."""

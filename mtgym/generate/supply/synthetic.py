@@ -10,12 +10,18 @@ consecutive nodes idles together until a reserved job starts, so its end is know
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
 
 import numpy as np
+from pydantic import model_validator
 
 from mtgym.core.errors import ConfigError
 from mtgym.core.instance import Supply
+from mtgym.core.limits import MAX_DRAINS_PER_HOUR, MAX_HORIZON_S, MAX_NODES
+from mtgym.core.spec import Duration, Prob, Strict, desc
 
 #: Summit idle-window statistics (BFTrainer/Replayer trace, 14.9 days, 423,502 windows).
 SUMMIT_WINDOW_MEDIAN_S = 475.0
@@ -47,6 +53,14 @@ class SyntheticSupply:
     drains_per_hour: float = 0.0
     drain_nodes_median: float = 8.0
     drain_median_s: float = 1800.0
+
+    #: The scenario-file spec (``kind: synthetic``), defined below from these defaults.
+    Spec: ClassVar[type[Strict]]
+
+    @classmethod
+    def from_spec(cls, spec: Strict, resolve: Callable[[str], Path]) -> SyntheticSupply:
+        """The source a scenario file's spec describes (``resolve`` expands data paths)."""
+        return cls(**spec.model_dump(exclude={"kind"}))
 
     def __post_init__(self) -> None:
         if not (0 < self.idle_fraction < 1):
@@ -158,3 +172,47 @@ class SyntheticSupply:
             np.concatenate([k, np.ones(idx.size, dtype=bool)]),
             np.concatenate([node, np.asarray(new_n, dtype=np.int64)[idx]]),
         )
+
+
+def _default(name: str) -> float:
+    return SyntheticSupply.__dataclass_fields__[name].default
+
+
+class SyntheticSupplySpec(Strict):
+    """Summit-calibrated synthetic windows (``SyntheticSupply``; its defaults)."""
+
+    kind: Literal["synthetic"] = desc("synthetic idle windows", "synthetic")
+    idle_fraction: float = desc(
+        "long-run share of time a node is idle", _default("idle_fraction"), gt=0, lt=1
+    )
+    window_median_s: Duration = desc("median idle-window length, s", _default("window_median_s"))
+    window_mean_s: Duration = desc(
+        "mean idle-window length, s (>= the median)", _default("window_mean_s")
+    )
+    min_window_s: float = desc(
+        "shortest idle window, s (< the median)", _default("min_window_s"), ge=0, le=MAX_HORIZON_S
+    )
+    end_known_prob: Prob = desc(
+        "probability that a window's end is announced", _default("end_known_prob")
+    )
+    drains_per_hour: float = desc(
+        f"rate of correlated drains (0 = none; at most {MAX_DRAINS_PER_HOUR:g})",
+        _default("drains_per_hour"),
+        ge=0,
+        le=MAX_DRAINS_PER_HOUR,
+    )
+    drain_nodes_median: float = desc(
+        "median nodes per drain", _default("drain_nodes_median"), ge=1, le=MAX_NODES
+    )
+    drain_median_s: Duration = desc("median drain length, s", _default("drain_median_s"))
+
+    @model_validator(mode="after")
+    def _order(self) -> SyntheticSupplySpec:
+        if self.window_median_s > self.window_mean_s:
+            raise ValueError("window_median_s must be <= window_mean_s (lognormal tail)")
+        if self.min_window_s >= self.window_median_s:
+            raise ValueError("min_window_s must be < window_median_s")
+        return self
+
+
+SyntheticSupply.Spec = SyntheticSupplySpec

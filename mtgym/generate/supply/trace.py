@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Literal
 
 import numpy as np
 
 from mtgym.core.instance import Supply
+from mtgym.core.spec import NonNeg, Strict, desc
 from mtgym.generate.supply.base import supply_from_windows
+
+
+class TraceSupplySpec(Strict):
+    """Replay of recorded idle windows (``summit-idle-fragments.csv.gz`` format)."""
+
+    kind: Literal["trace"] = desc("recorded idle windows")
+    path: str = desc("the windows CSV (may use ${MTGYM_DATA})", min_length=1)
+    trace_start_s: NonNeg = desc("trace time of the episode start, s", 0.0)
 
 
 @dataclass(frozen=True)
@@ -21,6 +32,13 @@ class TraceSupply:
 
     path: str | Path
     trace_start_s: float = 0.0
+
+    Spec: ClassVar[type[Strict]] = TraceSupplySpec  # (``kind: trace`` in scenario files)
+
+    @classmethod
+    def from_spec(cls, spec: TraceSupplySpec, resolve: Callable[[str], Path]) -> TraceSupply:
+        """The source a scenario file's spec describes (``resolve`` expands data paths)."""
+        return cls(resolve(spec.path), spec.trace_start_s)
 
     def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
         """Windows of the first ``num_nodes`` trace nodes, shifted and clipped to [t0, t1)."""

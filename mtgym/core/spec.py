@@ -1,0 +1,31 @@
+"""The vocabulary of validated specs (pydantic v2), shared by the scenario schema and the
+spec classes that live beside what they build (e.g. each supply source's ``Spec``).
+
+Every field has a description (``desc``: editors and ``mtgym scenario schema`` show it), every
+float is finite, every integer a real integer, and unknown fields are errors.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+from mtgym.core.limits import MAX_HORIZON_S, MIN_DURATION_S
+
+Int = StrictInt  # (``true``, ``4.0`` and ``"4"`` are refused)
+Pos = Annotated[float, Field(gt=0)]
+NonNeg = Annotated[float, Field(ge=0)]
+Prob = Annotated[float, Field(ge=0, le=1)]
+Duration = Annotated[float, Field(ge=MIN_DURATION_S, le=MAX_HORIZON_S)]
+
+
+def desc(text: str, default=..., **kw):
+    """``Field`` with a description (every field has one: editors show it)."""
+    return Field(default, description=text, **kw)
+
+
+class Strict(BaseModel):
+    """Forbid unknown fields; immutable; finite floats only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

@@ -149,11 +149,13 @@ def measure_training(
     *,
     scenario: str = "default",
     decision_interval_s: float | None = DEFAULT_INTERVAL,
+    **overrides: object,
 ) -> dict[str, list[float]]:
     """MaskablePPO steps per CPU second, ``rounds`` interleaved rounds each: the ``mtgym
     train`` model (its defaults) on ``scenario`` and ``MlpPolicy`` on CartPole-v1 with the
     same n_steps, batch and epochs; both warmed up by one rollout first.
-    ``decision_interval_s``: the mtgym env's (``None``: a step at every event).
+    ``decision_interval_s``: the mtgym env's (``None``: a step at every event);
+    ``overrides``: other ``agents.train.Args`` fields (n_steps, batch_size, n_epochs).
     """
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
@@ -166,6 +168,7 @@ def measure_training(
         progress=False,
         eval_freq=0,
         decision_interval_s=decision_interval_s,
+        **overrides,
     )
     env = DummyVecEnv([make_env_fn(args, i) for i in range(args.n_envs)])
     mt = build_model(args, env, None)

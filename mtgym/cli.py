@@ -263,7 +263,10 @@ def _cmd_policies(args: argparse.Namespace) -> int:
 
 
 def _plugin_commands(sub: argparse._SubParsersAction) -> None:
-    """Commands other packages register (``mtgym.commands`` entry points, e.g. train)."""
+    """Sub-commands registered as ``mtgym.commands`` entry points (``pyproject.toml``): the
+    bridge, the scavenger and the reproductions of this package, ``train``/``compare`` of
+    ``agents``, and any other package's. This module imports none of them.
+    """
     from importlib.metadata import entry_points
 
     for ep in sorted(entry_points(group="mtgym.commands"), key=lambda e: e.name):
@@ -387,14 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     for p_ in (d, *d_sub.choices.values()):
         p_.set_defaults(func=_cmd_data)
 
-    from mtgym.bridge.cli import add_bridge_commands
-    from mtgym.reproduce.cli import add_reproduce_command
-    from mtgym.scavenger.cli import add_scavenge_command
-
-    add_bridge_commands(sub)
-    add_scavenge_command(sub)
-    add_reproduce_command(sub)
-    _plugin_commands(sub)
+    _plugin_commands(sub)  # bridge, scavenge, reproduce, train, compare, ...
 
     pol = sub.add_parser("policies", help="list the registered policies")
     pol.set_defaults(func=_cmd_policies)

@@ -160,3 +160,10 @@ def test_layout__mtgym_works_without_agents_and_baselines(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "ok True"
+
+
+def test_layout__cli_imports_no_sub_command_package():
+    """``bridge``, ``scavenge``, ``reproduce`` and ``agents`` come through ``mtgym.commands``."""
+    names = {n.split(".")[1] for n in _imports(PKG / "cli.py") if n.startswith("mtgym.")}
+    assert not names & {"bridge", "scavenger", "reproduce"}
+    assert not any(n.startswith("agents") for n in _imports(PKG / "cli.py"))

@@ -221,6 +221,7 @@ def test_train_ray__seed_sweep_matches_local_training(ray_cluster, tmp_path):
 
     args = Args(
         scenario="toy-two-jobs",
+        max_count=4,  # (the toy has 4 nodes: a larger cap is an error, never clipped)
         timesteps=64,
         n_envs=2,
         n_steps=32,

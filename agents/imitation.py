@@ -68,9 +68,11 @@ def collect(
     (DAgger), which corrects the drift of a cloned policy into states the expert never saw.
     ``pooled``: keep ``agents.pooled``'s flat vectors rather than the Dict observations.
     """
+    from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
+    defaults = scenario_defaults(gen)  # (the expert as evaluate runs it: the scenario's T_fwd)
     obs_list: list[dict[str, np.ndarray]] = []
     acts, masks = [], []
     for seed in seeds:
@@ -82,7 +84,7 @@ def collect(
 
             layout = PooledLayout.of(env.observation_space, env.max_count)
             obs = layout.pool(obs)
-        policy = make_policy(expert)
+        policy = configure_policy(make_policy(expert), defaults)
         views = ViewBuilder(env.instance, policy.info_mode)
         policy.reset(views(env.state))
         while True:

@@ -307,3 +307,22 @@ def test_compare_plot__bars_carry_the_95_percent_intervals(tmp_path):
     plot(results, tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 1000
     assert np.isfinite(fig.axes[0].get_ylim()).all()
+
+
+def test_imitation__expert_runs_with_the_scenarios_t_fwd(monkeypatch):
+    """The cloned expert is the one ``evaluate`` runs: FreeTrain at the scenario's T_fwd."""
+    import agents.imitation as imitation
+    from mtgym.evaluate import scenario_defaults
+    from mtgym.policy.registry import make_policy as real_make
+    from mtgym.scenario.registry import get_generator
+
+    made = []
+
+    def spy(name, **kw):
+        made.append(real_make(name, **kw))
+        return made[-1]
+
+    monkeypatch.setattr(imitation, "make_policy", spy)
+    imitation.collect("default", "freetrain", [3], {"horizon_s": 600.0})
+    want = scenario_defaults(get_generator("default")).t_fwd_s
+    assert want != 10.0 and made and all(p.t_fwd == want for p in made)

@@ -31,12 +31,16 @@ _ALLOW_LARGE_HELP = (
 )
 
 
-def positive_int(text: str) -> int:
-    """Argparse type: an integer >= 1."""
+def _int(text: str) -> int:
     try:
-        v = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def positive_int(text: str) -> int:
+    """Argparse type: an integer >= 1."""
+    v = _int(text)
     if v < 1:
         raise argparse.ArgumentTypeError(f"{v} is not >= 1")
     return v
@@ -44,10 +48,7 @@ def positive_int(text: str) -> int:
 
 def seed_int(text: str) -> int:
     """Argparse type: a seed, 0 <= seed < 2**63."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    v = _int(text)
     if not 0 <= v < 2**63:
         raise argparse.ArgumentTypeError(f"{v} is not in 0..2**63-1")
     return v

@@ -22,28 +22,27 @@ import sys
 from pathlib import Path
 
 
-def _worker_module():
-    name = "_mtgym_bridge_worker"
+def _sibling(stem: str):
+    """The bridge's ``<stem>.py`` loaded by path (once per process), without importing the
+    ``mtgym`` package and its heavy dependencies into the workers.
+    """
+    name = f"_mtgym_bridge_{stem}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("worker.py"))
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def _worker_module():
+    return _sibling("worker")
 
 
 def _procs_module():
-    name = "_mtgym_bridge_procs"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("procs.py"))
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return _sibling("procs")
 
 
 def run_worker(argv: list[str]) -> int:

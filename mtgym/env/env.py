@@ -275,7 +275,8 @@ class ScavengeEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         if self._ended:
             raise RuntimeError("the episode has ended (terminated or truncated); call reset()")
-        a = self.codec.validate(action)  # (ValueError before anything changes)
+        # (ValueError before anything changes; the step's kernels check the range)
+        a = self.codec.validate(action, check_range=False)
         step, s = self._step, self.state
         if step is None or step.state is not s:  # a new episode, or a state set from outside
             self._step = step = Step(

@@ -46,6 +46,7 @@ def _train(ns: argparse.Namespace) -> int:
         observation="dict" if ns.net == "set" else "pooled",
         net=ns.net,
         stay_init=ns.stay_init,
+        embed_dim=ns.embed_dim,
         n_steps=ns.n_steps,
         batch_size=ns.batch_size,
         n_epochs=ns.n_epochs,
@@ -160,6 +161,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--no-norm-reward", action="store_true", help="no VecNormalize on rewards")
     t.add_argument(
         "--stay-init", type=float, default=5.0, help="slot net: initial keep-count bonus"
+    )
+    t.add_argument(
+        "--embed-dim", type=int, default=32, help="slot and context embedding width (32)"
     )
     t.add_argument("--n-steps", type=int, default=128, help="rollout steps per env")
     t.add_argument("--batch-size", type=int, default=256)

@@ -53,10 +53,17 @@ class SlotFeatures(BaseFeaturesExtractor):
         self.max_count = max_count
         self.slot_net = mlp([slot_dim, d, d])
         self.ctx_net = mlp([d + glob, d, d])
-        self.mix_net = mlp([2 * d, d])
+        # the mix layer of [slot embedding, context]: one linear map of the concatenation,
+        # written as the slot's part plus the context's part, so that the context's product
+        # is taken once per sample rather than once per slot (the same function)
+        self.mix_slot = nn.Linear(d, d)
+        self.mix_ctx = nn.Linear(d, d, bias=False)
+        self._register_load_state_dict_pre_hook(
+            _split_concat("mix_net.0", "mix_slot", "mix_ctx", d)
+        )
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """(batch, S*d + d)."""
+        """(batch, S*d + d + S)."""
         S, D = self.num_slots, self.slot_dim
         table = obs[:, : S * D].reshape(-1, S, D)
         glob = obs[:, S * D :]
@@ -64,9 +71,26 @@ class SlotFeatures(BaseFeaturesExtractor):
         h = self.slot_net(table) * mask
         mean = h.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         ctx = self.ctx_net(torch.cat([mean, glob], dim=1))
-        z = self.mix_net(torch.cat([h, ctx.unsqueeze(1).expand(-1, S, -1)], dim=-1)) * mask
+        z = torch.relu(self.mix_slot(h) + self.mix_ctx(ctx).unsqueeze(1)) * mask
         current = torch.round(table[..., -1] * self.max_count)
         return torch.cat([z.flatten(1), ctx, current], dim=1)
+
+
+def _split_concat(old: str, first: str, second: str, d: int):
+    """A load hook for models saved before a ``Linear`` of a concatenation ``[x, y]`` (x of
+    ``d`` values) was split into ``first(x) + second(y)``: the old weight's columns are
+    divided between the two, so such models load and compute the same function.
+    """
+
+    def hook(state_dict, prefix, *_args) -> None:
+        w = state_dict.pop(prefix + old + ".weight", None)
+        if w is None:
+            return
+        state_dict[prefix + first + ".weight"] = w[:, :d].contiguous()
+        state_dict[prefix + second + ".weight"] = w[:, d:].contiguous()
+        state_dict[prefix + first + ".bias"] = state_dict.pop(prefix + old + ".bias")
+
+    return hook
 
 
 class SlotHead(nn.Module):
@@ -84,19 +108,29 @@ class SlotHead(nn.Module):
     def __init__(self, num_slots: int, embed_dim: int, choices: int, stay_init: float) -> None:
         super().__init__()
         self.num_slots, self.embed_dim, self.choices = num_slots, embed_dim, choices
-        self.head = nn.Linear(2 * embed_dim, choices)
-        nn.init.orthogonal_(self.head.weight, gain=0.01)  # near-uniform apart from the bonus
-        nn.init.zeros_(self.head.bias)
+        # one linear map of [slot embedding, context], split as in ``SlotFeatures``
+        w = torch.empty(choices, 2 * embed_dim)
+        nn.init.orthogonal_(w, gain=0.01)  # near-uniform apart from the bonus
+        self.head_slot = nn.Linear(embed_dim, choices)
+        self.head_ctx = nn.Linear(embed_dim, choices, bias=False)
+        with torch.no_grad():
+            self.head_slot.weight.copy_(w[:, :embed_dim])
+            self.head_ctx.weight.copy_(w[:, embed_dim:])
+            self.head_slot.bias.zero_()
         self.stay = nn.Parameter(torch.tensor(float(stay_init)))
+        self._register_load_state_dict_pre_hook(
+            _split_concat("head", "head_slot", "head_ctx", embed_dim)
+        )
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
         S, d, K = self.num_slots, self.embed_dim, self.choices
         z = features[:, : S * d].reshape(-1, S, d)
-        ctx = features[:, S * d : S * d + d].unsqueeze(1).expand(-1, S, -1)
+        ctx = features[:, S * d : S * d + d]
         current = features[:, S * d + d :].long().clamp(0, K - 1)
         # a running job keeps its count; a job without nodes gets no bonus for staying idle
-        keep = nn.functional.one_hot(current, K).to(z.dtype) * (current > 0).unsqueeze(-1)
-        return (self.head(torch.cat([z, ctx], dim=-1)) + self.stay * keep).flatten(1)
+        keep = (current.unsqueeze(-1) == torch.arange(K)) & (current > 0).unsqueeze(-1)
+        logits = self.head_slot(z) + self.head_ctx(ctx).unsqueeze(1) + self.stay * keep
+        return logits.flatten(1)
 
 
 class SlotValue(nn.Module):
@@ -215,14 +249,18 @@ class SlotCategorical(MaskableDistribution):
         return self.logp.gather(-1, a).squeeze(-1).sum(dim=1)
 
     def entropy(self) -> torch.Tensor:  # noqa: D102
-        p_log_p = self.logp.exp() * self.logp
-        if self.masks is not None:
-            p_log_p = torch.where(self.masks, p_log_p, torch.zeros_like(p_log_p))
-        return -p_log_p.sum(dim=(1, 2))
+        logp = self.logp
+        if self.masks is not None:  # illegal choices: p log p = 0 (exp(0) * 0), and no
+            logp = torch.where(self.masks, logp, 0.0)  # exp of -1e8 (a slow path of exp)
+        return -(logp.exp() * logp).sum(dim=(1, 2))
 
-    def sample(self) -> torch.Tensor:  # noqa: D102
-        probs = self.logp.exp().reshape(-1, self.K)
-        return torch.multinomial(probs, 1).reshape(-1, self.S)
+    def sample(self) -> torch.Tensor:
+        """A draw per slot by the Gumbel-max trick: the argmax of the log-probabilities
+        plus Gumbel noise (a tenth of ``torch.multinomial``'s cost on (B*S, K); an illegal
+        choice, at about -1e8, is never drawn: the noise is below 20 in float32).
+        """
+        u = torch.rand_like(self.logp)
+        return (self.logp - torch.log(-torch.log(u))).argmax(dim=-1)
 
     def mode(self) -> torch.Tensor:  # noqa: D102
         return self.logp.argmax(dim=-1)

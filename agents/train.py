@@ -85,8 +85,10 @@ class Args:
         )
 
 
-def make_env_fn(args: Args, rank: int):  # a thunk for the vec env
-    """A thunk that builds one monitored env (seeded by rank)."""
+def make_env_fn(args: Args, rank: int, *, bare: bool = False):  # a thunk for the vec env
+    """A thunk that builds one monitored env (seeded by rank); ``bare``: without the
+    observation, info and monitor wrappers (``agents.vec.PooledVecEnv`` does their work).
+    """
 
     def thunk():
         from stable_baselines3.common.monitor import Monitor
@@ -96,6 +98,9 @@ def make_env_fn(args: Args, rank: int):  # a thunk for the vec env
 
         # training instances never coincide with the evaluator's (seed s -> instance s)
         env = SeedOffset(ScavengeEnv(args.scenario, **args.config().env_kwargs()))
+        if bare:
+            env.reset(seed=args.seed * 1000 + rank)
+            return env
         if args.observation == "pooled":
             from agents.pooled import PooledObservation, SlimInfo
 
@@ -104,6 +109,22 @@ def make_env_fn(args: Args, rank: int):  # a thunk for the vec env
         return Monitor(env)
 
     return thunk
+
+
+def make_vec_env(args: Args) -> Any:
+    """The training vector env: ``PooledVecEnv`` for the pooled observation in one process
+    (``vec="dummy"``), else SB3's ``DummyVecEnv`` or ``SubprocVecEnv`` of monitored envs.
+    """
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    if args.vec not in ("dummy", "subproc"):
+        raise ValueError(f"vec {args.vec!r} is not 'dummy' or 'subproc'")
+    if args.vec == "dummy" and args.observation == "pooled":
+        from agents.vec import PooledVecEnv
+
+        return PooledVecEnv([make_env_fn(args, i, bare=True) for i in range(args.n_envs)])
+    fns = [make_env_fn(args, i) for i in range(args.n_envs)]
+    return SubprocVecEnv(fns) if args.vec == "subproc" else DummyVecEnv(fns)
 
 
 def _check(args: Args) -> None:
@@ -143,6 +164,9 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
                 "embed_dim": args.embed_dim,
             },
             "stay_init": args.stay_init,
+            # SB3's Adam (eps 1e-5) as one fused kernel over the parameter list: 4x faster
+            # than Adam's default per-tensor loop on CPU, the same update
+            "optimizer_kwargs": {"eps": 1e-5, "fused": True},
         }
     else:
         from agents.features import SetFeatures
@@ -267,7 +291,6 @@ def train(args: Args) -> Path:
     """Train, checkpoint and save; returns the model path."""
     import torch
     from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from mtgym.evaluate import TAGS
 
@@ -279,8 +302,7 @@ def train(args: Args) -> Path:
     from mtgym.core.io import atomic_write_json
 
     atomic_write_json(out / "args.json", asdict(args), default=str)
-    fns = [make_env_fn(args, i) for i in range(args.n_envs)]
-    env = SubprocVecEnv(fns) if args.vec == "subproc" else DummyVecEnv(fns)
+    env = make_vec_env(args)
     if args.norm_reward:
         from stable_baselines3.common.vec_env import VecNormalize
 

@@ -160,7 +160,7 @@ def measure_training(
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from agents.train import build_model, make_env_fn
+    from agents.train import build_model, make_vec_env
 
     args = Args(
         scenario=scenario,
@@ -170,7 +170,7 @@ def measure_training(
         decision_interval_s=decision_interval_s,
         **overrides,
     )
-    env = DummyVecEnv([make_env_fn(args, i) for i in range(args.n_envs)])
+    env = make_vec_env(args)  # what ``mtgym train`` trains on
     mt = build_model(args, env, None)
     cp_env = DummyVecEnv([lambda: _Maskable(gym.make("CartPole-v1"))] * args.n_envs)
     cp = MaskablePPO(

@@ -237,3 +237,94 @@ def test_pooled_agent__sampling_is_seeded_per_episode(pooled_agent):
     assert (second.metrics.samples, second.metrics.rescales, second.decisions) == key
     mode = play(inst, AgentPolicy(pooled_agent, deterministic=True))
     assert (mode.metrics.samples, mode.metrics.rescales) != key[:2]
+
+
+def test_slot_categorical__draws_follow_the_masked_probabilities():
+    S, K, B = 3, 5, 20_000
+    g = torch.Generator().manual_seed(1)
+    logits = (torch.randn(1, S * K, generator=g) * 2).expand(B, -1)
+    masks = torch.ones(B, S * K, dtype=torch.bool)
+    masks.view(B, S, K)[:, 1, 2] = False
+    dist = SlotCategorical(S, K)
+    dist.proba_distribution(logits)
+    dist.apply_masking(masks.numpy())
+    torch.manual_seed(0)
+    draws = dist.sample()
+    freq = torch.nn.functional.one_hot(draws, K).double().mean(0)
+    probs = dist.logp[0].exp().double()
+    assert freq[1, 2] == 0.0
+    # binomial standard error at B = 20,000 is <= 0.0036: 5 of them
+    torch.testing.assert_close(freq, probs, rtol=0.0, atol=0.018)
+
+
+def test_slot_policy__loads_weights_saved_before_the_concat_layers_were_split():
+    """Models saved with ``mix_net`` and ``head`` (one Linear of [slot, context]) load into
+    the split layers and compute the same logits."""
+    pol, lay, _env = make_policy()
+    _e, o = env_obs(seed=3)
+    x = torch.as_tensor(lay.pool(o)).unsqueeze(0)
+    sd = pol.state_dict()
+    old = {}
+    for k, v in sd.items():
+        for new, first, second in (
+            ("mix_net.0", "mix_slot", "mix_ctx"),
+            ("head", "head_slot", "head_ctx"),
+        ):
+            if k.endswith(first + ".weight"):
+                other = sd[k.replace(first, second)]
+                old[k.replace(first, new)] = torch.cat([v, other], dim=1)
+                break
+            if k.endswith(first + ".bias"):
+                old[k.replace(first, new)] = v
+                break
+            if k.endswith(second + ".weight"):
+                break
+        else:
+            old[k] = v
+    assert any("mix_net.0.weight" in k for k in old) and any("head.weight" in k for k in old)
+    fresh, _, _ = make_policy(seed=7)
+    fresh.load_state_dict(old)
+    with torch.no_grad():
+        a = pol.action_net(pol.extract_features(x, pol.pi_features_extractor))
+        b = fresh.action_net(fresh.extract_features(x, fresh.pi_features_extractor))
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_pooled_vec_env__gives_what_the_wrapped_dummy_vec_env_gives():
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from agents.train import Args, make_env_fn, make_vec_env
+    from agents.vec import PooledVecEnv
+
+    args = Args(n_envs=3, seed=2)
+    fast = make_vec_env(args)
+    assert isinstance(fast, PooledVecEnv)
+    ref = DummyVecEnv([make_env_fn(args, i) for i in range(args.n_envs)])
+    for v in (fast, ref):
+        v.seed(11)
+    o1, o2 = fast.reset(), ref.reset()
+    np.testing.assert_array_equal(o1, o2)
+    assert fast.get_attr("layout")[0] == ref.get_attr("layout")[0]
+    rng = np.random.default_rng(0)
+    episodes = 0
+    for _ in range(420):  # 180 steps per episode: every env ends twice
+        m1 = np.stack(fast.env_method("action_masks"))
+        np.testing.assert_array_equal(m1, np.stack(ref.env_method("action_masks")))
+        acts = np.stack([e.unwrapped.sample_valid(rng) for e in fast.envs])
+        (a, r1, d1, i1), (b, r2, d2, i2) = fast.step(acts), ref.step(acts)
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(d1, d2)
+        for x, y in zip(i1, i2, strict=True):
+            assert x["TimeLimit.truncated"] == y["TimeLimit.truncated"]
+            assert x["dt"] == y["dt"] and x["samples"] == y["samples"]
+            assert ("episode" in x) == ("episode" in y)
+            if "episode" in x:
+                episodes += 1
+                assert (x["episode"]["r"], x["episode"]["l"]) == (
+                    y["episode"]["r"],
+                    y["episode"]["l"],
+                )
+                np.testing.assert_array_equal(x["terminal_observation"], y["terminal_observation"])
+    assert episodes >= 6
+    assert fast.has_attr("action_masks")

@@ -1,0 +1,129 @@
+"""A lean vector env for training on the pooled observation.
+
+``PooledVecEnv(thunks)`` steps n ``ScavengeEnv``s in one loop and writes each pooled
+observation (``agents/pooled.py``) straight into one (n, size) array. It gives what
+``DummyVecEnv`` of ``Monitor(SlimInfo(PooledObservation(env)))`` gives, value for value
+(tested): observations, rewards, dones, auto-reset with ``info["terminal_observation"]``
+and ``info["TimeLimit.truncated"]``, the episode statistics ``info["episode"]`` SB3 logs,
+and ``env_method("action_masks")`` for MaskablePPO. It skips what training never reads:
+the wrapper calls, ``DummyVecEnv``'s deep copy of every info dict and its per-key
+observation buffers. Per env step that is ~20 us, a sixth of what is not the simulation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+
+from agents.pooled import PooledLayout
+
+
+class PooledVecEnv(VecEnv):
+    """n ``ScavengeEnv``s (each possibly under reset-only wrappers such as ``SeedOffset``)
+    with the pooled flat observation (module docstring).
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
+        self.envs = [fn() for fn in env_fns]
+        inner = [e.unwrapped for e in self.envs]
+        self._inner = inner
+        first = inner[0]
+        self.layout = PooledLayout.of(first.observation_space, first.max_count)
+        super().__init__(len(self.envs), self.layout.space(), first.action_space)
+        n = self.num_envs
+        self._obs = np.zeros((n, self.layout.size), dtype=np.float32)
+        self._rews = np.zeros(n, dtype=np.float32)
+        self._dones = np.zeros(n, dtype=bool)
+        self._ret = np.zeros(n)
+        self._len = np.zeros(n, dtype=np.int64)
+        self._t0 = time.time()
+        self._actions: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:  # noqa: D102
+        for i, env in enumerate(self.envs):
+            obs, info = env.reset(seed=self._seeds[i], options=self._options[i])
+            self.reset_infos[i] = info
+            self._pool(i, obs)
+        self._reset_seeds()
+        self._reset_options()
+        self._ret[:] = 0.0
+        self._len[:] = 0
+        return self._obs.copy()
+
+    def _pool(self, i: int, obs: dict[str, np.ndarray]) -> None:
+        self._obs[i] = self.layout.pool(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:  # noqa: D102
+        self._actions = actions
+
+    def step_wait(self):  # noqa: D102
+        infos: list[dict[str, Any]] = []
+        actions = self._actions
+        for i, env in enumerate(self._inner):
+            obs, reward, terminated, truncated, info = env.step(actions[i])
+            self._rews[i] = reward
+            self._ret[i] += reward
+            self._len[i] += 1
+            out: dict[str, Any] = {
+                "dt": info["dt"],
+                "samples": info["samples"],
+                "TimeLimit.truncated": truncated and not terminated,
+            }
+            done = terminated or truncated
+            self._dones[i] = done
+            if done:
+                out["episode"] = {
+                    "r": round(float(self._ret[i]), 6),
+                    "l": int(self._len[i]),
+                    "t": round(time.time() - self._t0, 6),
+                }
+                out["terminal_observation"] = self.layout.pool(obs)
+                self._ret[i] = 0.0
+                self._len[i] = 0
+                obs, self.reset_infos[i] = self.envs[i].reset()
+            self._pool(i, obs)
+            infos.append(out)
+        return self._obs.copy(), self._rews.copy(), self._dones.copy(), infos
+
+    def close(self) -> None:  # noqa: D102
+        for env in self.envs:
+            env.close()
+
+    def get_images(self) -> Sequence[np.ndarray | None]:  # noqa: D102
+        return [env.render() for env in self.envs]
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:  # noqa: D102
+        if attr_name == "layout":
+            return [self.layout for _ in self._get_indices(indices)]
+        return [getattr(self.envs[i], attr_name) for i in self._get_indices(indices)]
+
+    def has_attr(self, attr_name: str) -> bool:  # noqa: D102
+        if attr_name == "action_masks":
+            return True
+        return super().has_attr(attr_name)
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:  # noqa: D102
+        for i in self._get_indices(indices):
+            setattr(self.envs[i], attr_name, value)
+
+    def env_method(  # noqa: D102
+        self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any
+    ) -> list[Any]:
+        if method_name == "action_masks":  # MaskablePPO, before every step
+            return [self._inner[i].action_masks() for i in self._get_indices(indices)]
+        return [
+            getattr(self.envs[i], method_name)(*method_args, **method_kwargs)
+            for i in self._get_indices(indices)
+        ]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:  # noqa: D102
+        from stable_baselines3.common import env_util
+
+        return [
+            env_util.is_wrapped(self.envs[i], wrapper_class) for i in self._get_indices(indices)
+        ]

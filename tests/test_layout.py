@@ -128,6 +128,18 @@ def test_layout__mtgym_never_imports_agents_or_baselines():
     assert bad == []
 
 
+def test_layout__only_the_test_kit_imports_the_test_kit():
+    """``mtgym.testing`` is for tests: no production module builds with it."""
+    bad = [
+        (str(p.relative_to(REPO)), name)
+        for p in PKG.rglob("*.py")
+        if "testing" not in p.relative_to(PKG).parts
+        for name in _imports(p)
+        if name == "mtgym.testing" or name.startswith("mtgym.testing.")
+    ]
+    assert bad == []
+
+
 BLOCK = """
 import sys
 class Block:

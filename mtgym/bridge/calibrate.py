@@ -8,7 +8,8 @@ wall-clock seconds. Node counts are simulator nodes (``workers_per_node`` real w
 
 Use it:
 
-- ``job_rows(cal)`` -> ``list[JobRow]`` for ``build_jobs`` / ``mtgym.testing.tiny_instance``;
+- ``job_rows(cal)`` -> ``list[JobRow]`` for ``build_jobs`` /
+  ``mtgym.generate.uniform.uniform_instance``;
 - ``write_bftrainer_csv(cal, path)`` writes the same jobs as a BFTrainer-format job table,
   which a scenario file reads with ``workload: {kind: table, path: calibration.csv}``;
 - ``mtgym.bridge.report`` predicts a second replay with it (``--calibration``).

@@ -148,8 +148,8 @@ def simulate_replay(
     jobs are ``preds`` as table jobs, then runs the simulator with ``TracePolicy`` deciding
     every ``dt`` wall seconds. Jobs without a usable curve are predicted ``nan``.
     """
+    from mtgym.generate.uniform import uniform_instance
     from mtgym.policy.play import play
-    from mtgym.testing import tiny_instance
 
     sim0 = trace.header.t_start if sim0 is None else sim0
     horizon = (trace.t_end - sim0) / time_scale
@@ -186,7 +186,7 @@ def simulate_replay(
     out = {j: float("nan") for j in ids}
     if not rows or horizon <= 0:
         return out
-    inst = tiny_instance(n_nodes, rows, t_end=horizon)
+    inst = uniform_instance(n_nodes, rows, t_end=horizon)
     index = {j: i for i, j in enumerate(usable)}
     policy = TracePolicy(trace, index, n_nodes, lambda t: sim0 + t * time_scale, max_world_size)
     res = play(inst, policy, decision_interval_s=dt, to_horizon=True)

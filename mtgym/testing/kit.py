@@ -6,11 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mtgym.core.instance import Campaigns, CostModel, Instance, Supply
-from mtgym.core.topology import Topology
+from mtgym.core.instance import Instance
 from mtgym.core.types import Allocation, AppClass, JobStatus
-from mtgym.generate.cluster import build_cluster
-from mtgym.generate.workload import JobRow, build_jobs
+from mtgym.generate.uniform import uniform_instance as tiny_instance  # noqa: F401 (re-exported)
+from mtgym.generate.workload import JobRow
 from mtgym.policy.base import Policy
 from mtgym.sim.dynamics import StepInfo, advance, initial_state
 from mtgym.sim.invariants import check_state
@@ -55,54 +54,6 @@ def linear_job(
         rungs=tuple(rungs),
         quality=quality,
     )
-
-
-def tiny_instance(
-    num_nodes: int,
-    rows: Sequence[JobRow],
-    *,
-    windows: Sequence[tuple[int, float, float]] | None = None,
-    t_end: float = 1e6,
-    costs: CostModel | None = None,
-    group_size: int = 2,
-    slowdown: np.ndarray | None = None,
-    locality_factor: tuple[float, float, float] | None = None,
-    campaigns: Campaigns | None = None,
-) -> Instance:
-    """Identical single-GPU nodes (or ``slowdown`` (N, 4) per node), groups of ``group_size``.
-
-    ``windows`` are (node, start, end); default: every node idle on [0, t_end).
-    """
-    topo = Topology.uniform(num_nodes, group_size, locality_factor=locality_factor)
-    cl = build_cluster(
-        np.random.default_rng(0),
-        gpus_per_node=1,
-        gpu_type_names=("V100",),
-        gpu_type=np.zeros(num_nodes, dtype=int),
-        topology=topo,
-        variability=None,
-        profile_noise=0.0,
-    )
-    if slowdown is not None:
-        from dataclasses import replace
-
-        sd = np.asarray(slowdown, dtype=np.float64)
-        cl = replace(cl, device_slowdown=sd[:, None, :], slowdown=sd, profiled_slowdown=sd)
-    if windows is None:
-        windows = [(n, 0.0, t_end) for n in range(num_nodes)]
-    w = np.array(windows, dtype=np.float64).reshape(-1, 3)
-    supply = Supply.from_windows(w[:, 0].astype(int), w[:, 1], w[:, 2], num_nodes=num_nodes)
-    jobs = build_jobs(list(rows), cl)
-    return Instance(
-        "tiny",
-        cl,
-        supply,
-        jobs,
-        campaigns=campaigns or Campaigns(),
-        costs=costs or CostModel(),
-        t_end=t_end,
-        seed=0,
-    ).validate()
 
 
 class RawRandomPolicy:

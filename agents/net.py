@@ -202,6 +202,43 @@ class SlotPolicy(MaskableActorCriticPolicy):
         self.optimizer = self.optimizer_class(
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
         )
+        self.optimizer.register_load_state_dict_pre_hook(self._split_optimizer_state)
+
+    def _split_optimizer_state(self, _optimizer: Any, state_dict: dict) -> dict | None:
+        """Optimizer states saved before the concat layers were split (``_split_concat``):
+        each split weight takes its columns of the old weight's moments, so such
+        checkpoints load and resume with the same Adam state. Other states pass as they are.
+        """
+        names = [n for n, _ in self.named_parameters()]
+        groups = state_dict["param_groups"]
+        if len(groups) != 1 or len(groups[0]["params"]) == len(names):
+            return None
+        d = self.features_extractor.embed_dim
+        pairs = (("mix_slot", "mix_ctx"), ("head_slot", "head_ctx"))
+        old: dict[str, tuple[int, slice | None]] = {}
+        pos = 0
+        for n in names:
+            second = next((p for p in pairs if n.endswith(f"{p[1]}.weight")), None)
+            if second is not None:  # the old weight's right-hand columns
+                old[n] = (old[n.replace(second[1], second[0])][0], slice(d, None))
+                continue
+            left = any(n.endswith(f"{p[0]}.weight") for p in pairs)
+            old[n] = (pos, slice(0, d) if left else None)
+            pos += 1
+        saved = groups[0]["params"]
+        if pos != len(saved):
+            return None  # not this layout: let the optimizer refuse it
+        state = {}
+        for i, n in enumerate(names):
+            k, cols = old[n]
+            st = state_dict["state"].get(saved[k])
+            if st is not None:
+                state[i] = {
+                    key: v[:, cols].clone() if cols is not None and v.dim() == 2 else v
+                    for key, v in st.items()
+                }
+        group = {**groups[0], "params": list(range(len(names)))}
+        return {"state": state, "param_groups": [group]}
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()

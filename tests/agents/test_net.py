@@ -328,3 +328,40 @@ def test_pooled_vec_env__gives_what_the_wrapped_dummy_vec_env_gives():
                 np.testing.assert_array_equal(x["terminal_observation"], y["terminal_observation"])
     assert episodes >= 6
     assert fast.has_attr("action_masks")
+
+
+def test_slot_policy__resumes_adam_state_saved_before_the_split():
+    """A pre-split checkpoint's optimizer state (one moment tensor per concat weight) loads
+    into the split layers: each takes its columns, the rest passes unchanged."""
+    pol, lay, _env = make_policy()
+    _e, o = env_obs(seed=3)
+    x = torch.as_tensor(lay.pool(o)).unsqueeze(0)
+    pol.optimizer.zero_grad()
+    pol.value_net(pol.extract_features(x, pol.pi_features_extractor)).sum().backward()
+    (pol.action_net(pol.extract_features(x, pol.pi_features_extractor)) ** 2).sum().backward()
+    pol.optimizer.step()
+    new = pol.optimizer.state_dict()
+    names = [n for n, _ in pol.named_parameters()]
+    old_state, pos = {}, 0
+    for i, n in enumerate(names):
+        if n.endswith(("mix_ctx.weight", "head_ctx.weight")):
+            continue
+        st = dict(new["state"][i])
+        for first, second in (("mix_slot", "mix_ctx"), ("head_slot", "head_ctx")):
+            if n.endswith(f"{first}.weight"):
+                j = names.index(n.replace(first, second))
+                for k in ("exp_avg", "exp_avg_sq"):
+                    st[k] = torch.cat([st[k], new["state"][j][k]], dim=1)
+        old_state[pos] = st
+        pos += 1
+    old = {
+        "state": old_state,
+        "param_groups": [{**new["param_groups"][0], "params": list(range(pos))}],
+    }
+    fresh, _, _ = make_policy(seed=7)
+    fresh.optimizer.load_state_dict(old)
+    got = fresh.optimizer.state_dict()
+    assert len(got["state"]) == len(names)
+    for i in range(len(names)):
+        for k in ("exp_avg", "exp_avg_sq"):
+            torch.testing.assert_close(got["state"][i][k], new["state"][i][k], rtol=0, atol=0)

@@ -46,6 +46,8 @@ class AgentConfig:
     # seeded at every episode's start (``sample_seed``), so an episode is still reproducible
     sample: bool = False
     sample_seed: int = 0
+    # draws come from softmax(logits / temperature): below 1 the agent re-sizes less at random
+    temperature: float = 1.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def env_kwargs(self) -> dict[str, Any]:
@@ -73,6 +75,8 @@ class AgentConfig:
             raise ValueError(
                 f"{path}: observation {cfg.observation!r} is not one of {OBSERVATIONS}"
             )
+        if not (cfg.temperature > 0 and np.isfinite(cfg.temperature)):
+            raise ValueError(f"{path}: temperature {cfg.temperature!r} is not a positive number")
         return cfg
 
 
@@ -103,12 +107,20 @@ class AgentPolicy:
     info_mode = InfoMode.USER
 
     def __init__(
-        self, path: str | Path | None = None, *, deterministic: bool | None = None
+        self,
+        path: str | Path | None = None,
+        *,
+        deterministic: bool | None = None,
+        temperature: float | None = None,
     ) -> None:
         import torch
 
         self.path = Path(path) if path else PRETRAINED
         self.model, self.config = load_model(self.path)
+        if temperature is not None:  # the caller's, else agent.json's
+            if not (temperature > 0 and np.isfinite(temperature)):
+                raise ValueError(f"temperature {temperature!r} is not a positive number")
+            self.config.temperature = float(temperature)
         self.model.policy.set_training_mode(False)
         self.info_mode = InfoMode(self.config.info_mode)
         self.decision_interval_s = self.config.decision_interval_s
@@ -206,7 +218,10 @@ class AgentPolicy:
         nvec = policy.action_space.nvec
         logits = logits.reshape(len(nvec), int(nvec[0]))
         legal = torch.from_numpy(mask.reshape(logits.shape))
-        probs = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=1)
+        logits = logits.masked_fill(~legal, float("-inf"))
+        if self.config.temperature != 1.0:
+            logits = logits / self.config.temperature
+        probs = torch.softmax(logits, dim=1)
         return torch.multinomial(probs, 1, generator=self._gen).reshape(-1).numpy().astype(np.int64)
 
 

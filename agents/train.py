@@ -1,6 +1,7 @@
 """Train a learned scheduler on an mtgym scenario (MaskablePPO by default; PPO and A2C too).
 
-``train(Args)``: vectorised envs (``DummyVecEnv``, or ``SubprocVecEnv`` with ``vec="subproc"``),
+``train(Args)``: vectorised envs (``agents.vec.PooledVecEnv`` for the pooled observation,
+else ``DummyVecEnv``; ``SubprocVecEnv`` with ``vec="subproc"``),
 SB3's TensorBoard logging plus the shared ``eval/*`` tags at evaluation points on fixed
 evaluation seeds (the same tags ``mtgym evaluate`` writes for the baselines), checkpoints,
 hyper-parameters logged as a table, a progress bar, and ``resume`` from a checkpoint.

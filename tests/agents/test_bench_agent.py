@@ -36,3 +36,47 @@ def test_measure_training__interleaved_rates_for_both_envs(bench):
     assert set(rates) == {"mtgym", "CartPole-v1"}
     for r in rates.values():
         assert len(r) == 2 and all(x > 0 for x in r)
+
+
+def test_select_agent__plays_each_candidate_and_temperature_on_the_seeds(tmp_path):
+    """``scripts/select_agent.py`` plays as ``play`` plays (same per-seed values) and writes
+    the ranking."""
+    import json
+    import subprocess
+    import sys
+
+    from agents.policy import AgentPolicy
+    from mtgym.policy.play import play
+    from mtgym.scenario.registry import get_generator
+
+    script = SCRIPT.with_name("select_agent.py")
+    out = tmp_path / "sel.json"
+    subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(PRETRAINED),
+            "--temperature",
+            "1.0",
+            "0.5",
+            "--scenario",
+            "toy-two-jobs",
+            "--seed",
+            "3",
+            "--seeds",
+            "2",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    got = json.loads(out.read_text())
+    assert got["seeds"] == [3, 4] and len(got["rows"]) == 2
+    assert sorted(r["temperature"] for r in got["rows"]) == [0.5, 1.0]
+    means = [r["mean"] for r in got["rows"]]
+    assert means == sorted(means, reverse=True)
+    one = next(r for r in got["rows"] if r["temperature"] == 1.0)
+    gen = get_generator("default")
+    pol = AgentPolicy(PRETRAINED)
+    assert one["per_seed"] == [play(gen(s), pol).metrics.throughput for s in (3, 4)]

@@ -60,7 +60,7 @@ def test_select_agent__plays_each_candidate_and_temperature_on_the_seeds(tmp_pat
             "1.0",
             "0.5",
             "--scenario",
-            "toy-two-jobs",
+            "default",
             "--seed",
             "3",
             "--seeds",

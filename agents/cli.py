@@ -47,6 +47,7 @@ def _train(ns: argparse.Namespace) -> int:
         net=ns.net,
         stay_init=ns.stay_init,
         embed_dim=ns.embed_dim,
+        num_nodes=tuple(ns.num_nodes or ()),
         n_steps=ns.n_steps,
         batch_size=ns.batch_size,
         n_epochs=ns.n_epochs,
@@ -164,6 +165,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument(
         "--embed-dim", type=int, default=32, help="slot and context embedding width (32)"
+    )
+    t.add_argument(
+        "--num-nodes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="mixed cluster sizes: env i trains on the scenario resized to the i-th size "
+        "(cycled; synthetic scenarios); evaluation stays on the scenario's own size",
     )
     t.add_argument("--n-steps", type=int, default=128, help="rollout steps per env")
     t.add_argument("--batch-size", type=int, default=256)

@@ -68,6 +68,9 @@ class Args:
     bc_seeds: tuple[int, ...] = (11, 12, 13, 14)
     dagger_rounds: int = 3  # rounds of DAgger after behaviour cloning
     bc_epochs: int = 30
+    # mixed cluster sizes: env rank i trains on the scenario with num_nodes[i % len] nodes
+    # (synthetic generators only; () = the scenario's own size)
+    num_nodes: tuple[int, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def config(self) -> AgentConfig:
@@ -98,7 +101,7 @@ def make_env_fn(args: Args, rank: int, *, bare: bool = False):  # a thunk for th
         from mtgym.env.wrappers import SeedOffset
 
         # training instances never coincide with the evaluator's (seed s -> instance s)
-        env = SeedOffset(ScavengeEnv(args.scenario, **args.config().env_kwargs()))
+        env = SeedOffset(ScavengeEnv(scenario_of(args, rank), **args.config().env_kwargs()))
         if bare:
             env.reset(seed=args.seed * 1000 + rank)
             return env
@@ -110,6 +113,22 @@ def make_env_fn(args: Args, rank: int, *, bare: bool = False):  # a thunk for th
         return Monitor(env)
 
     return thunk
+
+
+def scenario_of(args: Args, rank: int) -> Any:
+    """The scenario env ``rank`` trains on: ``args.scenario``, resized to
+    ``args.num_nodes[rank % len]`` nodes when sizes are mixed.
+    """
+    if not args.num_nodes:
+        return args.scenario
+    from dataclasses import fields, is_dataclass, replace
+
+    from mtgym.scenario.registry import get_generator
+
+    gen = get_generator(args.scenario)
+    if not is_dataclass(gen) or "num_nodes" not in {f.name for f in fields(gen)}:
+        raise ValueError(f"scenario {args.scenario!r} has no num_nodes to mix sizes over")
+    return replace(gen, num_nodes=int(args.num_nodes[rank % len(args.num_nodes)]))
 
 
 def make_vec_env(args: Args) -> Any:

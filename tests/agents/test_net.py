@@ -365,3 +365,18 @@ def test_slot_policy__resumes_adam_state_saved_before_the_split():
     for i in range(len(names)):
         for k in ("exp_avg", "exp_avg_sq"):
             torch.testing.assert_close(got["state"][i][k], new["state"][i][k], rtol=0, atol=0)
+
+
+def test_pooled_vec_env__mixes_cluster_sizes_under_one_layout():
+    from agents.train import Args, make_vec_env
+
+    v = make_vec_env(Args(n_envs=4, num_nodes=(32, 96)))
+    assert [e.unwrapped.num_nodes for e in v.envs] == [32, 96, 32, 96]
+    obs = v.reset()
+    assert obs.shape == (4, v.layout.size)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        obs, rew, _, _ = v.step(np.stack([e.unwrapped.sample_valid(rng) for e in v.envs]))
+    assert np.isfinite(obs).all() and np.isfinite(rew).all()
+    with pytest.raises(ValueError, match="num_nodes"):
+        make_vec_env(Args(scenario="hetero-mix", n_envs=2, num_nodes=(32,)))

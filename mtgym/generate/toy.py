@@ -10,23 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mtgym.core.instance import CostModel, Instance, Supply
-from mtgym.core.topology import Topology
 from mtgym.core.types import AppClass
-from mtgym.generate.cluster import build_cluster
+from mtgym.generate.uniform import uniform_cluster
 from mtgym.generate.workload import JobRow, build_jobs
-
-
-def _cluster(num_nodes: int, group_size: int = 2):
-    topo = Topology.uniform(num_nodes, group_size)
-    return build_cluster(
-        np.random.default_rng(0),
-        gpus_per_node=1,
-        gpu_type_names=("V100",),
-        gpu_type=np.zeros(num_nodes, dtype=int),
-        topology=topo,
-        variability=None,
-        profile_noise=0.0,
-    )
 
 
 @dataclass(frozen=True)
@@ -46,7 +32,7 @@ class LinearToy:
 
     def __call__(self, seed: int = 0) -> Instance:
         """The instance (the seed is unused: the toy is deterministic)."""
-        cl = _cluster(self.num_nodes)
+        cl = uniform_cluster(self.num_nodes)
         n = np.arange(self.num_nodes + 1, dtype=float)
         row = JobRow(
             name="linear",
@@ -87,7 +73,7 @@ class TwoJobToy:
     def __call__(self, seed: int = 0) -> Instance:
         """The instance (deterministic)."""
         N = self.num_nodes
-        cl = _cluster(N)
+        cl = uniform_cluster(N)
         n = np.arange(N + 1, dtype=float)
         big = 1e12
         rows = [

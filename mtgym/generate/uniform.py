@@ -6,10 +6,28 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mtgym.core.instance import Campaigns, CostModel, Instance, Supply
+from mtgym.core.instance import Campaigns, Cluster, CostModel, Instance, Supply
 from mtgym.core.topology import Topology
 from mtgym.generate.cluster import build_cluster
 from mtgym.generate.workload import JobRow, build_jobs
+
+
+def uniform_cluster(
+    num_nodes: int,
+    group_size: int = 2,
+    locality_factor: tuple[float, float, float] | None = None,
+) -> Cluster:
+    """Identical single-GPU V100 nodes in groups of ``group_size``, no variability."""
+    topo = Topology.uniform(num_nodes, group_size, locality_factor=locality_factor)
+    return build_cluster(
+        np.random.default_rng(0),
+        gpus_per_node=1,
+        gpu_type_names=("V100",),
+        gpu_type=np.zeros(num_nodes, dtype=int),
+        topology=topo,
+        variability=None,
+        profile_noise=0.0,
+    )
 
 
 def uniform_instance(
@@ -30,16 +48,7 @@ def uniform_instance(
 
     ``windows`` are (node, start, end); default: every node idle on [0, t_end).
     """
-    topo = Topology.uniform(num_nodes, group_size, locality_factor=locality_factor)
-    cl = build_cluster(
-        np.random.default_rng(0),
-        gpus_per_node=1,
-        gpu_type_names=("V100",),
-        gpu_type=np.zeros(num_nodes, dtype=int),
-        topology=topo,
-        variability=None,
-        profile_noise=0.0,
-    )
+    cl = uniform_cluster(num_nodes, group_size, locality_factor)
     if slowdown is not None:
         from dataclasses import replace
 

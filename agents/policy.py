@@ -75,9 +75,13 @@ class AgentConfig:
             raise ValueError(
                 f"{path}: observation {cfg.observation!r} is not one of {OBSERVATIONS}"
             )
-        if not (cfg.temperature > 0 and np.isfinite(cfg.temperature)):
-            raise ValueError(f"{path}: temperature {cfg.temperature!r} is not a positive number")
+        _check_temperature(cfg.temperature, f"{path}: ")
         return cfg
+
+
+def _check_temperature(value: float, where: str = "") -> None:
+    if not (value > 0 and np.isfinite(value)):
+        raise ValueError(f"{where}temperature {value!r} is not a positive number")
 
 
 def load_model(path: str | Path) -> tuple[Any, AgentConfig]:
@@ -118,8 +122,7 @@ class AgentPolicy:
         self.path = Path(path) if path else PRETRAINED
         self.model, self.config = load_model(self.path)
         if temperature is not None:  # the caller's, else agent.json's
-            if not (temperature > 0 and np.isfinite(temperature)):
-                raise ValueError(f"temperature {temperature!r} is not a positive number")
+            _check_temperature(temperature)
             self.config.temperature = float(temperature)
         self.model.policy.set_training_mode(False)
         self.info_mode = InfoMode(self.config.info_mode)

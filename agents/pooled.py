@@ -75,9 +75,12 @@ class PooledLayout:
         """The pooled observation space."""
         return spaces.Box(-1.0, np.float32(1e3), (self.size,), np.float32)
 
-    def pool(self, obs: dict[str, np.ndarray]) -> np.ndarray:
-        """The pooled vector of one env observation (module docstring)."""
-        out = np.empty(self.size, dtype=np.float32)
+    def pool(self, obs: dict[str, np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+        """The pooled vector of one env observation (module docstring), written into
+        ``out`` (a float32 vector of ``size`` values, e.g. a vec env's row) when given.
+        """
+        if out is None:
+            out = np.empty(self.size, dtype=np.float32)
         _pool(
             np.asarray(obs["nodes"], dtype=np.float32),
             np.asarray(obs["node_mask"], dtype=np.float32),

@@ -48,15 +48,12 @@ class PooledVecEnv(VecEnv):
         for i, env in enumerate(self.envs):
             obs, info = env.reset(seed=self._seeds[i], options=self._options[i])
             self.reset_infos[i] = info
-            self._pool(i, obs)
+            self.layout.pool(obs, self._obs[i])
         self._reset_seeds()
         self._reset_options()
         self._ret[:] = 0.0
         self._len[:] = 0
         return self._obs.copy()
-
-    def _pool(self, i: int, obs: dict[str, np.ndarray]) -> None:
-        self._obs[i] = self.layout.pool(obs)
 
     def step_async(self, actions: np.ndarray) -> None:  # noqa: D102
         self._actions = actions
@@ -86,7 +83,7 @@ class PooledVecEnv(VecEnv):
                 self._ret[i] = 0.0
                 self._len[i] = 0
                 obs, self.reset_infos[i] = self.envs[i].reset()
-            self._pool(i, obs)
+            self.layout.pool(obs, self._obs[i])
             infos.append(out)
         return self._obs.copy(), self._rews.copy(), self._dones.copy(), infos
 

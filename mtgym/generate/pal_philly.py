@@ -44,11 +44,12 @@ from pathlib import Path
 import numpy as np
 
 from mtgym.core.errors import ConfigError
-from mtgym.core.instance import Cluster, CostModel, Instance, Supply, frozen
+from mtgym.core.instance import Cluster, CostModel, Instance, frozen
 from mtgym.core.rng import stream
 from mtgym.core.topology import Topology
 from mtgym.core.types import AppClass
 from mtgym.generate.cluster import build_cluster
+from mtgym.generate.supply.always_idle import always_idle
 from mtgym.generate.workload import JobRow, build_jobs
 from mtgym.readers import PAL_ITER_TIME_S, pal_app_class, read_philly_trace
 from mtgym.readers.variability import (
@@ -266,10 +267,7 @@ class PALPhilly:
             topo, self.variability_dir, draw=self.draw, seed=seed, samples=self.samples
         )
         jobs = build_jobs(self.rows(), cl)
-        n = topo.num_nodes
-        supply = Supply.from_windows(
-            np.arange(n), np.zeros(n), np.full(n, self.horizon_s), num_nodes=n
-        )
+        supply = always_idle(topo.num_nodes, 0.0, self.horizon_s)
         return Instance(
             self.name, cl, supply, jobs, costs=CostModel(), t_end=self.horizon_s, seed=seed
         ).validate()
@@ -379,10 +377,7 @@ class PALSynergy:
         topo = host_topology(self.num_hosts, self.gpus_per_host, self.locality)
         cl = pal_cluster(topo, self.variability_dir, draw=self.draw, seed=seed)
         jobs = build_jobs(self.rows(seed), cl)
-        n = topo.num_nodes
-        supply = Supply.from_windows(
-            np.arange(n), np.zeros(n), np.full(n, self.horizon_s), num_nodes=n
-        )
+        supply = always_idle(topo.num_nodes, 0.0, self.horizon_s)
         return Instance(
             self.name, cl, supply, jobs, costs=CostModel(), t_end=self.horizon_s, seed=seed
         ).validate()

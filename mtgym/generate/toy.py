@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtgym.core.instance import CostModel, Instance, Supply
+from mtgym.core.instance import CostModel, Instance
 from mtgym.core.types import AppClass
+from mtgym.generate.supply.always_idle import always_idle
 from mtgym.generate.uniform import uniform_cluster
 from mtgym.generate.workload import JobRow, build_jobs
 
@@ -49,9 +50,7 @@ class LinearToy:
         )
         jobs = build_jobs([row], cl)
         N = self.num_nodes
-        supply = Supply.from_windows(
-            np.arange(N), np.zeros(N), np.full(N, self.horizon_s), num_nodes=N
-        )
+        supply = always_idle(N, 0.0, self.horizon_s)
         return Instance(self.name, cl, supply, jobs, t_end=self.horizon_s, seed=seed).validate()
 
 
@@ -105,9 +104,7 @@ class TwoJobToy:
             ),
         ]
         jobs = build_jobs(rows, cl)
-        supply = Supply.from_windows(
-            np.arange(N), np.zeros(N), np.full(N, self.horizon_s), num_nodes=N
-        )
+        supply = always_idle(N, 0.0, self.horizon_s)
         return Instance(
             self.name, cl, supply, jobs, costs=CostModel(), t_end=self.horizon_s, seed=seed
         ).validate()

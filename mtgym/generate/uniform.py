@@ -9,6 +9,7 @@ import numpy as np
 from mtgym.core.instance import Campaigns, Cluster, CostModel, Instance, Supply
 from mtgym.core.topology import Topology
 from mtgym.generate.cluster import build_cluster
+from mtgym.generate.supply.always_idle import always_idle
 from mtgym.generate.workload import JobRow, build_jobs
 
 
@@ -55,9 +56,10 @@ def uniform_instance(
         sd = np.asarray(slowdown, dtype=np.float64)
         cl = replace(cl, device_slowdown=sd[:, None, :], slowdown=sd, profiled_slowdown=sd)
     if windows is None:
-        windows = [(n, 0.0, t_end) for n in range(num_nodes)]
-    w = np.array(windows, dtype=np.float64).reshape(-1, 3)
-    supply = Supply.from_windows(w[:, 0].astype(int), w[:, 1], w[:, 2], num_nodes=num_nodes)
+        supply = always_idle(num_nodes, 0.0, t_end)
+    else:
+        w = np.array(windows, dtype=np.float64).reshape(-1, 3)
+        supply = Supply.from_windows(w[:, 0].astype(int), w[:, 1], w[:, 2], num_nodes=num_nodes)
     jobs = build_jobs(list(rows), cl)
     return Instance(
         "uniform",

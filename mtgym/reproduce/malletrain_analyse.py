@@ -80,6 +80,23 @@ def _series(
     return np.array([by[(regime, s, pol, dec)] for s in seeds])
 
 
+def _gain(
+    variant: str, regime: str, decl: str, x: np.ndarray, ref: np.ndarray, reference: str
+) -> Gain:
+    """The paired gain of ``x`` over ``ref`` (seed by seed), with its per-seed gains."""
+    p = paired(x, ref, reference=reference)
+    return Gain(
+        variant,
+        regime,
+        decl,
+        p.ratio - 1.0,
+        p.ratio_ci_low - 1.0,
+        p.ratio_ci_high - 1.0,
+        tuple(float(v) for v in x / ref - 1.0),
+        p.n,
+    )
+
+
 def gains(results: list[dict[str, Any]]) -> list[Gain]:
     """Every (variant, supply, declaration model) gain over FreeTrain with the same
     declarations, in the order of ``VARIANTS`` x regimes x ``DECLARATIONS``.
@@ -93,19 +110,7 @@ def gains(results: list[dict[str, Any]]) -> list[Gain]:
             for d in DECLARATIONS:
                 ft = _series(by, reg, seeds, "freetrain", d.key)
                 mt = _series(by, reg, seeds, v, d.key if reads else NO_DECL)
-                p = paired(mt, ft, reference=f"freetrain/{d.key}")
-                out.append(
-                    Gain(
-                        v,
-                        reg,
-                        d.key,
-                        p.ratio - 1.0,
-                        p.ratio_ci_low - 1.0,
-                        p.ratio_ci_high - 1.0,
-                        tuple(float(x) for x in mt / ft - 1.0),
-                        p.n,
-                    )
-                )
+                out.append(_gain(v, reg, d.key, mt, ft, f"freetrain/{d.key}"))
     return out
 
 
@@ -121,19 +126,7 @@ def information_value(results: list[dict[str, Any]]) -> list[Gain]:
             if d.key == "none":
                 continue
             x = _series(by, reg, seeds, "freetrain", d.key)
-            p = paired(x, ref, reference="freetrain/none")
-            out.append(
-                Gain(
-                    "freetrain",
-                    reg,
-                    d.key,
-                    p.ratio - 1.0,
-                    p.ratio_ci_low - 1.0,
-                    p.ratio_ci_high - 1.0,
-                    tuple(float(v) for v in x / ref - 1.0),
-                    p.n,
-                )
-            )
+            out.append(_gain("freetrain", reg, d.key, x, ref, "freetrain/none"))
     return out
 
 

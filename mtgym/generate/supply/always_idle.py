@@ -13,6 +13,13 @@ from mtgym.core.instance import Supply
 from mtgym.core.spec import Strict, desc
 
 
+def always_idle(num_nodes: int, t0: float, t1: float) -> Supply:
+    """One window per node, [t0, t1): a dedicated cluster."""
+    return Supply.from_windows(
+        np.arange(num_nodes), np.full(num_nodes, t0), np.full(num_nodes, t1), num_nodes=num_nodes
+    )
+
+
 class AlwaysIdleSpec(Strict):
     """Every node idle for the whole episode (a dedicated cluster)."""
 
@@ -32,7 +39,4 @@ class AlwaysIdle:
 
     def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
         """One window per node, [t0, t1)."""
-        n = np.arange(num_nodes)
-        return Supply.from_windows(
-            n, np.full(num_nodes, t0), np.full(num_nodes, t1), num_nodes=num_nodes
-        )
+        return always_idle(num_nodes, t0, t1)

@@ -63,17 +63,27 @@ class SlotFeatures(BaseFeaturesExtractor):
         )
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """(batch, S*d + d + S)."""
-        S, D = self.num_slots, self.slot_dim
-        table = obs[:, : S * D].reshape(-1, S, D)
-        glob = obs[:, S * D :]
-        mask = table[..., :1]  # job_mask (1 for a slot holding a job)
-        h = self.slot_net(table) * mask
-        mean = h.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
-        ctx = self.ctx_net(torch.cat([mean, glob], dim=1))
-        z = torch.relu(self.mix_slot(h) + self.mix_ctx(ctx).unsqueeze(1)) * mask
-        current = torch.round(table[..., -1] * self.max_count)
+        """(batch, S*d + d + S): ``encode``'s three parts in one row (SB3's feature API)."""
+        z, ctx, current = self.encode(obs)
         return torch.cat([z.flatten(1), ctx, current], dim=1)
+
+    def encode(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Slot embeddings (B, S, d), the context (B, d) and each slot's current count
+        (B, S), without the flat row's concatenation (``SlotPolicy``'s own passes). The
+        per-slot layers run on (B*S, .) matrices: one fused product-plus-bias each.
+        """
+        S, D, d = self.num_slots, self.slot_dim, self.embed_dim
+        table = obs[:, : S * D].reshape(-1, D)  # (B*S, D)
+        glob = obs[:, S * D :]
+        mask = table[:, :1]  # job_mask (1 for a slot holding a job)
+        h = self.slot_net(table) * mask
+        hb = h.view(-1, S, d)
+        mean = hb.sum(dim=1) / mask.view(-1, S).sum(dim=1, keepdim=True).clamp(min=1.0)
+        ctx = self.ctx_net(torch.cat([mean, glob], dim=1))
+        mixed = self.mix_slot(h).view(-1, S, d) + self.mix_ctx(ctx).unsqueeze(1)
+        z = torch.relu(mixed) * mask.view(-1, S, 1)
+        current = torch.round(table[:, -1].view(-1, S) * self.max_count)
+        return z, ctx, current
 
 
 def _split_concat(old: str, first: str, second: str, d: int):
@@ -123,13 +133,18 @@ class SlotHead(nn.Module):
         )
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        S, d, K = self.num_slots, self.embed_dim, self.choices
+        S, d = self.num_slots, self.embed_dim
         z = features[:, : S * d].reshape(-1, S, d)
-        ctx = features[:, S * d : S * d + d]
-        current = features[:, S * d + d :].long().clamp(0, K - 1)
+        return self.logits(z, features[:, S * d : S * d + d], features[:, S * d + d :])
+
+    def logits(self, z: torch.Tensor, ctx: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
+        """(B, S*K) logits from ``SlotFeatures.encode``'s parts."""
+        S, d, K = self.num_slots, self.embed_dim, self.choices
+        idx = current.long().clamp(0, K - 1).unsqueeze(-1)
         # a running job keeps its count; a job without nodes gets no bonus for staying idle
-        keep = (current.unsqueeze(-1) == torch.arange(K)) & (current > 0).unsqueeze(-1)
-        logits = self.head_slot(z) + self.head_ctx(ctx).unsqueeze(1) + self.stay * keep
+        keep = torch.zeros(idx.shape[0], S, K).scatter_(2, idx, (idx > 0).float())
+        slot = self.head_slot(z.reshape(-1, d)).view(-1, S, K)
+        logits = slot + self.head_ctx(ctx).unsqueeze(1) + self.stay * keep
         return logits.flatten(1)
 
 
@@ -143,8 +158,11 @@ class SlotValue(nn.Module):
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
         S, d = self.num_slots, self.embed_dim
-        z = features[:, : S * d].reshape(-1, S, d).mean(dim=1)
-        return self.net(torch.cat([z, features[:, S * d : S * d + d]], dim=1))
+        return self.value(features[:, : S * d].reshape(-1, S, d), features[:, S * d : S * d + d])
+
+    def value(self, z: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
+        """(B, 1) from ``SlotFeatures.encode``'s slot embeddings and context."""
+        return self.net(torch.cat([z.mean(dim=1), ctx], dim=1))
 
 
 class _Identity(nn.Module):
@@ -181,6 +199,8 @@ class SlotPolicy(MaskableActorCriticPolicy):
         self.stay_init = stay_init
         kw.setdefault("features_extractor_class", SlotFeatures)
         kw.setdefault("ortho_init", False)  # the heads initialise themselves
+        if not kw.get("share_features_extractor", True):
+            raise ValueError("SlotPolicy's actor and critic share one SlotFeatures")
         if not isinstance(action_space, spaces.MultiDiscrete) or len(set(action_space.nvec)) != 1:
             raise ValueError(
                 f"SlotPolicy needs MultiDiscrete slots of one size (action_mode 'counts'), "
@@ -245,6 +265,44 @@ class SlotPolicy(MaskableActorCriticPolicy):
         data["stay_init"] = self.stay_init
         return data
 
+    # The passes below compute what MaskableActorCriticPolicy's do through
+    # ``extract_features`` -> ``action_net`` / ``value_net`` (tested equal), from
+    # ``SlotFeatures.encode``'s parts rather than the flat feature row: no concatenation
+    # and re-slicing in every rollout step and minibatch.
+
+    def _encoded(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.features_extractor.encode(obs.float())  # (SB3's preprocessing of a Box)
+
+    def _distribution(self, parts: tuple, action_masks: Any) -> SlotCategorical:
+        dist = self.action_dist.proba_distribution(self.action_net.logits(*parts))
+        if action_masks is not None:
+            dist.apply_masking(action_masks)
+        return dist
+
+    def forward(  # noqa: D102
+        self, obs: torch.Tensor, deterministic: bool = False, action_masks: Any = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        parts = self._encoded(obs)
+        values = self.value_net.value(parts[0], parts[1])
+        dist = self._distribution(parts, action_masks)
+        actions = dist.get_actions(deterministic=deterministic)
+        log_prob = dist.log_prob(actions)
+        return actions.reshape((-1, *self.action_space.shape)), values, log_prob
+
+    def evaluate_actions(  # noqa: D102
+        self, obs: torch.Tensor, actions: torch.Tensor, action_masks: Any = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        parts = self._encoded(obs)
+        dist = self._distribution(parts, action_masks)
+        return self.value_net.value(parts[0], parts[1]), dist.log_prob(actions), dist.entropy()
+
+    def get_distribution(self, obs: torch.Tensor, action_masks: Any = None) -> SlotCategorical:  # noqa: D102
+        return self._distribution(self._encoded(obs), action_masks)
+
+    def predict_values(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        z, ctx, _ = self._encoded(obs)
+        return self.value_net.value(z, ctx)
+
 
 class SlotCategorical(MaskableDistribution):
     """S independent masked categoricals over K choices each, as one (B, S, K) tensor.
@@ -258,38 +316,62 @@ class SlotCategorical(MaskableDistribution):
     def __init__(self, num_slots: int, choices: int) -> None:
         super().__init__()
         self.S, self.K = num_slots, choices
-        self.logp: torch.Tensor | None = None
         self.masks: torch.Tensor | None = None
         self._raw: torch.Tensor | None = None
+        self._logp: torch.Tensor | None = None
+        self._p: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def proba_distribution_net(self, latent_dim: int) -> nn.Module:  # noqa: D102
         return nn.Linear(latent_dim, self.S * self.K)
 
     def proba_distribution(self, action_logits: torch.Tensor) -> SlotCategorical:  # noqa: D102
         self._raw = action_logits.reshape(-1, self.S, self.K)
-        self.masks = None
-        self.logp = torch.log_softmax(self._raw, dim=-1)
+        self.masks = self._logp = self._p = None
         return self
 
     def apply_masking(self, masks: Any) -> None:  # noqa: D102
+        self._logp = self._p = None
         if masks is None:
             self.masks = None
-            self.logp = torch.log_softmax(self._raw, dim=-1)
             return
-        m = torch.as_tensor(masks, dtype=torch.bool, device=self._raw.device)
-        self.masks = m.reshape(self._raw.shape)
-        raw = torch.where(self.masks, self._raw, torch.tensor(-1e8, dtype=self._raw.dtype))
-        self.logp = torch.log_softmax(raw, dim=-1)
+        m = torch.as_tensor(masks, dtype=self._raw.dtype, device=self._raw.device)
+        self.masks = m.reshape(self._raw.shape)  # 1.0 legal, 0.0 illegal
+
+    @property
+    def logp(self) -> torch.Tensor:
+        """The masked log-probabilities (B, S, K), illegal choices at about -1e8."""
+        if self._logp is None:
+            self._normalise()
+        return self._logp
+
+    def _normalise(self) -> None:
+        """``logp`` and the probabilities, once per distribution (SB3 masks after building
+        it), in plain arithmetic: on CPU ``torch.where`` over a boolean mask and
+        ``exp``/``log_softmax`` of values whose exponential underflows (the -1e8 of
+        illegal choices) each cost several times the rest of this pass. So the mask is a
+        float, illegal choices get -1e8 by a product, and ``exp`` sees nothing below -87
+        (e^-87 is a normal float32; an entry that far below its slot's maximum adds less
+        than float32 can hold to a sum of at least 1, and an illegal one is then zeroed).
+        """
+        x = self._raw
+        if self.masks is not None:
+            x = x + (self.masks - 1.0) * 1e8
+        y = x - x.detach().amax(dim=-1, keepdim=True)
+        e = torch.exp(y.clamp(min=-87.0))
+        if self.masks is not None:
+            e = e * self.masks
+        total = e.sum(dim=-1, keepdim=True)
+        self._logp = y - torch.log(total)
+        self._p = (e, total)  # (the probabilities e / total: only the entropy needs them)
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:  # noqa: D102
         a = actions.long().reshape(-1, self.S, 1)
         return self.logp.gather(-1, a).squeeze(-1).sum(dim=1)
 
     def entropy(self) -> torch.Tensor:  # noqa: D102
-        logp = self.logp
-        if self.masks is not None:  # illegal choices: p log p = 0 (exp(0) * 0), and no
-            logp = torch.where(self.masks, logp, 0.0)  # exp of -1e8 (a slow path of exp)
-        return -(logp.exp() * logp).sum(dim=(1, 2))
+        logp = self.logp  # (illegal choices: probability exactly 0, so p log p = 0)
+        e, total = self._p
+        return -((e / total) * logp).sum(dim=(1, 2))
 
     def sample(self) -> torch.Tensor:
         """A draw per slot by the Gumbel-max trick: the argmax of the log-probabilities

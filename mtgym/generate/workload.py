@@ -201,27 +201,32 @@ def build_jobs(
     # Tabulate parametric curves and size work, with the model of this very cluster.
     model = ThroughputModel(cluster, jobs)
     param = np.flatnonzero(kind == PerfKind.PARAMETRIC)
-    if param.size:
-        best_type = np.argmax(type_rate[param], axis=1)
-        slow = 1.0 / type_rate[param, best_type]
-        for i, j in enumerate(param):
-            n = curve_nodes[j]
-            curve_tput[j] = model.formula(
-                np.full(n.size, j), n, np.full(n.size, slow[i]), model.packed_spread(n)
-            )
+    slow = np.zeros(J)  # (parametric jobs: their best device's slowness)
+    if param.size:  # every breakpoint of every parametric job in one formula call
+        slow[param] = 1.0 / type_rate[param].max(axis=1)
+        n = curve_nodes[param]
+        curve_tput[param] = model.formula(
+            np.broadcast_to(param[:, None], n.shape),
+            n,
+            np.broadcast_to(slow[param, None], n.shape),
+            model.packed_spread(n),
+        )
+    ref_rate = np.zeros(J)  # exact rates at the reference counts, in one call as well
+    ref_jobs = np.array(
+        [j for j in param if rows[j].work is None and rows[j].work_hours is not None], dtype=int
+    )
+    if ref_jobs.size:
+        n_ref = np.array([float(rows[j].work_ref_nodes) for j in ref_jobs])
+        ref_rate[ref_jobs] = model.formula(
+            ref_jobs, n_ref, slow[ref_jobs], model.packed_spread(n_ref)
+        )
     work = np.empty(J)
     for j, r in enumerate(rows):
         if r.work is not None:
             work[j] = r.work
         elif r.work_hours is not None:
             if kind[j] == PerfKind.PARAMETRIC:  # exact rate at the reference count
-                i = int(np.searchsorted(param, j))
-                n_ref = np.array([float(r.work_ref_nodes)])
-                ref = float(
-                    model.formula(
-                        np.array([j]), n_ref, np.array([slow[i]]), model.packed_spread(n_ref)
-                    )[0]
-                )
+                ref = float(ref_rate[j])
             else:  # the table is the truth, interpolated as the simulator does
                 ref = float(np.interp(r.work_ref_nodes, curve_nodes[j], curve_tput[j]))
             work[j] = r.work_hours * 3600.0 * ref

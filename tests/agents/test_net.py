@@ -167,6 +167,118 @@ def test_slot_categorical__is_sb3_contribs_multicategorical():
     torch.testing.assert_close(ours.logp.exp().sum(-1), torch.ones(B, S), rtol=1e-6, atol=1e-6)
 
 
+def reference_heads(pol: SlotPolicy, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, S, K) logits and (B, 1) values written plainly from the module docstring with
+    the policy's parameters (no code shared with ``agents/net.py``'s passes)."""
+    fx, head, val = pol.features_extractor, pol.action_net, pol.value_net
+    S, D, C = fx.num_slots, fx.slot_dim, fx.max_count
+    relu, lin = torch.relu, torch.nn.functional.linear
+    table, glob = x[:, : S * D].reshape(-1, S, D), x[:, S * D :]
+    mask = table[..., :1]
+    l1, l2 = fx.slot_net[0], fx.slot_net[2]
+    h = relu(lin(relu(lin(table, l1.weight, l1.bias)), l2.weight, l2.bias)) * mask
+    mean = h.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+    c1, c2 = fx.ctx_net[0], fx.ctx_net[2]
+    ctx = relu(lin(relu(lin(torch.cat([mean, glob], 1), c1.weight, c1.bias)), c2.weight, c2.bias))
+    mix_w = torch.cat([fx.mix_slot.weight, fx.mix_ctx.weight], dim=1)
+    pair = torch.cat([h, ctx.unsqueeze(1).expand(-1, S, -1)], dim=2)
+    z = relu(lin(pair, mix_w, fx.mix_slot.bias)) * mask
+    current = torch.round(table[..., -1] * C).long()
+    K = head.choices
+    keep = torch.nn.functional.one_hot(current.clamp(0, K - 1), K).bool() & (current > 0)[..., None]
+    head_w = torch.cat([head.head_slot.weight, head.head_ctx.weight], dim=1)
+    pair = torch.cat([z, ctx.unsqueeze(1).expand(-1, S, -1)], dim=2)
+    logits = lin(pair, head_w, head.head_slot.bias) + head.stay * keep
+    v1, v2 = val.net[0][0], val.net[1]
+    value = lin(
+        relu(lin(torch.cat([z.mean(dim=1), ctx], 1), v1.weight, v1.bias)), v2.weight, v2.bias
+    )
+    return logits, value
+
+
+def test_slot_policy__its_passes_compute_the_documented_function():
+    """``forward``, ``evaluate_actions``, ``get_distribution`` and ``predict_values`` (the
+    passes MaskablePPO calls) against the plain reference: logits, values, masked
+    log-probabilities and entropies (torch's Categorical with illegal choices at -inf) and
+    the gradients of a PPO-like loss."""
+    pol, lay, _env = make_policy()
+    with torch.no_grad():  # away from the near-uniform initial head
+        g = torch.Generator().manual_seed(7)
+        for p in pol.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=g))
+    S, K = lay.num_slots, lay.max_count + 1
+    xs, ms = [], []
+    for seed, steps in ((3, 40), (4, 40), (5, 0)):  # (at reset: a job without nodes)
+        env, o = env_obs(seed=seed, steps=steps)
+        xs.append(lay.pool(o))
+        ms.append(env.action_masks())
+    x = torch.as_tensor(np.stack(xs))
+    masks = np.stack(ms)
+    legal = torch.as_tensor(masks).reshape(-1, S, K)
+    assert (~legal).any() and (legal.sum(-1) > 1).any()
+    table = x[:, : S * lay.slot_dim].reshape(3, S, -1)
+    held = table[..., -1] > 0
+    assert held.any() and ((table[..., 0] > 0) & ~held).any()  # running and waiting jobs
+    logits, value = reference_heads(pol, x)
+    ref = torch.distributions.Categorical(logits=logits.masked_fill(~legal, float("-inf")))
+    torch.manual_seed(11)
+    actions, values, log_prob = pol(x, action_masks=masks)
+    assert actions.shape == (3, S) and legal.gather(-1, actions[..., None]).all()
+    torch.testing.assert_close(values, value, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(log_prob, ref.log_prob(actions).sum(1), rtol=1e-5, atol=1e-4)
+    v2, lp2, ent = pol.evaluate_actions(x, actions, action_masks=masks)
+    torch.testing.assert_close(lp2, log_prob)
+    torch.testing.assert_close(v2, values)
+    torch.testing.assert_close(ent, ref.entropy().sum(1), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(pol.predict_values(x), values)
+    dist = pol.get_distribution(x, action_masks=masks)
+    torch.testing.assert_close(dist.log_prob(actions), log_prob)
+    # the gradients of a PPO-like loss match the reference's
+    adv = torch.tensor([1.0, -0.5, 2.0])
+    loss = -(adv * lp2).mean() + 0.5 * (v2.squeeze(1) ** 2).mean() - 0.01 * ent.mean()
+    grads = torch.autograd.grad(loss, list(pol.parameters()))
+    logits, value = reference_heads(pol, x)
+    ref = torch.distributions.Categorical(logits=logits.masked_fill(~legal, float("-inf")))
+    ref_loss = (
+        -(adv * ref.log_prob(actions).sum(1)).mean()
+        + 0.5 * (value.squeeze(1) ** 2).mean()
+        - 0.01 * ref.entropy().sum(1).mean()
+    )
+    ref_grads = torch.autograd.grad(ref_loss, list(pol.parameters()))
+    for (name, _), a, b in zip(pol.named_parameters(), grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_slot_categorical__exact_and_finite_at_extreme_logits():
+    """Illegal choices far above the legal ones and legal ones far below their slot's best:
+    the masked log-probabilities, entropy and gradients stay finite and exact (float64
+    reference), and no illegal choice is drawn."""
+    S, K = 3, 6
+    raw = torch.tensor(
+        [[0.0, 1.0, 300.0, -250.0, 2.0, 500.0], [5.0, -400.0, 0.0, 0.0, 0.0, 0.0], [0.0] * K],
+    ).reshape(1, S * K)
+    legal = torch.tensor(
+        [[1, 1, 0, 1, 1, 0], [1, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]], dtype=torch.bool
+    ).reshape(1, S * K)
+    raw.requires_grad_(True)
+    dist = SlotCategorical(S, K).proba_distribution(raw)
+    dist.apply_masking(legal.numpy())
+    acts = torch.tensor([[3, 1, 0]])
+    ent = dist.entropy()
+    lp = dist.log_prob(acts)
+    (lp + ent).sum().backward()
+    r64 = raw.detach().double().reshape(S, K).masked_fill(~legal.reshape(S, K), float("-inf"))
+    ref = torch.distributions.Categorical(logits=r64)
+    assert torch.isfinite(lp).all() and torch.isfinite(ent).all()
+    assert torch.isfinite(raw.grad).all()
+    np.testing.assert_allclose(lp.item(), ref.log_prob(acts[0]).sum().item(), rtol=1e-6)
+    np.testing.assert_allclose(ent.item(), ref.entropy().sum().item(), rtol=1e-5, atol=1e-6)
+    assert (raw.grad.reshape(S, K)[~legal.reshape(S, K)] == 0).all()
+    torch.manual_seed(0)
+    for _ in range(50):
+        assert legal.reshape(S, K).gather(-1, dist.sample().reshape(S, 1)).all()
+
+
 @pytest.fixture(scope="module")
 def pooled_agent(tmp_path_factory) -> Path:
     from agents.train import Args, train

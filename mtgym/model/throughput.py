@@ -204,7 +204,9 @@ class ThroughputModel:
 # ---------------------------------------------------------------------------------------
 # Compiled kernels (numba). Every floating-point operation is written in the order of the
 # vectorised formulas above (no fast-math, no reassociation), so results are bit-identical
-# to evaluating them with numpy.
+# to evaluating them with numpy. Named-tuple fields are read into locals at the top of a
+# kernel: numba takes a reference to every member of the tuple for a field read inside a
+# branch or loop, which costs more than the arithmetic (see ``mtgym.sim.engine``).
 # ---------------------------------------------------------------------------------------
 class RateConsts(NamedTuple):
     """Per-instance constants of the formula, as contiguous arrays (the kernels' input)."""
@@ -247,19 +249,21 @@ def _rate1(
     c: RateConsts, j: int, count: float, slow: float, lvl: int
 ) -> float:  # pragma: no cover - jit
     """The formula for one (job, count, slowness, spread level); 0 when ``count <= 0``."""
+    is_table, local_batch, grad_bytes, overlap = c.is_table, c.local_batch, c.grad_bytes, c.overlap
+    lam, bw, lat, gpus = c.lam, c.bw, c.lat, c.gpus_per_node
     if not count > 0:
         return 0.0
-    if c.is_table[j]:
+    if is_table[j]:
         base = _interp1(count, c.curve_nodes[j], c.curve_tput[j])
-        return base / slow / c.lam[lvl]
-    g = count * c.gpus_per_node
-    lb = c.local_batch[j]
+        return base / slow / lam[lvl]
+    g = count * gpus
+    lb = local_batch[j]
     t_comp = lb * slow
     if g > 1:
-        t_comm = 2.0 * (g - 1.0) / g * c.grad_bytes[j] / c.bw[lvl] + 2.0 * (g - 1.0) * c.lat[lvl]
+        t_comm = 2.0 * (g - 1.0) / g * grad_bytes[j] / bw[lvl] + 2.0 * (g - 1.0) * lat[lvl]
     else:
         t_comm = 0.0
-    return g * lb / (t_comp + (1.0 - c.overlap[j]) * t_comm)
+    return g * lb / (t_comp + (1.0 - overlap[j]) * t_comm)
 
 
 @njit(cache=True, error_model="numpy")
@@ -308,6 +312,7 @@ def _job_rates_of(
     slowest device and per-level group range of each job), then the formula per job that
     holds nodes.
     """
+    app_class, type_rate = c.app_class, c.type_rate
     J = c.is_table.shape[0]
     L = coords.shape[1]
     mark = np.zeros(J, dtype=np.bool_)
@@ -323,7 +328,7 @@ def _job_rates_of(
         j = node_job[n]
         if j < 0 or not mark[j]:
             continue
-        s = slowdown[n, c.app_class[j]] / c.type_rate[j, gpu_type[n]]
+        s = slowdown[n, app_class[j]] / type_rate[j, gpu_type[n]]
         if count[j] == 0:
             slow[j] = s
             for k in range(L):

@@ -118,7 +118,11 @@ def static_args(instance: Instance, consts: RateConsts) -> tuple:
 
 
 # ---------------------------------------------------------------------------------------
-# Pieces (each the loop form of the code it replaced; see ``mtgym.sim.dynamics``)
+# Pieces (each the loop form of the code it replaced; see ``mtgym.sim.dynamics``). A piece
+# reads the bundles' fields it uses into locals first: numba references every member of a
+# named tuple (``JobVars`` has 20 arrays) for each field read inside a branch or loop, and
+# that bookkeeping cost more than the simulation itself (a default-scenario env step's
+# engine time fell from ~40 to ~25 us when the fields were hoisted).
 # ---------------------------------------------------------------------------------------
 @njit(cache=True)
 def fmax(a: float, b: float) -> float:  # pragma: no cover - jit
@@ -270,30 +274,34 @@ def _charge_changes(
     ``startup_s``; a grow costs ``r_up_s``, a shrink ``r_down_s`` (a pause, or BFTrainer's
     lost samples).
     """
+    ckpt_progress, progress, debt, n_nodes = jb.ckpt_progress, jb.progress, jb.debt, jb.n_nodes
+    stall_until, rescales, rescale_cost_s = jb.stall_until, jb.rescales, jb.rescale_cost_s
+    starts, first_start = jb.starts, jb.first_start
+    r_down_s, r_up_s, startup_s = st.r_down_s, st.r_up_s, st.startup_s
     for i in range(touched.shape[0]):
         j = touched[i]
         # Voluntary changes checkpoint first.
-        jb.ckpt_progress[j] = fmax(jb.ckpt_progress[j], jb.progress[j] - jb.debt[j])
-        if jb.n_nodes[j] == 0:  # stopped
-            jb.stall_until[j] = -np.inf
+        ckpt_progress[j] = fmax(ckpt_progress[j], progress[j] - debt[j])
+        if n_nodes[j] == 0:  # stopped
+            stall_until[j] = -np.inf
             if bftrainer:
-                jb.rescales[j] += 1
-                jb.rescale_cost_s[j] += st.r_down_s[j]
-                jb.debt[j] += st.r_down_s[j] * old_rate[i]
+                rescales[j] += 1
+                rescale_cost_s[j] += r_down_s[j]
+                debt[j] += r_down_s[j] * old_rate[i]
         elif old_n[i] == 0:  # started: always a pause
-            jb.starts[j] += 1
-            if np.isnan(jb.first_start[j]):
-                jb.first_start[j] = t
-            jb.stall_until[j] = fmax(jb.stall_until[j], t + st.startup_s[j])
-            jb.rescale_cost_s[j] += st.startup_s[j]
+            starts[j] += 1
+            if np.isnan(first_start[j]):
+                first_start[j] = t
+            stall_until[j] = fmax(stall_until[j], t + startup_s[j])
+            rescale_cost_s[j] += startup_s[j]
         else:  # grown (any node added) or only shrunk
-            cost = st.r_up_s[j] if gained[j] else st.r_down_s[j]
-            jb.rescales[j] += 1
-            jb.rescale_cost_s[j] += cost
+            cost = r_up_s[j] if gained[j] else r_down_s[j]
+            rescales[j] += 1
+            rescale_cost_s[j] += cost
             if bftrainer:
-                jb.debt[j] += cost * old_rate[i]
+                debt[j] += cost * old_rate[i]
             else:
-                jb.stall_until[j] = fmax(jb.stall_until[j], t + cost)
+                stall_until[j] = fmax(stall_until[j], t + cost)
 
 
 @njit(cache=True, error_model="numpy")
@@ -311,21 +319,22 @@ def _apply(
     """Apply a node map (int32, in range) at the current time (``apply_allocation``).
     Nothing changes when, with ``check``, it needs a repair (``NEEDS_REPAIR``).
     """
-    J = jb.status.shape[0]
+    status, node_job, rate, n_nodes = jb.status, nd.node_job, jb.rate, jb.n_nodes
+    J = status.shape[0]
     a = alloc
-    if check and not feasible(a, nd.available, jb.status, st.min_nodes, st.max_nodes):
+    if check and not feasible(a, nd.available, status, st.min_nodes, st.max_nodes):
         return NEEDS_REPAIR, -1
-    gained, touched = diff_jobs(nd.node_job, a, J)
+    gained, touched = diff_jobs(node_job, a, J)
     r[R_DECISIONS] += 1
     r[R_RESCALED] = touched.shape[0]
     if touched.shape[0] == 0:
         return DONE, -1
     old_rate = np.empty(touched.shape[0])  # (per touched job: what the charges read)
-    old_n = np.empty(touched.shape[0], dtype=jb.n_nodes.dtype)
+    old_n = np.empty(touched.shape[0], dtype=n_nodes.dtype)
     for i in range(touched.shape[0]):
-        old_rate[i] = jb.rate[touched[i]]
-        old_n[i] = jb.n_nodes[touched[i]]
-    nd.node_job[:] = a
+        old_rate[i] = rate[touched[i]]
+        old_n[i] = n_nodes[touched[i]]
+    node_job[:] = a
     _refresh(nd, jb, st, rc, touched)
     _charge_changes(touched, gained, old_n, old_rate, f[F_TIME], bftrainer, jb, st)
     return DONE, -1
@@ -348,28 +357,35 @@ def hit_next(
     in that order (a later one wins only when strictly earlier; NaN propagates from the
     milestones).
     """
-    held = np.flatnonzero(jb.n_nodes > 0)
-    t_hit = np.empty(held.shape[0])
+    n_nodes, rate, stall_until = jb.n_nodes, jb.rate, jb.stall_until
+    debt, milestone, progress = jb.debt, jb.milestone, jb.progress
+    start_s, end_sorted_s, submit_s = st.start_s, st.end_sorted_s, st.submit_s
+    held = np.empty(n_nodes.shape[0], dtype=np.int64)  # (np.flatnonzero, in one pass)
+    k = 0
+    for j in range(n_nodes.shape[0]):
+        if n_nodes[j] > 0:
+            held[k] = j
+            k += 1
+    held = held[:k]
+    t_hit = np.empty(k)
     for i in range(held.shape[0]):
         j = held[i]
-        rt = jb.rate[j]
+        rt = rate[j]
         if rt > 0:
             t_hit[i] = (
-                t
-                + fmax(jb.stall_until[j] - t, 0.0)
-                + (jb.debt[j] + jb.milestone[j] - jb.progress[j]) / rt
+                t + fmax(stall_until[j] - t, 0.0) + (debt[j] + milestone[j] - progress[j]) / rt
             )
         else:
             t_hit[i] = np.inf
     m = t_end
     if t_timer < m:
         m = t_timer
-    if start_cursor < st.start_s.shape[0] and st.start_s[start_cursor] < m:
-        m = st.start_s[start_cursor]
-    if end_cursor < st.end_sorted_s.shape[0] and st.end_sorted_s[end_cursor] < m:
-        m = st.end_sorted_s[end_cursor]
-    if arrival_cursor < st.submit_s.shape[0] and st.submit_s[arrival_cursor] < m:
-        m = st.submit_s[arrival_cursor]
+    if start_cursor < start_s.shape[0] and start_s[start_cursor] < m:
+        m = start_s[start_cursor]
+    if end_cursor < end_sorted_s.shape[0] and end_sorted_s[end_cursor] < m:
+        m = end_sorted_s[end_cursor]
+    if arrival_cursor < submit_s.shape[0] and submit_s[arrival_cursor] < m:
+        m = submit_s[arrival_cursor]
     if t_hit.shape[0]:
         h = t_hit[0]
         for i in range(1, t_hit.shape[0]):
@@ -391,50 +407,54 @@ def _integrate(
     then debt, then progress (capped at the milestone); periodic checkpoints; stalled and
     node seconds. Returns the useful samples gained.
     """
+    available, node_job = nd.available, nd.node_job
+    status, rate, n_nodes, stall_until = jb.status, jb.rate, jb.n_nodes, jb.stall_until
+    debt, progress, milestone, ckpt_progress = jb.debt, jb.progress, jb.milestone, jb.ckpt_progress
+    stalled_s, node_s, ckpt_every = jb.stalled_s, jb.node_s, st.ckpt_every
     t = f[F_TIME]
     dt = t1 - t
     if dt <= 0:
         return 0.0  # (t1 <= t: the time stays)
     n_avail = n_unused = 0
-    for n in range(nd.available.shape[0]):
-        if nd.available[n]:
+    for n in range(available.shape[0]):
+        if available[n]:
             n_avail += 1
-            if nd.node_job[n] < 0:
+            if node_job[n] < 0:
                 n_unused += 1
     n_finished = 0
-    for j in range(jb.status.shape[0]):
-        if jb.status[j] >= _COMPLETED:
+    for j in range(status.shape[0]):
+        if status[j] >= _COMPLETED:
             n_finished += 1
     m = held.shape[0]
     gain = np.empty(m)
     useful_t = np.empty(m)
-    n_held = np.empty(m, dtype=jb.n_nodes.dtype)
+    n_held = np.empty(m, dtype=n_nodes.dtype)
     n_sum = 0
     for i in range(m):
         j = held[i]
-        rt = jb.rate[j]
-        k = jb.n_nodes[j]
+        rt = rate[j]
+        k = n_nodes[j]
         n_held[i] = k
         n_sum += k
-        stall = min(max(jb.stall_until[j] - t, 0.0), dt)
+        stall = min(max(stall_until[j] - t, 0.0), dt)
         gross = (dt - stall) * rt if rt > 0 else 0.0
-        d = jb.debt[j]
+        d = debt[j]
         pay = min(gross, d)
         g = gross - pay
         d = d - pay
-        jb.debt[j] = d
-        p = min(jb.progress[j] + g, jb.milestone[j])
-        jb.progress[j] = p
-        every = st.ckpt_every[j]
+        debt[j] = d
+        p = min(progress[j] + g, milestone[j])
+        progress[j] = p
+        every = ckpt_every[j]
         periodic = np.floor(p / every) * every if np.isfinite(every) else 0.0
-        ck = jb.ckpt_progress[j]
+        ck = ckpt_progress[j]
         if not d > 0:
-            jb.ckpt_progress[j] = fmax(ck, periodic)
+            ckpt_progress[j] = fmax(ck, periodic)
         u = g / rt if rt > 0 else 0.0
         useful_t[i] = u
         gain[i] = g
-        jb.stalled_s[j] += dt - u
-        jb.node_s[j] += k * dt
+        stalled_s[j] += dt - u
+        node_s[j] += k * dt
     f[F_OFFERED] += float(n_avail) * dt
     f[F_ACTIVE] += float(r[R_ARRIVAL] - n_finished) * dt
     # Unused nodes are counted independently of the job node counts, so check_state can
@@ -451,21 +471,28 @@ def _integrate(
 @njit(cache=True)
 def _release(jobs: np.ndarray, k: int, nd: Nodes, jb: JobVars) -> None:  # pragma: no cover
     """Take every node away from ``jobs[:k]`` (finished or below their minimum)."""
+    node_job, n_nodes, rate, spread, stall_until = (
+        nd.node_job,
+        jb.n_nodes,
+        jb.rate,
+        jb.spread,
+        jb.stall_until,
+    )
     if k == 0:
         return
-    mark = np.zeros(jb.status.shape[0], dtype=np.bool_)
+    mark = np.zeros(n_nodes.shape[0], dtype=np.bool_)
     for i in range(k):
         mark[jobs[i]] = True
-    for n in range(nd.node_job.shape[0]):
-        j = nd.node_job[n]
+    for n in range(node_job.shape[0]):
+        j = node_job[n]
         if j >= 0 and mark[j]:
-            nd.node_job[n] = -1
+            node_job[n] = -1
     for i in range(k):
         j = jobs[i]
-        jb.n_nodes[j] = 0
-        jb.rate[j] = 0.0
-        jb.spread[j] = 0
-        jb.stall_until[j] = -np.inf
+        n_nodes[j] = 0
+        rate[j] = 0.0
+        spread[j] = 0
+        stall_until[j] = -np.inf
 
 
 @njit(cache=True, error_model="numpy")
@@ -485,68 +512,91 @@ def _milestones(
     trial continues only if its quality ranks in the best ``1/eta`` of its campaign's
     trials at that rung, else it is stopped.
     """
+    debt, milestone, progress, work = jb.debt, jb.milestone, jb.progress, st.work
     t = f[F_TIME]
     due = np.empty(held.shape[0], dtype=np.int64)
     nd_ = 0
     for i in range(held.shape[0]):
         j = held[i]
-        near = jb.debt[j] <= 0.0 and jb.milestone[j] - jb.progress[j] <= 1e-9 * st.work[j]
+        near = debt[j] <= 0.0 and milestone[j] - progress[j] <= 1e-9 * work[j]
         if t_hit[i] <= t or near:
             due[nd_] = j
             nd_ += 1
     if nd_ == 0:
         return
+    status, finish_time = jb.status, jb.finish_time
     due = due[:nd_]
     left = np.empty(nd_)
     for i in range(nd_):
-        left[i] = jb.milestone[due[i]] - jb.progress[due[i]]
+        left[i] = milestone[due[i]] - progress[due[i]]
     f[F_SAMPLES] += pairwise_sum(left)
     done = np.empty(nd_, dtype=np.int64)
     n_done = 0
     for j in due:
-        jb.progress[j] = jb.milestone[j]
-        jb.debt[j] = 0.0
-        if jb.milestone[j] >= st.work[j]:
-            jb.status[j] = _COMPLETED
-            jb.finish_time[j] = t
+        progress[j] = milestone[j]
+        debt[j] = 0.0
+        if milestone[j] >= work[j]:
+            status[j] = _COMPLETED
+            finish_time[j] = t
             done[n_done] = j
             n_done += 1
     _release(done, n_done, nd, jb)
     if n_done:
         r[R_COMPLETIONS] += n_done
         r[R_KINDS] |= K_COMPLETED
+    rung, campaign, quality, eta, rungs = jb.rung, st.campaign, st.quality, st.eta, st.rungs
     stopped = np.empty(nd_, dtype=np.int64)
     n_stop = 0
     for j in due:
-        if not jb.milestone[j] < st.work[j]:  # (campaign rungs: rare)
+        if not milestone[j] < work[j]:  # (campaign rungs: rare)
             continue
         r[R_KINDS] |= K_RUNG
-        rr = jb.rung[j]
-        jb.rung[j] = rr + 1
-        c = st.campaign[j]
+        rr = rung[j]
+        rung[j] = rr + 1
+        c = campaign[j]
         keep = True
         if c >= 0:
             m = rank = 0
-            for k in range(st.campaign.shape[0]):
-                if st.campaign[k] == c and jb.rung[k] >= rr + 1:
+            for k in range(campaign.shape[0]):
+                if campaign[k] == c and rung[k] >= rr + 1:
                     m += 1
-                    if st.quality[k] > st.quality[j]:
+                    if quality[k] > quality[j]:
                         rank += 1
-            keep = rank < math.ceil(m / st.eta[c])
+            keep = rank < math.ceil(m / eta[c])
         if keep:
-            nxt = st.rungs[j, rr + 1] if rr + 1 < st.rungs.shape[1] else np.nan
-            jb.milestone[j] = st.work[j] * (1.0 if np.isnan(nxt) else min(nxt, 1.0))
+            nxt = rungs[j, rr + 1] if rr + 1 < rungs.shape[1] else np.nan
+            milestone[j] = work[j] * (1.0 if np.isnan(nxt) else min(nxt, 1.0))
         else:
             stopped[n_stop] = j
             n_stop += 1
     if n_stop:
         for i in range(n_stop):
-            jb.status[stopped[i]] = _STOPPED
-            jb.finish_time[stopped[i]] = t
+            status[stopped[i]] = _STOPPED
+            finish_time[stopped[i]] = t
         _release(stopped, n_stop, nd, jb)
         r[R_STOPS] += n_stop
         r[R_KINDS] |= K_STOPPED
     _refresh(nd, jb, st, rc, due)  # (only due jobs lost nodes)
+
+
+@njit(cache=True)
+def _sorted_distinct(a: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - jit
+    """``np.unique(a[:k])`` for the few entries of one instant (an insertion sort in place:
+    numba's ``np.unique`` costs over a microsecond even for three values).
+    """
+    for i in range(1, k):
+        v = a[i]
+        m = i - 1
+        while m >= 0 and a[m] > v:
+            a[m + 1] = a[m]
+            m -= 1
+        a[m + 1] = v
+    n = 0
+    for i in range(k):
+        if n == 0 or a[i] != a[n - 1]:
+            a[n] = a[i]
+            n += 1
+    return a[:n].copy()
 
 
 @njit(cache=True)
@@ -581,7 +631,7 @@ def reclaim_nodes(
         available[n] = False
         window[n] = -1
         node_job[n] = -1
-    return hi, n_live, np.unique(owners[:k])
+    return hi, n_live, _sorted_distinct(owners, k)
 
 
 @njit(cache=True, error_model="numpy")
@@ -603,40 +653,44 @@ def _preempt(
     ``bftrainer`` rescaling -> ``r_down_s x rate before`` as debt, nodes left or not; else
     an ``r_down_s`` pause if it still runs.
     """
+    n_nodes, stall_until, min_nodes = jb.n_nodes, jb.stall_until, st.min_nodes
+    preemptions, preempt_cost_s, r_down_s = jb.preemptions, jb.preempt_cost_s, st.r_down_s
+    debt, progress, ckpt_progress = jb.debt, jb.progress, jb.ckpt_progress
+    preempt_lost_samples = jb.preempt_lost_samples
     below = np.empty(hit.shape[0], dtype=np.int64)
     k = 0
     for j in hit:
-        if jb.n_nodes[j] > 0 and jb.n_nodes[j] < st.min_nodes[j]:
+        if n_nodes[j] > 0 and n_nodes[j] < min_nodes[j]:
             below[k] = j
             k += 1
     _release(below, k, nd, jb)
     for j in hit:
-        if jb.n_nodes[j] == 0:
-            jb.stall_until[j] = -np.inf
+        if n_nodes[j] == 0:
+            stall_until[j] = -np.inf
     if past_end:
         return
     for j in hit:
-        jb.preemptions[j] += 1
+        preemptions[j] += 1
     if mode == PREEMPT_CHECKPOINT:
         for j in hit:
-            d = jb.debt[j]
-            new_debt = fmax(jb.progress[j] - jb.ckpt_progress[j], d)
-            jb.preempt_lost_samples[j] += new_debt - d
-            jb.debt[j] = new_debt
+            d = debt[j]
+            new_debt = fmax(progress[j] - ckpt_progress[j], d)
+            preempt_lost_samples[j] += new_debt - d
+            debt[j] = new_debt
         for j in hit:
-            if jb.n_nodes[j] > 0:
-                jb.preempt_cost_s[j] += st.r_down_s[j]
-                jb.stall_until[j] = fmax(jb.stall_until[j], t + st.r_down_s[j])
+            if n_nodes[j] > 0:
+                preempt_cost_s[j] += r_down_s[j]
+                stall_until[j] = fmax(stall_until[j], t + r_down_s[j])
     elif mode == PREEMPT_BFTRAINER:
         for i in range(hit.shape[0]):
             j = hit[i]
-            jb.preempt_cost_s[j] += st.r_down_s[j]
-            jb.debt[j] += st.r_down_s[j] * old_rate[i]
+            preempt_cost_s[j] += r_down_s[j]
+            debt[j] += r_down_s[j] * old_rate[i]
     else:
         for j in hit:
-            if jb.n_nodes[j] > 0:
-                jb.preempt_cost_s[j] += st.r_down_s[j]
-                jb.stall_until[j] = fmax(jb.stall_until[j], t + st.r_down_s[j])
+            if n_nodes[j] > 0:
+                preempt_cost_s[j] += r_down_s[j]
+                stall_until[j] = fmax(stall_until[j], t + r_down_s[j])
 
 
 @njit(cache=True, error_model="numpy")
@@ -653,12 +707,13 @@ def _reclaims(
     """Windows ending by now: their nodes leave at once and their jobs are pre-empted
     (windows cut at ``t_end`` are not reclaims: nobody is charged).
     """
+    end_sorted_s = st.end_sorted_s
     t = f[F_TIME]
     lo = r[R_END]
-    if lo >= st.end_sorted_s.shape[0] or st.end_sorted_s[lo] > t:
+    if lo >= end_sorted_s.shape[0] or end_sorted_s[lo] > t:
         return  # no window ends by t (the common case)
     hi, n_live, hit = reclaim_nodes(
-        t, lo, st.end_sorted_s, st.end_order, st.win_node, nd.window, nd.available, nd.node_job
+        t, lo, end_sorted_s, st.end_order, st.win_node, nd.window, nd.available, nd.node_job
     )
     if hi == lo:
         return
@@ -670,9 +725,10 @@ def _reclaims(
     r[R_KINDS] |= K_RECLAIMED
     if hit.shape[0] == 0:
         return
+    rate = jb.rate
     old_rate = np.empty(hit.shape[0])  # (per hit job)
     for i in range(hit.shape[0]):
-        old_rate[i] = jb.rate[hit[i]]
+        old_rate[i] = rate[hit[i]]
     _refresh(nd, jb, st, rc, hit)
     past_end = t >= t_end
     _preempt(hit, t, past_end, preempt_mode, old_rate, nd, jb, st)
@@ -685,20 +741,22 @@ def _open_windows(f: np.ndarray, r: np.ndarray, nd: Nodes, st: Static) -> None: 
     """Windows starting by now: their nodes become idle (unless the window also ended by
     now: the ``t_start`` case).
     """
+    start_s, end_s, win_node = st.start_s, st.end_s, st.win_node
+    available, window = nd.available, nd.window
     t = f[F_TIME]
     lo = r[R_START]
-    W = st.start_s.shape[0]
-    if lo >= W or st.start_s[lo] > t:
+    W = start_s.shape[0]
+    if lo >= W or start_s[lo] > t:
         return  # no window starts by t (the common case)
     hi = lo
-    while hi < W and st.start_s[hi] <= t:
+    while hi < W and start_s[hi] <= t:
         hi += 1
     k = 0
     for w in range(lo, hi):
-        if st.end_s[w] > t:
-            n = st.win_node[w]
-            nd.available[n] = True
-            nd.window[n] = w
+        if end_s[w] > t:
+            n = win_node[w]
+            available[n] = True
+            window[n] = w
             k += 1
     r[R_START] = hi
     r[R_EVENTS] += k
@@ -710,16 +768,17 @@ def _open_windows(f: np.ndarray, r: np.ndarray, nd: Nodes, st: Static) -> None: 
 @njit(cache=True)
 def _arrivals(f: np.ndarray, r: np.ndarray, jb: JobVars, st: Static) -> None:  # pragma: no cover
     """Jobs submitted by now become active (jobs are sorted by submission)."""
+    submit_s, status = st.submit_s, jb.status
     t = f[F_TIME]
     lo = r[R_ARRIVAL]
-    J = st.submit_s.shape[0]
-    if lo >= J or st.submit_s[lo] > t:
+    J = submit_s.shape[0]
+    if lo >= J or submit_s[lo] > t:
         return  # no arrival by t (the common case)
     hi = lo
-    while hi < J and st.submit_s[hi] <= t:
+    while hi < J and submit_s[hi] <= t:
         hi += 1
     for j in range(lo, hi):
-        jb.status[j] = _ACTIVE
+        status[j] = _ACTIVE
     r[R_ARRIVAL] = hi
     r[R_EVENTS] += hi - lo
     r[R_ARRIVALS] += hi - lo
@@ -729,11 +788,12 @@ def _arrivals(f: np.ndarray, r: np.ndarray, jb: JobVars, st: Static) -> None:  #
 @njit(cache=True)
 def _all_done(r: np.ndarray, jb: JobVars) -> bool:  # pragma: no cover - jit
     """Every job arrived and completed or stopped."""
-    if r[R_ARRIVAL] < jb.status.shape[0]:
+    status = jb.status
+    if r[R_ARRIVAL] < status.shape[0]:
         return False
     done = True
-    for j in range(jb.status.shape[0]):
-        if jb.status[j] < _COMPLETED:
+    for j in range(status.shape[0]):
+        if status[j] < _COMPLETED:
             done = False
             break
     return done

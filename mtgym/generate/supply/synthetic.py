@@ -146,14 +146,15 @@ class SyntheticSupply:
             lo = int(rng.integers(0, num_nodes - size + 1))
             ds = t0 + rng.random() * (t1 - t0)
             de = min(t1, ds + rng.lognormal(np.log(self.drain_median_s), 0.8))
-            for n in range(lo, lo + size):
-                a, b = first[n], first[n + 1]
-                # only where the node is busy for the whole drain
-                if np.any((s[a:b] < de) & (e[a:b] > ds)):
-                    continue
-                new_s.append(ds)
-                new_e.append(de)
-                new_n.append(n)
+            # only where the node is busy for the whole drain (no idle window overlaps it)
+            a, b = first[lo], first[lo + size]
+            overlaps = (s[a:b] < de) & (e[a:b] > ds)
+            busy = np.zeros(size, dtype=bool)
+            busy[node[a:b][overlaps] - lo] = True
+            hit = (np.flatnonzero(~busy) + lo).tolist()
+            new_s += [ds] * len(hit)
+            new_e += [de] * len(hit)
+            new_n += hit
         # two drains may hit one node: keep the first, drop overlaps (checked per node)
         taken: dict[int, list[tuple[float, float]]] = {}
         keep = []

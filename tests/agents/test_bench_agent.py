@@ -36,6 +36,10 @@ def test_measure_training__interleaved_rates_for_both_envs(bench):
     assert set(rates) == {"mtgym", "CartPole-v1"}
     for r in rates.values():
         assert len(r) == 2 and all(x > 0 for x in r)
+    paired = bench.paired_ratios(rates)
+    np.testing.assert_allclose(
+        paired, np.array(rates["mtgym"]) / np.array(rates["CartPole-v1"]), rtol=1e-12
+    )
 
 
 def test_select_agent__plays_each_candidate_and_temperature_on_the_seeds(tmp_path):

@@ -198,27 +198,15 @@ def test_train__resume_from_checkpoint(tmp_path):
     assert second.is_file()
 
 
-def test_train__same_seed_same_model_bit_for_bit(tmp_path):
+def test_train__same_seed_same_model_bit_for_bit(tmp_path, tiny_train):
     """Two runs of ``mtgym train``'s default model (pooled observation, per-slot net, its
     sampled rollouts in inference mode) with one seed give the same weights; another seed
     does not."""
     from sb3_contrib import MaskablePPO
 
-    from agents.train import Args, train
-
     def weights(seed: int, name: str) -> dict[str, torch.Tensor]:
-        args = Args(
-            timesteps=256,
-            n_envs=2,
-            n_steps=64,
-            batch_size=64,
-            seed=seed,
-            eval_freq=0,
-            checkpoint_freq=10**9,
-            out=tmp_path / name,
-            progress=False,
-        )
-        return MaskablePPO.load(train(args), device="cpu").policy.state_dict()
+        model = tiny_train(tmp_path / name, seed=seed)
+        return MaskablePPO.load(model, device="cpu").policy.state_dict()
 
     a, b, c = weights(3, "a"), weights(3, "b"), weights(4, "c")
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -280,22 +280,8 @@ def test_slot_categorical__exact_and_finite_at_extreme_logits():
 
 
 @pytest.fixture(scope="module")
-def pooled_agent(tmp_path_factory) -> Path:
-    from agents.train import Args, train
-
-    out = tmp_path_factory.mktemp("pooled")
-    return train(
-        Args(
-            timesteps=256,
-            n_envs=2,
-            n_steps=64,
-            batch_size=64,
-            out=out,
-            eval_freq=0,
-            checkpoint_freq=10**9,
-            progress=False,
-        )
-    )
+def pooled_agent(tmp_path_factory, tiny_train) -> Path:
+    return tiny_train(tmp_path_factory.mktemp("pooled"))
 
 
 def test_pooled_agent__play_takes_the_env_and_predict_decisions(pooled_agent):

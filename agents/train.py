@@ -288,10 +288,11 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
     pretrain(model, data, epochs=args.bc_epochs, lr=3e-3, seed=args.seed)
     best: tuple[float, dict] = (-np.inf, copy.deepcopy(model.policy.state_dict()))
     for r in range(args.dagger_rounds + 1):
-        model.save(str(out / "checkpoints" / "imitation.zip"))
+        # this round's model, for its evaluation only (the kept clone is ``clone.zip``)
+        model.save(str(out / "checkpoints" / "dagger_round.zip"))
         (out / "checkpoints" / "agent.json").write_text((out / "agent.json").read_text())
         score = evaluate_agent(
-            out / "checkpoints" / "imitation.zip", args.scenario, args.eval_seeds
+            out / "checkpoints" / "dagger_round.zip", args.scenario, args.eval_seeds
         )["samples"]
         if score > best[0]:
             best = (score, copy.deepcopy(model.policy.state_dict()))

@@ -367,7 +367,11 @@ class SlotCategorical(MaskableDistribution):
             self.masks = None
             return
         m = torch.as_tensor(masks, dtype=self._raw.dtype, device=self._raw.device)
-        self.masks = m.reshape(self._raw.shape)  # 1.0 legal, 0.0 illegal
+        m = m.reshape(self._raw.shape)  # 1.0 legal, 0.0 illegal
+        none = m.sum(dim=-1, keepdim=True) == 0
+        if none.any():  # a slot with no legal choice: all of them, as sb3-contrib's -1e8
+            m = m + none  # masking makes it (uniform over its logits); the env never does this
+        self.masks = m
 
     @property
     def logp(self) -> torch.Tensor:

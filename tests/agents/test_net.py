@@ -277,6 +277,22 @@ def test_slot_categorical__exact_and_finite_at_extreme_logits():
     torch.manual_seed(0)
     for _ in range(50):
         assert legal.reshape(S, K).gather(-1, dist.sample().reshape(S, 1)).all()
+    # a slot with no legal choice (never from the env) is treated as all legal: finite, and
+    # uniform on equal logits as sb3-contrib's -1e8 masking makes it (whose float32
+    # log-probability there comes out 0 rather than -log K)
+    none = legal.clone().reshape(S, K)
+    none[2] = False
+    ours = SlotCategorical(S, K).proba_distribution(raw.detach())
+    ours.apply_masking(none.reshape(1, -1).numpy())
+    eff = none.clone()
+    eff[2] = True
+    raw64 = raw.detach().double().reshape(S, K)
+    ref = torch.distributions.Categorical(logits=raw64.masked_fill(~eff, float("-inf")))
+    np.testing.assert_allclose(
+        ours.log_prob(acts).item(), ref.log_prob(acts[0]).sum().item(), rtol=1e-6
+    )
+    np.testing.assert_allclose(ours.entropy().item(), ref.entropy().sum().item(), rtol=1e-5)
+    assert abs(ours.logp[0, 2, 0].item() + np.log(K)) < 1e-6
 
 
 @pytest.fixture(scope="module")

@@ -37,14 +37,18 @@ def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
 
 def layers(seq: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
-    """``seq(x)`` for (nested) ``Sequential``s of ``Linear`` and ``ReLU``, as ``linear``."""
+    """``seq(x)``, with its (nested) ``Linear`` and ``ReLU`` layers applied as ``linear``
+    does; any other module is called as usual.
+    """
     for m in seq:
         if isinstance(m, nn.Linear):
-            x = _linear(x, m.weight, m.bias)
+            x = linear(m, x)
         elif isinstance(m, nn.ReLU):
             x = torch.relu(x)
-        else:
+        elif isinstance(m, nn.Sequential):
             x = layers(m, x)
+        else:
+            x = m(x)
     return x
 
 

@@ -581,8 +581,9 @@ def _milestones(
 
 @njit(cache=True)
 def _sorted_distinct(a: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - jit
-    """``np.unique(a[:k])`` for the few entries of one instant (an insertion sort in place:
-    numba's ``np.unique`` costs over a microsecond even for three values).
+    """``np.unique(a[:k])`` for the few entries of one instant, as a view of ``a`` sorted in
+    place (an insertion sort: numba's ``np.unique`` costs over a microsecond even for three
+    values).
     """
     for i in range(1, k):
         v = a[i]
@@ -596,7 +597,7 @@ def _sorted_distinct(a: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover -
         if n == 0 or a[i] != a[n - 1]:
             a[n] = a[i]
             n += 1
-    return a[:n].copy()
+    return a[:n]
 
 
 @njit(cache=True)

@@ -249,6 +249,56 @@ def test_slot_policy__its_passes_compute_the_documented_function():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
 
 
+def test_slot_policy__numpy_rollout_pass_is_the_torch_pass():
+    """Without gradients ``forward`` runs ``agents.rollout``'s numpy pass: the torch pass's
+    values and log-probabilities to float32 rounding and, from the same torch seed, the
+    same draws (sampled and deterministic), also for a slot with no legal choice; after
+    an optimizer step it reads the updated weights (views, not copies)."""
+    pol, lay, _env = make_policy()
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(7)
+        for p in pol.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=g))
+    S, K = lay.num_slots, lay.max_count + 1
+    xs, ms = [], []
+    for seed, steps in ((3, 40), (4, 40), (5, 0), (6, 80)):
+        env, o = env_obs(seed=seed, steps=steps)
+        xs.append(lay.pool(o))
+        ms.append(env.action_masks())
+    x = torch.as_tensor(np.stack(xs))
+    masks = np.stack(ms)
+    masks[3, :K] = False  # a slot with no legal choice: all count as legal
+    assert ((x[:, : S * lay.slot_dim].reshape(4, S, -1)[..., 0]) == 0).any()  # an empty slot
+
+    def both(deterministic: bool):
+        out = []
+        for grad in (True, False):  # the torch pass with gradients, the numpy one without
+            torch.manual_seed(11)
+            with torch.set_grad_enabled(grad):
+                out.append([t.detach() for t in pol(x, deterministic, masks)])
+        return out
+
+    for det in (False, True):
+        (a, v, lp), (a2, v2, lp2) = both(det)
+        assert a2.dtype == a.dtype and a2.shape == a.shape == (4, S)
+        assert torch.equal(a2, a)
+        torch.testing.assert_close(v2, v, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(lp2, lp, rtol=1e-5, atol=1e-5)
+    assert torch.isfinite(lp2).all()
+    with torch.no_grad():  # fresh draws at each call
+        assert not torch.equal(*[pol(x, action_masks=masks)[0] for _ in range(2)])
+    # the optimizer updates the parameters in place: the numpy pass sees the new weights
+    loss = pol.evaluate_actions(x, a, action_masks=masks)[0].sum()
+    pol.optimizer.zero_grad()
+    loss.backward()
+    pol.optimizer.step()
+    (_, v, lp), (_, v2, lp2) = both(True)
+    torch.testing.assert_close(v2, v, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lp2, lp, rtol=1e-5, atol=1e-5)
+    pol.to("cpu").float()  # (re-binds its views)
+    torch.testing.assert_close(both(True)[1][1], v2)
+
+
 def test_slot_categorical__exact_and_finite_at_extreme_logits():
     """Illegal choices far above the legal ones and legal ones far below their slot's best:
     the masked log-probabilities, entropy and gradients stay finite and exact (float64

@@ -167,9 +167,9 @@ class SlotHead(nn.Module):
         S, d, K = self.num_slots, self.embed_dim, self.choices
         idx = current.long().clamp(0, K - 1).unsqueeze(-1)
         # a running job keeps its count; a job without nodes gets no bonus for staying idle
-        keep = torch.zeros(idx.shape[0], S, K).scatter_(2, idx, (idx > 0).float())
+        bonus = self.stay * (idx > 0).to(z.dtype)
         slot = linear(self.head_slot, z.reshape(-1, d)).view(-1, S, K)
-        logits = slot + linear(self.head_ctx, ctx).unsqueeze(1) + self.stay * keep
+        logits = (slot + linear(self.head_ctx, ctx).unsqueeze(1)).scatter_add(2, idx, bonus)
         return logits.flatten(1)
 
 
@@ -373,18 +373,19 @@ class SlotCategorical(MaskableDistribution):
         self.masks: torch.Tensor | None = None
         self._raw: torch.Tensor | None = None
         self._logp: torch.Tensor | None = None
-        self._p: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._parts: tuple[torch.Tensor, ...] | None = None
+        self._neg: torch.Tensor | None = None
 
     def proba_distribution_net(self, latent_dim: int) -> nn.Module:  # noqa: D102
         return nn.Linear(latent_dim, self.S * self.K)
 
     def proba_distribution(self, action_logits: torch.Tensor) -> SlotCategorical:  # noqa: D102
         self._raw = action_logits.reshape(-1, self.S, self.K)
-        self.masks = self._logp = self._p = None
+        self.masks = self._logp = self._parts = self._neg = None
         return self
 
     def apply_masking(self, masks: Any) -> None:  # noqa: D102
-        self._logp = self._p = None
+        self._logp = self._parts = self._neg = None
         if masks is None:
             self.masks = None
             return
@@ -395,41 +396,58 @@ class SlotCategorical(MaskableDistribution):
             m = m + none  # masking makes it (uniform over its logits); the env never does this
         self.masks = m
 
+    def _normalise(self) -> tuple[torch.Tensor, ...]:
+        """(y, e, T, log T): the logits less each slot's largest legal one, their
+        exponentials (illegal ones 0), each slot's sum T and its log, so that the legal
+        log-probabilities are y - log T. Once per distribution (SB3 masks after building
+        it), in plain arithmetic. On CPU ``torch.where`` over a boolean mask, and ``exp`` or
+        ``log_softmax`` of values whose exponential underflows (the -1e8 of illegal
+        choices), each cost several times the rest of this pass; so the mask is a float and
+        an illegal choice's exponent is multiplied by it (e^0, then times 0). ``log_prob``
+        and ``entropy`` work from these per-slot parts, with no (B, S, K) table of
+        log-probabilities or probabilities: the broadcast divisions along K dominated a
+        training pass.
+        """
+        if self._parts is None:
+            raw, m = self._raw, self.masks
+            top = raw.detach() if m is None else raw.detach() + self._offset()
+            y = raw - top.amax(dim=-1, keepdim=True)
+            e = torch.exp(y) if m is None else torch.exp(y * m) * m
+            total = e.sum(dim=-1)
+            self._parts = (y, e, total, torch.log(total))
+        return self._parts
+
+    def _offset(self) -> torch.Tensor:
+        """-1e8 for an illegal choice, 0 for a legal one (sb3-contrib's masked logits)."""
+        if self._neg is None:
+            self._neg = (self.masks - 1.0) * 1e8
+        return self._neg
+
     @property
     def logp(self) -> torch.Tensor:
         """The masked log-probabilities (B, S, K), illegal choices at about -1e8."""
         if self._logp is None:
-            self._normalise()
+            y, _e, _t, log_t = self._normalise()
+            if self.masks is not None:
+                y = y + self._offset()
+            self._logp = y - log_t.unsqueeze(-1)
         return self._logp
 
-    def _normalise(self) -> None:
-        """``logp`` and the probabilities, once per distribution (SB3 masks after building
-        it), in plain arithmetic: on CPU ``torch.where`` over a boolean mask and
-        ``exp``/``log_softmax`` of values whose exponential underflows (the -1e8 of
-        illegal choices) each cost several times the rest of this pass. So the mask is a
-        float, illegal choices get -1e8 by a product, and ``exp`` sees nothing below -87
-        (e^-87 is a normal float32; an entry that far below its slot's maximum adds less
-        than float32 can hold to a sum of at least 1, and an illegal one is then zeroed).
-        """
-        x = self._raw
-        if self.masks is not None:
-            x = x + (self.masks - 1.0) * 1e8
-        y = x - x.detach().amax(dim=-1, keepdim=True)
-        e = torch.exp(y.clamp(min=-87.0))
-        if self.masks is not None:
-            e = e * self.masks
-        total = e.sum(dim=-1, keepdim=True)
-        self._logp = y - torch.log(total)
-        self._p = (e, total)  # (the probabilities e / total: only the entropy needs them)
-
-    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:  # noqa: D102
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        """Summed over the slots; an illegal choice's is about -1e8, as sb3-contrib's."""
+        y, _e, _t, log_t = self._normalise()
         a = actions.long().reshape(-1, self.S, 1)
-        return self.logp.gather(-1, a).squeeze(-1).sum(dim=1)
+        lp = y.gather(-1, a).squeeze(-1) - log_t
+        if self.masks is not None:
+            lp = lp + (self.masks.gather(-1, a).squeeze(-1) - 1.0) * 1e8
+        return lp.sum(dim=1)
 
-    def entropy(self) -> torch.Tensor:  # noqa: D102
-        logp = self.logp  # (illegal choices: probability exactly 0, so p log p = 0)
-        e, total = self._p
-        return -((e / total) * logp).sum(dim=(1, 2))
+    def entropy(self) -> torch.Tensor:
+        """Per slot, -sum p log p = log T - sum(e y) / T with p = e / T over the legal
+        choices (an illegal one has e = 0 exactly and adds nothing), summed over the slots.
+        """
+        y, e, total, log_t = self._normalise()
+        return (log_t - (e * y).sum(dim=-1) / total).sum(dim=1)
 
     def sample(self) -> torch.Tensor:
         """A draw per slot by the Gumbel-max trick: the argmax of the log-probabilities

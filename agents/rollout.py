@@ -111,7 +111,8 @@ class NumpySlotPass:
             actions = logp.argmax(axis=-1)
         else:  # ``SlotCategorical.sample``'s Gumbel-max, on the same uniform draws
             u = torch.rand(B, S, K).numpy()
-            actions = (logp - np.log(-np.log(u))).argmax(axis=-1)
+            with np.errstate(divide="ignore"):  # a draw of exactly 0: noise -inf, as torch's
+                actions = (logp - np.log(-np.log(u))).argmax(axis=-1)
         log_prob = np.take_along_axis(logp, actions[..., None], axis=-1)[..., 0].sum(axis=1)
         return actions, values, log_prob
 

@@ -156,6 +156,12 @@ def test_slot_categorical__is_sb3_contribs_multicategorical():
     acts = ref.sample()
     torch.testing.assert_close(ours.log_prob(acts), ref.log_prob(acts), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(ours.entropy(), ref.entropy(), rtol=1e-5, atol=1e-4)
+    bad = acts.clone()  # an illegal choice in a slot: about -1e8, as sb3-contrib's
+    bad[:, 1] = (~masks.view(B, S, K)[:, 1]).float().argmax(-1)
+    has_illegal = (~masks.view(B, S, K)[:, 1]).any(-1)
+    assert has_illegal.any()
+    assert (ours.log_prob(bad)[has_illegal] < -1e7).all()
+    assert (ref.log_prob(bad)[has_illegal] < -1e7).all()
     assert torch.equal(ours.mode(), ref.mode())
     torch.manual_seed(5)
     draws = ours.sample()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.maskable.distributions import MaskableDistribution
@@ -314,17 +315,19 @@ class SlotPolicy(MaskableActorCriticPolicy):
         """
         if torch.is_grad_enabled() or obs.device.type != "cpu":
             return self._forward(obs, deterministic, action_masks)
-        if self._numpy_pass is None:
-            self._numpy_pass = NumpySlotPass(self)
-        x = obs.detach().numpy() if obs.dtype == torch.float32 else obs.float().numpy()
         if isinstance(action_masks, torch.Tensor):
             action_masks = action_masks.numpy()
-        actions, values, log_prob = self._numpy_pass(x, action_masks, deterministic)
+        actions, values, log_prob = self._numpy()(_as_numpy(obs), action_masks, deterministic)
         return (
             torch.from_numpy(actions).reshape((-1, *self.action_space.shape)),
             torch.from_numpy(values),
             torch.from_numpy(log_prob),
         )
+
+    def _numpy(self) -> NumpySlotPass:
+        if self._numpy_pass is None:
+            self._numpy_pass = NumpySlotPass(self)
+        return self._numpy_pass
 
     def _apply(self, fn: Any, *a: Any, **kw: Any) -> SlotPolicy:
         """``nn.Module._apply`` (``.to()``, ``.float()``, ...) may replace the parameter
@@ -353,9 +356,20 @@ class SlotPolicy(MaskableActorCriticPolicy):
     def get_distribution(self, obs: torch.Tensor, action_masks: Any = None) -> SlotCategorical:  # noqa: D102
         return self._distribution(self._encoded(obs), action_masks)
 
-    def predict_values(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        z, ctx, _ = self._encoded(obs)
-        return self.value_net.value(z, ctx)
+    def predict_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Values; without gradients on CPU in numpy, as ``forward`` (SB3 bootstraps each
+        truncated episode's last observation with it).
+        """
+        if torch.is_grad_enabled() or obs.device.type != "cpu":
+            z, ctx, _ = self._encoded(obs)
+            return self.value_net.value(z, ctx)
+        z, ctx, _ = self._numpy().encode(_as_numpy(obs))
+        return torch.from_numpy(self._numpy().value(z, ctx))
+
+
+def _as_numpy(obs: torch.Tensor) -> np.ndarray:
+    """A float32 CPU batch as a numpy array (a view when it is float32 already)."""
+    return obs.detach().numpy() if obs.dtype == torch.float32 else obs.float().numpy()
 
 
 class SlotCategorical(MaskableDistribution):

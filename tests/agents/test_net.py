@@ -256,7 +256,8 @@ def test_slot_policy__its_passes_compute_the_documented_function():
 
 
 def test_slot_policy__numpy_rollout_pass_is_the_torch_pass():
-    """Without gradients ``forward`` runs ``agents.rollout``'s numpy pass: the torch pass's
+    """Without gradients ``forward`` and ``predict_values`` run ``agents.rollout``'s numpy
+    pass: the torch pass's
     values and log-probabilities to float32 rounding and, from the same torch seed, the
     same draws (sampled and deterministic), also for a slot with no legal choice; after
     an optimizer step it reads the updated weights (views, not copies)."""
@@ -291,6 +292,10 @@ def test_slot_policy__numpy_rollout_pass_is_the_torch_pass():
         torch.testing.assert_close(v2, v, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(lp2, lp, rtol=1e-5, atol=1e-5)
     assert torch.isfinite(lp2).all()
+    with torch.no_grad():  # predict_values (SB3's bootstrap of truncated episodes) too
+        v_np = pol.predict_values(x)
+    torch.testing.assert_close(v_np, pol.predict_values(x).detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(v_np, v2)
     with torch.no_grad():  # fresh draws at each call
         assert not torch.equal(*[pol(x, action_masks=masks)[0] for _ in range(2)])
     # the optimizer updates the parameters in place: the numpy pass sees the new weights

@@ -257,9 +257,8 @@ def test_slot_policy__its_passes_compute_the_documented_function():
 
 def test_slot_policy__numpy_rollout_pass_is_the_torch_pass():
     """Without gradients ``forward`` and ``predict_values`` run ``agents.rollout``'s numpy
-    pass: the torch pass's
-    values and log-probabilities to float32 rounding and, from the same torch seed, the
-    same draws (sampled and deterministic), also for a slot with no legal choice; after
+    pass: the torch pass's values and log-probabilities to float32 rounding and, from the
+    same torch seed, the same draws (sampled and deterministic), also for a slot with no legal choice; after
     an optimizer step it reads the updated weights (views, not copies)."""
     pol, lay, _env = make_policy()
     with torch.no_grad():

@@ -276,16 +276,16 @@ def test_slot_policy__numpy_rollout_pass_is_the_torch_pass():
     masks[3, :K] = False  # a slot with no legal choice: all count as legal
     assert ((x[:, : S * lay.slot_dim].reshape(4, S, -1)[..., 0]) == 0).any()  # an empty slot
 
-    def both(deterministic: bool):
+    def both(deterministic: bool, m=masks):
         out = []
         for grad in (True, False):  # the torch pass with gradients, the numpy one without
             torch.manual_seed(11)
             with torch.set_grad_enabled(grad):
-                out.append([t.detach() for t in pol(x, deterministic, masks)])
+                out.append([t.detach() for t in pol(x, deterministic, m)])
         return out
 
-    for det in (False, True):
-        (a, v, lp), (a2, v2, lp2) = both(det)
+    for det, m in ((False, masks), (True, masks), (False, None)):
+        (a, v, lp), (a2, v2, lp2) = both(det, m)
         assert a2.dtype == a.dtype and a2.shape == a.shape == (4, S)
         assert torch.equal(a2, a)
         torch.testing.assert_close(v2, v, rtol=1e-5, atol=1e-5)

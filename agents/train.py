@@ -147,6 +147,20 @@ def make_vec_env(args: Args) -> Any:
     return SubprocVecEnv(fns) if args.vec == "subproc" else DummyVecEnv(fns)
 
 
+def training_env(args: Args) -> Any:
+    """What ``train`` learns on: ``make_vec_env``, its rewards scaled by a running estimate
+    of the return's spread (``norm_reward``: SB3's ``VecNormalize``, rewards only).
+    """
+    env = make_vec_env(args)
+    if args.norm_reward:
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        # rewards only: the observation is already O(1) by construction, and leaving it
+        # alone keeps the saved model usable without the running statistics
+        env = VecNormalize(env, norm_obs=False, norm_reward=True, gamma=args.gamma)
+    return env
+
+
 def _check(args: Args) -> None:
     if args.algo not in ALGOS:
         raise ValueError(f"algo {args.algo!r} is not one of {ALGOS}")
@@ -323,13 +337,7 @@ def train(args: Args) -> Path:
     from mtgym.core.io import atomic_write_json
 
     atomic_write_json(out / "args.json", asdict(args), default=str)
-    env = make_vec_env(args)
-    if args.norm_reward:
-        from stable_baselines3.common.vec_env import VecNormalize
-
-        # rewards only: the observation is already O(1) by construction, and leaving it
-        # alone keeps the saved model usable without the running statistics
-        env = VecNormalize(env, norm_obs=False, norm_reward=True, gamma=args.gamma)
+    env = training_env(args)
     tb = str(out / "tb")
     if args.resume:
         from agents.policy import load_model

@@ -8,7 +8,8 @@
    views with the exact count-level solver and the node-level MILP (HiGHS). Target: the
    agent <= 1.5 ms.
 2. Training throughput. MaskablePPO (the ``mtgym train`` model and settings: the per-slot
-   network on the pooled observation, a step every ``--train-interval`` simulated seconds)
+   network on the pooled observation, a step every ``--train-interval`` simulated seconds,
+   the rewards scaled by ``VecNormalize`` as ``agents.train.training_env`` does)
    learns for ``--train-steps`` env steps on the default scenario and, in the same run, on
    CartPole-v1 (MlpPolicy, same n_steps/batch/epochs; the env is wrapped to accept
    MaskablePPO's masks); prints steps per CPU second, the ratio of the medians and the
@@ -161,7 +162,7 @@ def measure_training(
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from agents.train import build_model, make_vec_env
+    from agents.train import build_model, training_env
 
     args = Args(
         scenario=scenario,
@@ -171,7 +172,7 @@ def measure_training(
         decision_interval_s=decision_interval_s,
         **overrides,
     )
-    env = make_vec_env(args)  # what ``mtgym train`` trains on
+    env = training_env(args)  # what ``mtgym train`` trains on (reward scaling included)
     mt = build_model(args, env, None)
     cp_env = DummyVecEnv([lambda: _Maskable(gym.make("CartPole-v1"))] * args.n_envs)
     cp = MaskablePPO(

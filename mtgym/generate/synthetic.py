@@ -11,6 +11,7 @@ job table) plus NAS/HPO ``Campaign``s. Everything is drawn from named streams of
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -86,14 +87,22 @@ class SyntheticGenerator:
         """Nodes per group at each intermediate level."""
         return tuple(self.level_sizes) if self.level_sizes is not None else (self.group_size,)
 
-    def __call__(self, seed: int) -> Instance:
-        """Build the instance for ``seed``."""
+    @functools.cached_property
+    def _layout(self) -> tuple[Topology, np.ndarray]:
+        """The topology and each node's GPU type: the same for every seed, so built once
+        per generator (the topology's arrays are read-only).
+        """
         ids = np.stack([np.arange(self.num_nodes) // k for k in self.sizes], axis=1)
         topo = Topology.build(
             self.level_names, ids, self.bandwidth_gbps, self.latency_s, self.locality_factor
         )
-        groups = ids[:, 0]
-        gtypes = np.asarray(self.group_types)[groups % len(self.group_types)]
+        gtypes = np.asarray(self.group_types)[ids[:, 0] % len(self.group_types)]
+        gtypes.flags.writeable = False
+        return topo, gtypes
+
+    def __call__(self, seed: int) -> Instance:
+        """Build the instance for ``seed``."""
+        topo, gtypes = self._layout
         cluster = build_cluster(
             stream(seed, "variability"),
             gpus_per_node=self.gpus_per_node,

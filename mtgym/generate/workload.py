@@ -12,8 +12,10 @@ User declarations (what FreeTrain is given) are the true curve and costs times
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from mtgym.readers import BFTrainerJobs
 from mtgym.core.types import AppClass, PerfKind
 
+_PARAMETRIC, _TABLE = int(PerfKind.PARAMETRIC), int(PerfKind.TABLE)  # (enum lookups are slow)
 #: BFTrainer's measured rescale costs (s): scale-up about 18, scale-down about 12.
 BFTRAINER_R_UP_S = 18.0
 BFTRAINER_R_DOWN_S = 12.0
@@ -96,13 +99,17 @@ class Declaration:
                 raise ConfigError(name, getattr(self, name), "0 <= sigma < 3")
 
 
+@functools.lru_cache(maxsize=256)
 def _breakpoints(max_nodes: int) -> np.ndarray:
+    """0, 1, 2, 4, ... up to ``max_nodes`` (read-only, shared: every reset asks again)."""
     pts = [0, 1]
     while pts[-1] * 2 < max_nodes:
         pts.append(pts[-1] * 2)
     if pts[-1] != max_nodes:
         pts.append(max_nodes)
-    return np.array(pts, dtype=np.float64)
+    out = np.array(pts, dtype=np.float64)
+    out.flags.writeable = False
+    return out
 
 
 def build_jobs(
@@ -130,7 +137,7 @@ def build_jobs(
         if r.profile is None:
             if r.curve_nodes is None or r.curve_tput is None:
                 raise ConfigError(f"jobs[{j}] ({r.name})", "no curve and no profile", "one of them")
-            kind[j] = PerfKind.TABLE
+            kind[j] = _TABLE
             cn = np.asarray(r.curve_nodes, dtype=np.float64)
             ct = np.asarray(r.curve_tput, dtype=np.float64)
             if cn.shape != ct.shape or cn.ndim != 1 or cn.size == 0:
@@ -144,7 +151,7 @@ def build_jobs(
                 for t, name in enumerate(types):
                     type_rate[j, t] = float(r.type_speed.get(name, 1.0))
         else:
-            kind[j] = PerfKind.PARAMETRIC
+            kind[j] = _PARAMETRIC
             p = r.profile
             for t, name in enumerate(types):
                 type_rate[j, t] = p.rate_on(name) * r.rate_scale
@@ -165,12 +172,12 @@ def build_jobs(
     rungs = np.full((J, max(R, 1)), np.nan)
     for j, r in enumerate(rows):
         if len(r.rungs):
-            rs = np.asarray(r.rungs, dtype=np.float64)
-            if np.any(rs <= 0) or np.any(rs >= 1) or np.any(np.diff(rs) <= 0):
+            rs = [float(x) for x in r.rungs]  # (a few values: cheaper than numpy's checks)
+            if any(x <= 0 or x >= 1 for x in rs) or any(b - a <= 0 for a, b in pairwise(rs)):
                 raise ConfigError(
-                    f"jobs[{j}] ({r.name}).rungs", list(rs), "increasing fractions in (0, 1)"
+                    f"jobs[{j}] ({r.name}).rungs", rs, "increasing fractions in (0, 1)"
                 )
-            rungs[j, : rs.size] = rs
+            rungs[j, : len(rs)] = rs
     col = lambda attr, dt=np.float64: np.array([getattr(r, attr) for r in rows], dtype=dt)  # noqa: E731
     jobs = Jobs(
         name=tuple(r.name for r in rows),
@@ -221,11 +228,12 @@ def build_jobs(
             ref_jobs, n_ref, slow[ref_jobs], model.packed_spread(n_ref)
         )
     work = np.empty(J)
+    parametric = (kind == _PARAMETRIC).tolist()
     for j, r in enumerate(rows):
         if r.work is not None:
             work[j] = r.work
         elif r.work_hours is not None:
-            if kind[j] == PerfKind.PARAMETRIC:  # exact rate at the reference count
+            if parametric[j]:  # exact rate at the reference count
                 ref = float(ref_rate[j])
             else:  # the table is the truth, interpolated as the simulator does
                 ref = float(np.interp(r.work_ref_nodes, curve_nodes[j], curve_tput[j]))

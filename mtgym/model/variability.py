@@ -115,7 +115,8 @@ class VariabilitySpec:
 def _norm_cdf(z: np.ndarray) -> np.ndarray:
     from math import erf, sqrt
 
-    return 0.5 * (1.0 + np.vectorize(erf, otypes=[float])(z / sqrt(2.0)))
+    x = np.asarray(z / sqrt(2.0), dtype=np.float64)  # (math.erf per value; no numpy erf)
+    return 0.5 * (1.0 + np.array([erf(v) for v in x.ravel().tolist()]).reshape(x.shape))
 
 
 def sample_empirical(

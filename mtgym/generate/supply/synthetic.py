@@ -139,10 +139,10 @@ class SyntheticSupply:
         s, e, k, node = s[order], e[order], k[order], node[order]
         first = np.searchsorted(node, np.arange(num_nodes + 1))
         new_s, new_e, new_n = [], [], []
+        log_median = np.log(self.drain_nodes_median)
         for _ in range(n_drains):
-            size = int(
-                np.clip(np.round(rng.lognormal(np.log(self.drain_nodes_median), 1.0)), 1, num_nodes)
-            )
+            # (Python's round halves to even as np.round does; scalar np.clip is slow)
+            size = min(max(round(float(rng.lognormal(log_median, 1.0))), 1), num_nodes)
             lo = int(rng.integers(0, num_nodes - size + 1))
             ds = t0 + rng.random() * (t1 - t0)
             de = min(t1, ds + rng.lognormal(np.log(self.drain_median_s), 0.8))

@@ -309,6 +309,30 @@ def test_slot_policy__numpy_rollout_pass_is_the_torch_pass():
     torch.testing.assert_close(both(True)[1][1], v2)
 
 
+def test_legal_top__is_the_masked_amax_with_the_no_legal_fallback():
+    """``_legal_top`` (the distribution's per-slot shift, CPU): torch's amax over the legal
+    entries (illegal at -1e8), over all entries in a slot without a legal one, NaN kept."""
+    from agents.net import _legal_top
+
+    g = torch.Generator().manual_seed(3)
+    raw = torch.randn(6, 4, 5, generator=g) * 50
+    legal = (torch.rand(6, 4, 5, generator=g) > 0.5).float()
+    legal[..., 4] = 1.0
+    legal[0, 1] = 0.0  # the one slot without a legal choice
+    legal[1, 2] = 1.0
+    raw[2, 0, 3] = float("nan")
+    legal[2, 0, 3] = 1.0
+    top = torch.empty(6, 4, 1)
+    assert _legal_top(raw.numpy(), legal.numpy(), top.numpy())
+    eff = legal + (legal.sum(-1, keepdim=True) == 0)
+    ref = (raw + (eff - 1.0) * 1e8).amax(-1, keepdim=True)
+    assert torch.isnan(top[2, 0]).all() and torch.isnan(ref[2, 0]).all()
+    ok = ~torch.isnan(ref)
+    assert torch.equal(top[ok], ref[ok])
+    legal[0, 1, 0] = 1.0
+    assert not _legal_top(raw.numpy(), legal.numpy(), top.numpy())
+
+
 def test_slot_categorical__exact_and_finite_at_extreme_logits():
     """Illegal choices far above the legal ones and legal ones far below their slot's best:
     the masked log-probabilities, entropy and gradients stay finite and exact (float64

@@ -307,7 +307,7 @@ def _charge_changes(
                 stall_until[j] = fmax(stall_until[j], t + cost)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _apply(
     f: np.ndarray,
     r: np.ndarray,
@@ -901,7 +901,7 @@ def _events_at(
     _arrivals(f, r, jb, st)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _loop(
     f: np.ndarray,
     r: np.ndarray,

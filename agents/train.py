@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from agents.policy import AgentConfig, AgentPolicy
+from mtgym.core.names import DEFAULT_REWARD
 
 ALGOS = ("maskable_ppo", "ppo", "a2c")
 
@@ -34,7 +35,7 @@ class Args:
     n_envs: int = 8
     vec: str = "dummy"  # "dummy" or "subproc"
     action_mode: str = "counts"
-    reward: str = "throughput"
+    reward: str = DEFAULT_REWARD
     info_mode: str = "user"
     max_jobs: int = 16
     max_count: int = 16

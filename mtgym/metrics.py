@@ -1,5 +1,19 @@
 """Episode metrics, computed from a final state (pure; the same for every policy).
 
+**The headline, ``normalized_throughput``** (``docs/metrics.md``): each job's samples divided
+by that job's own reference rate (``reference_rate``: its best single-node rate on the
+cluster), summed over jobs, per second of the run. The unit is *best-node equivalents of
+training*: a job that scales perfectly on best nodes scores its node count, whatever its
+model. Raw ``throughput`` (samples/s) adds samples of different models (one default-scenario
+node trains 79,271 samples/s of ``recommendation`` and 30 of ``cyclegan``), so it rewards
+feeding the models whose samples are cheap; it is sound only when every job is one model
+(BFTrainer's ImageNet replay), where the two rank policies alike.
+
+**Fairness, ``fairness_jain``**: Jain's index over the jobs' normalised rates (normalised
+samples / seconds in the system, from submission to completion or the run's end), over the
+jobs submitted before the end: 1 when every job trained at the same best-node-equivalent
+rate, 1/n when one job got everything.
+
 The **upper bound** is every offered node-second at the best per-node rate of any job, with
 perfect linear scaling and no overhead, capped at the work of the jobs submitted by the end.
 Once every job has completed, every policy that completed them reaches ``samples`` = the
@@ -63,6 +77,10 @@ class EpisodeMetrics:
     stalled_job_s: float  # job-seconds holding nodes without useful progress
     upper_bound_samples: float
     upper_bound_fraction: float  # samples / upper bound
+    normalized_samples: float  # sum_j samples_j / reference_rate_j (best-node-seconds)
+    normalized_throughput: float  # the headline: normalized_samples / duration
+    normalized_efficiency: float  # normalized_samples / its upper bound (offered node-s)
+    fairness_jain: float  # Jain's index over per-job normalised rates (module docstring)
     decisions: int
     events: int
 
@@ -83,8 +101,14 @@ def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
     def q(p: float) -> float:
         return float(np.percentile(jct, p)) if jct.size else float("nan")
 
-    best = throughput_model(instance).best_node_rate()
+    best = reference_rate(instance)
     ub_rate = float(best.max()) if best.size else 0.0
+    norm = state.progress / best
+    norm_samples = float(norm.sum())
+    # every offered node-second at a reference rate, capped at the submitted jobs' work
+    norm_ub = min(
+        state.offered_node_s, float((jobs.work / best)[jobs.submit_s <= state.time].sum())
+    )
     submitted = jobs.submit_s <= state.time
     ub = min(state.offered_node_s * ub_rate, float(jobs.work[submitted].sum()))
     first = float(jobs.submit_s.min()) if jobs.submit_s.size else float(instance.t_start)
@@ -124,9 +148,51 @@ def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
         stalled_job_s=float(state.stalled_s.sum()),
         upper_bound_samples=ub,
         upper_bound_fraction=samples / ub if ub > 0 else float("nan"),
+        normalized_samples=norm_samples,
+        normalized_throughput=norm_samples / duration if duration > 0 else 0.0,
+        normalized_efficiency=norm_samples / norm_ub if norm_ub > 0 else float("nan"),
+        fairness_jain=jain_index(normalized_rates(state, instance)),
         decisions=state.decisions,
         events=state.events,
     )
+
+
+def reference_rate(instance: Instance) -> np.ndarray:
+    """(J,) each job's reference rate (samples/s): its best single-node rate on this
+    cluster (``ThroughputModel.best_node_rate``: one node of the fastest device for that job,
+    or the best per-node rate of a measured table), the unit of the normalised metrics.
+
+    Raises:
+        ValueError: a job's reference rate is not positive and finite.
+    """
+    best = throughput_model(instance).best_node_rate()
+    bad = np.flatnonzero(~(np.isfinite(best) & (best > 0)))
+    if bad.size:
+        j = int(bad[0])
+        raise ValueError(f"job {j} has reference rate {best[j]!r}: it cannot run on any node")
+    return best
+
+
+def normalized_rates(state: ClusterState, instance: Instance) -> np.ndarray:
+    """Per job submitted before ``state.time`` (in job order): its normalised samples /
+    seconds in the system (submission to completion or stop, else to ``state.time``).
+    """
+    submit = instance.jobs.submit_s
+    end = np.where(state.status >= JobStatus.COMPLETED, state.finish_time, state.time)
+    span = end - submit
+    seen = (submit <= state.time) & (span > 0)
+    return (state.progress[seen] / reference_rate(instance)[seen]) / span[seen]
+
+
+def jain_index(x: np.ndarray) -> float:
+    """Jain's fairness index of non-negative ``x``: (sum x)^2 / (n sum x^2); NaN when empty,
+    1 when all are zero (all treated alike).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return float("nan")
+    sq = float((x * x).sum())
+    return 1.0 if sq == 0 else float(x.sum()) ** 2 / (x.size * sq)
 
 
 def completion_times(state: ClusterState) -> np.ndarray:

@@ -12,11 +12,12 @@ from __future__ import annotations
 #: shrink / keep / grow per slot. The index is the step kernel's id.
 ACTION_MODES = ("counts", "assign", "delta")
 #: See ``mtgym.env.reward.REWARDS``. The index is the reward kernel's id.
-REWARD_NAMES = ("progress", "throughput", "jct")
+REWARD_NAMES = ("progress", "throughput", "jct", "normalized")
 #: What a policy is told about jobs (``mtgym.sim.view.InfoMode``).
 INFO_MODES = ("user", "profiled", "oracle")
 
 DEFAULT_ACTION_MODE = "counts"
-#: Samples accrued over the step: the headline metric's integral (a semi-MDP reward).
-DEFAULT_REWARD = "throughput"
+#: Training accrued over the step in best-node-seconds: the headline metric's integral (a
+#: semi-MDP reward), neutral across models (``mtgym.env.reward``).
+DEFAULT_REWARD = "normalized"
 DEFAULT_INFO_MODE = "user"

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from mtgym.core.instance import Instance
+from mtgym.core.names import DEFAULT_REWARD
 from mtgym.env.action import ActionCodec, sample_valid
 from mtgym.env.args import check_keywords, check_reset_options, resolve_max_count
 from mtgym.env.observation import ObservationBuilder
@@ -41,7 +42,7 @@ class ScavengeEnv(gym.Env):
 
     | key | shape | content |
     | --- | --- | --- |
-    | ``nodes`` | (N, 10 + G) | available, held, GPU type (0..1), profiled slowdown of classes A-D, log idle time so far, window end known, log time until reclaim (0 when unknown), G topology coordinates (0..1) |
+    | ``nodes`` | (N, 11) | available, held, GPU type (0..1), profiled slowdown of classes A-D, log idle time so far, window end known, log time until reclaim (0 when unknown), the node's group at the coarsest topology level below the machine (0..1; 0 if flat; one column for any depth) |
     | ``node_mask`` | (N,) | 1 = node idle and lent now |
     | ``node_job`` | (N,) | slot of the job the node runs, -1 = none |
     | ``jobs`` | (S, 16) | present, class one-hot (4), nodes / cap, min / cap, max / cap, log measured rate, log age, pausing, log progress, log remaining work*, R_up / 60 s*, R_down / 60 s*, info level (known curve points / cap in ``profiled``) |
@@ -81,9 +82,12 @@ class ScavengeEnv(gym.Env):
     its minimum nodes (``dyn_*`` keys).
 
     ## Reward
-    ``reward="throughput"`` (default): the samples accrued over the step (the integral of the
-    headline metric's rate between two decisions, a semi-MDP reward) / (best node rate x N x
-    1 h). ``"progress"``: sum of (samples this step / job's work). ``"jct"``: minus active
+    ``reward="normalized"`` (default): the training accrued over the step in best-node-seconds,
+    each job's samples divided by its own reference rate (``mtgym.metrics.reference_rate``),
+    / (N x 1 h): the integral of the headline ``normalized_throughput`` between two decisions
+    (a semi-MDP reward), the same for every model. ``"throughput"``: raw samples this step /
+    (best node rate x N x 1 h) (BFTrainer's objective; it adds samples of different models).
+    ``"progress"``: sum of (samples this step / job's work). ``"jct"``: minus active
     job-hours this step. See ``mtgym.env.reward``. Steps last different simulated times:
     ``info["dt"]`` is the step's elapsed simulated seconds, and
     ``mtgym.env.wrappers.TimeDiscount`` turns a discount per simulated hour into the step's.
@@ -123,7 +127,7 @@ class ScavengeEnv(gym.Env):
     | --- | --- | --- |
     | ``scenario`` | ``"default"`` | a built-in or preset name, a scenario file path, a ``Generator`` or a fixed ``Instance`` |
     | ``action_mode`` | ``"counts"`` | ``"counts"``, ``"assign"`` or ``"delta"`` |
-    | ``reward`` | ``"throughput"`` | ``"throughput"``, ``"progress"`` or ``"jct"`` |
+    | ``reward`` | ``"normalized"`` | ``"normalized"``, ``"throughput"``, ``"progress"`` or ``"jct"`` |
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
@@ -149,7 +153,9 @@ class ScavengeEnv(gym.Env):
     ['action_mask', 'global', 'job_curve']
 
     ## Version history
-    - v0: initial release.
+    - v0: initial release. Before 1.0 the id stays v0; changes that alter results:
+      the default reward became ``normalized`` and ``nodes`` has one topology column for
+      any depth (2026-12).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
@@ -194,7 +200,7 @@ class ScavengeEnv(gym.Env):
 
         kw = check_keywords(  # TypeError/ValueError naming the keyword (mtgym.env.args)
             action_mode=pick(action_mode, "action_mode", "counts"),
-            reward=pick(reward, "reward", "throughput"),
+            reward=pick(reward, "reward", DEFAULT_REWARD),
             info_mode=pick(info_mode, "info_mode", "user"),
             horizon_s=pick(horizon_s, "horizon_s", None),
             decision_interval_s=pick(decision_interval_s, "decision_interval_s", None),

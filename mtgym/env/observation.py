@@ -32,13 +32,18 @@ _ACTIVE = int(JobStatus.ACTIVE)  # a compile-time constant in the kernels
 
 # -- column names (compile-time constants in the kernels; the env docstring's table) --------
 #: ``nodes`` columns: availability, held, GPU type, profiled slowdowns of classes A-D,
-#: log idle time so far, window end known, log time until reclaim, then the topology
-#: coordinates from ``NODE_COORDS`` on.
+#: log idle time so far, window end known, log time until reclaim, then ``NODE_GROUP``: the
+#: node's group at the topology's coarsest level below the whole machine (0..1; 0 for a
+#: flat machine). One column whatever the number of levels, so an observation's width does
+#: not depend on the machine's topology depth (an agent trained on a 3-level machine can
+#: observe a 4-level dragonfly).
 NODE_AVAILABLE, NODE_HELD, NODE_GPU_TYPE, NODE_SLOWDOWN = 0, 1, 2, 3  # slowdowns: 3..6
 NODE_IDLE_TIME = NODE_SLOWDOWN + NUM_CLASSES  # 7
 NODE_END_KNOWN = NODE_IDLE_TIME + 1
 NODE_TIME_TO_END = NODE_END_KNOWN + 1
-NODE_COORDS = NODE_TIME_TO_END + 1  # 10: first topology coordinate
+NODE_COORDS = NODE_TIME_TO_END + 1  # 10: the topology column(s)
+NODE_GROUP = NODE_COORDS
+TOPO_DIM = 1  # topology columns, fixed
 #: ``jobs`` columns: present, class one-hot (A-D), nodes / cap, min / cap, max / cap, log
 #: measured rate, log age, pausing, log progress, log remaining work, R_up, R_down, info level.
 JOB_PRESENT, JOB_CLASS = 0, 1  # class one-hot: 1..4
@@ -80,9 +85,9 @@ class ObservationBuilder:
         self.mode = mode
         self.points = curve_points(max_count)
         self.P = self.points.size
-        self.G = max(num_levels - 2, 0)  # intermediate topology levels
+        self.levels = num_levels  # the coarsest intermediate level is levels - 2 (if >= 1)
         self.T = num_gpu_types
-        self.node_dim = self.NODE_BASE + self.G
+        self.node_dim = self.NODE_BASE + TOPO_DIM
         self.job_dim = JOB_DIM
         self.global_dim = GLOBAL_DIM
         self.queued = 0  # submitted jobs without a slot, as of the last ``build``
@@ -108,9 +113,10 @@ class ObservationBuilder:
         ns = np.zeros((self.N, self.node_dim), dtype=np.float32)
         ns[:, NODE_GPU_TYPE] = cl.gpu_type / max(self.T - 1, 1)
         ns[:, NODE_SLOWDOWN : NODE_SLOWDOWN + NUM_CLASSES] = cl.profiled_slowdown
-        if self.G:
-            coords = cl.topology.coords[:, 1 : 1 + self.G]
-            ns[:, self.NODE_BASE :] = coords / np.maximum(coords.max(axis=0), 1)
+        top = self.levels - 2  # the coarsest level below the machine (none if < 1)
+        if top >= 1:
+            group = cl.topology.coords[:, top]
+            ns[:, NODE_GROUP] = group / max(int(group.max()), 1)
         np.clip(ns, -1.0, OBS_HIGH, out=ns)
         self._node_static = ns
         J = instance.num_jobs

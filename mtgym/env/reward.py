@@ -2,7 +2,12 @@
 
 The step (``mtgym.env.step``) computes the reward in its compiled ``_post`` with
 ``reward_kernel``, which dispatches on the id. To add a reward: one row here and one branch
-in ``reward_kernel``.
+in ``reward_kernel`` (or per-job weights in ``reward_weights``).
+
+The default, ``normalized``, counts each job's samples in units of its own reference rate
+(``mtgym.metrics.reference_rate``), so its return is the headline metric and is neutral
+across models; ``throughput`` adds raw samples of different models, which rewards feeding the
+models whose samples are cheapest (``docs/metrics.md``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import numpy as np
 from numba import njit
 
 from mtgym.core.instance import Instance
+from mtgym.metrics import reference_rate
 from mtgym.sim.dynamics import throughput_model
 from mtgym.sim.numeric import dot, pairwise_sum
 
@@ -25,7 +31,7 @@ class Reward:
     doc: str
 
 
-PROGRESS, THROUGHPUT, JCT = 0, 1, 2  # kernel ids (compile-time constants)
+PROGRESS, THROUGHPUT, JCT, NORMALIZED = 0, 1, 2, 3  # kernel ids (compile-time constants)
 REWARDS: dict[str, Reward] = {
     "progress": Reward(
         PROGRESS,
@@ -43,7 +49,24 @@ REWARDS: dict[str, Reward] = {
         "minus the integral of the number of submitted, unfinished jobs over the step, in "
         "job-hours (Park's JCT reward): the return is minus the sum of job completion times.",
     ),
+    "normalized": Reward(
+        NORMALIZED,
+        "sum over jobs of (samples done this step / the job's reference rate), / (N x 3,600 s): "
+        "training done in best-node-seconds (``mtgym.metrics.reference_rate``), one meaning the "
+        "whole machine training at its best single-node rates for an hour. Episode return is "
+        "the headline ``normalized_samples`` in those units, the same for every model: feeding "
+        "a job whose samples are cheap earns nothing extra.",
+    ),
 }
+
+
+def reward_weights(reward: str, instance: Instance) -> np.ndarray:
+    """(J,) the per-job weight of each sample in ``reward``: 1 / work for ``progress``,
+    1 / (reference rate x N x 3,600 s) for ``normalized``, 1 / work (unused) otherwise.
+    """
+    if reward == "normalized":
+        return 1.0 / (reference_rate(instance) * max(instance.num_nodes, 1) * 3600.0)
+    return 1.0 / instance.jobs.work
 
 
 def throughput_scale(instance: Instance) -> float:
@@ -59,19 +82,20 @@ def reward_kernel(
     kind: int,
     progress: np.ndarray,
     p0: np.ndarray,
-    inv_work: np.ndarray,
+    weight: np.ndarray,
     tput_scale: float,
     active: float,
     active0: float,
 ) -> float:  # pragma: no cover - jit
     """The reward ``kind`` of a step: ``p0``/``active0`` the progress and active job-seconds
-    before, ``progress``/``active`` after (sums in a fixed order: ``mtgym.sim.numeric``).
+    before, ``progress``/``active`` after (sums in a fixed order: ``mtgym.sim.numeric``);
+    ``weight`` the per-job weights of ``reward_weights``.
     """
-    if kind == PROGRESS:
+    if kind == PROGRESS or kind == NORMALIZED:  # noqa: SIM109 (plain compares for numba)
         dp = np.empty(progress.shape[0])
         for j in range(dp.shape[0]):
             dp[j] = progress[j] - p0[j]
-        return dot(dp, inv_work)
+        return dot(dp, weight)
     if kind == THROUGHPUT:
         return (pairwise_sum(progress) - pairwise_sum(p0)) * tput_scale
     return -(active - active0) / 3600.0

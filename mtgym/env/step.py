@@ -38,7 +38,7 @@ from mtgym.env.action import (
     repair_record,
 )
 from mtgym.env.observation import ObservationBuilder, _obs_args, _obs_fill
-from mtgym.env.reward import REWARDS, reward_kernel, throughput_scale
+from mtgym.env.reward import REWARDS, reward_kernel, reward_weights, throughput_scale
 from mtgym.env.slots import JobSlots, _update
 from mtgym.model.placement import _static_order
 from mtgym.model.throughput import RateConsts
@@ -72,7 +72,7 @@ _EXTRA = (
     "node_map",
     "prof_rate",
     "prof_samples",
-    "inv_work",
+    "reward_weight",
     "p0",
     "n0",
     "d0",
@@ -276,7 +276,9 @@ def _post(
             max_count,
         )
     nxt = _update(b.slot_job, b.status, slot_next, arrival_cursor)
-    reward = reward_kernel(reward_kind, b.progress, b.p0, b.inv_work, tput_scale, active, active0)
+    reward = reward_kernel(
+        reward_kind, b.progress, b.p0, b.reward_weight, tput_scale, active, active0
+    )
     if mode == COUNTS:
         _counts_mask(b.mask, b.slot_job, b.min_nodes, b.max_nodes, b.available, C)
     elif mode == DELTA:
@@ -354,7 +356,7 @@ class Step:
         self.state, self.inst = s, inst
         self.codec, self.builder, self.slots, self.profiler = codec, builder, slots, profiler
         self.ctx = dynamics.context(inst)
-        cl, jobs = inst.cluster, inst.jobs
+        cl = inst.cluster
         J, N = inst.num_jobs, inst.num_nodes
         slowdown = cl.profiled_slowdown
         group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
@@ -372,7 +374,7 @@ class Step:
             self.node_map,
             profiler.rate,
             profiler.samples,
-            1.0 / jobs.work,
+            reward_weights(reward, inst),
             np.zeros(J),
             np.zeros(J, dtype=s.n_nodes.dtype),
             np.zeros(J),

@@ -273,6 +273,9 @@ def evaluate_agent(path: Path, scenario: str, seeds: tuple[int, ...]) -> dict[st
         m["decision_ms"] = res.decision_ms
         rows.append(m)
     keys = (
+        "normalized_throughput",
+        "normalized_samples",
+        "fairness_jain",
         "throughput",
         "utilisation",
         "jct_mean",
@@ -291,7 +294,7 @@ def evaluate_agent(path: Path, scenario: str, seeds: tuple[int, ...]) -> dict[st
 
 def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
     """Behaviour cloning from ``args.bc_expert`` then DAgger rounds; returns the best
-    (eval samples, policy weights) seen.
+    (eval normalised samples, the headline's total; policy weights) seen.
     """
     import copy
 
@@ -308,7 +311,7 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
         (out / "checkpoints" / "agent.json").write_text((out / "agent.json").read_text())
         score = evaluate_agent(
             out / "checkpoints" / "dagger_round.zip", args.scenario, args.eval_seeds
-        )["samples"]
+        )["normalized_samples"]
         if score > best[0]:
             best = (score, copy.deepcopy(model.policy.state_dict()))
         if r == args.dagger_rounds:
@@ -420,7 +423,9 @@ def train(args: Args) -> Path:
     kept = "ppo"
     if best[1] is not None:
         # keep the better of the imitated policy and the PPO-fine-tuned one (eval seeds)
-        final = evaluate_agent(out / "model.zip", args.scenario, args.eval_seeds)["samples"]
+        final = evaluate_agent(out / "model.zip", args.scenario, args.eval_seeds)[
+            "normalized_samples"
+        ]
         if best[0] > final:
             model.policy.load_state_dict(best[1])
             with atomic_path(out / "model.zip") as tmp:  # never overwritten in place

@@ -197,3 +197,14 @@ def FreeTrainTfwd10(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a poli
     policy = FreeTrainPolicy(**kwargs)  # type: ignore[arg-type]
     policy.name = "freetrain-tfwd10"
     return policy
+
+
+def FreeTrainSpeedup(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy factory
+    """FreeTrain maximising the sum of speed-ups (``freetrain-speedup``): each job's declared
+    curve over its own 1-node rate, BFTrainer's administrator objective, which weighs every
+    model alike, as the model-neutral headline (``mtgym.metrics``) does.
+    """
+    kwargs.setdefault("objective", "speedup")
+    policy = FreeTrainPolicy(**kwargs)  # type: ignore[arg-type]
+    policy.name = "freetrain-speedup"
+    return policy

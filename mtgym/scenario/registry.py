@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mtgym.generate.base import Generator
 from mtgym.generate.default import default_generator
+from mtgym.generate.family import DefaultFamily
 from mtgym.generate.toy import LinearToy, TwoJobToy
 from mtgym.scenario.build import SpecGenerator
 from mtgym.scenario.load import load_scenario
@@ -22,6 +23,8 @@ PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 #: Scenarios built in code (no file needed).
 BUILTIN: dict[str, Callable[[], Generator]] = {
     "default": default_generator,
+    # the default randomised per seed: the benchmark's train split (mtgym.generate.family)
+    "default-family": DefaultFamily,
     "toy-linear": LinearToy,
     "toy-two-jobs": TwoJobToy,
 }

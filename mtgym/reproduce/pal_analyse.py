@@ -2,7 +2,7 @@
 
 Every conclusion is a number compared with the paper's by ``common.verdict``; the notes
 only say what was measured and against what. The references are fixed by the artifact's
-plot scripts, before any number is seen (papers.md §3.6 and its addendum):
+plot scripts, before any number is seen (docs/papers.md §3.6 and addendum 1):
 
 - the Sia-Philly set (Fig. 10): ``plot_sia_sim_baseline.py`` normalises to
   ``Default-Packed-NS``, mtgym's ``packed-nonsticky`` (the plot labels it "Packed-Sticky");
@@ -43,7 +43,7 @@ PAPER = {
 }
 #: The abstract: geomean JCT, utilisation and makespan improvements ("up to").
 PAPER_ABSTRACT = {"jct": 0.42, "utilisation": 0.28, "makespan": 0.47}
-#: The artifact run on workload-1 (papers.md addendum): seconds, and PAL's mean-JCT gains.
+#: The artifact run on workload-1 (docs/papers.md, addendum 1): seconds, and PAL's mean-JCT gains.
 ARTIFACT_W1 = {
     "pal_jct_s": 25_319.0,
     "pal_makespan_s": 225_982.0,

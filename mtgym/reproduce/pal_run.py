@@ -4,7 +4,7 @@ Nothing here draws a conclusion: every task returns one flat dict of numbers per
 which ``pal_analyse`` turns into gains and verdicts and ``pal_report`` into markdown and
 figures.
 
-Setup (papers.md §3.6, ``mtgym.generate.pal_philly``): 16 hosts x 4 GPUs (Sia-Philly) or
+Setup (docs/papers.md §3.6, ``mtgym.generate.pal_philly``): 16 hosts x 4 GPUs (Sia-Philly) or
 64 x 4 (Synergy), rigid jobs, a placement round every 360 s, iteration time = base x the
 slowest GPU's Longhorn factor for the job's class x lambda when the job spans hosts, no
 restart cost. Placements are created through the policy registry.

@@ -34,7 +34,7 @@ def test_artifact_draw__gives_the_artifacts_64_gpu_cluster(shared_data):
     files = ("resnet", "bert", "bert", "pagerank")
     sf = pal_artifact_draw([pal_slowdown_pool(d / f"{f}-longhorn-agg.csv") for f in files], 64)
     a = sf[:, 0]
-    # papers.md §3.5 / addendum: class A 0.93-2.83, six GPUs above 1.1; B, C 0.97-1.05
+    # docs/papers.md §3.5 / addendum 1: class A 0.93-2.83, six GPUs above 1.1; B, C 0.97-1.05
     assert a.min() == pytest.approx(0.93, abs=0.005) and a.max() == pytest.approx(2.83, abs=0.005)
     assert int((a > 1.1).sum()) == 6
     assert sf[:, 1:3].min() > 0.96 and sf[:, 1:3].max() < 1.05

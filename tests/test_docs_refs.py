@@ -41,6 +41,8 @@ _PATH = re.compile(
     r"(?<![\w./-])((?:[A-Za-z_][\w.-]*/)+[\w.-]+?(?:\.py|\.md))(?::([A-Za-z_][\w.]*|\d+))?"
     r"(?![\w/-])"
 )
+#: A section of a markdown file: ``docs/papers.md §1.3``, ``§1.2-1.5``, ``, addendum 2``.
+_SECTION = re.compile(r"([\w/.-]+\.md),? (?:§([\d.]+)(?:-([\d.]+))?|addendum (\d+))")
 _DIR = re.compile(r"`((?:[A-Za-z_][\w.-]*/)+)`")
 _LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 _TICKED = re.compile(r"``?([^`\s]+?)``?")
@@ -88,6 +90,8 @@ class Module:
     imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted target
     variables: set[str] = field(default_factory=set)  # names bound otherwise anywhere
     dynamic: bool = False  # defines a module __getattr__ (lazy attributes)
+    docs: list[tuple[int, str]] = field(default_factory=list)  # (line, docstring)
+    strings: set[str] = field(default_factory=set)  # ``*.md`` names in string literals
 
 
 def _module_name(path: Path) -> str:
@@ -162,11 +166,15 @@ def _read(path: Path) -> Module:
             for a in s.names:
                 m.imports[a.asname or a.name] = f"{src}.{a.name}"
     m.names.update(m.imports)
-    for node in ast.walk(tree):
+    for node in ast.walk(tree):  # one walk: variables, docstrings, string literals
         if isinstance(node, ast.arg):
             m.variables.add(node.arg)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             m.variables.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            m.strings.update(_BARE_MD.findall(node.value))
+        elif isinstance(node, ast.Expr) and isinstance(getattr(node.value, "value", None), str):
+            m.docs.append((node.lineno, node.value.value))  # module, class, function, attribute
     m.variables -= set(m.imports)
     return m
 
@@ -267,20 +275,7 @@ def _code_texts(path: Path) -> list[Text]:
     src = path.read_text()
     mod = _module_name(path)
     rel = path.relative_to(ROOT)
-    out = []
-    tree = _tree(path)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = ast.get_docstring(node, clean=False)
-            if doc:
-                line = node.body[0].lineno
-                out.append(Text(f"{rel}:{line}", doc, mod, path.parent))
-        if (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):  # attribute docstrings
-            out.append(Text(f"{rel}:{node.lineno}", node.value.value, mod, path.parent))
+    out = [Text(f"{rel}:{line}", doc, mod, path.parent) for line, doc in modules()[mod].docs]
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
         if tok.type == tokenize.COMMENT:
             out.append(Text(f"{rel}:{tok.start[0]}", tok.string, mod, path.parent))
@@ -324,6 +319,18 @@ def _check_file(rel: str, symbol: str | None, base: Path) -> str | None:
     return None if ok else f"{symbol} is not defined in {rel}"
 
 
+def _check_section(rel: str, numbers: list[str | None], addendum: str | None) -> str | None:
+    """None when the repository's markdown file ``rel`` has the cited sections' headings."""
+    path = ROOT / rel
+    if rel.split("/")[0] not in TOP or not path.is_file():
+        return None  # not ours (checked as a path elsewhere)
+    heads = [ln.lstrip("#").strip() for ln in path.read_text().splitlines() if ln[:1] == "#"]
+    # headings read "1.3 The MILP ..." and "Addendum 2: ..."
+    want = [f"Addendum {addendum}:"] if addendum else [f"{n} " for n in numbers if n]
+    missing = [w.strip(": ") for w in want if not any(h.startswith(w) for h in heads)]
+    return f"{rel} has no section {', '.join(missing)}" if missing else None
+
+
 def _check_dotted(ref: str, t: Text) -> str | None:
     """None when ``ref`` resolves or is not a reference to our code, else why not."""
     parts = ref.split(".")
@@ -365,12 +372,7 @@ def entry_point_groups() -> frozenset[str]:
 @cache
 def written_names() -> frozenset[str]:
     """File names the code writes (string literals such as ``"report.md"``): outputs."""
-    out = set()
-    for m in modules().values():
-        for node in ast.walk(_tree(m.path)):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                out.update(_BARE_MD.findall(node.value))
-    return frozenset(out)
+    return frozenset(n for m in modules().values() for n in m.strings)
 
 
 def _exists(dotted: str) -> bool:
@@ -387,6 +389,10 @@ def find_broken() -> list[str]:
     for t in texts():
         for m in _PATH.finditer(t.text):
             why = _check_file(m.group(1), m.group(2), t.base)
+            if why:
+                broken.append(f"{t.where}: {m.group(0)}: {why}")
+        for m in _SECTION.finditer(t.text):
+            why = _check_section(m.group(1), [m.group(2), m.group(3)], m.group(4))
             if why:
                 broken.append(f"{t.where}: {m.group(0)}: {why}")
         for m in _DIR.finditer(t.text):
@@ -447,6 +453,10 @@ def test_every_reference_in_docs_docstrings_and_comments_resolves():
         ("[model](model.md) and [none](nothing.md)", None, True),
         ("as papers.md §1.3 says", "mtgym.sim.state", True),  # not in the repository
         ("as docs/papers.md §1.3 says; writes report.md", "mtgym.sim.state", False),
+        ("docs/papers.md §1.2-1.5 and docs/papers.md, addendum 2", None, False),
+        ("docs/papers.md §9.9", None, True),
+        ("docs/papers.md §1.2-1.9", None, True),
+        ("docs/papers.md, addendum 7", None, True),
     ],
 )
 def test_checker_flags_broken_references_and_only_those(text, module, bad, monkeypatch):

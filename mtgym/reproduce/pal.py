@@ -129,7 +129,10 @@ def run(
     with workers_ctx(workers) as pool, make_progress(progress) as bar:
         main = pool.map(
             run_philly,
-            [PhillyTask(k, LOCALITY, draw, pols, d, z.max_jobs, 0.0, at_round) for k in z.traces],
+            [
+                PhillyTask(k, LOCALITY, draw, pols, d, z.max_jobs, completion_at_round=at_round)
+                for k in z.traces
+            ],
             progress=bar,
             description=f"PAL set: {len(z.traces)} traces x {len(pols)} placements",
         )
@@ -137,7 +140,9 @@ def run(
         extra = pool.map(
             run_philly,
             [
-                PhillyTask(k, LOCALITY, x, SPREAD_POLICIES, d, z.max_jobs, 0.0, at_round)
+                PhillyTask(
+                    k, LOCALITY, x, SPREAD_POLICIES, d, z.max_jobs, completion_at_round=at_round
+                )
                 for x in others
                 for k in z.traces
             ],
@@ -148,7 +153,16 @@ def run(
         sweep = pool.map(
             run_philly,
             [
-                PhillyTask(LOCALITY_TRACE, lam, x, LOCALITY_POLICIES, d, z.max_jobs, gr, at_round)
+                PhillyTask(
+                    LOCALITY_TRACE,
+                    lam,
+                    x,
+                    LOCALITY_POLICIES,
+                    d,
+                    z.max_jobs,
+                    gr,
+                    completion_at_round=at_round,
+                )
                 for gr in growths
                 for x in (draw, *others)
                 for lam in z.lambdas

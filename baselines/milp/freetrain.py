@@ -1,6 +1,6 @@
 """FreeTrain (= BFTrainer, arXiv 2106.12091): re-solve the allocation MILP at every event.
 
-Faithful to the authors' replayer (papers.md §1.2-1.5): admit active jobs FCFS up to
+Faithful to the authors' replayer (docs/papers.md §1.2-1.5): admit active jobs FCFS up to
 ``max_jobs`` (maxJ, default 10); maximise ``T_fwd x objective gain - rescale loss`` over the
 user-declared curves and costs (``InfoMode.USER``: declarations may be biased or noisy if
 the scenario says so); never migrate a job. ``solver="count"`` (default) is the exact

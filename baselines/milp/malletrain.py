@@ -1,7 +1,7 @@
 """MalleTrain (arXiv 2404.15668): FreeTrain's allocator fed by a Job Profiling Advisor.
 
 MalleTrain is told nothing about a job up front (``InfoMode.PROFILED``). Its JPA
-(papers.md §2.2, ``BFTrainer/BFTrainer`` ``msgOperations.py`` and the ``online-profiling``
+(docs/papers.md §2.2, ``BFTrainer/BFTrainer`` ``msgOperations.py`` and the ``online-profiling``
 branch) learns:
 
 - **passively**: the throughput at every node count a job has run at, from its progress
@@ -23,7 +23,7 @@ size first; the DP shares the remaining nodes among profiled jobs.
 
 **Options** (defaults give the behaviour above, bit for bit):
 
-- ``prior="declared"``: MalleTrain as on its ``main`` branch (papers.md §2.2): it reads the
+- ``prior="declared"``: MalleTrain as on its ``main`` branch (docs/papers.md §2.2): it reads the
   users' declarations (``InfoMode.USER``), starts each job from the declared breakpoints and
   costs, and merges every measured point into them (a measured count overwrites the declared
   value there, other counts keep theirs); measured costs replace the declared ones. With

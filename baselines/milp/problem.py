@@ -1,7 +1,7 @@
 """The allocation problem FreeTrain's MILP solves, built from a ``SchedulerView``.
 
 ``AllocProblem`` holds, for the admitted jobs and the idle nodes, what the MILP needs
-(papers.md §1.3): the current map ``c[j, n]``, bounds, the breakpoints ``(N_ji, O_ji)`` of
+(docs/papers.md §1.3): the current map ``c[j, n]``, bounds, the breakpoints ``(N_ji, O_ji)`` of
 each job's objective curve, rescale costs and the current rate ``r_j``. ``objective(n)`` is
 the value of a count vector, shared by the node-level MILP and the count-level solver so
 their objectives compare exactly.

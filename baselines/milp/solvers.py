@@ -4,7 +4,7 @@
 constraint is "no migration", so any count vector with ``n_j in {0} U [jmin, jmax]`` and
 ``sum n_j <= |N|`` is realisable (shrinking jobs keep a subset, growing ones take free
 nodes). The MILP therefore equals a knapsack over counts, solved exactly by dynamic
-programming over (job, nodes used) in O(J x N x max count) (papers.md §1.3).
+programming over (job, nodes used) in O(J x N x max count) (docs/papers.md §1.3).
 
 **Node-level MILP** (BFTrainer's ``progGRB.py``/``progMIP.py`` formulation, in PuLP):
 binaries ``x[j,n]`` (job j on node n), ``z = x XOR c``, min-or-zero and max-or-zero

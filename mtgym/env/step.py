@@ -176,7 +176,7 @@ def _pre(
     """Decode an action (``mode``: an ``ACTION_MODES`` index; ``REPAIRED_MAP``: take
     ``b.node_map`` as it is, repaired),
     keep the progress, node counts and debts of before, then apply and run
-    (``engine.run``) with the state's scalars (``floats``, ``ints``: as
+    (``engine._apply``, then ``engine._loop``) with the state's scalars (``floats``, ``ints``: as
     ``dynamics._registers``) loaded into ``f`` and ``r``. Returns (code,
     bad index, and the decoder's repair counts: empty slot, over max, below min,
     oversubscribed; ``assign`` has only the first). ``PACK_FAILED`` gives the nodes needed

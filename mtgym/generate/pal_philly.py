@@ -273,7 +273,7 @@ class PALPhilly:
         ).validate()
 
 
-#: Gavel's job-duration distribution, as PAL's Synergy simulator uses it (papers.md §3.6):
+#: Gavel's job-duration distribution, as PAL's Synergy simulator uses it (docs/papers.md §3.6):
 #: with probability 0.8, 10^U(1.5, 3) minutes, else 10^U(3, 4) minutes.
 SYNERGY_SHORT_P = 0.8
 SYNERGY_SHORT_LOG10_MIN = (1.5, 3.0)
@@ -299,7 +299,7 @@ def philly_demands(traces: list[str | Path], max_gpus: int = SYNERGY_MAX_GPUS) -
 class PALSynergy:
     """PAL's Synergy experiment (paper §V.C): 64 hosts x 4 GPUs, Poisson arrivals.
 
-    What is known (papers.md §3.6): 256 GPUs; FIFO, LAS, SRTF; 8-14 jobs/h; Philly demands up
+    What is known (docs/papers.md §3.6): 256 GPUs; FIFO, LAS, SRTF; 8-14 jobs/h; Philly demands up
     to 16 GPUs; Gavel durations (``SYNERGY_*``); iteration time 1 s, so ``work`` = duration
     in seconds, as iterations; every job class A (the artifact assigns no class on this
     path). **Assumed** (not recoverable): the demands are resampled from ``demands`` (the

@@ -231,7 +231,7 @@ def pal_artifact_draw(
     with 42, then for GPU 0, 1, ..., ``num_gpus - 1`` and, within each GPU, for each class in
     ``profiles.json`` order (A, B, C, D), one ``random.choice`` over that class's pool
     (``pal_slowdown_pool(..., "runs")``). Rebuilt this way it matched all 6,176 penalties
-    the artifact logged on Sia-Philly workload-1 (papers.md, addendum). A private
+    the artifact logged on Sia-Philly workload-1 (docs/papers.md, addendum 1). A private
     ``random.Random`` is used, so the global generator is left alone.
 
     Args:

@@ -26,11 +26,13 @@ def run_experiments(
     progress: bool = True,
     draw: str = "artifact",
     seeds: int | None = None,
+    completion_at_round: bool = False,
 ) -> list[Any]:
     """Run the named experiments, write the report into ``out_dir``, return their results.
 
     ``draw`` is PAL's headline per-GPU draw: ``"artifact"`` or ``"seed:N"``; ``seeds``:
-    MalleTrain's number of paired seeds (default: its sizes' own).
+    MalleTrain's number of paired seeds (default: its sizes' own); ``completion_at_round``:
+    PAL records completions at the next round boundary, as its artifact does.
     """
     from mtgym.reproduce import freetrain, malletrain, pal
     from mtgym.reproduce.common import Workers, default_data_dir, default_workers
@@ -43,7 +45,9 @@ def run_experiments(
     results = []
     with Workers(n) as pool:  # forked once, before any progress display
         for name in names:
-            extra: dict[str, Any] = {"draw": draw} if name == "pal" else {}
+            extra: dict[str, Any] = {}
+            if name == "pal":
+                extra = {"draw": draw, "completion_at_round": completion_at_round}
             if name == "malletrain" and seeds is not None:
                 extra["seeds"] = seeds
             res = modules[name].run(
@@ -71,6 +75,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             draw=args.draw,
             seeds=args.seeds,
+            completion_at_round=args.completion_at_round,
         )
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -127,6 +132,12 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="MalleTrain: paired seeds 0..N-1 (default 10, --quick 3)",
+    )
+    p.add_argument(
+        "--completion-at-round",
+        action="store_true",
+        help="PAL: record each completion at the next round boundary, as the artifact does "
+        "(default: at its exact time)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_reproduce)

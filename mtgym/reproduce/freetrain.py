@@ -1,6 +1,6 @@
 """Experiment 1: FreeTrain (BFTrainer, arXiv 2106.12091) on the Summit idle-node replay.
 
-Setup, as in BFTrainer's replayer (papers.md §1.5-1.6): the Summit idle-window trace from
+Setup, as in BFTrainer's replayer (docs/papers.md §1.5-1.6): the Summit idle-window trace from
 row 1000 (t = 72,743 s, the first submission), the 1,001 ImageNet jobs (and the 1,000-job
 ShuffleNet hyper-parameter search), BFTrainer's cost accounting (R x rate samples per
 rescale and per pre-emption, free starts), ``maxJ`` = 10. FreeTrain's allocator (the exact
@@ -8,7 +8,7 @@ count-level solver of its MILP) re-solves at every event; it is compared with BF
 equal-share heuristic and swept over ``T_fwd``.
 
 **Efficiency relative to dedicated nodes** (the abstract's "up to 93 %"; the paper's own
-definition is not recoverable, papers.md §1.5). mtgym's definition::
+definition is not recoverable, docs/papers.md §1.5). mtgym's definition::
 
     E = useful samples / sum_j integral of P_j(n_j(t)) dt   over the time job j held nodes
 

@@ -96,8 +96,12 @@ def run(
     progress: bool = True,
     sizes: Sizes | None = None,
     draw: str = ARTIFACT,
+    completion_at_round: bool = False,
 ) -> ExperimentResult:
     """Run the experiment, write its figures, return rows and details.
+
+    ``completion_at_round`` records each completion at the next round boundary, as the
+    artifact does (``pal_run.run_rounds``); by default at its exact time.
 
     Raises:
         ValueError: a bad ``draw`` (``"artifact"`` or ``"seed:N"``).
@@ -119,12 +123,16 @@ def run(
     )
     d = str(data_dir)
     others = tuple(x for x in z.draws if x != draw)
+    at_round = bool(completion_at_round)
     pols = tuple(POLICIES)
     t0 = time.perf_counter()
     with workers_ctx(workers) as pool, make_progress(progress) as bar:
         main = pool.map(
             run_philly,
-            [PhillyTask(k, LOCALITY, draw, pols, d, z.max_jobs) for k in z.traces],
+            [
+                PhillyTask(k, LOCALITY, draw, pols, d, z.max_jobs, completion_at_round=at_round)
+                for k in z.traces
+            ],
             progress=bar,
             description=f"PAL set: {len(z.traces)} traces x {len(pols)} placements",
         )
@@ -132,7 +140,9 @@ def run(
         extra = pool.map(
             run_philly,
             [
-                PhillyTask(k, LOCALITY, x, SPREAD_POLICIES, d, z.max_jobs)
+                PhillyTask(
+                    k, LOCALITY, x, SPREAD_POLICIES, d, z.max_jobs, completion_at_round=at_round
+                )
                 for x in others
                 for k in z.traces
             ],
@@ -143,7 +153,16 @@ def run(
         sweep = pool.map(
             run_philly,
             [
-                PhillyTask(LOCALITY_TRACE, lam, x, LOCALITY_POLICIES, d, z.max_jobs, gr)
+                PhillyTask(
+                    LOCALITY_TRACE,
+                    lam,
+                    x,
+                    LOCALITY_POLICIES,
+                    d,
+                    z.max_jobs,
+                    gr,
+                    completion_at_round=at_round,
+                )
                 for gr in growths
                 for x in (draw, *others)
                 for lam in z.lambdas
@@ -155,7 +174,9 @@ def run(
         synergy = pool.map(
             run_synergy,
             [
-                SynergyTask(load, order, SYNERGY_POLICIES, d, z.synergy_jobs)
+                SynergyTask(
+                    load, order, SYNERGY_POLICIES, d, z.synergy_jobs, completion_at_round=at_round
+                )
                 for order in SYNERGY_ORDERS
                 for load in z.synergy_loads
             ],
@@ -184,6 +205,7 @@ def run(
         set_wall_s=set_wall,
         synergy_wall_s=synergy_wall,
         whole_traces=z.max_jobs is None,
+        completion_at_round=at_round,
     )
     rows = rows_for(a)
     figs = plot(a, records, Path(out_dir))
@@ -191,6 +213,7 @@ def run(
     res.raw = {
         "sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in z.__dict__.items()},
         "draw": draw,
+        "completion_at_round": at_round,
         "set_wall_s": set_wall,
         "synergy_wall_s": synergy_wall,
         "episodes": records,

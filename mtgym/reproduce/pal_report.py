@@ -18,9 +18,10 @@ from mtgym.reproduce.pal_analyse import (
     SWEEP_REF,
     SYNERGY_REF,
     Analysis,
+    artifact_sweep_note,
     trend_verdict,
 )
-from mtgym.reproduce.pal_run import LOCALITY, ROUND_S
+from mtgym.reproduce.pal_run import ARTIFACT, LOCALITY, ROUND_S
 
 
 def _sweep_table(loc: dict[str, Any], lambdas: tuple[float, ...]) -> list[str]:
@@ -54,7 +55,15 @@ def section(a: Analysis, rows: list[Row], records: list[dict[str, Any]], draws: 
         "## PAL and PM-First on the Sia-Philly traces, the locality sweep, and Synergy",
         "",
         f"16 hosts x 4 GPUs, FIFO, {ROUND_S:g} s rounds, lambda = {LOCALITY}, traces "
-        f"{list(a.traces)}. **Variability: draw `{a.head_draw}`** (`artifact` = the artifact's "
+        f"{list(a.traces)}. "
+        + (
+            "Completions recorded at the next round boundary, as the artifact does "
+            "(`--completion-at-round`). "
+            if a.completion_at_round
+            else "Completions recorded at their exact times (the artifact records them at the "
+            "next round boundary: `--completion-at-round`). "
+        )
+        + f"**Variability: draw `{a.head_draw}`** (`artifact` = the artifact's "
         "own draw: Python `random` seeded 42, `random.choice(perf / median)` per GPU and "
         "class, `mtgym.readers.pal_artifact_draw`): class-A factors "
         f"{a.class_a[a.head_draw]['min']:.2f}-{a.class_a[a.head_draw]['max']:.2f}, "
@@ -111,11 +120,12 @@ def section(a: Analysis, rows: list[Row], records: list[dict[str, Any]], draws: 
         f"Locality sweep (workload-6, draw `{a.head_draw}`; gains vs `{SWEEP_REF}`; "
         "spanning GPU-h = share of the GPU-hours held by jobs whose GPUs lie on more than "
         "one host). "
-        "Artifact: PAL 30 % -> 20 %, PM-First 30 % -> 9 %.",
+        "Artifact README: PAL 30 % -> 20 %, PM-First 30 % -> 9 %.",
         "",
         *_sweep_table(a.locality, a.lambdas),
         "",
-        f"**Locality trend (constant lambda): {trend_verdict(loc_rows)}.**",
+        f"**Locality trend (constant lambda): {trend_verdict(loc_rows)}.**"
+        + (f" {artifact_sweep_note()}." if a.head_draw == ARTIFACT else ""),
     ]
     if a.sensitivity is not None:
         sens_rows = [r for r in rows if r.metric.startswith("sensitivity")]
@@ -205,8 +215,10 @@ def plot(a: Analysis, records: list[dict[str, Any]], out_dir: Path) -> list[Path
                 color=color,
                 label=f"mtgym {pol} ({label})",
             )
-    ax.plot([1.0, 3.0], [0.30, 0.20], ":", marker="s", color="C0", label="artifact PAL")
-    ax.plot([1.0, 3.0], [0.30, 0.09], ":", marker="s", color="C1", label="artifact PM-First")
+    ax.plot([1.0, 3.0], [0.30, 0.20], ":", marker="s", color="C0", label="artifact README: PAL")
+    ax.plot(
+        [1.0, 3.0], [0.30, 0.09], ":", marker="s", color="C1", label="artifact README: PM-First"
+    )
     ax.set_xlabel("locality penalty lambda")
     ax.set_ylabel(f"avg-JCT gain over {SWEEP_REF}")
     ax.set_title(f"Locality sweep, workload-6, draw {a.head_draw}")

@@ -186,7 +186,7 @@ def advance(
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Context:
-    """An instance's constant arguments of ``engine.run``."""
+    """An instance's constant arguments of ``kernel_args.run``."""
 
     static: tuple
     bftrainer: bool
@@ -195,7 +195,7 @@ class _Context:
 
 
 _CONTEXTS: weakref.WeakKeyDictionary[Instance, _Context] = weakref.WeakKeyDictionary()
-STATE_ARRAYS = attrgetter(*NODE_ARRAYS, *JOB_ARRAYS)  # ``engine.run``'s order
+STATE_ARRAYS = attrgetter(*NODE_ARRAYS, *JOB_ARRAYS)  # ``kernel_args.run``'s order
 # The state's scalars in register order (``engine.F_*`` then ``engine.R_*``; ``store_registers``).
 FLOATS = attrgetter(*FLOAT_SCALARS)
 INTS = attrgetter(*INT_SCALARS)
@@ -205,7 +205,7 @@ _NO_ALLOCATION = np.zeros(0, dtype=np.int32)
 
 
 def context(instance: Instance) -> _Context:
-    """An instance's constant arguments of ``engine.run`` (cached per instance)."""
+    """An instance's constant arguments of ``kernel_args.run`` (cached per instance)."""
     ctx = _CONTEXTS.get(instance)
     if ctx is None:
         costs = instance.costs

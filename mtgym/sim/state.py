@@ -11,9 +11,10 @@ from mtgym.core.instance import Instance
 from mtgym.core.types import JobStatus
 from mtgym.sim.events import EventQueue
 
-# The kernels' role of a field (``engine.run`` takes the arrays flat and the scalars in two
-# registers; ``mtgym.sim.codegen`` writes the code that passes them). The state's fields
-# are declared here only: a new one is its line below plus its value in ``initial``.
+# The kernels' role of a field: Python enters the engine through the generated
+# ``kernel_args.run`` (``mtgym.sim.codegen`` writes it), which takes the arrays flat and the
+# scalars in two registers and calls ``engine.run_bundled``. The state's fields are declared
+# here only: a new one is its line below plus its value in ``initial``.
 NODE, JOB, FLOAT, INT = ({"kernel": role} for role in ("node", "job", "float", "int"))
 
 

@@ -145,9 +145,13 @@ def test_cli_end_to_end_tiny_pal(shared_data, tmp_path, monkeypatch, capsys):
             "--no-progress",
             "--workers",
             "1",
+            "--completion-at-round",
         ]
     )
     assert code == 0
+    raw = json.loads((out / "pal_results.json").read_text())
+    assert raw["completion_at_round"] is True
+    assert "Completions recorded at the next round boundary" in (out / "report.md").read_text()
     rows = json.loads((out / "report.json").read_text())
     assert rows and all(list(r) == list(ROW_KEYS) for r in rows)
     assert {r["experiment"] for r in rows} == {"pal"}

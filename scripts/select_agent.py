@@ -1,15 +1,22 @@
-"""Pick a trained agent (and its sampling temperature) on validation seeds, never test ones.
+"""Pick a trained agent (and its sampling temperature) on validation sets, never test ones.
 
-Plays each candidate ``DIR`` (a ``mtgym train --out`` folder: ``model.zip`` + ``agent.json``)
-at each ``--temperature`` on the default scenario's seeds ``--seed`` .. ``--seed + --seeds - 1``
-(1000-1019 by default: neither the training envs, offset by 2^30, nor the test seeds 500-509
-of ``agents/pretrained/README.md``), as ``mtgym evaluate`` plays it, and prints the mean
-throughput with its 95 % bootstrap interval and the paired difference against the first
-candidate at temperature 1 (``mtgym.stats``). The rule the README states (highest mean) is
-applied by the reader; the script prints the ranking and writes ``--out`` JSON.
+The rule is round 4's in ``agents/pretrained/README.md``, fixed before its candidates
+existed. Each candidate ``DIR`` (a ``mtgym train --out`` folder: ``model.zip`` +
+``agent.json``) is played at each ``--temperature``, as ``mtgym evaluate`` plays it, on three
+validation sets that neither training (seeds >= 2^30) nor the benchmark's test split uses:
 
-    .venv/bin/python scripts/select_agent.py runs/A runs/B --temperature 1.0 0.7 0.5 \
-        --out runs/select.json
+- the train split's family at 64 nodes, seeds 1000-1011;
+- the same family at 256 nodes, seeds 1000-1011;
+- the default scenario, seeds 1000-1019.
+
+On each set the reference ``--reference`` (``freetrain-speedup``) is played on the same seeds;
+a candidate's ratio there is its paired mean ``normalized_throughput`` over the reference's
+(``mtgym.stats.paired``, 95 % bootstrap interval), and its **validation score** is the
+geometric mean of the three ratios. The script prints the ranking (highest score first) and
+writes ``--out`` JSON; the reader applies the rule.
+
+    .venv/bin/python scripts/select_agent.py runs/R4a agents/pretrained/default \
+        --temperature 1.0 0.7 --out runs/select4.json
 """
 
 from __future__ import annotations
@@ -23,16 +30,29 @@ from rich.table import Table
 
 from agents.policy import AgentPolicy
 from mtgym.core.io import atomic_write_json
+from mtgym.evaluate import configure_policy, scenario_defaults
+from mtgym.generate.default import default_generator
+from mtgym.generate.family import DefaultFamily
 from mtgym.policy.play import play
-from mtgym.scenario.registry import get_generator
-from mtgym.stats import mean_ci, paired
+from mtgym.policy.registry import make_policy
+from mtgym.stats import paired
+
+#: (name, generator, seeds): round 4's validation sets
+SETS = (
+    ("family-64", DefaultFamily(num_nodes=64), list(range(1000, 1012))),
+    ("family-256", DefaultFamily(num_nodes=256), list(range(1000, 1012))),
+    ("default", default_generator(), list(range(1000, 1020))),
+)
 
 
-def throughputs(path: Path, temperature: float, scenario: str, seeds: list[int]) -> np.ndarray:
-    """The agent's evaluator throughput on each seed."""
-    gen = get_generator(scenario)
-    pol = AgentPolicy(path, temperature=temperature)
-    return np.array([play(gen(s), pol).metrics.throughput for s in seeds])
+def headline(make, gen, seeds: list[int]) -> np.ndarray:
+    """``normalized_throughput`` per seed of a fresh policy from ``make()`` (evaluate's way)."""
+    defaults = scenario_defaults(gen)
+    out = []
+    for s in seeds:
+        res = play(gen(s), configure_policy(make(), defaults))
+        out.append(res.metrics.normalized_throughput)
+    return np.array(out)
 
 
 def main() -> None:
@@ -41,33 +61,40 @@ def main() -> None:
     )
     p.add_argument("candidates", nargs="+", type=Path)
     p.add_argument("--temperature", type=float, nargs="+", default=[1.0])
-    p.add_argument("--scenario", default="default")
-    p.add_argument("--seed", type=int, default=1000)
-    p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--reference", default="freetrain-speedup")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--limit", type=int, default=None, help="first N seeds of each set (tests)")
     ns = p.parse_args()
-    seeds = list(range(ns.seed, ns.seed + ns.seeds))
+    sets = [(n, g, seeds[: ns.limit]) for n, g, seeds in SETS]
+    ref = {name: headline(lambda: make_policy(ns.reference), g, seeds) for name, g, seeds in sets}
     rows = []
     for c in ns.candidates:
         for t in ns.temperature:
-            rows.append((str(c), t, throughputs(c, t, ns.scenario, seeds)))
-    ref = rows[0][2]
-    table = Table(title=f"{ns.scenario}, seeds {seeds[0]}-{seeds[-1]} (throughput, samples/s)")
-    for col in ("candidate", "temperature", "mean [95 % CI]", f"vs {rows[0][0]} (paired)"):
-        table.add_column(col, justify="right")
-    out = []
-    for name, t, x in sorted(rows, key=lambda r: -r[2].mean()):
-        ci, pr = mean_ci(x), paired(x, ref, reference=rows[0][0])
-        table.add_row(
-            name,
-            f"{t:g}",
-            f"{ci.mean:,.0f} [{ci.ci_low:,.0f}, {ci.ci_high:,.0f}]",
-            f"{pr.diff:+,.0f} [{pr.diff_ci_low:+,.0f}, {pr.diff_ci_high:+,.0f}]",
-        )
-        out.append({"candidate": name, "temperature": t, "per_seed": x.tolist(), **ci.as_dict()})
-    Console(width=140).print(table)
+            ratios, per_set = [], {}
+            for name, g, seeds in sets:
+                x = headline(lambda c=c, t=t: AgentPolicy(c, temperature=t), g, seeds)
+                pr = paired(x, ref[name], reference=ns.reference)
+                ratios.append(pr.ratio)
+                per_set[name] = {"per_seed": x.tolist(), **pr.as_dict()}
+            score = float(np.exp(np.mean(np.log(ratios))))
+            rows.append({"candidate": str(c), "temperature": t, "score": score, "sets": per_set})
+    rows.sort(key=lambda r: -r["score"])
+    table = Table(title=f"validation: normalized_throughput / {ns.reference} (paired)")
+    for col in ("candidate", "temperature", "score", *(n for n, _, _ in SETS)):
+        table.add_column(col, justify="right", overflow="fold")
+    for r in rows:
+        cells = [
+            f"{r['sets'][n]['ratio']:.3f} [{r['sets'][n]['ratio_ci_low']:.3f}, "
+            f"{r['sets'][n]['ratio_ci_high']:.3f}]"
+            for n, _, _ in SETS
+        ]
+        table.add_row(r["candidate"], f"{r['temperature']:g}", f"{r['score']:.4f}", *cells)
+    Console(width=160).print(table)
     if ns.out:
-        atomic_write_json(ns.out, {"seeds": seeds, "rows": out})
+        reference = {n: ref[n].tolist() for n in ref}
+        atomic_write_json(
+            ns.out, {"reference": ns.reference, "ref_per_seed": reference, "rows": rows}
+        )
 
 
 if __name__ == "__main__":

@@ -42,45 +42,33 @@ def test_measure_training__interleaved_rates_for_both_envs(bench):
     )
 
 
-def test_select_agent__plays_each_candidate_and_temperature_on_the_seeds(tmp_path):
-    """``scripts/select_agent.py`` plays as ``play`` plays (same per-seed values) and writes
-    the ranking."""
+def test_select_agent__scores_each_candidate_on_the_validation_sets(tmp_path):
+    """``scripts/select_agent.py`` plays as ``play`` plays (same per-seed headline), scores by
+    the geometric mean of the paired ratios to the reference, and ranks by that score."""
     import json
     import subprocess
     import sys
 
     from agents.policy import AgentPolicy
+    from mtgym.generate.default import default_generator
     from mtgym.policy.play import play
-    from mtgym.scenario.registry import get_generator
 
     script = SCRIPT.with_name("select_agent.py")
     out = tmp_path / "sel.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            str(PRETRAINED),
-            "--temperature",
-            "1.0",
-            "0.5",
-            "--scenario",
-            "default",
-            "--seed",
-            "3",
-            "--seeds",
-            "2",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    args = [str(PRETRAINED), "--temperature", "1.0", "0.5", "--limit", "1", "--out", str(out)]
+    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True)
     got = json.loads(out.read_text())
-    assert got["seeds"] == [3, 4] and len(got["rows"]) == 2
+    assert got["reference"] == "freetrain-speedup"
+    assert got["seeds"] == {"family-64": [1000], "family-256": [1000], "default": [1000]}
     assert sorted(r["temperature"] for r in got["rows"]) == [0.5, 1.0]
-    means = [r["mean"] for r in got["rows"]]
-    assert means == sorted(means, reverse=True)
+    scores = [r["score"] for r in got["rows"]]
+    assert scores == sorted(scores, reverse=True)
+    for r in got["rows"]:
+        ratios = [r["sets"][n]["ratio"] for n in got["seeds"]]
+        assert r["score"] == pytest.approx(float(np.exp(np.mean(np.log(ratios)))), rel=1e-12)
+        for n in got["seeds"]:
+            x, ref = r["sets"][n]["per_seed"][0], got["ref_per_seed"][n][0]
+            assert r["sets"][n]["ratio"] == pytest.approx(x / ref, rel=1e-12)
     one = next(r for r in got["rows"] if r["temperature"] == 1.0)
-    gen = get_generator("default")
-    pol = AgentPolicy(PRETRAINED)
-    assert one["per_seed"] == [play(gen(s), pol).metrics.throughput for s in (3, 4)]
+    played = play(default_generator()(1000), AgentPolicy(PRETRAINED)).metrics
+    assert one["sets"]["default"]["per_seed"] == [played.normalized_throughput]

@@ -2,7 +2,8 @@
 
 Cluster: ``num_nodes`` nodes of ``gpus_per_node`` GPUs in consecutive topology groups
 (``group_size``: node -> group -> system; or ``level_sizes`` for more levels, e.g. Polaris'
-node -> rack -> dragonfly group -> system), each first-level group of one GPU type,
+node -> rack -> dragonfly group -> system; the last group of a level is partial when its
+size does not divide ``num_nodes``), each first-level group of one GPU type,
 per-device slowdowns from a ``VariabilitySpec``. Supply: any source with
 ``generate(rng, num_nodes, t0, t1)`` (synthetic, a replayed trace, an SWF log through EASY
 backfilling, always idle). Workload: any source with ``rows(rng, prefix)`` (a ``JobMix``, a

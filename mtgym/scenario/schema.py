@@ -59,7 +59,9 @@ class LevelSpec(Strict):
     """One topology level.
 
     The first is the node, the last the whole system; levels in between have ``group_size``
-    nodes per group, each a multiple of the previous, and the last one divides ``num_nodes``.
+    nodes per group (consecutive node indices), each a multiple of the previous so groups
+    nest. ``num_nodes`` need not be a multiple: the last group of a level is then partial
+    (4,360 nodes in groups of 128 give 34 full groups and one of 8).
     """
 
     name: str = _d("level name (node, rack, group, system, ...)", min_length=1)
@@ -152,12 +154,9 @@ class ClusterSpec(Strict):
             raise ValueError("levels: every level between node and system needs group_size")
         for a, b in itertools.pairwise(sizes):
             if b % a:  # type: ignore[operator]
-                raise ValueError(f"levels: group_size {b} is not a multiple of {a}")
-        if self.num_nodes % sizes[-1]:  # type: ignore[operator]
-            raise ValueError(
-                f"levels: group_size {sizes[-1]} does not divide num_nodes {self.num_nodes} "
-                "(levels nest)"
-            )
+                raise ValueError(
+                    f"levels: group_size {b} is not a multiple of {a} (groups must nest)"
+                )
         if max(self.group_types) >= len(self.gpu_types):
             raise ValueError(f"group_types: indices must be in 0..{len(self.gpu_types) - 1}")
         return self

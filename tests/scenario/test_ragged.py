@@ -239,3 +239,112 @@ def test_levels_that_do_not_nest_are_a_one_line_error(tmp_path):
     msg = str(err.value)
     assert "group_size 18 is not a multiple of 4 (groups must nest)" in msg
     assert "\n" not in msg
+
+
+# -- a node list (node -> rack -> row) as real machines publish it ---------------------------
+NODE_LIST = """\
+host,rack,row
+h0,r0,A
+h1,r0,A
+h2,r0,A
+h3,r1,A
+h4,r2,B
+h5,r2,B
+h6,r2,B
+h7,r2,B
+h8,r3,B
+"""
+
+LISTED = """\
+name: listed
+description: 9 nodes from a node list; racks of 3, 1, 4 and 1 nodes in rows of 4 and 5
+generator:
+  kind: synthetic
+  cluster:
+    num_nodes: 9
+    gpus_per_node: 2
+    gpu_types: [A100, V100]
+    group_types: [0, 1]
+    nodes: nodes.csv
+    levels:
+      - {name: node, bandwidth_gbps: 150.0, latency_s: 1.0e-6}
+      - {name: rack, bandwidth_gbps: 50.0, latency_s: 2.0e-6}
+      - {name: row, bandwidth_gbps: 25.0, latency_s: 3.0e-6, locality_factor: 1.3}
+      - {name: system, bandwidth_gbps: 12.5, latency_s: 5.0e-6, locality_factor: 1.7}
+  supply: {kind: always-idle}
+  workload: {kind: mix, num_jobs: 6, arrival_rate_per_h: 20.0, work_hours: [0.1, 0.3],
+             max_nodes: [4]}
+  horizon_s: 3600.0
+episode: {max_jobs: 6}
+"""
+
+
+def test_node_list__groups_come_from_the_file_relative_to_the_scenario(tmp_path):
+    (tmp_path / "nodes.csv").write_text(NODE_LIST)
+    inst = get_generator(_file(tmp_path, LISTED, "listed"))(0)
+    t = inst.cluster.topology
+    assert t.level_names == ("node", "rack", "row", "system")
+    np.testing.assert_array_equal(t.coords[:, 1], [0, 0, 0, 1, 2, 2, 2, 2, 3])
+    np.testing.assert_array_equal(t.coords[:, 2], [0, 0, 0, 0, 1, 1, 1, 1, 1])
+    assert t.spread(np.array([0, 2])) == 1
+    assert t.spread(np.array([2, 3])) == 2  # rack r1 (one node) and r0 share row A
+    assert t.spread(np.array([7, 8])) == 2
+    assert t.spread(np.array([3, 4])) == 3
+    # GPU types cycle over the racks in the file's order: r0, r1, r2, r3
+    np.testing.assert_array_equal(inst.cluster.gpu_type, [0, 0, 0, 1, 0, 0, 0, 0, 1])
+    traj = checked_rollout(inst, make_policy("greedy"), max_steps=200)
+    assert traj[-1][0].progress.sum() > 0
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"),
+    [
+        (
+            ("num_nodes: 9", "num_nodes: 10"),
+            ["building generator", "the node list has 9 nodes but num_nodes is 10"],
+        ),
+        (
+            ("{name: rack, bandwidth", "{name: rack, group_size: 3, bandwidth"),
+            ["no group_size with a node list"],
+        ),
+        (("nodes: nodes.csv", "nodes: absent.csv"), ["generator.cluster.nodes", "no such file"]),
+        (
+            ("{name: row,", "{name: cab,"),
+            ["building generator", "field 'cab' has value 'missing"],
+        ),
+    ],
+)
+def test_node_list__what_cannot_be_built_is_a_one_line_error(tmp_path, change, needles):
+    (tmp_path / "nodes.csv").write_text(NODE_LIST)
+    f = _file(tmp_path, LISTED.replace(*change), "listed")
+    with pytest.raises(ScenarioError) as err:
+        get_generator(f)(0)
+    msg = str(err.value)
+    assert str(f) in msg and "\n" not in msg
+    for n in needles:
+        assert n in msg, msg
+
+
+def test_node_list__racks_that_do_not_nest_in_rows_are_a_one_line_error(tmp_path):
+    (tmp_path / "nodes.csv").write_text(NODE_LIST.replace("h3,r1,A", "h3,r0,B"))
+    f = _file(tmp_path, LISTED, "listed")
+    with pytest.raises(ScenarioError) as err:
+        get_generator(f)(0)
+    msg = str(err.value)
+    assert "each rack inside one row" in msg and "rows 'A', 'B'" in msg and "\n" not in msg
+
+
+def test_node_list__summit_nodes_csv_models_summit_cabinets_and_rows(tmp_path, shared_data):
+    text = (
+        LISTED.replace("num_nodes: 9", "num_nodes: 4734")
+        .replace("nodes: nodes.csv", "nodes: ${MTGYM_DATA}/summit-nodes.csv")
+        .replace("{name: rack,", "{name: cabinet,")
+        .replace("supply: {kind: always-idle}", "supply: {kind: synthetic, idle_fraction: 0.2}")
+    )
+    inst = get_generator(_file(tmp_path, text, "summit"))(0)
+    c = inst.cluster.topology.coords
+    assert np.bincount(c[:, 1]).tolist() == [18] * 263
+    # Summit's rows a-h hold 26 to 37 cabinets of 18 nodes
+    assert sorted(np.bincount(c[:, 2]).tolist()) == [468, 468, 540, 630, 648, 648, 666, 666]
+    res = play(inst, make_policy("greedy"), until=900.0, decision_interval_s=300.0, debug=True)
+    assert res.metrics.samples > 0

@@ -10,7 +10,7 @@ over the sweep seeds; the grid and the seeds are the defaults below. The evaluat
 the value is not tuned on the seeds it is judged on.
 
 Result for ``default`` (seeds 1000..1009, 10,000 bootstrap resamples, 167 s on one core),
-recorded with the figures in ``mtgym/scenario/presets/default.yaml`` (``episode.t_fwd_s: 120``): mean
+recorded with the figures in ``scenarios/default.yaml`` (``episode.t_fwd_s: 120``): mean
 throughput 160,499 (2 s), 166,546 (5 s), 176,058 (10 s), 177,250 (20 s), 176,288 (30 s),
 177,175 (60 s), 177,452 (120 s, chosen), 172,347 (300 s), 170,292 (600 s) samples/s. From
 10 to 120 s the curve is flat: every paired difference against 10 s there has an interval

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "mtgym"
 
@@ -179,3 +181,39 @@ def test_layout__cli_imports_no_sub_command_package():
     names = {n.split(".")[1] for n in _imports(PKG / "cli.py") if n.startswith("mtgym.")}
     assert not names & {"bridge", "scavenger", "reproduce"}
     assert not any(n.startswith("agents") for n in _imports(PKG / "cli.py"))
+
+
+def test_layout__top_level_folders_as_specified():
+    """The layout the project was specified with (issue 27)."""
+    for name in ("pyproject.toml", "mtgym", "baselines", "agents", "scenarios", "tests", "scripts"):
+        assert (REPO / name).exists(), name
+
+
+def test_layout__presets_live_only_in_the_top_level_scenarios_folder():
+    from mtgym.scenario.registry import PRESETS_DIR
+
+    assert PRESETS_DIR == REPO / "scenarios"  # (a checkout reads the folder itself)
+    assert len(list(PRESETS_DIR.glob("*.yaml"))) >= 8
+    stray = [p for d in ("mtgym", "baselines", "agents") for p in (REPO / d).rglob("*.y*ml")]
+    assert stray == []
+
+
+def test_layout__pyproject_lists_every_package_and_maps_scenarios():
+    """``pyproject.toml`` lists the packages (so ``scenarios/`` can be mapped to
+    ``mtgym.scenarios`` in a wheel): the list must be every folder of tracked files."""
+    import tomllib
+
+    tracked = subprocess.run(
+        ["git", "ls-files", "mtgym", "baselines", "agents"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout")
+    folders = {".".join(Path(f).parent.parts) for f in tracked.stdout.split()}
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert sorted(cfg["packages"]) == sorted(folders | {"mtgym.scenarios"})
+    assert cfg["package-dir"] == {"mtgym.scenarios": "scenarios"}
+    assert cfg["package-data"]["mtgym.scenarios"] == ["*.yaml"]

@@ -9,6 +9,11 @@ level is the whole system (one group). Examples: Summit ``node -> cabinet -> row
 The spread of a set S is the lowest level at which all of S lies in one group; its
 bandwidth and latency price the ring all-reduce, and its locality factor (PAL's lambda,
 1.7 by default across nodes in PAL's simulator) multiplies a table job's iteration time.
+
+Groups need not be equal: a machine whose node count is not a multiple of its rack size has
+a partial last rack, and any node list (node -> rack -> group) nests as long as each group
+lies inside one group of the level above. Spread, bandwidth and locality depend only on
+which groups a set shares, never on a group's size.
 """
 
 from __future__ import annotations
@@ -129,7 +134,9 @@ class Topology:
         locality_factor: tuple[float, float, float] | None = None,
         names: tuple[str, str, str] = ("node", "group", "system"),
     ) -> Topology:
-        """Nodes in consecutive groups of ``group_size`` (node -> group -> system)."""
+        """Nodes in consecutive groups of ``group_size`` (node -> group -> system); the last
+        group is partial when ``group_size`` does not divide ``num_nodes``.
+        """
         if num_nodes < 1 or group_size < 1:
             raise ConfigError("num_nodes/group_size", (num_nodes, group_size), ">= 1")
         groups = np.arange(num_nodes) // group_size

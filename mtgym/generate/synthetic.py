@@ -2,7 +2,9 @@
 
 Cluster: ``num_nodes`` nodes of ``gpus_per_node`` GPUs in consecutive topology groups
 (``group_size``: node -> group -> system; or ``level_sizes`` for more levels, e.g. Polaris'
-node -> rack -> dragonfly group -> system), each first-level group of one GPU type,
+node -> rack -> dragonfly group -> system; the last group of a level is partial when its
+size does not divide ``num_nodes``; or ``level_groups``: each node's group at each level,
+from a node list), each first-level group of one GPU type,
 per-device slowdowns from a ``VariabilitySpec``. Supply: any source with
 ``generate(rng, num_nodes, t0, t1)`` (synthetic, a replayed trace, an SWF log through EASY
 backfilling, always idle). Workload: any source with ``rows(rng, prefix)`` (a ``JobMix``, a
@@ -50,6 +52,8 @@ class SyntheticGenerator:
     latency_s: tuple[float, ...] = (1e-6, 2e-6, 5e-6)
     locality_factor: tuple[float, ...] | None = None
     level_sizes: tuple[int, ...] | None = None  # nodes per group of each intermediate level
+    # or each node's group id at each intermediate level (a node list; overrides the sizes)
+    level_groups: tuple[tuple[int, ...], ...] | None = None
     variability: VariabilitySpec | None = field(default_factory=VariabilitySpec)
     profile_noise: float = 0.01
     supply: SupplySource = field(default_factory=SyntheticSupply)
@@ -72,14 +76,24 @@ class SyntheticGenerator:
             )
         if not (self.horizon_s > 0):
             raise ConfigError("horizon_s", self.horizon_s, "> 0")
-        sizes = self.sizes
-        if min(sizes) < 1 or any(b % a for a, b in itertools.pairwise(sizes)):
+        if self.level_groups is not None:
+            levels = len(self.level_groups)
+            if any(len(g) != self.num_nodes for g in self.level_groups):
+                raise ConfigError(
+                    "level_groups",
+                    sorted({len(g) for g in self.level_groups}),
+                    f"one group id per node (num_nodes {self.num_nodes}) at every level",
+                )
+        else:
+            sizes = self.sizes
+            if min(sizes) < 1 or any(b % a for a, b in itertools.pairwise(sizes)):
+                raise ConfigError(
+                    "level_sizes", list(sizes), "positive sizes, each a multiple of the previous"
+                )
+            levels = len(sizes)
+        if len(self.level_names) != levels + 2:
             raise ConfigError(
-                "level_sizes", list(sizes), "positive sizes, each a multiple of the previous"
-            )
-        if len(self.level_names) != len(sizes) + 2:
-            raise ConfigError(
-                "level_names", list(self.level_names), f"{len(sizes) + 2} names (node, ..., system)"
+                "level_names", list(self.level_names), f"{levels + 2} names (node, ..., system)"
             )
 
     @property
@@ -92,7 +106,10 @@ class SyntheticGenerator:
         """The topology and each node's GPU type: the same for every seed, so built once
         per generator (the topology's arrays are read-only).
         """
-        ids = np.stack([np.arange(self.num_nodes) // k for k in self.sizes], axis=1)
+        if self.level_groups is not None:
+            ids = np.asarray(self.level_groups, dtype=np.int64).T.reshape(self.num_nodes, -1)
+        else:
+            ids = np.stack([np.arange(self.num_nodes) // k for k in self.sizes], axis=1)
         topo = Topology.build(
             self.level_names, ids, self.bandwidth_gbps, self.latency_s, self.locality_factor
         )

@@ -6,6 +6,7 @@ arrays, and raising :class:`mtgym.core.errors.DataError` on bad input.
 
 from mtgym.readers.bftrainer import BFTrainerJobs, read_bftrainer_jobs
 from mtgym.readers.gavel import GavelThroughputs, UnknownThroughputError, read_gavel_throughputs
+from mtgym.readers.node_list import NodeList, read_node_list
 from mtgym.readers.philly import (
     PAL_APP_CLASS,
     PAL_ITER_TIME_S,
@@ -37,6 +38,7 @@ __all__ = [
     "GavelThroughputs",
     "GpuVariability",
     "IdleWindowTable",
+    "NodeList",
     "NodeTable",
     "PhillyTrace",
     "UnknownThroughputError",
@@ -47,6 +49,7 @@ __all__ = [
     "read_bftrainer_jobs",
     "read_gavel_throughputs",
     "read_idle_windows",
+    "read_node_list",
     "read_philly_trace",
     "read_summit_nodes",
     "read_variability",

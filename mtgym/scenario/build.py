@@ -74,6 +74,20 @@ def build_generator(spec: sc.ScenarioSpec, base: Path) -> Generator:
                 resolve_path(w.path, base), w.time_offset_s, w.max_jobs, w.startup_s
             )
         levels = c.levels
+        inner = levels[1:-1]
+        groups = sizes = None
+        if c.nodes is None:
+            sizes = tuple(int(lv.group_size) for lv in inner)  # type: ignore[arg-type]
+        else:
+            from mtgym.readers.node_list import read_node_list
+
+            nl = read_node_list(resolve_path(c.nodes, base), [lv.name for lv in inner])
+            if nl.num_nodes != c.num_nodes:
+                raise ValueError(
+                    f"generator.cluster.nodes: the node list has {nl.num_nodes:,} nodes but "
+                    f"num_nodes is {c.num_nodes:,}"
+                )
+            groups = tuple(tuple(col) for col in nl.group_ids.T.tolist())
         return SyntheticGenerator(
             name=spec.name,
             num_nodes=c.num_nodes,
@@ -84,7 +98,8 @@ def build_generator(spec: sc.ScenarioSpec, base: Path) -> Generator:
             bandwidth_gbps=tuple(lv.bandwidth_gbps for lv in levels),
             latency_s=tuple(lv.latency_s for lv in levels),
             locality_factor=tuple(lv.locality_factor for lv in levels),
-            level_sizes=tuple(int(lv.group_size) for lv in levels[1:-1]),  # type: ignore[arg-type]
+            level_sizes=sizes,
+            level_groups=groups,
             variability=variability(c.variability, base),
             profile_noise=c.variability.profile_noise,
             supply=supply(g.supply, base),

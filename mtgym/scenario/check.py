@@ -46,6 +46,8 @@ def _paths(spec: sc.ScenarioSpec) -> Iterator[tuple[str, str, bool]]:
             yield "generator.supply.path", g.supply.path, False
         if isinstance(g.workload, sc.TableSpec):
             yield "generator.workload.path", g.workload.path, False
+        if g.cluster.nodes is not None:
+            yield "generator.cluster.nodes", g.cluster.nodes, False
         yield from var(g.cluster.variability, "generator.cluster")
     elif isinstance(g, sc.SummitReplayGen):
         for name in ("fragments", "nodes", "jobs"):

@@ -1,7 +1,9 @@
 """Scenario names -> generators: scenarios built in code, shipped presets, or files.
 
-Presets are the YAML files in ``mtgym/scenario/presets/`` (package data, so a wheel has
-them); code scenarios need no file. ``get_generator(name_or_path)`` is the one entry point
+Presets are the YAML files in the repository's top-level ``scenarios/`` folder, their one
+home. A wheel carries them as ``mtgym/scenarios/`` (``pyproject.toml`` maps the package
+``mtgym.scenarios`` to that folder); a checkout or an editable install reads the folder
+itself. Code scenarios need no file. ``get_generator(name_or_path)`` is the one entry point
 of the env, the CLI and the scripts.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from mtgym.core.paths import CHECKOUT
 from mtgym.generate.base import Generator
 from mtgym.generate.default import default_generator
 from mtgym.generate.family import DefaultFamily
@@ -17,8 +20,17 @@ from mtgym.generate.toy import LinearToy, TwoJobToy
 from mtgym.scenario.build import SpecGenerator
 from mtgym.scenario.load import load_scenario
 
+
+def _presets_dir() -> Path:
+    """Where the preset files are: installed from a wheel, or the checkout's folder."""
+    installed = Path(__file__).resolve().parents[1] / "scenarios"
+    if installed.is_dir():
+        return installed
+    return CHECKOUT / "scenarios"
+
+
 #: The shipped preset files (``<name>.yaml``).
-PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+PRESETS_DIR = _presets_dir()
 
 #: Scenarios built in code (no file needed).
 BUILTIN: dict[str, Callable[[], Generator]] = {

@@ -59,7 +59,10 @@ class LevelSpec(Strict):
     """One topology level.
 
     The first is the node, the last the whole system; levels in between have ``group_size``
-    nodes per group, each a multiple of the previous, and the last one divides ``num_nodes``.
+    nodes per group (consecutive node indices), each a multiple of the previous so groups
+    nest. ``num_nodes`` need not be a multiple: the last group of a level is then partial
+    (4,360 nodes in groups of 128 give 34 full groups and one of 8). With a node list
+    (``cluster.nodes``) the groups come from the file and the levels take no ``group_size``.
     """
 
     name: str = _d("level name (node, rack, group, system, ...)", min_length=1)
@@ -140,6 +143,13 @@ class ClusterSpec(Strict):
     levels: list[LevelSpec] = _d(
         "topology levels, node first and system last", min_length=3, max_length=8
     )
+    nodes: str | None = _d(
+        "node list CSV (may use ${MTGYM_DATA}): one row per node in node order, a column "
+        "named after each level between node and system holding the node's group there "
+        "(mtgym.readers.node_list); replaces the levels' group_size",
+        None,
+        min_length=1,
+    )
     variability: VariabilitySpec = _d("per-GPU slowdowns", default_factory=VariabilitySpec)
 
     @model_validator(mode="after")
@@ -148,16 +158,24 @@ class ClusterSpec(Strict):
         if self.levels[0].group_size not in (None, 1) or self.levels[-1].group_size is not None:
             raise ValueError("levels: the first (node) and last (system) levels take no group_size")
         sizes = [lv.group_size for lv in inner]
-        if any(s is None for s in sizes):
-            raise ValueError("levels: every level between node and system needs group_size")
+        if self.nodes is not None:
+            if any(s is not None for s in sizes):
+                raise ValueError(
+                    "levels: no group_size with a node list (cluster.nodes gives the groups)"
+                )
+            if len({lv.name for lv in inner}) != len(inner):
+                raise ValueError("levels: names between node and system must differ (columns)")
+            sizes = []
+        elif any(s is None for s in sizes):
+            raise ValueError(
+                "levels: every level between node and system needs group_size "
+                "(or give a node list, cluster.nodes)"
+            )
         for a, b in itertools.pairwise(sizes):
             if b % a:  # type: ignore[operator]
-                raise ValueError(f"levels: group_size {b} is not a multiple of {a}")
-        if self.num_nodes % sizes[-1]:  # type: ignore[operator]
-            raise ValueError(
-                f"levels: group_size {sizes[-1]} does not divide num_nodes {self.num_nodes} "
-                "(levels nest)"
-            )
+                raise ValueError(
+                    f"levels: group_size {b} is not a multiple of {a} (groups must nest)"
+                )
         if max(self.group_types) >= len(self.gpu_types):
             raise ValueError(f"group_types: indices must be in 0..{len(self.gpu_types) - 1}")
         return self

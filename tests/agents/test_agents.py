@@ -18,6 +18,7 @@ from mtgym.env.env import ScavengeEnv
 from mtgym.generate.default import default_generator
 from mtgym.generate.toy import TwoJobToy
 from mtgym.policy.play import play
+from mtgym.testing import checked_rollout
 
 
 def obs_tensors(obs):
@@ -178,9 +179,21 @@ def test_train_and_compare__write_shared_tags_for_every_policy(tmp_path):
     assert (cmp_dir / "compare.png").stat().st_size > 1000
 
 
-def test_train__resume_from_checkpoint(tmp_path):
+def test_train__resume_from_checkpoint(tmp_path, monkeypatch):
+    """A resumed run starts from the checkpoint's weights and step count and counts on."""
+    from sb3_contrib import MaskablePPO
+
     from agents.train import Args, train
 
+    starts = []  # (weights, num_timesteps) of the model each learn() call starts from
+    learn = MaskablePPO.learn
+
+    def spy(self, *a, **k):
+        w = {n: t.detach().clone() for n, t in self.policy.state_dict().items()}
+        starts.append((w, self.num_timesteps))
+        return learn(self, *a, **k)
+
+    monkeypatch.setattr(MaskablePPO, "learn", spy)
     out = tmp_path / "a"
     args = Args(
         scenario="toy-two-jobs",
@@ -195,7 +208,16 @@ def test_train__resume_from_checkpoint(tmp_path):
     )
     first = train(args)
     second = train(replace(args, out=tmp_path / "b", resume=first))
-    assert second.is_file()
+    a = MaskablePPO.load(first, device="cpu")
+    b = MaskablePPO.load(second, device="cpu")
+    saved = a.policy.state_dict()
+    # one rollout of n_steps x n_envs = 256 steps reaches 128; the resumed run adds one more
+    assert a.num_timesteps == 256 and b.num_timesteps == 2 * a.num_timesteps
+    (w0, n0), (w1, n1) = starts
+    assert n0 == 0 and n1 == a.num_timesteps
+    assert all(torch.equal(w1[k], saved[k]) for k in saved)  # resumed from the checkpoint
+    assert not all(torch.equal(w0[k], saved[k]) for k in saved)  # (the first run learnt)
+    assert not all(torch.equal(b.policy.state_dict()[k], saved[k]) for k in saved)
 
 
 def test_train__same_seed_same_model_bit_for_bit(tmp_path, tiny_train):
@@ -220,6 +242,23 @@ def test_shipped_agent__evaluates_on_a_different_cluster_size():
     res = play(bigger(5), pol)
     assert res.metrics.samples > 0 and res.decisions > 10
     assert Path(PRETRAINED / "agent.json").is_file()
+
+
+@pytest.mark.skipif(not (PRETRAINED / "model.zip").is_file(), reason="no shipped agent")
+def test_shipped_agent__checked_rollout_keeps_every_invariant():
+    """The shipped agent deciding at every event, every invariant checked after each step
+    (``checked_rollout``), and through ``play`` at its own interval with ``debug=True``,
+    which must not change the episode."""
+    inst = default_generator()(3)
+    traj = checked_rollout(inst, AgentPolicy(PRETRAINED), max_steps=300)
+    assert len(traj) == 300  # the 6-hour episode is far from over after 300 events
+    held = [int(s.n_nodes.sum()) for s, _ in traj]
+    assert max(held) > 0 and traj[-1][0].progress.sum() > 0
+    until = inst.t_start + 2 * 3600.0
+    checked = play(inst, AgentPolicy(PRETRAINED), until=until, debug=True)
+    plain = play(inst, AgentPolicy(PRETRAINED), until=until, debug=False)
+    assert checked.decisions == plain.decisions > 10
+    assert checked.metrics.samples == plain.metrics.samples > 0
 
 
 @pytest.mark.parametrize("net", ["set", "slot"])

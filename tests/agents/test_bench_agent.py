@@ -28,7 +28,9 @@ def test_measure_latency__times_agent_and_freetrain_on_the_same_views(bench):
     assert r["num_nodes"] == 32 and r["slots"] == 16
     assert r["agent"].shape == (5,) and r["freetrain"].shape == (5,)
     assert r["freetrain_milp"].shape == (1,) and len(r["milp_status"]) == 1
-    assert np.all(r["agent"] > 0) and np.all(r["agent"] < 1.0)
+    for name in ("agent", "freetrain", "freetrain_milp"):  # measured times, not placeholders
+        assert np.all(np.isfinite(r[name])) and np.all(r[name] > 0), name
+    assert r["milp_status"][0] in ("optimal", "feasible")  # the MILP solved that view
 
 
 def test_measure_training__interleaved_rates_for_both_envs(bench):

@@ -17,6 +17,8 @@ from typing import Any
 X = ("jct_common_mean", "mean JCT of the jobs every policy completed (h)", 1 / 3600.0)
 Y = ("normalized_throughput", "normalised throughput (best-node equivalents)", 1.0)
 FILENAME = "tradeoff.png"
+#: marker cycle, one per ten policies (colours cycle within)
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 
 def _num(v: object) -> float:
@@ -45,15 +47,20 @@ def figure(results: dict[str, Any]) -> Any:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    fig, ax = plt.subplots(figsize=(8.0, 4.8))
+    colors = plt.get_cmap("tab10").colors
+    drawn = 0
     for name, (x, xl, xh, y, yl, yh) in points(results).items():
         if np.isnan(x) or np.isnan(y):
             continue
         xerr = np.nan_to_num([[max(x - xl, 0.0)], [max(xh - x, 0.0)]])
         yerr = np.nan_to_num([[max(y - yl, 0.0)], [max(yh - y, 0.0)]])
-        color = "tab:red" if name == "agent" or name.startswith("agent:") else None
-        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt="o", capsize=3, label=name, color=color)
-        ax.annotate(name, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+        # a colour and marker pair per policy (distinct for 70), named in the legend
+        color, marker = colors[drawn % len(colors)], MARKERS[(drawn // len(colors)) % len(MARKERS)]
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=marker, capsize=3, label=name, color=color)
+        drawn += 1
+    if drawn:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     ax.set_xlabel(X[1])
     ax.set_ylabel(Y[1])
     n = len(results.get("seeds", []))

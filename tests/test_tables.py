@@ -108,29 +108,26 @@ def test_markdown__the_same_numbers_in_one_table_each(tmp_path):
 
 
 def test_tradeoff__one_point_per_policy_with_its_intervals(tmp_path):
+    from matplotlib.container import ErrorbarContainer
+
     res = synthetic_results(names=("freetrain", "greedy"))
     res["policies"]["none"] = {"ci_low": {}, "ci_high": {}}  # no value: no point
     fig = tradeoff.figure(res)
-    (ax,) = fig.axes
-    lines = [ln for ln in ax.lines if ln.get_marker() == "o"]
-    assert len(lines) == 2
-    for line, name in zip(lines, ("freetrain", "greedy"), strict=True):
-        e = res["policies"][name]
-        x, y = line.get_xdata()[0], line.get_ydata()[0]
-        assert x == pytest.approx(e["jct_common_mean"] / 3600.0)
-        assert y == pytest.approx(e["normalized_throughput"])
-    # each point's error bars span its 95 % intervals
-    caps = [ln for ln in ax.lines if ln.get_marker() not in ("o", "None", "")]
-    ys = sorted(float(v) for ln in caps for v in ln.get_ydata())
-    want = sorted(
-        v
-        for n in ("freetrain", "greedy")
-        for v in (
-            res["policies"][n]["ci_low"]["normalized_throughput"],
-            res["policies"][n]["ci_high"]["normalized_throughput"],
-        )
-    )
-    assert all(any(abs(y - w) < 1e-9 for y in ys) for w in want)
+    (ax,) = [a for a in fig.axes if a.get_xlabel()]
+    points = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert [c.get_label() for c in points] == ["freetrain", "greedy"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["freetrain", "greedy"]
+    for c in points:
+        e = res["policies"][c.get_label()]
+        data, caplines = c.lines[0], c.lines[1]
+        assert data.get_xdata()[0] == pytest.approx(e["jct_common_mean"] / 3600.0)
+        assert data.get_ydata()[0] == pytest.approx(e["normalized_throughput"])
+        # the error bars end at the 95 % interval bounds on both axes
+        ends = {round(float(v), 9) for ln in caplines for v in ln.get_ydata()}
+        ends |= {round(float(v), 9) for ln in caplines for v in ln.get_xdata()}
+        for key, scale in (("normalized_throughput", 1.0), ("jct_common_mean", 1 / 3600.0)):
+            for bound in ("ci_low", "ci_high"):
+                assert round(e[bound][key] * scale, 9) in ends, (c.get_label(), key, bound)
     path = tradeoff.write(res, tmp_path / "t.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

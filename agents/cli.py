@@ -213,6 +213,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--seed", type=int, default=100, help="first evaluation seed (default: %(default)s)"
     )
-    c.add_argument("--out", required=True, metavar="DIR")
+    c.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="results.json, results.md, tradeoff.png, compare.png, tb/<policy>/",
+    )
     c.add_argument("--no-progress", action="store_true")
     c.set_defaults(func=_compare)

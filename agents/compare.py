@@ -1,12 +1,14 @@
 """Compare a learned agent with every baseline on the same evaluation seeds.
 
-Writes ``out/results.json`` (as ``mtgym evaluate``, with intervals and paired differences
-against ``reference``, default ``freetrain``; the agent's entry is named ``agent``), one
-TensorBoard run per policy under ``out/tb/<policy>/`` with the shared tags, summary scalars
-and hparams (so ``tensorboard --logdir out/tb`` overlays learned and MILP curves), and
-``out/compare.png``: throughput (fraction of the upper bound), mean JCT over the jobs every
-policy completed, and jobs completed per policy, each bar with its 95 % bootstrap interval
-over seeds as an error bar.
+Writes, as ``mtgym evaluate`` does (``mtgym.evaluate``): ``out/results.json`` (intervals and
+paired differences against ``reference``, default ``freetrain``; the agent's entry is named
+``agent``), ``out/results.md`` (the same tables as markdown), ``out/tradeoff.png`` (the
+headline, normalised throughput, against the mean JCT of the jobs every policy completed, one
+point per policy with its 95 % intervals as error bars: ``mtgym.tradeoff``), one TensorBoard
+run per policy under ``out/tb/<policy>/`` with the shared tags (``eval/normalized_throughput``
+first), summary scalars and hparams (so ``tensorboard --logdir out/tb`` overlays learned and
+MILP curves). Also ``out/compare.png``: normalised throughput, mean JCT over the common jobs
+and jobs completed per policy as bars, each with its 95 % bootstrap interval over seeds.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def compare(
     progress: bool = True,
     reference: str | None = None,
 ) -> dict:
-    """Run the agent and the baselines; write results, TensorBoard runs and the chart."""
+    """Run the agent and the baselines; write results, TensorBoard runs and the charts."""
     from mtgym.evaluate import evaluate
     from mtgym.policy.registry import available_policies, make_policy
     from mtgym.scenario.registry import get_generator
@@ -57,7 +59,7 @@ def compare(
 
 #: (metric, axis label, scale) of the chart's panels
 PANELS = (
-    ("upper_bound_fraction", "samples / upper bound", 1.0),
+    ("normalized_throughput", "normalised throughput (best-node equivalents)", 1.0),
     ("jct_common_mean", "mean JCT, jobs all completed (h)", 1 / 3600.0),
     ("jobs_completed", "jobs completed", 1.0),
 )

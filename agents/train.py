@@ -273,9 +273,11 @@ def evaluate_agent(path: Path, scenario: str, seeds: tuple[int, ...]) -> dict[st
         m["decision_ms"] = res.decision_ms
         rows.append(m)
     keys = (
-        "normalized_throughput",
+        "normalized_throughput",  # the headline (eval/normalized_throughput)
         "normalized_samples",
         "fairness_jain",
+        "normalized_efficiency",
+        "jobs_completed",
         "throughput",
         "utilisation",
         "jct_mean",

@@ -308,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=_cmd_info)
 
     e = sub.add_parser(
-        "evaluate", help="run policies on the same seeds; table, results.json, TensorBoard"
+        "evaluate",
+        help="run policies on the same seeds; tables (normalised throughput first), "
+        "results.json/.md, TensorBoard",
     )
     _scenario_args(e)
     e.add_argument(
@@ -330,7 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="policy the others are compared with, seed by seed (default: freetrain when compared, else the first)",
     )
     e.add_argument("--seed", type=seed_int, default=0, help="first seed (default: %(default)s)")
-    e.add_argument("--out", default=None, help="write DIR/results.json and DIR/tb/<policy>/")
+    e.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write DIR/results.json, DIR/results.md, DIR/tradeoff.png and DIR/tb/<policy>/",
+    )
     e.add_argument(
         "--decision-interval",
         type=decision_interval,

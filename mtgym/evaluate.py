@@ -1,8 +1,15 @@
 """One evaluation loop for every policy: same scenario, same seeds, same metrics and tags.
 
 ``evaluate`` runs each policy on each seed's instance (the same instance for every policy:
-the comparison is **paired**), prints rich tables, and, with ``out``, writes
-``out/results.json`` and one TensorBoard run per policy under ``out/tb/<policy>/``.
+the comparison is **paired**), prints tables that fit the console (``mtgym.tables``), and,
+with ``out``, writes ``out/results.json``, ``out/results.md`` (the same numbers as markdown
+tables), ``out/tradeoff.png`` (the headline against the JCT of common jobs,
+``mtgym.tradeoff``) and one TensorBoard run per policy under ``out/tb/<policy>/``.
+
+**The headline is ``normalized_throughput``** (``docs/metrics.md``): each job's samples/s
+divided by its own reference rate, summed (best-node equivalents of training), the same for
+every model. Beside it, per policy: ``fairness_jain``, ``jct_common_mean``,
+``jobs_completed`` and the raw ``throughput`` (samples/s).
 
 **Policies get the scenario's defaults.** Before its first episode each policy that has a
 ``use_scenario_defaults(episode)`` method gets the scenario's ``EpisodeSpec``
@@ -24,11 +31,12 @@ and ``per_seed`` (one row per seed, with ``job_finish_s``: each job's completion
 if it did not complete, and ``job_submit_s``). Undefined values are ``null``.
 
 **TensorBoard** (stable-baselines3's logger, ``out/tb/<policy>/``): the shared tags of
-``TAGS`` (``eval/throughput``, ``eval/makespan``, ...) once per seed with **the step equal to
-the seed number**; one summary scalar per metric, ``eval_mean/<metric>`` (the mean over
-seeds, step 0); and ``hparams`` (policy, scenario, reference, seeds) with those means as its
-metrics, so the runs line up in TensorBoard's HParams table. Learned agents write the same
-``eval/*`` tags while training, so TensorBoard overlays them.
+``TAGS`` (``eval/normalized_throughput``, the headline, ``eval/throughput``, ...) once per
+seed with **the step equal to the seed number**; one summary scalar per metric,
+``eval_mean/<metric>`` (the mean over seeds, step 0); and ``hparams`` (policy, scenario,
+reference, seeds) with those means as its metrics, so the runs line up in TensorBoard's
+HParams table. Learned agents write the same ``eval/*`` tags while training, so TensorBoard
+overlays them.
 """
 
 from __future__ import annotations
@@ -52,6 +60,10 @@ from mtgym.scenario.schema import EpisodeSpec
 
 #: metric -> TensorBoard tag (the shared namespace)
 TAGS = {
+    "normalized_throughput": "eval/normalized_throughput",  # the headline
+    "fairness_jain": "eval/fairness_jain",
+    "normalized_efficiency": "eval/normalized_efficiency",
+    "normalized_samples": "eval/normalized_samples",
     "throughput": "eval/throughput",
     "utilisation": "eval/utilisation",
     "jct_mean": "eval/jct_mean",
@@ -69,6 +81,10 @@ TAGS = {
 SUMMARY_PREFIX = "eval_mean/"
 #: metrics of each policy in results.json (mean, interval, paired difference)
 RESULT_KEYS = (
+    "normalized_throughput",  # the headline (docs/metrics.md)
+    "normalized_samples",
+    "normalized_efficiency",
+    "fairness_jain",
     "samples",
     "throughput",
     "utilisation",
@@ -272,7 +288,7 @@ def evaluate(
 
     names = [name for name, _ in policies]
     resolve_reference(names, reference)  # fail before simulating
-    console = Console(width=max(Console().width, 120))
+    console = Console()  # the terminal's width, $COLUMNS, or 80 in a pipe: tables fit it
     defaults = scenario_defaults(generator)
     instances: dict[int, Instance] = {}
     runs = [PolicyRun(name, []) for name in names]
@@ -291,12 +307,12 @@ def evaluate(
                 bar.advance(task)
     add_common_metrics(runs)
     name = scenario_name or getattr(generator, "name", "scenario")
+    results = results_dict(runs, seeds, name, reference=reference)
     if out is not None:
-        write_results(out, runs, seeds, name, reference=reference)
+        write_results(out, runs, seeds, name, reference=reference, results=results)
     elapsed = time.perf_counter() - t_start
-    print_table(
-        runs, console, title=f"{name}: {len(seeds)} seed(s), {elapsed:.1f} s", reference=reference
-    )
+    title = f"{name}: {len(seeds)} seed(s), {elapsed:.1f} s"
+    print_table(runs, console, title=title, reference=reference, results=results)
     return runs
 
 
@@ -341,13 +357,20 @@ def write_results(
     scenario: str,
     *,
     reference: str | None = None,
+    results: dict[str, Any] | None = None,
 ) -> None:
-    """``out/results.json`` and ``out/tb/<policy>/`` event files (SB3 logger)."""
+    """``out/results.json``, ``out/results.md`` (the same numbers as markdown tables),
+    ``out/tradeoff.png`` (``mtgym.tradeoff``) and ``out/tb/<policy>/`` event files (SB3
+    logger); ``results`` is ``results_dict``'s content when already computed.
+    """
     from stable_baselines3.common.logger import HParam, configure
+
+    from mtgym import tables, tradeoff
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    results = results_dict(runs, seeds, scenario, reference=reference)
+    if results is None:
+        results = results_dict(runs, seeds, scenario, reference=reference)
     for run in runs:
         logger = configure(str(out / "tb" / run.name), ["tensorboard", "csv"])
         for row in run.per_seed:
@@ -372,76 +395,28 @@ def write_results(
         logger.record("hparams", HParam(hp, means or {SUMMARY_PREFIX + "none": 0.0}), exclude="csv")
         logger.dump(0)
         logger.close()
-    from mtgym.core.io import atomic_write_json
+    from mtgym.core.io import atomic_write_json, atomic_write_text
 
     atomic_write_json(out / "results.json", _json_safe(results))
-
-
-#: (metric, column head) of the tables
-COLUMNS = (
-    ("throughput", "tput/s"),
-    ("upper_bound_fraction", "of UB"),
-    ("utilisation", "util"),
-    ("jobs_completed", "done"),
-    ("jct_mean", "JCT mean s"),
-    ("jct_common_mean", "JCT common s"),
-    ("makespan", "makespan s"),
-    ("makespan_common", "mksp common s"),
-    ("rescales", "rescales"),
-    ("decision_ms", "ms/dec"),
-)
-#: metrics shown with one decimal (counts averaged over seeds)
-COUNTS = frozenset({"jobs_completed", "jobs_common", "rescales"})
-
-
-def _fmt(v: float, key: str = "", sign: str = "") -> str:
-    if v is None or math.isnan(v):
-        return "n/a"
-    if key in COUNTS:
-        return f"{v:{sign},.1f}"
-    return f"{v:{sign}.3f}" if abs(v) < 10 else f"{v:{sign},.0f}"
+    atomic_write_text(out / "results.md", tables.markdown(results))
+    tradeoff.write(results, out / tradeoff.FILENAME)
 
 
 def print_table(
-    runs: Sequence[PolicyRun], console: Any, title: str, *, reference: str | None = None
+    runs: Sequence[PolicyRun],
+    console: Any,
+    title: str,
+    *,
+    reference: str | None = None,
+    results: dict[str, Any] | None = None,
 ) -> None:
-    """Two tables: mean [95 % interval] per metric, then the paired difference (ratio)."""
-    from rich.table import Table
+    """The mean [95 % interval] tables, then the paired difference (ratio) tables, each split
+    to fit ``console.width`` (``mtgym.tables``); ``results`` is ``results_dict``'s content when
+    already computed.
+    """
+    from mtgym import tables
 
-    summary = summarise(runs, reference)
-    ref = resolve_reference([r.name for r in runs], reference)
-    table = Table(title=f"{title}: mean [95 % bootstrap interval over seeds]")
-    table.add_column("policy", no_wrap=True)
-    for _, head in COLUMNS:
-        table.add_column(head, justify="right", no_wrap=True)
-    for run in runs:
-        cells = []
-        for key, _ in COLUMNS:
-            iv = summary[run.name].intervals[key]
-            cells.append(f"{_fmt(iv.mean, key)}\n[{_fmt(iv.ci_low, key)}, {_fmt(iv.ci_high, key)}]")
-        cens = run.values("makespan_censored")
-        n_cens = int(np.nansum(cens))
-        name = run.name + (f"\n(makespan censored {n_cens}/{cens.size})" if n_cens else "")
-        table.add_row(name, *cells)
-    console.print(table)
-    if ref is None or len(runs) < 2:
-        return
-    ptable = Table(
-        title=f"paired against {ref}: mean of per-seed differences [95 % interval] (ratio)"
-    )
-    ptable.add_column("policy", no_wrap=True)
-    for _, head in COLUMNS:
-        ptable.add_column(head, justify="right", no_wrap=True)
-    for run in runs:
-        if run.name == ref:
-            continue
-        cells = []
-        for key, _ in COLUMNS:
-            p = summary[run.name].paired[key]
-            ratio = "" if math.isnan(p.ratio) else f" ({p.ratio:.3f}x)"
-            cells.append(
-                f"{_fmt(p.diff, key, '+')}{ratio}\n"
-                f"[{_fmt(p.diff_ci_low, key, '+')}, {_fmt(p.diff_ci_high, key, '+')}]"
-            )
-        ptable.add_row(run.name, *cells)
-    console.print(ptable)
+    if results is None:
+        seeds = [r["seed"] for r in runs[0].per_seed] if runs else []
+        results = results_dict(runs, seeds, title, reference=reference)
+    tables.print_results(results, console, title)

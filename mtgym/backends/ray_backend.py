@@ -258,7 +258,7 @@ def evaluate_ray(
     if table:
         from rich.console import Console
 
-        console = Console(width=max(Console().width, 120))
+        console = Console()  # the terminal's width, $COLUMNS, or 80 in a pipe
         print_table(
             runs,
             console,

@@ -144,7 +144,13 @@ def test_train_and_compare__write_shared_tags_for_every_policy(tmp_path):
     acc = EventAccumulator(str(run))
     acc.Reload()
     tags = set(acc.Tags()["scalars"])
-    assert {"eval/throughput", "eval/utilisation", "eval/upper_bound_fraction"} <= tags
+    assert {
+        "eval/normalized_throughput",  # the headline, shared with the baselines' runs
+        "eval/fairness_jain",
+        "eval/throughput",
+        "eval/utilisation",
+        "eval/upper_bound_fraction",
+    } <= tags
     assert any(t.startswith("train/") for t in tags)
     cmp_dir = tmp_path / "cmp"
     assert (
@@ -173,10 +179,17 @@ def test_train_and_compare__write_shared_tags_for_every_policy(tmp_path):
     for name in res["policies"]:
         acc = EventAccumulator(str(cmp_dir / "tb" / name))
         acc.Reload()
-        assert {"eval/throughput", "eval/upper_bound_fraction", "solver/time_ms"} <= set(
-            acc.Tags()["scalars"]
-        )
+        assert {
+            "eval/normalized_throughput",
+            "eval/throughput",
+            "eval/upper_bound_fraction",
+            "solver/time_ms",
+        } <= set(acc.Tags()["scalars"])
     assert (cmp_dir / "compare.png").stat().st_size > 1000
+    # the trade-off chart and the markdown tables beside results.json
+    assert (cmp_dir / "tradeoff.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (cmp_dir / "results.md").read_text()
+    assert "| policy | norm. tput |" in md and "\n| agent" in md
 
 
 def test_train__resume_from_checkpoint(tmp_path, monkeypatch):

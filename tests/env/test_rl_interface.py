@@ -12,10 +12,12 @@ import pytest
 from reference.step import RewardFn, StepDelta
 
 from mtgym.core.instance import Instance
+from mtgym.core.names import DEFAULT_REWARD
 from mtgym.env.env import ScavengeEnv
 from mtgym.env.wrappers import TRAIN_SEED_OFFSET, SeedOffset, TimeDiscount
 from mtgym.evaluate import evaluate
 from mtgym.generate.default import default_generator
+from mtgym.metrics import EpisodeMetrics
 from mtgym.policy.equal_share import EqualShare
 from mtgym.policy.play import play
 from mtgym.policy.registry import available_policies, make_policy
@@ -88,9 +90,9 @@ def test_seed__training_offset_keeps_evaluation_instances_apart(small_gen):
 
 
 # -- reward -------------------------------------------------------------------------------
-def test_reward__default_is_throughput_and_info_reports_dt(small_gen):
+def test_reward__default_is_normalized_and_info_reports_dt(small_gen):
     env = ScavengeEnv(small_gen)
-    assert env.reward_name == "throughput"
+    assert env.reward_name == "normalized" == DEFAULT_REWARD
     env.reset(seed=0)
     t, total_dt = env.state.time, 0.0
     for _ in range(30):
@@ -120,36 +122,55 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float((rx * ry).sum() / math.sqrt((rx * rx).sum() * (ry * ry).sum()))
 
 
-def episode_return(instance: Instance, policy, reward: str) -> tuple[float, float]:
-    """(the env's episode return, the evaluator's throughput) of one played episode: the
-    env's reward function summed over the same semi-MDP steps (one per decision).
+def episode_returns(
+    instance: Instance, policy, rewards: tuple[str, ...]
+) -> tuple[dict[str, float], EpisodeMetrics]:
+    """(the env's episode return of each reward, the evaluator's metrics) of one played
+    episode: each reward function summed over the same semi-MDP steps (one per decision).
     """
-    fn = RewardFn(reward, instance)
+    fns = {r: RewardFn(r, instance) for r in rewards}
     s0 = initial_state(instance)
     before = [StepDelta(s0.progress.copy(), s0.active_job_s)]
-    total = [0.0]
+    total = dict.fromkeys(rewards, 0.0)
 
     def on_step(state, info):
-        total[0] += fn(before[0], state)
+        for r, fn in fns.items():
+            total[r] += fn(before[0], state)
         before[0] = StepDelta(state.progress.copy(), state.active_job_s)
 
     res = play(instance, policy, on_step=on_step)
-    return total[0], res.metrics.throughput
+    return total, res.metrics
 
 
-def test_reward__episode_return_ranks_the_baselines_as_throughput_does(small_gen):
+#: each reward and the evaluator's metric its episode return must rank policies by
+RANKED = {"normalized": "normalized_throughput", "throughput": "throughput"}
+
+
+def test_reward__episode_return_ranks_the_baselines_as_the_headline_does(small_gen):
+    """The default reward ranks the baselines as the headline, ``normalized_throughput``,
+    does (and ``throughput`` as raw samples/s does), per seed and on the means.
+    """
+    assert RANKED[DEFAULT_REWARD] == "normalized_throughput"
     names = [n for n in available_policies() if n != "agent" and not n.endswith("-milp")]
     assert len(names) >= 6
     seeds = range(10)
-    ret = np.zeros((len(names), len(seeds)))
-    tput = np.zeros_like(ret)
+    ret = {r: np.zeros((len(names), len(seeds))) for r in RANKED}
+    metric = {r: np.zeros((len(names), len(seeds))) for r in RANKED}
     for i, name in enumerate(names):
         for k, seed in enumerate(seeds):
-            ret[i, k], tput[i, k] = episode_return(small_gen(seed), make_policy(name), "throughput")
-    rho_mean = spearman(ret.mean(axis=1), tput.mean(axis=1))
-    rho_seed = [spearman(ret[:, k], tput[:, k]) for k in range(len(seeds))]
-    assert rho_mean >= 0.9, (names, ret.mean(axis=1), tput.mean(axis=1))
-    assert min(rho_seed) >= 0.9, rho_seed
+            inst = small_gen(seed)
+            total, m = episode_returns(inst, make_policy(name), tuple(RANKED))
+            for r, key in RANKED.items():
+                ret[r][i, k], metric[r][i, k] = total[r], getattr(m, key)
+            # the default reward's return is the headline's integral, in machine-hours
+            assert total["normalized"] == pytest.approx(
+                m.normalized_samples / (inst.num_nodes * 3600.0), rel=1e-9
+            )
+    for r in RANKED:
+        rho_mean = spearman(ret[r].mean(axis=1), metric[r].mean(axis=1))
+        rho_seed = [spearman(ret[r][:, k], metric[r][:, k]) for k in range(len(seeds))]
+        assert rho_mean >= 0.9, (r, names, ret[r].mean(axis=1), metric[r].mean(axis=1))
+        assert min(rho_seed) >= 0.9, (r, rho_seed)
 
 
 # -- time discount ------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from mtgym.core.types import DECISION_EVENTS, EventKind
 from mtgym.env import ScavengeEnv
 from mtgym.env.action import _decode_assign, _delta_targets, _repair_ordered, repair_record
 from mtgym.env.step import step_info
-from mtgym.metrics import compute_metrics
+from mtgym.metrics import compute_metrics, reference_rate
 from mtgym.model.placement import pack_targets
 from mtgym.sim.dynamics import advance, throughput_model
 from mtgym.sim.invariants import check_state
@@ -41,6 +41,8 @@ class RewardFn:
     def __init__(self, name: str, instance: Instance) -> None:
         self.name = name
         self._inv_work = 1.0 / instance.jobs.work
+        # a job's sample in best-node-seconds, over the machine-hour (``normalized``)
+        self._norm_weight = 1.0 / (reference_rate(instance) * max(instance.num_nodes, 1) * 3600.0)
         best = throughput_model(instance).best_node_rate()
         self._tput_scale = (
             1.0 / max(float(best.max()) * instance.num_nodes * 3600.0, 1e-12) if best.size else 0.0
@@ -50,9 +52,13 @@ class RewardFn:
         """The reward of the step that led from ``before`` to ``state``."""
         if self.name == "progress":
             return dot(state.progress - before.progress, self._inv_work)
+        if self.name == "normalized":
+            return dot(state.progress - before.progress, self._norm_weight)
         if self.name == "throughput":
             return (pairwise_sum(state.progress) - pairwise_sum(before.progress)) * self._tput_scale
-        return -(state.active_job_s - before.active_job_s) / 3600.0
+        if self.name == "jct":
+            return -(state.active_job_s - before.active_job_s) / 3600.0
+        raise ValueError(f"reference reward: unknown reward {self.name!r}")
 
 
 def decode(env: ScavengeEnv, action) -> tuple[np.ndarray, tuple[int, int, int, int]]:

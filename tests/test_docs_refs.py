@@ -241,9 +241,30 @@ def resolves(module: str, attrs: list[str]) -> bool:
     return True  # an attribute of a constant (a named tuple's field, an enum member ...)
 
 
+@cache
+def package_dirs() -> dict[str, str]:
+    """``[tool.setuptools.package-dir]`` of pyproject.toml: a package installed from another
+    folder (``mtgym.scenarios`` is the top-level ``scenarios/``)."""
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return dict(conf.get("tool", {}).get("setuptools", {}).get("package-dir", {}))
+
+
+def _mapped_dir(dotted: str) -> Path | None:
+    """The folder of a package mapped by ``package_dirs`` (or a folder inside it)."""
+    for pkg, folder in package_dirs().items():
+        if dotted == pkg or dotted.startswith(pkg + "."):
+            return ROOT / folder / dotted[len(pkg) :].lstrip(".").replace(".", "/")
+    return None
+
+
 def _resolve_dotted(parts: list[str]) -> bool:
     """Absolute dotted name: the longest prefix that is a repository module, then attributes
     (True when it leaves the repository: that is not ours to check)."""
+    mapped = _mapped_dir(".".join(parts))
+    if mapped is not None:
+        return mapped.is_dir()
     for k in range(len(parts), 0, -1):
         mod = ".".join(parts[:k])
         if mod in modules():
@@ -397,7 +418,9 @@ def find_broken() -> list[str]:
                 broken.append(f"{t.where}: {m.group(0)}: {why}")
         for m in _DIR.finditer(t.text):
             first = m.group(1).split("/")[0]
-            if first in TOP and not (ROOT / m.group(1)).is_dir():
+            mapped = _mapped_dir(m.group(1).strip("/").replace("/", "."))
+            folder = mapped if mapped is not None else ROOT / m.group(1)
+            if first in TOP and not folder.is_dir():
                 broken.append(f"{t.where}: {m.group(1)}: no such folder")
         if t.module is None:
             for m in _LINK.finditer(t.text):

@@ -49,7 +49,7 @@ class InvariantError(MtgymError, AssertionError):
     """The simulation state broke one of the model's invariants (a bug, never user error)."""
 
 
-class PolicyUnsupported(MtgymError):
+class PolicyUnsupportedError(MtgymError):
     """A policy cannot run on a scenario (say, a learned agent's action head is wider than the
     cluster): one line naming the policy, the scenario and the reason.
 
@@ -66,11 +66,11 @@ class PolicyUnsupported(MtgymError):
         where = f" on scenario {scenario!r}" if scenario is not None else ""
         super().__init__(f"policy {policy!r} cannot run{where}: {reason}")
 
-    def with_scenario(self, scenario: str) -> PolicyUnsupported:
+    def with_scenario(self, scenario: str) -> PolicyUnsupportedError:
         """The same error naming ``scenario`` (unchanged if it names one already)."""
         if self.scenario is not None:
             return self
-        return PolicyUnsupported(self.policy, self.reason, scenario)
+        return PolicyUnsupportedError(self.policy, self.reason, scenario)
 
     def __reduce__(self) -> tuple[type, tuple[str, str, str | None]]:
         # rebuilt from its fields (Ray ships a task's exception back by pickling it)

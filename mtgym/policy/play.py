@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mtgym.core.errors import PolicyUnsupported
+from mtgym.core.errors import PolicyUnsupportedError
 from mtgym.core.instance import Instance
 from mtgym.core.types import DECISION_EVENTS, EventKind
 from mtgym.metrics import EpisodeMetrics, compute_metrics
@@ -61,7 +61,7 @@ def play(
     ``to_horizon`` keeps replaying the supply after the workload is done (benchmarks).
 
     Raises:
-        PolicyUnsupported: the policy cannot run on this instance (from its ``reset``),
+        PolicyUnsupportedError: the policy cannot run on this instance (from its ``reset``),
             naming the instance's scenario.
     """
     if decision_interval_s is None:
@@ -79,7 +79,7 @@ def play(
     views = ViewBuilder(instance, policy.info_mode)
     try:
         policy.reset(views(state))
-    except PolicyUnsupported as exc:  # the policy does not know the scenario's name
+    except PolicyUnsupportedError as exc:  # the policy does not know the scenario's name
         raise exc.with_scenario(instance.name) from None
     limit = instance.t_end if until is None else min(until, instance.t_end)
     policy_s = 0.0

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mtgym.core.errors import PolicyUnsupportedError
 from mtgym.core.types import Allocation
 from mtgym.policy.observe import ViewObserver
 from mtgym.sim.view import InfoMode, SchedulerView
@@ -145,11 +146,46 @@ class AgentPolicy:
         or pooled observation).
         """
         self.observer.reset(view)
+        self._check_fits(view)
         self._gen.manual_seed(self.config.sample_seed)  # the same draws for the same episode
         if self.config.observation == "pooled":
             from agents.pooled import PooledLayout
 
             self.layout = PooledLayout.of(self.observer.builder.space, self.observer.codec.C)
+            want = self.model.observation_space.shape
+            if want is not None and (self.layout.size,) != tuple(want):
+                raise PolicyUnsupportedError(
+                    self.name,
+                    f"its pooled observation has {self.layout.size} values on this cluster, "
+                    f"its network takes {want[0]}",
+                )
+
+    def _check_fits(self, view: SchedulerView) -> None:
+        """``PolicyUnsupportedError`` when the network's action head does not fit the cluster.
+
+        The per-slot action modes (``counts``, ``delta``) size the head by slots and counts,
+        not nodes; the codec caps the count at the node count, so a cluster with fewer nodes
+        than the agent's ``max_count`` would need a narrower head than the one trained.
+        """
+        codec = self.observer.codec
+        have = getattr(self.model.action_space, "nvec", None)
+        if codec is None or have is None or self.config.action_mode == "assign":
+            return  # (assign: one head per node; nothing fixed to compare)
+        have = np.asarray(have).reshape(-1)
+        if have.shape == codec.nvec.shape and np.array_equal(have, codec.nvec):
+            return
+        if self.config.max_count > codec.C:
+            reason = (
+                f"the cluster has {view.num_nodes} nodes, fewer than the {self.config.max_count} "
+                f"its action head counts up to (max_count); it needs at least "
+                f"{self.config.max_count} nodes"
+            )
+        else:
+            reason = (
+                f"its action head is {have.tolist()[:4]}... ({have.size} values), "
+                f"this cluster needs {codec.nvec.tolist()[:4]}... ({codec.nvec.size} values)"
+            )
+        raise PolicyUnsupportedError(self.name, reason)
 
     def decide(self, view: SchedulerView) -> Allocation:
         """Observe the view as the env would, run the network, decode its action."""

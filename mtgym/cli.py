@@ -398,6 +398,10 @@ def build_parser() -> argparse.ArgumentParser:
     for p_ in (d, *d_sub.choices.values()):
         p_.set_defaults(func=_cmd_data)
 
+    from mtgym.benchmark.cli import add as add_benchmark
+
+    add_benchmark(sub)  # the generalisation suite (mtgym.benchmark)
+
     _plugin_commands(sub)  # bridge, scavenge, reproduce, train, compare, ...
 
     pol = sub.add_parser("policies", help="list the registered policies")

@@ -14,7 +14,9 @@ from mtgym.cli import build_parser, main
 def test_cli__help_on_every_subcommand(capsys):
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert {"run", "info", "policies", "evaluate", "scenario", "data"} <= set(sub.choices)
+    assert {"run", "info", "policies", "evaluate", "scenario", "data", "benchmark"} <= set(
+        sub.choices
+    )
     commands = [[name] for name in sub.choices]
     commands += [["scenario", a] for a in ("validate", "list", "show", "schema")]
     commands += [["data", a] for a in ("list", "fetch")]

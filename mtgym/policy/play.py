@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mtgym.core.errors import PolicyUnsupportedError
 from mtgym.core.instance import Instance
 from mtgym.core.types import DECISION_EVENTS, EventKind
 from mtgym.metrics import EpisodeMetrics, compute_metrics
@@ -58,6 +59,10 @@ def play(
     attribute (a learned agent trained on a fixed interval). ``debug`` (default: the
     ``MTGYM_DEBUG`` environment variable) checks every invariant after each step.
     ``to_horizon`` keeps replaying the supply after the workload is done (benchmarks).
+
+    Raises:
+        PolicyUnsupportedError: the policy cannot run on this instance (from its ``reset``),
+            naming the instance's scenario.
     """
     if decision_interval_s is None:
         # the policy's own schedule: a round-based policy's rounds (PAL), else the
@@ -72,7 +77,10 @@ def play(
     t_wall = time.perf_counter()
     state = initial_state(instance)
     views = ViewBuilder(instance, policy.info_mode)
-    policy.reset(views(state))
+    try:
+        policy.reset(views(state))
+    except PolicyUnsupportedError as exc:  # the policy does not know the scenario's name
+        raise exc.with_scenario(instance.name) from None
     limit = instance.t_end if until is None else min(until, instance.t_end)
     policy_s = 0.0
     decisions = repairs = 0

@@ -12,7 +12,7 @@ from mtgym.sim.dynamics import initial_state
 from mtgym.sim.invariants import check_state
 
 PRESETS = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
-REAL_DATA = {"summit-replay", "summit-hps", "pal-philly-64gpu", "swf-lublin"}
+REAL_DATA = {"summit-replay", "summit-replay-2d", "summit-hps", "pal-philly-64gpu", "swf-lublin"}
 REQUIRED = {
     "default",
     "polaris",
@@ -22,6 +22,10 @@ REQUIRED = {
     "hetero-mix",
     "nas-campaign",
     "swf-lublin",
+    # the benchmark's test split (mtgym.benchmark.splits)
+    "summit-replay-2d",
+    "default-128",
+    "default-512",
 }
 
 

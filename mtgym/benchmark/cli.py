@@ -1,0 +1,128 @@
+"""``mtgym benchmark``: run a split's scenarios for the given policies; print and write the
+report (``mtgym.benchmark.report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+from mtgym.benchmark.splits import QUICK_SEEDS, SPLITS
+from mtgym.core.limits import MIN_DECISION_INTERVAL_S
+
+DEFAULT_OUT = "runs/benchmark"
+
+
+def _interval(text: str) -> float:
+    """Argparse type: a decision interval, s (finite, >= ``MIN_DECISION_INTERVAL_S``)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(v) and v >= MIN_DECISION_INTERVAL_S):
+        raise argparse.ArgumentTypeError(
+            f"{text} s: the decision interval must be finite and >= {MIN_DECISION_INTERVAL_S:g} s"
+        )
+    return v
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    """Register ``benchmark`` on the ``mtgym`` sub-command parser."""
+    b = sub.add_parser(
+        "benchmark",
+        help="the generalisation suite: policies on the test split's scenarios and seeds; "
+        "per-scenario ratios to the best baseline and a suite score",
+        description="Run every policy on every scenario of a split on its fixed seeds (paired), "
+        "print per scenario the headline (normalized_throughput) with its 95% interval, the "
+        "paired ratio to that scenario's best baseline, the JCT of common jobs and the jobs "
+        "completed, and per policy the suite score (geometric mean of the ratios). Writes "
+        "OUT/results.md, OUT/results.json and OUT/tb/.",
+    )
+    b.add_argument(
+        "--policy",
+        action="append",
+        required=True,
+        help="registered policy name (agent, agent:PATH, freetrain, greedy, ...); "
+        "repeat for several",
+    )
+    b.add_argument(
+        "--split",
+        choices=sorted(SPLITS),
+        default="test",
+        help="which split to run (default: %(default)s)",
+    )
+    b.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"the first {QUICK_SEEDS} seeds and each scenario's short quick horizon "
+        "(mtgym.benchmark.splits)",
+    )
+    b.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help=f"output folder (default: {DEFAULT_OUT}-<split>[-quick])",
+    )
+    b.add_argument(
+        "--decision-interval",
+        type=_interval,
+        default=None,
+        metavar="S",
+        help="decide every S seconds (default: each policy's own schedule, as evaluate)",
+    )
+    b.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="run episodes here, or one Ray task per (scenario, policy, seed)",
+    )
+    b.add_argument(
+        "--address",
+        default=None,
+        metavar="ADDR",
+        help="with --backend ray: join this Ray cluster; default: a private local one",
+    )
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    b.set_defaults(func=_cmd_benchmark)
+
+
+def _cmd_benchmark(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from mtgym.benchmark import report
+    from mtgym.benchmark.runner import run_split, score_split
+    from mtgym.benchmark.splits import get_split
+    from mtgym.core.io import prepare_out_dir
+
+    if args.address and args.backend != "ray":
+        raise ValueError("--address needs --backend ray")
+    split = get_split(args.split)
+    out = Path(args.out or f"{DEFAULT_OUT}-{split.name}{'-quick' if args.quick else ''}")
+    prepare_out_dir(out)  # before any work
+    seeds = split.seeds(quick=args.quick)
+    total = len(split.scenarios) * len(args.policy) * len(seeds)
+    console = Console(width=max(Console().width, 120))
+    t0 = time.perf_counter()
+    with Progress(console=console, disable=args.no_progress, transient=True) as bar:
+        task = bar.add_task("benchmark", total=total)
+
+        def progress(text: str) -> None:  # once per episode
+            bar.update(task, description=text, advance=1)
+
+        results = run_split(
+            split,
+            args.policy,
+            quick=args.quick,
+            backend=args.backend,
+            address=args.address,
+            decision_interval_s=args.decision_interval,
+            progress=progress,
+        )
+    res = score_split(split, results, args.policy, quick=args.quick)
+    report.write(out, res)
+    print(report.markdown(res))
+    print(f"wall time {time.perf_counter() - t0:.0f} s; wrote {out}/results.md, results.json, tb/")
+    return 0

@@ -1,0 +1,215 @@
+"""The benchmark's outputs: a markdown report (printed and ``results.md``), ``results.json``
+and TensorBoard scalars (``tb/<policy>/``).
+
+Per scenario, one row per policy: the headline (``normalized_throughput``, best-node
+equivalents) mean [95 % interval]; its paired ratio to the scenario's best baseline
+[interval]; the mean JCT of the jobs every policy that ran completed, and its ratio to the
+reference's; the jobs completed. A policy that could not run shows its one-line reason
+instead. Then the suite table: each policy's geometric mean of ratios [interval], or why it
+has none.
+
+TensorBoard (stable-baselines3's logger, like ``mtgym evaluate``): per policy, for each
+scenario ``benchmark/<scenario>/normalized_throughput``, ``.../ratio`` and
+``.../jct_common_mean``, and ``benchmark/suite_score``, all at step 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from mtgym.benchmark.runner import HEADLINE, BenchmarkResult
+
+UNDEFINED_SCORE = "not defined: did not run on"
+
+
+def _num(v: float, digits: int = 3) -> str:
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}" if abs(v) >= 100 else f"{v:.{digits}f}"
+
+
+def _iv(mean: float, lo: float, hi: float, digits: int = 3) -> str:
+    if not math.isfinite(lo):
+        return _num(mean, digits)
+    return f"{_num(mean, digits)} [{_num(lo, digits)}, {_num(hi, digits)}]"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown(res: BenchmarkResult) -> str:
+    """The report as markdown (module docstring)."""
+    pct = f"{res.level:.0%}"
+    kind = "quick" if res.quick else "full"
+    lines = [
+        f"# mtgym benchmark: split `{res.split}` ({kind} run)",
+        "",
+        f"Headline: `{HEADLINE}` (best-node equivalents of training, higher is better), "
+        f"mean over seeds [{pct} bootstrap interval]. Ratio: paired, mean / the scenario's "
+        "best baseline's mean (learned agents are never the reference). JCT common: mean JCT "
+        "(s) of the jobs every policy that ran completed (x the reference's). Done: jobs "
+        "completed.",
+        "",
+    ]
+    for sc in res.scenarios:
+        span = "its own horizon" if sc.horizon_s is None else f"first {sc.horizon_s / 3600:g} h"
+        seeds = f"seeds {sc.seeds[0]}-{sc.seeds[-1]}" if sc.seeds else "no seeds"
+        ref = sc.reference or "none (no baseline ran)"
+        lines += [
+            f"## {sc.scenario}",
+            "",
+            f"{seeds}, {span}, reference (best baseline): `{ref}`, {sc.wall_s:.0f} s",
+            "",
+            "| policy | headline | ratio to best baseline | JCT common s (x ref) | done |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for name, ps in sc.policies.items():
+            if ps.unsupported is not None:
+                lines.append(f"| {_cell(name)} | {_cell(ps.unsupported)} | | | |")
+                continue
+            h = ps.headline
+            r = ps.ratio
+            ratio = "n/a" if r is None else _iv(r.ratio, r.ratio_ci_low, r.ratio_ci_high)
+            j = ps.jct_common
+            jct = _num(j.mean)
+            if math.isfinite(j.mean) and math.isfinite(ps.jct_common_ratio):
+                jct += f" ({ps.jct_common_ratio:.2f}x)"
+            d = ps.jobs_completed
+            lines.append(
+                f"| {_cell(name)} | {_iv(h.mean, h.ci_low, h.ci_high)} | {ratio} | {jct} | "
+                f"{_num(d.mean, 1) if abs(d.mean) < 100 else _num(d.mean)} |"
+            )
+        lines.append("")
+    lines += [
+        "## Suite score",
+        "",
+        f"Geometric mean over the {len(res.scenarios)} scenarios of each policy's ratio to the "
+        f"scenario's best baseline [{pct} interval: seeds resampled within each scenario, "
+        f"{res.n_boot:,} resamples]. Defined only for a policy that ran on every scenario.",
+        "",
+        "| policy | suite score |",
+        "| --- | --- |",
+    ]
+    for name in res.policies:
+        s = res.suite[name]
+        text = (
+            _iv(s.score, s.ci_low, s.ci_high)
+            if s.complete
+            else f"{UNDEFINED_SCORE} {', '.join(s.missing)}"
+        )
+        lines.append(f"| {_cell(name)} | {text} |")
+    return "\n".join(lines) + "\n"
+
+
+def _f(v: float) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
+
+
+def to_json(res: BenchmarkResult) -> dict[str, Any]:
+    """``results.json``: JSON-safe (undefined numbers are null)."""
+    scen = []
+    for sc in res.scenarios:
+        pol: dict[str, Any] = {}
+        for name, ps in sc.policies.items():
+            if ps.unsupported is not None:
+                pol[name] = {"unsupported": ps.unsupported}
+                continue
+            r = ps.ratio
+            pol[name] = {
+                HEADLINE: {k: _f(v) if k != "n" else v for k, v in ps.headline.as_dict().items()},
+                "ratio": None
+                if r is None
+                else {
+                    "reference": r.reference,
+                    "ratio": _f(r.ratio),
+                    "ci_low": _f(r.ratio_ci_low),
+                    "ci_high": _f(r.ratio_ci_high),
+                    "n": r.n,
+                },
+                "jct_common_mean": {
+                    k: _f(v) if k != "n" else v for k, v in ps.jct_common.as_dict().items()
+                },
+                "jct_common_ratio": _f(ps.jct_common_ratio),
+                "jobs_completed": {
+                    k: _f(v) if k != "n" else v for k, v in ps.jobs_completed.as_dict().items()
+                },
+            }
+        scen.append(
+            {
+                "scenario": sc.scenario,
+                "seeds": sc.seeds,
+                "horizon_s": sc.horizon_s,
+                "reference": sc.reference,
+                "wall_s": sc.wall_s,
+                "policies": pol,
+            }
+        )
+    return {
+        "split": res.split,
+        "quick": res.quick,
+        "headline": HEADLINE,
+        "ci": {
+            "level": res.level,
+            "method": "percentile bootstrap over seeds (paired; suite: seeds resampled "
+            "within each scenario)",
+            "n_boot": res.n_boot,
+            "bootstrap_seed": res.boot_seed,
+        },
+        "policies": res.policies,
+        "scenarios": scen,
+        "suite": {
+            name: {
+                "score": _f(s.score),
+                "ci_low": _f(s.ci_low),
+                "ci_high": _f(s.ci_high),
+                "complete": s.complete,
+                "missing": s.missing,
+            }
+            for name, s in res.suite.items()
+        },
+    }
+
+
+def tb_name(policy: str) -> str:
+    """A folder name for a policy (``agent:/a/b/model.zip`` -> ``agent_a_b_model.zip``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", policy).strip("_") or "policy"
+
+
+def write_tensorboard(out: Path, res: BenchmarkResult) -> None:
+    """``out/tb/<policy>/`` event files (module docstring)."""
+    from stable_baselines3.common.logger import configure
+
+    for name in res.policies:
+        logger = configure(str(out / "tb" / tb_name(name)), ["tensorboard"])
+        for sc in res.scenarios:
+            ps = sc.policies[name]
+            vals = {
+                HEADLINE: ps.headline.mean,
+                "ratio": math.nan if ps.ratio is None else ps.ratio.ratio,
+                "jct_common_mean": ps.jct_common.mean,
+            }
+            for k, v in vals.items():
+                if math.isfinite(v):
+                    logger.record(f"benchmark/{sc.scenario}/{k}", v)
+        s = res.suite[name]
+        if s.complete and math.isfinite(s.score):
+            logger.record("benchmark/suite_score", s.score)
+        logger.dump(0)
+        logger.close()
+
+
+def write(out: str | Path, res: BenchmarkResult) -> None:
+    """``out/results.md``, ``out/results.json`` and ``out/tb/``."""
+    from mtgym.core.io import atomic_write_json, atomic_write_text
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "results.md", markdown(res))
+    atomic_write_json(out / "results.json", to_json(res))
+    write_tensorboard(out, res)

@@ -1,0 +1,498 @@
+"""Run a split's scenarios for several policies, paired on the same seeds, and score them.
+
+**Running** (``run_split``): per scenario, every policy plays every seed's instance (the same
+instance for every policy) through the pieces ``mtgym.evaluate`` and the Ray backend use:
+``configure_policy`` with the scenario's defaults, ``play``, ``episode_row`` and
+``add_common_metrics``, so a row here is an ``evaluate`` row (plus the headline metrics
+``HEADLINE_KEYS``, taken from the episode's ``EpisodeMetrics``). A quick run passes
+``until`` to ``play``. ``backend="ray"`` runs one Ray task per (scenario, policy, seed) in
+``mtgym.backends.ray_backend.ray_session`` (same rows; only timings differ).
+
+A policy that cannot run on a scenario (``PolicyUnsupportedError`` from its ``reset``) is recorded
+with its one-line reason for that scenario and left out of it; the others run.
+
+**Scoring** (``score_split``):
+
+- per scenario and policy: the headline (``normalized_throughput``) mean with its 95 %
+  bootstrap interval (``mtgym.stats.mean_ci``), the JCT of the jobs every policy that ran
+  completed (``jct_common_mean``) and the jobs completed;
+- the scenario's **reference** is its best *baseline*: the policy with the highest mean
+  headline among those that ran, learned agents (``agent``, ``agent:PATH``) excluded. It is
+  chosen after seeing that scenario's numbers, as the benchmark asks ("its paired ratio to
+  that scenario's best baseline"); every policy's ratio to it is paired over the seeds
+  (``mtgym.stats.paired``: mean / reference mean, with a bootstrap interval), so the
+  reference's own ratio is 1;
+- the **suite score** of a policy is the geometric mean over scenarios of those ratios. Its
+  interval: resample the seeds of each scenario (the same resample for every policy of a
+  scenario, an independent one per scenario), recompute each scenario's ratio of means and
+  their geometric mean, take the 2.5 and 97.5 % quantiles. The reference stays the one
+  chosen on the full data. A policy that did not run on every scenario (or a scenario with
+  no baseline) has **no suite score** (NaN, ``missing`` names the scenarios): it is never
+  computed over fewer scenarios.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mtgym import stats
+from mtgym.benchmark.splits import Split
+from mtgym.core.errors import PolicyUnsupportedError
+from mtgym.evaluate import PolicyRun, add_common_metrics
+
+#: the headline metric (model-neutral: best-node equivalents of training, docs/metrics.md)
+HEADLINE = "normalized_throughput"
+#: metrics added to every row from the episode's EpisodeMetrics
+HEADLINE_KEYS = ("normalized_throughput", "normalized_efficiency", "fairness_jain")
+#: registry names of learned policies (never a scenario's reference); ``agent:PATH`` too
+LEARNED = frozenset({"agent"})
+BACKENDS = ("local", "ray")
+
+
+def is_baseline(policy: str) -> bool:
+    """Whether ``policy`` may be a scenario's reference (not a learned agent)."""
+    return policy.split(":", 1)[0] not in LEARNED
+
+
+# -- running ------------------------------------------------------------------------------
+@dataclass
+class ScenarioRuns:
+    """One scenario's episodes: the policies that ran (rows in seed order) and those that
+    could not, with their one-line reasons.
+    """
+
+    scenario: str
+    seeds: list[int]
+    horizon_s: float | None  # simulated seconds played (None: the scenario's horizon)
+    runs: list[PolicyRun]
+    unsupported: dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+def _row(instance: Any, res: Any, seed: int) -> dict[str, Any]:
+    from mtgym.evaluate import episode_row
+
+    row = episode_row(instance, res, seed)
+    m = res.metrics.as_dict()
+    for k in HEADLINE_KEYS:
+        row.setdefault(k, float(m[k]))
+    return row
+
+
+def _until(instance: Any, horizon_s: float | None) -> float | None:
+    return None if horizon_s is None else float(instance.t_start) + float(horizon_s)
+
+
+def run_one(
+    scenario: str,
+    policy: str,
+    seed: int,
+    horizon_s: float | None = None,
+    decision_interval_s: float | None = None,
+) -> dict[str, Any]:
+    """One episode built from names (the body of a Ray task): its row.
+
+    Raises:
+        PolicyUnsupportedError: the policy cannot run on the scenario.
+    """
+    from mtgym.evaluate import configure_policy, scenario_defaults
+    from mtgym.policy.play import play
+    from mtgym.policy.registry import make_policy
+    from mtgym.scenario.registry import get_generator
+
+    gen = get_generator(scenario)
+    instance = gen(seed)
+    pol = configure_policy(make_policy(policy), scenario_defaults(gen))
+    res = play(
+        instance,
+        pol,
+        until=_until(instance, horizon_s),
+        decision_interval_s=decision_interval_s,
+    )
+    return _row(instance, res, seed)
+
+
+def _finish(
+    scenario: str,
+    seeds: list[int],
+    horizon_s: float | None,
+    policies: Sequence[str],
+    rows: dict[str, list[dict[str, Any] | None]],
+    unsupported: dict[str, str],
+    t0: float,
+) -> ScenarioRuns:
+    runs = [PolicyRun(p, rows[p]) for p in policies if p not in unsupported]  # type: ignore[arg-type]
+    add_common_metrics(runs)
+    return ScenarioRuns(
+        scenario, seeds, horizon_s, runs, unsupported, wall_s=time.perf_counter() - t0
+    )
+
+
+def run_scenario_local(
+    scenario: str,
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    *,
+    horizon_s: float | None = None,
+    decision_interval_s: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ScenarioRuns:
+    """Every policy on every seed of one scenario, in this process (instances built once
+    per seed, as ``evaluate`` does).
+    """
+    from mtgym.evaluate import configure_policy, scenario_defaults
+    from mtgym.policy.play import play
+    from mtgym.policy.registry import make_policy
+    from mtgym.scenario.registry import get_generator
+
+    t0 = time.perf_counter()
+    seeds = [int(s) for s in seeds]
+    gen = get_generator(scenario)
+    defaults = scenario_defaults(gen)
+    instances: dict[int, Any] = {}
+    rows: dict[str, list[dict[str, Any] | None]] = {}
+    unsupported: dict[str, str] = {}
+    for name in policies:
+        rows[name] = []
+        for seed in seeds:
+            if progress is not None:
+                progress(f"{scenario}: {name} seed {seed}")
+            if seed not in instances:
+                instances[seed] = gen(seed)
+            inst = instances[seed]
+            try:
+                pol = configure_policy(make_policy(name), defaults)
+                res = play(
+                    inst,
+                    pol,
+                    until=_until(inst, horizon_s),
+                    decision_interval_s=decision_interval_s,
+                )
+            except PolicyUnsupportedError as exc:
+                unsupported[name] = str(exc.with_scenario(scenario))
+                break
+            rows[name].append(_row(inst, res, seed))
+    return _finish(scenario, seeds, horizon_s, policies, rows, unsupported, t0)
+
+
+def _portable(policy: str) -> str:
+    """``agent:rel/model.zip`` -> an absolute path (Ray workers run elsewhere)."""
+    from pathlib import Path
+
+    if ":" in policy:
+        head, arg = policy.split(":", 1)
+        p = Path(arg).expanduser()
+        if p.exists():
+            return f"{head}:{p.resolve()}"
+    return policy
+
+
+def run_split_ray(
+    split: Split,
+    policies: Sequence[str],
+    *,
+    quick: bool = False,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    decision_interval_s: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[ScenarioRuns]:
+    """The whole split as Ray tasks, one per (scenario, policy, seed) (``ray_session``)."""
+    from mtgym.backends.ray_backend import ray_session
+
+    seeds = split.seeds(quick=quick)
+    t0 = time.perf_counter()
+    results: list[ScenarioRuns] = []
+    with ray_session(address, num_cpus=num_cpus) as ray:
+        task = ray.remote(num_cpus=1)(run_one)
+        pending: dict[Any, tuple[str, str, int]] = {}
+        for sc in split.scenarios:
+            h = split.horizon_s(sc, quick=quick)
+            for name in policies:
+                for k, seed in enumerate(seeds):
+                    ref = task.remote(sc.name, _portable(name), seed, h, decision_interval_s)
+                    pending[ref] = (sc.name, name, k)
+        rows = {sc.name: {p: [None] * len(seeds) for p in policies} for sc in split.scenarios}
+        unsupported: dict[str, dict[str, str]] = {sc.name: {} for sc in split.scenarios}
+        refs = list(pending)
+        try:
+            while refs:
+                done, refs = ray.wait(refs, num_returns=1)
+                for ref in done:
+                    scn, name, k = pending[ref]
+                    try:
+                        rows[scn][name][k] = ray.get(ref)
+                    except Exception as exc:
+                        cause = getattr(exc, "cause", exc)
+                        if isinstance(cause, PolicyUnsupportedError):
+                            unsupported[scn][name] = str(cause.with_scenario(scn))
+                        elif isinstance(cause, Exception) and cause is not exc:
+                            cause.add_note(f"(raised in a Ray task: {scn}, {name}, seed {k})")
+                            raise cause from None
+                        else:
+                            raise
+                    if progress is not None:
+                        progress(f"{scn}: {name} seed {seeds[k]}")
+        except BaseException:
+            for ref in refs:  # do not leave the rest running on a shared cluster
+                ray.cancel(ref, force=True)
+            raise
+    for sc in split.scenarios:
+        results.append(
+            _finish(
+                sc.name,
+                seeds,
+                split.horizon_s(sc, quick=quick),
+                policies,
+                rows[sc.name],
+                unsupported[sc.name],
+                t0,
+            )
+        )
+    return results
+
+
+def run_split(
+    split: Split,
+    policies: Sequence[str],
+    *,
+    quick: bool = False,
+    backend: str = "local",
+    address: str | None = None,
+    decision_interval_s: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[ScenarioRuns]:
+    """Every policy on every scenario of ``split`` on the split's seeds (module docstring).
+
+    Raises:
+        ValueError: an unknown backend, no policy, or a policy named twice.
+        KeyError: an unknown policy or scenario (checked before any episode).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    if not policies:
+        raise ValueError("benchmark needs at least one policy (--policy NAME)")
+    if len(set(policies)) != len(policies):
+        raise ValueError(f"a policy is named twice: {', '.join(policies)}")
+    from mtgym.policy.registry import make_policy
+    from mtgym.scenario.registry import get_generator
+
+    for name in policies:
+        make_policy(name)  # fail fast on an unknown name or a missing model
+    for sc in split.scenarios:
+        get_generator(sc.name)  # fail fast on a missing scenario or data file
+    if backend == "ray":
+        return run_split_ray(
+            split,
+            policies,
+            quick=quick,
+            address=address,
+            decision_interval_s=decision_interval_s,
+            progress=progress,
+        )
+    seeds = split.seeds(quick=quick)
+    return [
+        run_scenario_local(
+            sc.name,
+            policies,
+            seeds,
+            horizon_s=split.horizon_s(sc, quick=quick),
+            decision_interval_s=decision_interval_s,
+            progress=progress,
+        )
+        for sc in split.scenarios
+    ]
+
+
+# -- scoring ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PolicyScore:
+    """One policy on one scenario (all NaN and ``unsupported`` set when it could not run)."""
+
+    headline: stats.Interval
+    ratio: stats.Paired | None  # headline vs the scenario's reference (None: no reference)
+    jct_common: stats.Interval
+    jct_common_ratio: float  # mean JCT of common jobs / the reference's
+    jobs_completed: stats.Interval
+    unsupported: str | None = None
+
+
+@dataclass(frozen=True)
+class ScenarioScore:
+    """One scenario's scores and its reference (best baseline; None if no baseline ran)."""
+
+    scenario: str
+    seeds: list[int]
+    horizon_s: float | None
+    reference: str | None
+    policies: dict[str, PolicyScore]
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class SuiteScore:
+    """A policy's geometric mean of ratios over the split (NaN when incomplete)."""
+
+    policy: str
+    score: float
+    ci_low: float
+    ci_high: float
+    missing: list[str]  # scenarios without a ratio for this policy (then score is NaN)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every scenario gave a ratio (only then is the score defined)."""
+        return not self.missing
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """Everything the report shows."""
+
+    split: str
+    quick: bool
+    policies: list[str]
+    scenarios: list[ScenarioScore]
+    suite: dict[str, SuiteScore]
+    level: float
+    n_boot: int
+    boot_seed: int
+
+
+_NAN_IV = stats.Interval(math.nan, math.nan, math.nan, 0)
+
+
+def best_baseline(runs: Sequence[PolicyRun], key: str = HEADLINE) -> str | None:
+    """The baseline with the highest mean ``key`` over seeds (first on ties; None if none)."""
+    best, best_v = None, -math.inf
+    for run in runs:
+        if not is_baseline(run.name):
+            continue
+        v = run.values(key)
+        v = v[~np.isnan(v)]
+        if v.size and float(v.mean()) > best_v:
+            best, best_v = run.name, float(v.mean())
+    return best
+
+
+def score_scenario(
+    sr: ScenarioRuns,
+    policies: Sequence[str],
+    *,
+    level: float = stats.LEVEL,
+    n_boot: int = stats.N_BOOT,
+    seed: int = stats.SEED,
+) -> ScenarioScore:
+    """Intervals and paired ratios of one scenario (module docstring)."""
+    by_name = {r.name: r for r in sr.runs}
+    ref_name = best_baseline(sr.runs)
+    ref = by_name.get(ref_name) if ref_name is not None else None
+    kw = {"level": level, "n_boot": n_boot, "seed": seed}
+    out: dict[str, PolicyScore] = {}
+    for name in policies:
+        if name not in by_name:
+            reason = sr.unsupported.get(name, "did not run")
+            out[name] = PolicyScore(_NAN_IV, None, _NAN_IV, math.nan, _NAN_IV, reason)
+            continue
+        run = by_name[name]
+        ratio = jct_ratio = None
+        if ref is not None:
+            ratio = stats.paired(
+                run.values(HEADLINE), ref.values(HEADLINE), reference=ref.name, **kw
+            )
+            jct_ratio = stats.paired(
+                run.values("jct_common_mean"),
+                ref.values("jct_common_mean"),
+                reference=ref.name,
+                **kw,
+            ).ratio
+        out[name] = PolicyScore(
+            headline=stats.mean_ci(run.values(HEADLINE), **kw),
+            ratio=ratio,
+            jct_common=stats.mean_ci(run.values("jct_common_mean"), **kw),
+            jct_common_ratio=math.nan if jct_ratio is None else jct_ratio,
+            jobs_completed=stats.mean_ci(run.values("jobs_completed"), **kw),
+        )
+    return ScenarioScore(sr.scenario, sr.seeds, sr.horizon_s, ref_name, out, sr.wall_s)
+
+
+def suite_scores(
+    results: Sequence[ScenarioRuns],
+    scores: Sequence[ScenarioScore],
+    policies: Sequence[str],
+    *,
+    level: float = stats.LEVEL,
+    n_boot: int = stats.N_BOOT,
+    seed: int = stats.SEED,
+) -> dict[str, SuiteScore]:
+    """Each policy's geometric mean of its scenario ratios, with a bootstrap interval
+    (module docstring: seeds resampled within each scenario, jointly for its policies).
+    """
+    log_pt = {p: np.zeros(0) for p in policies}
+    log_boot = {p: np.zeros((0, n_boot)) for p in policies}
+    missing: dict[str, list[str]] = {p: [] for p in policies}
+    for k, (sr, sc) in enumerate(zip(results, scores, strict=True)):
+        by_name = {r.name: r for r in sr.runs}
+        ref = by_name.get(sc.reference) if sc.reference is not None else None
+        idx = stats.resample_indices(len(sr.seeds), n_boot, seed + k)  # this scenario's draws
+        for p in policies:
+            if ref is None or p not in by_name:
+                missing[p].append(sc.scenario)
+                continue
+            x, r = by_name[p].values(HEADLINE), ref.values(HEADLINE)
+            ok = ~(np.isnan(x) | np.isnan(r))
+            point = float(x[ok].mean() / r[ok].mean()) if ok.any() else math.nan
+            if not (point > 0 and math.isfinite(point)):
+                missing[p].append(sc.scenario)
+                continue
+            # a resample's ratio of means over the seeds where both have a value
+            xw, rw = np.where(ok, x, 0.0)[idx], np.where(ok, r, 0.0)[idx]
+            cnt = ok[idx].sum(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                boot = (xw.sum(axis=1) / cnt) / (rw.sum(axis=1) / cnt)
+                log_b = np.where(boot > 0, np.log(boot), np.nan)
+            log_pt[p] = np.append(log_pt[p], math.log(point))
+            log_boot[p] = np.vstack([log_boot[p], log_b])
+    out = {}
+    for p in policies:
+        if missing[p] or log_pt[p].size == 0:
+            out[p] = SuiteScore(p, math.nan, math.nan, math.nan, missing[p] or ["(no scenario)"])
+            continue
+        g = np.exp(log_boot[p].mean(axis=0))
+        g = g[np.isfinite(g)]
+        lo, hi = (
+            np.quantile(g, [(1 - level) / 2, (1 + level) / 2]) if g.size else (math.nan, math.nan)
+        )
+        out[p] = SuiteScore(p, float(np.exp(log_pt[p].mean())), float(lo), float(hi), [])
+    return out
+
+
+def score_split(
+    split: Split,
+    results: Sequence[ScenarioRuns],
+    policies: Sequence[str],
+    *,
+    quick: bool = False,
+    level: float = stats.LEVEL,
+    n_boot: int = stats.N_BOOT,
+    seed: int = stats.SEED,
+) -> BenchmarkResult:
+    """Per-scenario scores and the suite score of every policy."""
+    kw = {"level": level, "n_boot": n_boot, "seed": seed}
+    scores = [score_scenario(sr, policies, **kw) for sr in results]
+    return BenchmarkResult(
+        split=split.name,
+        quick=quick,
+        policies=list(policies),
+        scenarios=scores,
+        suite=suite_scores(results, scores, policies, **kw),
+        level=level,
+        n_boot=n_boot,
+        boot_seed=seed,
+    )

@@ -1,0 +1,129 @@
+"""The benchmark's named splits: what agents may train on, and what they are judged on.
+
+**Test split** (``TEST``): scenarios and seeds that no training or selection may touch. Eight
+scenarios: ``polaris`` (560 nodes, four topology levels), ``nas-campaign`` (a 64-trial NAS
+campaign), ``swf-lublin`` (supply = holes of an EASY-backfilled log), ``hetero-mix`` (three
+GPU types), ``pal-philly-64gpu`` (PAL's Sia-Philly experiment, real data),
+``summit-replay-2d`` (2 days of the Summit idle trace with BFTrainer's ImageNet jobs, real
+data), and the default scenario at 128 and 512 nodes (``default-128``, ``default-512``). The
+seeds are ``TEST_SEED_START`` onwards (9000..9009 for a full run, 9000..9002 for
+``--quick``), the same for every scenario and every policy (paired). They are disjoint from
+every seed range the shipped agent, its selection and the T_fwd sweep used (``USED_SEEDS``:
+500-509, 700-729, 1000-1019, 4000-4029, as ``agents/pretrained/README.md`` and the presets
+record them) and from the training seeds (>= 2^30).
+
+**Quick run** (``--quick``): the first ``QUICK_SEEDS`` seeds, and each scenario played only
+up to ``quick_horizon_s`` simulated seconds from its start (``play(until=...)``: a quick
+episode is the prefix of the full one). A full run plays the scenarios' own horizons.
+
+**Train split** (``TRAIN``): the scenario family ``default-family`` (the default scenario
+randomised over node count, GPU mix, topology depth and job mix; ``mtgym.benchmark.family``
+registers it) with seeds ``>= TRAIN_SEED_MIN`` (2^30). It is named here by string only:
+nothing in this module imports the family's generator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: first test seed (a full run uses FULL_SEEDS consecutive seeds from here, quick QUICK_SEEDS)
+TEST_SEED_START = 9000
+FULL_SEEDS = 10
+QUICK_SEEDS = 3
+#: training seeds are at or above this (the test seeds are far below)
+TRAIN_SEED_MIN = 2**30
+#: seed ranges (inclusive) the shipped agent, its selection or the T_fwd sweep already used
+USED_SEEDS = ((500, 509), (700, 729), (1000, 1019), (4000, 4029))
+
+
+@dataclass(frozen=True)
+class SuiteScenario:
+    """One scenario of a split and how short its quick run is."""
+
+    name: str  # a scenario name (preset or built-in)
+    quick_horizon_s: float  # --quick plays [t_start, t_start + this]
+
+
+@dataclass(frozen=True)
+class Split:
+    """A named set of scenarios, each run on the same seeds by every policy."""
+
+    name: str
+    description: str
+    scenarios: tuple[SuiteScenario, ...]
+    seed_start: int = TEST_SEED_START
+    full_seeds: int = FULL_SEEDS
+    quick_seeds: int = QUICK_SEEDS
+
+    def seeds(self, *, quick: bool = False) -> list[int]:
+        """The split's seeds (the quick run's are the first of the full run's)."""
+        n = self.quick_seeds if quick else self.full_seeds
+        return list(range(self.seed_start, self.seed_start + n))
+
+    def horizon_s(self, scenario: SuiteScenario, *, quick: bool = False) -> float | None:
+        """Simulated seconds to play from the start (None: the scenario's own horizon)."""
+        return scenario.quick_horizon_s if quick else None
+
+    @property
+    def names(self) -> list[str]:
+        """The scenario names, in report order."""
+        return [s.name for s in self.scenarios]
+
+
+@dataclass(frozen=True)
+class TrainSplit:
+    """What agents may train on: scenario families and seeds (named, not imported)."""
+
+    name: str
+    description: str
+    scenarios: tuple[str, ...]
+    seed_min: int = TRAIN_SEED_MIN
+
+    def check_seed(self, seed: int) -> int:
+        """``seed`` if it belongs to the train split; ``ValueError`` (one line) otherwise."""
+        if int(seed) < self.seed_min:
+            raise ValueError(
+                f"seed {seed} is not a training seed: the train split uses seeds >= "
+                f"{self.seed_min} (2^30); lower seeds may be test seeds"
+            )
+        return int(seed)
+
+
+#: The test split (module docstring); quick horizons keep ``--quick`` under 10 min on 2 cores.
+TEST = Split(
+    name="test",
+    description="scenarios and seeds no training or selection may touch",
+    scenarios=(
+        SuiteScenario("polaris", quick_horizon_s=2 * 3600.0),
+        SuiteScenario("nas-campaign", quick_horizon_s=2 * 3600.0),
+        SuiteScenario("swf-lublin", quick_horizon_s=6 * 3600.0),
+        SuiteScenario("hetero-mix", quick_horizon_s=2 * 3600.0),
+        SuiteScenario("pal-philly-64gpu", quick_horizon_s=12 * 3600.0),
+        SuiteScenario("summit-replay-2d", quick_horizon_s=2 * 3600.0),
+        SuiteScenario("default-128", quick_horizon_s=2 * 3600.0),
+        SuiteScenario("default-512", quick_horizon_s=1 * 3600.0),
+    ),
+)
+
+#: The train split (module docstring).
+TRAIN = TrainSplit(
+    name="train",
+    description="the default scenario randomised over node count, GPU mix, topology depth "
+    "and job mix, seeds >= 2^30",
+    scenarios=("default-family",),
+)
+
+#: Splits ``mtgym benchmark --split`` runs.
+SPLITS: dict[str, Split] = {TEST.name: TEST}
+
+
+def get_split(name: str) -> Split:
+    """The split called ``name``; ``KeyError`` naming the known ones."""
+    if name not in SPLITS:
+        raise KeyError(f"unknown split {name!r}; known splits: {', '.join(SPLITS)}")
+    return SPLITS[name]
+
+
+def is_test_seed(seed: int, split: Split = TEST) -> bool:
+    """Whether ``seed`` is one of ``split``'s (full-run) seeds."""
+    return split.seed_start <= int(seed) < split.seed_start + split.full_seeds

@@ -247,14 +247,12 @@ def instance(
 
 def declaration_error(inst: Instance, exact: np.ndarray) -> float:
     """Median over jobs and breakpoints (n >= 1) of |log(declared / exact)|: how far the
-    declared curves are from the runtime truth, ratio-invariant (flat guesses included).
+    declared curves are from the runtime truth (the x-axis of declaration quality).
     """
     jobs = inst.jobs
     m = jobs.curve_nodes >= 1
     d = np.asarray(jobs.declared_curve_tput)[m]
     e = np.asarray(exact)[m]
-    # a flat guess is off by a constant factor per job; compare shapes: rates per node
-    # relative to each job's own 1-node value
     return float(np.median(np.abs(np.log(np.maximum(d, 1e-12) / np.maximum(e, 1e-12)))))
 
 

@@ -131,7 +131,7 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="MalleTrain: paired seeds 0..N-1 (default 10, --quick 3)",
+        help="MalleTrain: paired seeds 0..N-1 (default 20, --quick 3)",
     )
     p.add_argument(
         "--completion-at-round",

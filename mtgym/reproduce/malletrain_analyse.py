@@ -1,16 +1,16 @@
-"""Gains of the MalleTrain experiment, with paired intervals, and the report rows.
+"""Gains of the MalleTrain experiment, with paired intervals, verdicts and the report rows.
 
-A **gain** is ``mean(MalleTrain throughput) / mean(FreeTrain throughput) - 1`` over the
-seeds of one (supply, declaration model), FreeTrain having the same declarations and every
-seed the same instance for both; its 95 % interval is the paired percentile bootstrap of
-that ratio over seeds (``mtgym.stats.paired``). Variants that read no declarations are
-compared with FreeTrain under each declaration model.
+A **gain** is ``mean(MalleTrain metric) / mean(FreeTrain metric) - 1`` over the seeds of one
+(workload, declaration model), FreeTrain told that model's declarations and every seed the
+same instance for both; its 95 % interval is the paired percentile bootstrap of that ratio
+over seeds (``mtgym.stats.paired``). The metric is ``normalized_throughput`` on the
+campaigns (their models differ) and samples/s on the ImageNet replay.
 
-**Verdicts** (``common.verdict``, against the paper's +22.3 %, fixed before any run): every
-row claims the paper's ordering "MalleTrain's throughput exceeds FreeTrain's"; it holds when
-the interval of the gain lies above 0. A gain whose interval includes 0 (or lies below it)
-is therefore **not reproduced**; a gain established above 0 is *reproduced* within 25 % of
-22.3 % (16.7 % to 27.9 %), else *partly*.
+**Verdict** (``docs/malletrain-preregistration.md``, fixed before any run): a cell is
+*reproduced* iff its gain is > 0 and its 95 % interval lies above 0; otherwise *not
+reproduced*. "Up to 22.3 %" is the paper's best setting: the size is reported against it
+but does not enter the verdict. A headline reading is reproduced when at least one of its
+NAS / HPO cells is.
 """
 
 from __future__ import annotations
@@ -20,74 +20,120 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.reproduce.common import NOT_REPRODUCED, Row, fmt_pct, verdict
-from mtgym.reproduce.malletrain_run import DECL_BY_KEY, DECLARATIONS, NO_DECL, VARIANTS
+from mtgym.reproduce.common import NOT_REPRODUCED, REPRODUCED, Row, fmt_pct
+from mtgym.reproduce.malletrain_run import (
+    CAMPAIGN_WORKLOADS,
+    DECL_BY_KEY,
+    DECLARATIONS,
+    HEADLINE,
+    METRIC,
+    NO_DECL,
+    applies,
+)
 from mtgym.stats import paired
 
 NAME = "malletrain"
 PAPER_GAIN = 0.223  # "up to 22.3 %" more training throughput (abstract)
-
-VARIANT_TEXT = {
-    "malletrain": "MalleTrain (paper-style JPA: probes at 1, 1/2, 1/4, 1/8 of max, capped)",
-    "malletrain-uncapped": "MalleTrain, same probes, growth not capped at the largest probed",
-    "malletrain-probe1to4": "MalleTrain, online-profiling branch probes (1-4 nodes), capped",
-    "malletrain-probe1to4-uncapped": "MalleTrain, probes at 1-4 nodes, not capped",
-    "malletrain-main": "MalleTrain as on its main branch (declared start, passive, no probes)",
+CLAIM = (
+    '"up to 22.3%" more training throughput than prior work "without requiring users to '
+    'provide job scalability information" (MalleTrain, abstract)'
+)
+VERDICT_TEXT = (
+    "**Verdict rule** (pre-registered, `docs/malletrain-preregistration.md`, one rule for "
+    "every MalleTrain cell): a cell is **reproduced** iff the paired gain is > 0 and its 95 % "
+    "interval lies above 0; otherwise **not reproduced**. 'Up to 22.3 %' is read as the "
+    "paper's best setting: the gain's size is reported against 22.3 % and does not enter the "
+    "verdict. A headline reading is reproduced when at least one of its NAS / HPO cells is."
+)
+#: What each declaration cell tests (one sentence, in the report).
+TESTS = {
+    "exact": "the cost of profiling: FreeTrain knows the runtime truth, MalleTrain must "
+    "measure it and pays for its probes (a control: MalleTrain cannot win here)",
+    "offline": "reading (b): FreeTrain told what users can measure offline on dedicated "
+    "packed best-type nodes, blind to the idle nodes' spread, per-GPU variability and reclaims",
+    "family": "FreeTrain told the campaign's base-configuration curve for every trial, what a "
+    "NAS/HPO user can supply without profiling each trial",
+    "noise0.25": "offline curves with lognormal sigma = 0.25 errors (a careful benchmark "
+    "elsewhere)",
+    "noise0.5": "offline curves with lognormal sigma = 0.5 errors",
+    "noise1": "offline curves with lognormal sigma = 1 errors (a wild guess per breakpoint)",
+    "linear": "FreeTrain told perfect scaling from each job's 1-node rate",
+    "none": "reading (a): FreeTrain told nothing (one flat linear guess, 15 s costs), as "
+    "MalleTrain is",
 }
 
 
 @dataclass(frozen=True)
 class Gain:
-    """One variant's gain over FreeTrain under one (supply, declaration model)."""
+    """MalleTrain's gain over FreeTrain under one (workload, declaration model)."""
 
-    variant: str
-    regime: str
+    workload: str
     declaration: str
     gain: float  # ratio of means - 1
     ci_low: float
     ci_high: float
     per_seed: tuple[float, ...]  # per-seed MalleTrain / FreeTrain - 1
     n: int
+    decl_error: float = float("nan")  # median |log(declared / runtime truth)|
 
     @property
     def established(self) -> bool:
         """The interval lies above 0."""
-        return bool(np.isfinite(self.ci_low) and self.ci_low > 0)
+        return bool(np.isfinite(self.ci_low) and self.ci_low > 0 and self.gain > 0)
 
     @property
     def verdict(self) -> str:
-        """By ``common.verdict`` against the paper, the ordering being "interval above 0"."""
-        return verdict(PAPER_GAIN, self.gain, ordering=self.established)
+        """By the pre-registered rule: reproduced iff the gain is established above 0."""
+        return REPRODUCED if self.established else NOT_REPRODUCED
+
+    @property
+    def worse(self) -> bool:
+        """The interval lies below 0: MalleTrain is worse."""
+        return bool(np.isfinite(self.ci_high) and self.ci_high < 0)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {
-            "variant": self.variant,
-            "regime": self.regime,
+            "workload": self.workload,
             "declaration": self.declaration,
             "gain": self.gain,
             "ci_low": self.ci_low,
             "ci_high": self.ci_high,
             "per_seed": list(self.per_seed),
             "n": self.n,
+            "decl_error": self.decl_error,
             "verdict": self.verdict,
         }
 
 
-def _series(
-    by: dict[tuple[str, int, str, str], float], regime: str, seeds: list[int], pol: str, dec: str
-) -> np.ndarray:
-    return np.array([by[(regime, s, pol, dec)] for s in seeds])
+@dataclass
+class RuleRow(Row):
+    """A report row whose verdict is the pre-registered rule's (not ``common.verdict``)."""
+
+    rule_verdict: str = NOT_REPRODUCED
+
+    @property
+    def verdict(self) -> str:  # type: ignore[override]
+        """The pre-registered rule's verdict."""
+        return self.rule_verdict
 
 
-def _gain(
-    variant: str, regime: str, decl: str, x: np.ndarray, ref: np.ndarray, reference: str
-) -> Gain:
-    """The paired gain of ``x`` over ``ref`` (seed by seed), with its per-seed gains."""
+def _by(
+    results: list[dict[str, Any]], metric: str | None = None
+) -> dict[tuple[str, int, str, str], float]:
+    """Each episode's headline value (or ``metric``) by (workload, seed, policy, decl)."""
+    return {
+        (r["workload"], r["seed"], r["policy"], r["declaration"]): (
+            r["value"] if metric is None else r["metrics"][metric]
+        )
+        for r in results
+    }
+
+
+def _gain(workload: str, decl: str, x: np.ndarray, ref: np.ndarray, reference: str) -> Gain:
     p = paired(x, ref, reference=reference)
     return Gain(
-        variant,
-        regime,
+        workload,
         decl,
         p.ratio - 1.0,
         p.ratio_ci_low - 1.0,
@@ -97,36 +143,42 @@ def _gain(
     )
 
 
-def gains(results: list[dict[str, Any]]) -> list[Gain]:
-    """Every (variant, supply, declaration model) gain over FreeTrain with the same
-    declarations, in the order of ``VARIANTS`` x regimes x ``DECLARATIONS``.
+def gains(results: list[dict[str, Any]], metric: str | None = None) -> list[Gain]:
+    """Every (workload, declaration model) gain over FreeTrain with those declarations, in
+    the order workloads x ``DECLARATIONS`` (``metric``: another metric than the headline,
+    e.g. raw ``throughput`` for context).
     """
-    by = {(r["regime"], r["seed"], r["policy"], r["declaration"]): r["throughput"] for r in results}
-    regimes = list(dict.fromkeys(r["regime"] for r in results))
+    by = _by(results, metric)
+    workloads = list(dict.fromkeys(r["workload"] for r in results))
     seeds = sorted({r["seed"] for r in results})
+    err: dict[tuple[str, str], list[float]] = {}
+    for r in results:
+        err.setdefault((r["workload"], r["declaration"]), []).append(r["decl_error"])
     out = []
-    for v, (_, reads) in VARIANTS.items():
-        for reg in regimes:
-            for d in DECLARATIONS:
-                ft = _series(by, reg, seeds, "freetrain", d.key)
-                mt = _series(by, reg, seeds, v, d.key if reads else NO_DECL)
-                out.append(_gain(v, reg, d.key, mt, ft, f"freetrain/{d.key}"))
+    for wl in workloads:
+        mt = np.array([by[(wl, s, "malletrain", NO_DECL)] for s in seeds])
+        for d in DECLARATIONS:
+            if not applies(wl, d.key):
+                continue
+            ft = np.array([by[(wl, s, "freetrain", d.key)] for s in seeds])
+            g = _gain(wl, d.key, mt, ft, f"freetrain/{d.key}")
+            out.append(Gain(**{**g.__dict__, "decl_error": float(np.mean(err[(wl, d.key)]))}))
     return out
 
 
 def information_value(results: list[dict[str, Any]]) -> list[Gain]:
     """Context: FreeTrain under each declaration model against FreeTrain told nothing."""
-    by = {(r["regime"], r["seed"], r["policy"], r["declaration"]): r["throughput"] for r in results}
-    regimes = list(dict.fromkeys(r["regime"] for r in results))
+    by = _by(results)
+    workloads = list(dict.fromkeys(r["workload"] for r in results))
     seeds = sorted({r["seed"] for r in results})
     out = []
-    for reg in regimes:
-        ref = _series(by, reg, seeds, "freetrain", "none")
+    for wl in workloads:
+        ref = np.array([by[(wl, s, "freetrain", "none")] for s in seeds])
         for d in DECLARATIONS:
-            if d.key == "none":
+            if d.key == "none" or not applies(wl, d.key):
                 continue
-            x = _series(by, reg, seeds, "freetrain", d.key)
-            out.append(_gain("freetrain", reg, d.key, x, ref, "freetrain/none"))
+            x = np.array([by[(wl, s, "freetrain", d.key)] for s in seeds])
+            out.append(_gain(wl, d.key, x, ref, "freetrain/none"))
     return out
 
 
@@ -136,66 +188,80 @@ def fmt_gain(g: Gain) -> str:
     return f"{sign(g.gain)} [{sign(g.ci_low)}, {sign(g.ci_high)}]"
 
 
-def rows_for(table: list[Gain], info: list[Gain], n_seeds: int, source: str) -> list[Row]:
-    """The report rows: the headline cell, a summary, one row per cell, context rows."""
-    head = next(
-        g
-        for g in table
-        if g.variant == "malletrain" and g.declaration == "exact" and g.regime == table[0].regime
-    )
-    won = [g for g in table if g.established]
-    lost = [g for g in table if np.isfinite(g.ci_high) and g.ci_high < 0]
-    won_text = (
-        "; ".join(
-            f"{g.variant} vs FreeTrain with {DECL_BY_KEY[g.declaration].text} ({g.regime}): "
-            f"{fmt_gain(g)}"
-            for g in sorted(won, key=lambda g: -g.gain)
+def _why(g: Gain) -> str:
+    if g.established:
+        return f"established above 0 ({fmt_pct(g.gain)} against the paper's best 22.3 %)"
+    if g.worse:
+        return "MalleTrain is worse (interval below 0)"
+    return "the interval includes 0: no gain is established"
+
+
+def reading(table: list[Gain], key: str) -> tuple[str, list[Gain]]:
+    """A headline reading's verdict and its campaign cells."""
+    decl = HEADLINE[key]
+    cells = [g for g in table if g.declaration == decl and g.workload in CAMPAIGN_WORKLOADS]
+    ok = any(g.established for g in cells)
+    return (REPRODUCED if ok and cells else NOT_REPRODUCED), cells
+
+
+def rows_for(
+    table: list[Gain], info: list[Gain], n_seeds: int, source: str, reasons: dict[str, str]
+) -> list[Row]:
+    """The report rows: two headline readings, one row per cell, context rows."""
+    rows: list[Row] = []
+    labels = {
+        "a": "(a) users provide nothing: MalleTrain vs FreeTrain told nothing",
+        "b": "(b) users provide what they can measure: MalleTrain vs FreeTrain told offline "
+        "curves and costs",
+    }
+    for key in ("a", "b"):
+        v, cells = reading(table, key)
+        if not cells:
+            continue
+        best = max(cells, key=lambda g: g.gain)
+        cell_text = "; ".join(
+            f"{g.workload.upper()} {fmt_gain(g)} *{g.verdict}* ({_why(g)})" for g in cells
         )
-        or "none"
-    )
-    rows = [
-        Row(
-            NAME,
-            "MalleTrain throughput gain over FreeTrain, headline cell fixed in advance "
-            f"(paper-style JPA vs exact declarations, {head.regime} supply)",
-            PAPER_GAIN,
-            head.gain,
-            f"{fmt_gain(head)} (paired 95 % interval, {head.n} seeds; {source}). The "
-            "comparison the paper's claim implies: FreeTrain told the measured curves and "
-            "costs, MalleTrain told nothing. The paper's setup is not recoverable (abstract "
-            "only).",
-        ),
-        Row(
-            NAME,
-            "share of settings where MalleTrain gains (interval above 0)",
-            None,
-            len(won) / len(table),
-            f"{len(won)} of {len(table)} (variant, supply, declaration) cells gain, "
-            f"{len(lost)} lose (interval below 0), the rest are not distinguishable from 0. "
-            f"Gains: {won_text}.",
-        ),
-    ]
+        note = (
+            f"Claim: {CLAIM}. {cell_text} (paired 95 % intervals, {n_seeds} seeds, "
+            f"normalised throughput; {source})."
+        )
+        if v == NOT_REPRODUCED:
+            note += f" Likeliest reason: {reasons.get(key, 'see the report section')}"
+        rows.append(
+            RuleRow(
+                NAME,
+                f"HEADLINE {labels[key]}, NAS and HPO campaigns, scarce supply",
+                PAPER_GAIN,
+                best.gain,
+                note,
+                rule_verdict=v,
+            )
+        )
     for g in table:
         d = DECL_BY_KEY[g.declaration]
-        reads = VARIANTS[g.variant][1]
-        who = f"FreeTrain with {d.text}" + (" (MalleTrain starts from the same)" if reads else "")
-        note = f"{fmt_gain(g)}, {g.n} seeds; per seed " + ", ".join(
-            fmt_pct(x, 0) for x in g.per_seed
+        role = (
+            "headline (a)"
+            if g.declaration == HEADLINE["a"] and g.workload in CAMPAIGN_WORKLOADS
+            else "headline (b)"
+            if g.declaration == HEADLINE["b"] and g.workload in CAMPAIGN_WORKLOADS
+            else "control"
+            if g.declaration == "exact"
+            else "secondary"
         )
-        if g.verdict == NOT_REPRODUCED:
-            note += (
-                "; the interval includes 0: no gain is established"
-                if g.ci_low <= 0 <= g.ci_high
-                else "; MalleTrain is worse"
-            )
+        note = (
+            f"{fmt_gain(g)}, {g.n} seeds, {METRIC[g.workload]}; {_why(g)}. Tests: "
+            f"{TESTS[g.declaration]}. Declaration error (median |log declared/true|) "
+            f"{g.decl_error:.3f}; per seed " + ", ".join(fmt_pct(x, 0) for x in g.per_seed)
+        )
         rows.append(
-            Row(
+            RuleRow(
                 NAME,
-                f"gain over {who}: {VARIANT_TEXT[g.variant]}, {g.regime} supply",
+                f"{role}: MalleTrain vs FreeTrain with {d.text}, {g.workload}",
                 PAPER_GAIN,
                 g.gain,
                 note,
-                ordering=g.established,
+                rule_verdict=g.verdict,
             )
         )
     for g in info:
@@ -203,7 +269,7 @@ def rows_for(table: list[Gain], info: list[Gain], n_seeds: int, source: str) -> 
             Row(
                 NAME,
                 f"context: FreeTrain with {DECL_BY_KEY[g.declaration].text} vs FreeTrain told "
-                f"nothing, {g.regime} supply",
+                f"nothing, {g.workload}",
                 None,
                 g.gain,
                 f"{fmt_gain(g)}, {g.n} seeds: what the declarations are worth to FreeTrain",

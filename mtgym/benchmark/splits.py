@@ -17,8 +17,8 @@ up to ``quick_horizon_s`` simulated seconds from its start (``play(until=...)``:
 episode is the prefix of the full one). A full run plays the scenarios' own horizons.
 
 **Train split** (``TRAIN``): the scenario family ``default-family`` (the default scenario
-randomised over node count, GPU mix, topology depth and job mix; ``mtgym.benchmark.family``
-registers it) with seeds ``>= TRAIN_SEED_MIN`` (2^30). It is named here by string only:
+randomised over node count, GPU mix, topology depth and job mix; ``mtgym.generate.family``,
+registered by name in ``mtgym.scenario.registry``) with seeds ``>= TRAIN_SEED_MIN`` (2^30). It is named here by string only:
 nothing in this module imports the family's generator.
 """
 

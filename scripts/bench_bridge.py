@@ -12,7 +12,7 @@ Plans (two jobs of PAL class A, i.e. the small CNN; every job goes 1 -> 2 -> 1 n
   third; both jobs run two workers at once: four workers on two cores (contention).
 - ``gpu``: ``staggered`` with job b of class B (``--model gpu``: a ResNet-50 and a
   transformer); ``scripts/gpu_check.sh`` replays it.
-- ``mini``: one job, 1 node then 2 (300 simulated s): the gpu_check dry run on CPU.
+- ``mini``: one job, 1 node for 200 simulated s, then 2 for 100: the gpu_check dry run.
 
 Run 2 replays the same trace; the calibration (run 1's measured table + rescale costs) is
 the simulator's job profile for the prediction.
@@ -38,7 +38,6 @@ from mtgym.core.types import AppClass
 from mtgym.policy.registry import make_policy
 from mtgym.testing import ScriptPolicy, linear_job, tiny_instance
 
-
 PLANS = ("staggered", "equal-share", "gpu", "mini")
 
 
@@ -48,8 +47,8 @@ def record(plan: str, path: Path) -> None:
         linear_job("b", 100, 2, 1e9, app_class=AppClass.B if plan == "gpu" else AppClass.A),
     ]
     if plan == "mini":
-        inst = tiny_instance(2, rows[:1], windows=[(0, 0, 300), (1, 150, 300)], t_end=300)
-        pol = ScriptPolicy([(0, {0: 0}), (150, {0: 0, 1: 0})], name="mini")
+        inst = tiny_instance(2, rows[:1], windows=[(0, 0, 300), (1, 200, 300)], t_end=300)
+        pol = ScriptPolicy([(0, {0: 0}), (200, {0: 0, 1: 0})], name="mini")
     elif plan in ("staggered", "gpu"):
         windows = [(0, 0, 400), (1, 0, 300), (1, 310, 400), (2, 100, 150), (2, 200, 250)]
         inst = tiny_instance(3, rows, windows=windows, t_end=400)

@@ -57,7 +57,7 @@ print(f"gpu_check on {names}; torch {torch.__version__}, CUDA {torch.version.cud
 EOF
 else
   PLAN=mini; MODEL=gpu-tiny; SCALE="${SCALE:-10}"; EXTRA=(--start-method spawn)
-  COMMON_CPU=(--dp allreduce)
+  COMMON_CPU=(--dp allreduce --stop-timeout 10)
   NGPU=0
   echo "gpu_check dry run on CPU (device cpu, $(nproc) cores)"
 fi

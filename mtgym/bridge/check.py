@@ -1,11 +1,12 @@
-"""The one-screen summary of ``scripts/gpu_check.sh``: several replays of one trace, side by side.
+"""The one-screen summary of ``scripts/gpu_check.sh``: replays of one trace, side by side.
 
-``python -m mtgym.bridge.check agent=DIR torchrun=DIR calibrated=DIR [--smi FILE]`` reads each replay folder's ``report.json`` (``report-calibrated.json`` for the
-per-job prediction errors where there is one) and prints, per run: crashes, failed jobs,
-samples, start and rescale times, reclaim deadlines, and the workers' GPU utilisation and
-peak memory; then the calibrated run's error per job and node count; then what
-``nvidia-smi`` sampled over the whole check (``--smi``: its CSV log). The last line is
-``gpu_check: OK`` or ``gpu_check: FAILED (<why>)``; the exit status is 0 or 1.
+``python -m mtgym.bridge.check agent=DIR torchrun=DIR calibrated=DIR [--smi FILE]`` reads
+each replay folder's ``report.json`` (and ``report-calibrated.json`` for the per-job
+prediction errors where there is one) and prints, per run: crashes, failed jobs, samples,
+start and rescale times, reclaim deadlines, and the workers' GPU utilisation and peak
+memory; then the calibrated run's error per job and node count; then what ``nvidia-smi``
+sampled over the whole check (``--smi``: its CSV log). The last line is ``gpu_check: OK``
+or ``gpu_check: FAILED (<why>)``; the exit status is 0 or 1.
 """
 
 from __future__ import annotations

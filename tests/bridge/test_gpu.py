@@ -258,4 +258,3 @@ def test_check__summary_of_fake_runs(tmp_path):
     assert smi_summary(smi) == (
         "GPU 0: util mean 50 % over 3 s (75 % while busy), max 90 %, memory max 31,000 MiB"
     )
-

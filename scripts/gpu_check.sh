@@ -14,7 +14,8 @@
 # agent run with spawned workers as on CUDA, time scale 10; about 2 minutes on 2 cores.
 # Needs only what `make run` installs, plus a CUDA build of torch for --device cuda.
 # With one GPU the jobs share it (--share-gpus: gloo); with two or more each simulated
-# node gets its own GPU and NCCL.
+# node gets its own GPU and NCCL. Both jobs start on GPU 0 at once: it needs tens of GB
+# (ResNet-50 at batch 256 and the transformer, bf16).
 set -euo pipefail
 
 DEVICE=cuda
@@ -52,7 +53,11 @@ import shutil, subprocess, torch
 smi = shutil.which("nvidia-smi")
 names = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
                        capture_output=True, text=True).stdout.strip().replace("\n", "; ") if smi else "?"
-nccl = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "n/a"
+try:
+    v = torch.cuda.nccl.version()
+    nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+except Exception:
+    nccl = "n/a"
 print(f"gpu_check on {names}; torch {torch.__version__}, CUDA {torch.version.cuda}, NCCL {nccl}")
 EOF
 else

@@ -11,7 +11,7 @@
 #   scripts/gpu_check.sh [--device cuda|cpu] [--out DIR] [--time-scale X] [--python PY]
 #
 # --device cpu is the dry run (CI): one job ("mini" plan), tiny models (--model gpu-tiny), the
-# agent run with spawned workers as on CUDA, time scale 10; about 2 minutes on 2 cores.
+# agent run with spawned workers as on CUDA, time scale 5; about 3.5 minutes on 2 cores.
 # Needs only what `make run` installs, plus a CUDA build of torch for --device cuda.
 # With one GPU the jobs share it (--share-gpus: gloo); with two or more each simulated
 # node gets its own GPU and NCCL. Both jobs start on GPU 0 at once: it needs tens of GB
@@ -61,7 +61,7 @@ except Exception:
 print(f"gpu_check on {names}; torch {torch.__version__}, CUDA {torch.version.cuda}, NCCL {nccl}")
 EOF
 else
-  PLAN=mini; MODEL=gpu-tiny; SCALE="${SCALE:-10}"; EXTRA=(--start-method spawn)
+  PLAN=mini; MODEL=gpu-tiny; SCALE="${SCALE:-5}"; EXTRA=(--start-method spawn)
   COMMON_CPU=(--dp allreduce --stop-timeout 10)
   NGPU=0
   echo "gpu_check dry run on CPU (device cpu, $(nproc) cores)"

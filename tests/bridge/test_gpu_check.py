@@ -22,8 +22,11 @@ def test_gpu_check__cpu_dry_run(bridge_dir):
     lines = r.stdout.splitlines()
     assert lines[0].startswith("gpu_check dry run on CPU")
     assert lines[-1] == "gpu_check: OK"
-    rows = {x.split()[0]: x.split() for x in lines if x.split()[:1] in (["agent"], ["torchrun"],
-                                                                       ["calibrated"])}  # fmt: skip
+    runs = lines.index(
+        "runs (start/up/down: seconds, mean (min-max); GPU: rank 0, mean over the run)"
+    )
+    rows = {x.split()[0]: x.split() for x in lines[runs + 2 : runs + 5]}
+    assert list(rows) == ["agent", "torchrun", "calibrated"]
     # both launch modes; the agent spawns its workers, as it does on CUDA
     assert rows["agent"][1] == "agent/spawn" and rows["calibrated"][1] == "agent/spawn"
     assert rows["torchrun"][1] == "torchrun/torchrun"

@@ -2,6 +2,7 @@
 on run 1, predict run 2 with the calibrated simulator, print the errors.
 
     .venv/bin/python scripts/bench_bridge.py [--out DIR] [--time-scale 5] [--plan staggered]
+    .venv/bin/python scripts/bench_bridge.py --plan gpu --record-only TRACE   # trace only
 
 Plans (two jobs of PAL class A, i.e. the small CNN; every job goes 1 -> 2 -> 1 nodes):
 
@@ -9,6 +10,9 @@ Plans (two jobs of PAL class A, i.e. the small CNN; every job goes 1 -> 2 -> 1 n
   b's second node is reclaimed. At most two workers at once (this machine has two cores).
 - ``equal-share``: four nodes, the equal-share policy, nodes 2-3 idle only in the middle
   third; both jobs run two workers at once: four workers on two cores (contention).
+- ``gpu``: ``staggered`` with job b of class B (``--model gpu``: a ResNet-50 and a
+  transformer); ``scripts/gpu_check.sh`` replays it.
+- ``mini``: one job, 1 node for 200 simulated s, then 2 for 100: the gpu_check dry run.
 
 Run 2 replays the same trace; the calibration (run 1's measured table + rescale costs) is
 the simulator's job profile for the prediction.
@@ -34,18 +38,23 @@ from mtgym.core.types import AppClass
 from mtgym.policy.registry import make_policy
 from mtgym.testing import ScriptPolicy, linear_job, tiny_instance
 
+PLANS = ("staggered", "equal-share", "gpu", "mini")
+
 
 def record(plan: str, path: Path) -> None:
     rows = [
         linear_job("a", 100, 2, 1e9, app_class=AppClass.A),
-        linear_job("b", 100, 2, 1e9, app_class=AppClass.A),
+        linear_job("b", 100, 2, 1e9, app_class=AppClass.B if plan == "gpu" else AppClass.A),
     ]
-    if plan == "staggered":
+    if plan == "mini":
+        inst = tiny_instance(2, rows[:1], windows=[(0, 0, 300), (1, 200, 300)], t_end=300)
+        pol = ScriptPolicy([(0, {0: 0}), (200, {0: 0, 1: 0})], name="mini")
+    elif plan in ("staggered", "gpu"):
         windows = [(0, 0, 400), (1, 0, 300), (1, 310, 400), (2, 100, 150), (2, 200, 250)]
         inst = tiny_instance(3, rows, windows=windows, t_end=400)
         pol = ScriptPolicy(
             [(0, {0: 0, 1: 1}), (100, {0: 0, 1: 0}), (200, {0: 1, 1: 1}), (300, {0: 1, 1: 0})],
-            name="staggered",
+            name=plan,
         )
     else:
         windows = [(0, 0, 300), (1, 0, 300), (2, 100, 200), (3, 100, 200)]
@@ -75,12 +84,18 @@ def fmt(v, f=",.0f"):
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="runs/bench-bridge")
-    p.add_argument("--plan", default="staggered", choices=("staggered", "equal-share"))
+    p.add_argument("--plan", default="staggered", choices=PLANS)
+    p.add_argument("--record-only", default=None, metavar="TRACE", help="write the trace, exit")
     p.add_argument("--time-scale", type=float, default=5.0)
     p.add_argument("--runs", type=int, default=2, help="replays (calibrate on the first)")
     p.add_argument("--dp", default="ddp", choices=("ddp", "allreduce"))
     p.add_argument("--model", default=None)
     args = p.parse_args()
+    if args.record_only:
+        Path(args.record_only).parent.mkdir(parents=True, exist_ok=True)
+        record(args.plan, Path(args.record_only))
+        print(f"trace {args.record_only}: plan {args.plan}")
+        return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")

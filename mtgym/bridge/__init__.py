@@ -14,9 +14,11 @@ Modules import torch lazily: ``import mtgym.bridge`` is cheap. See ``mtgym/bridg
 __all__ = [
     "agent",
     "calibrate",
+    "check",
     "checkpoint",
     "cli",
     "controller",
+    "gpu",
     "launcher",
     "measure",
     "predict",

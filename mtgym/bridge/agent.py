@@ -1,12 +1,23 @@
-"""A torch elastic agent for the bridge's workers (``elastic_launch``, fork start method).
+"""A torch elastic agent for the bridge's workers (``elastic_launch``; fork or spawn).
 
 Run as a script: ``python agent.py --nproc-per-node K --rdzv-endpoint 127.0.0.1:PORT
---rdzv-id ID -- <worker arguments>``. It is torchrun's agent (c10d rendezvous, worker
-monitoring, SIGTERM forwarding) driven through the ``torch.distributed.launcher.api`` API,
-with one difference that matters for rescale costs: the agent imports torch, DDP and the
+--rdzv-id ID [--start-method fork|spawn] -- <worker arguments>``. It is torchrun's agent
+(c10d rendezvous, worker monitoring, SIGTERM forwarding) driven through the
+``torch.distributed.launcher.api`` API. Exit status: 0 when every worker returned, 1 when
+one failed.
+
+**Start method.** On CPU (``fork``, the default) the agent imports torch, DDP and the
 optimiser once and *forks* its workers, so a restart pays ``import torch`` once instead of
-once per worker (and DDP's lazy ``torch._dynamo`` import once, before the fork). Exit
-status: 0 when every worker returned, 1 when one failed.
+once per worker (and DDP's lazy ``torch._dynamo`` import once, before the fork). On CUDA
+the launcher passes ``--start-method spawn``: each worker is a fresh interpreter. Forking
+is unsafe there because the agent cannot keep CUDA out of itself: torch's own
+``LaunchConfig.__post_init__`` calls ``torch.cuda.is_available()`` (``cudaGetDeviceCount``,
+which initialises the driver and marks the process "bad fork"), so every forked worker died
+at ``torch.cuda.set_device`` ("Cannot re-initialize CUDA in forked subprocess"). Spawn
+does not depend on what torch does in the parent; it costs one ``import torch`` per
+worker, as torchrun does. As a second guard the agent sets
+``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (availability checks through NVML do not initialise
+CUDA) and refuses to fork once CUDA is initialised in it.
 
 The rendezvous store listens on ``$MTGYM_STORE_BIND`` (127.0.0.1 from ``LocalLauncher``)
 only, and the workers get ``PR_SET_PDEATHSIG`` against this agent (``mtgym.bridge.procs``).
@@ -16,6 +27,7 @@ only, and the workers get ``PR_SET_PDEATHSIG`` against this agent (``mtgym.bridg
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import os
 import sys
@@ -45,9 +57,36 @@ def _procs_module():
     return _sibling("procs")
 
 
+START_METHODS = ("fork", "spawn")
+
+
+def check_fork_safe(start_method: str) -> None:
+    """Refuse to fork workers from a process in which CUDA is initialised.
+
+    ``torch.cuda.is_initialized`` reads a flag; it never initialises CUDA itself.
+    """
+    import torch
+
+    if start_method == "fork" and torch.cuda.is_initialized():
+        raise RuntimeError(
+            "CUDA is initialised in the agent: forked workers cannot use it; "
+            "use --start-method spawn"
+        )
+
+
 def run_worker(argv: list[str]) -> int:
-    """The workers' entry point (module level: the elastic API calls it in each child)."""
-    return int(_worker_module().train(argv))
+    """The workers' entry point (module level: the elastic API calls it in each child).
+
+    After a clean stop the child leaves without interpreter teardown, as ``worker.main``
+    does: a forked child ends with ``os._exit`` anyway; a spawned one would run a full
+    teardown (seconds, and gloo's sometimes aborts), so ``os._exit(0)`` is registered to
+    run first thing at exit, after the agent has read the return value.
+    """
+    step = int(_worker_module().train(argv))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit.register(os._exit, 0)
+    return step
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,14 +108,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--last-call-timeout", type=float, default=1.0)
     p.add_argument("--join-timeout", type=float, default=120.0)
     p.add_argument("--prewarm-ddp", action="store_true", help="import DDP's torch._dynamo")
+    p.add_argument(
+        "--start-method",
+        default="fork",
+        choices=START_METHODS,
+        help="fork (CPU: torch imported once) or spawn (CUDA: a fresh interpreter per worker)",
+    )
     args = p.parse_args(own)
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
     import torch
     import torch.distributed
     import torch.optim
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
-    if args.prewarm_ddp:
+    if args.prewarm_ddp and args.start_method == "fork":
         import torch._dynamo
         import torch.nn.parallel  # noqa: F401
     _worker_module()
@@ -97,9 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         },
         max_restarts=args.max_restarts,
         monitor_interval=args.monitor_interval,
-        start_method="fork",
+        start_method=args.start_method,
         local_addr=args.local_addr,
     )
+    check_fork_safe(args.start_method)
     try:
         elastic_launch(cfg, run_worker)(worker_argv)
     except Exception as exc:  # ChildFailedError and friends

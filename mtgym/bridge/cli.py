@@ -75,8 +75,11 @@ def _print_event(console: Any, t0: list[float]) -> Any:
 
 
 def _summary(console: Any, rep: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
+    if rep.get("failures"):
+        console.print(f"[red]FAILED:[/] {escape('; '.join(rep['failures']))}")
     table = Table(title=f"bridge report ({rep['prediction_source']})")
     for col in ("job", "nodes", "workers", "predicted", "measured", "error", "r_up s", "r_down s"):
         table.add_column(col, justify="right")
@@ -106,6 +109,10 @@ def _summary(console: Any, rep: dict[str, Any]) -> None:
         f"reclaims {tot['reclaims']} (deadlines met: {tot['reclaim_deadlines_met']}); "
         f"crashes {tot['crashes']}"
     )
+    from mtgym.bridge.report import cap_lines, gpu_lines
+
+    for line in [*cap_lines(rep), *gpu_lines(rep)]:
+        console.print(escape(line[2:]))
 
 
 def _analyse(out: Path, calibration: str | None, *, write_cal: bool, console: Any) -> dict:
@@ -124,7 +131,9 @@ def _analyse(out: Path, calibration: str | None, *, write_cal: bool, console: An
     meas = measure_replay(out)
     atomic_write_json(out / "measurements.json", _strict(meas.to_json()))
     trace = read_trace(out / "trace.jsonl")
-    if write_cal:
+    if write_cal and meas.empty:
+        console.print("no steady-state measurements: no calibration written")
+    elif write_cal:
         cal = calibrate(meas, trace)
         write_calibration(out / "calibration.json", cal)
         write_bftrainer_csv(cal, out / "calibration.csv")
@@ -186,7 +195,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         max_world_size=args.max_world_size,
         max_restarts=args.max_restarts,
     )
-    launcher = LocalLauncher(workers_per_node=args.workers_per_node, launch=args.launch)
+    launcher = LocalLauncher(
+        workers_per_node=args.workers_per_node,
+        launch=args.launch,
+        share_gpus=args.share_gpus,
+        start_method=None if args.start_method == "auto" else args.start_method,
+    )
     out = prepare_out_dir(args.out)
     t0 = [0.0]
     try:
@@ -206,13 +220,22 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         return int(exc.code)
     console.print(f"replayed in {res.wall_s:.1f} s wall; files in {out}")
     rep = _analyse(out, args.calibration, write_cal=True, console=console)
-    console.print(
-        f"wrote {out / 'report.md'}, {out / 'report.json'}, {out / 'calibration.json'}, "
-        f"{out / 'calibration.csv'}, {out / 'calibrated-scenario.json'}"
-        + (f", {out / 'report-calibrated.md'}" if args.calibration else "")
-    )
-    met = rep["totals"]["reclaim_deadlines_met"]
-    return 1 if met is False else 0
+    wrote = [out / "report.md", out / "report.json"]
+    if (out / "calibration.json").exists():
+        wrote += [out / x for x in ("calibration.json", "calibration.csv")]
+        wrote.append(out / "calibrated-scenario.json")
+    if args.calibration:
+        wrote.append(out / "report-calibrated.md")
+    console.print("wrote " + ", ".join(map(str, wrote)))
+    return _status(rep)
+
+
+def _status(rep: dict[str, Any]) -> int:
+    """1 when a job failed (the reason on stderr) or a reclaim deadline was missed."""
+    if rep.get("failures"):
+        print(f"FAILED: {'; '.join(rep['failures'])}", file=sys.stderr)
+        return 1
+    return 1 if rep["totals"]["reclaim_deadlines_met"] is False else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -221,8 +244,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.dir)
     if not (out / "replay.json").is_file():
         raise FileNotFoundError(f"{out} is not a replay folder (no replay.json)")
-    _analyse(out, args.calibration, write_cal=not args.no_calibration, console=Console())
-    return 0
+    rep = _analyse(out, args.calibration, write_cal=not args.no_calibration, console=Console())
+    return _status(rep)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -232,6 +255,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     out = Path(args.dir)
     meas = measure_replay(out)
+    if meas.empty:
+        raise ValueError(f"{out}: no job has steady-state measurements; nothing to calibrate")
     cal = calibrate(meas, read_trace(out / "trace.jsonl"))
     p = write_calibration(args.out, cal)
     print(p)
@@ -265,6 +290,13 @@ def _cmd_slurm(args: argparse.Namespace) -> int:
         print(f"### t = {seg.t0:g}..{seg.t1:g} s (simulated): {seg.world_size} node(s), gen {gen}")
         print(sl.dry_run_script(spec, list(seg.nodes), gen), end="")
     return 0
+
+
+def model_choices() -> list[str]:
+    """``--model`` values (the worker's models and model sets)."""
+    from mtgym.bridge.worker import model_choices as choices
+
+    return choices()
 
 
 def add_bridge_commands(subparsers: Any) -> None:
@@ -309,7 +341,9 @@ def add_bridge_commands(subparsers: Any) -> None:
         description="Run one real torch job per trace job (gloo on CPU, NCCL on GPUs), "
         "rescale it (checkpoint, stop, restart) when the trace does, collect per-iteration "
         "progress reports, then write DIR/report.md, DIR/report.json, DIR/calibration.json "
-        "and DIR/calibration.csv. Exit 1 if a reclaimed node was not released in time.",
+        "and DIR/calibration.csv. Exit 1 if a job made no progress, exhausted "
+        "--max-restarts, or a reclaimed node was not released in time (the report's first "
+        "line says why); no calibration is written when nothing was measured.",
     )
     p.add_argument("trace", metavar="TRACE", help="trace file (mtgym bridge record)")
     p.add_argument("--out", required=True, metavar="DIR", help="new folder for the replay")
@@ -330,9 +364,17 @@ def add_bridge_commands(subparsers: Any) -> None:
     p.add_argument("--jobs", default=None, help="comma-separated trace job ids (default: all)")
     p.add_argument("--until", type=float, default=None, metavar="T", help="stop at simulated T s")
     p.add_argument("--max-world-size", type=int, default=None, help="cap on nodes per job")
-    p.add_argument("--model", default=None, help="torch model for every job (default: by class)")
+    p.add_argument(
+        "--model",
+        default=None,
+        choices=model_choices(),
+        help="torch model for every job, or a set chosen per app class: small (default; "
+        "cnn/mlp), gpu (resnet50 at batch 256 / transformer, bf16 on CUDA), gpu-tiny",
+    )
     p.add_argument("--dp", default="ddp", choices=("ddp", "allreduce"), help="data parallelism")
-    p.add_argument("--batch", type=int, default=64, help="samples per worker per step")
+    p.add_argument(
+        "--batch", type=int, default=None, help="samples per worker per step (default: model's)"
+    )
     p.add_argument("--ckpt-every", type=int, default=50, help="steps between checkpoints")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
@@ -340,7 +382,20 @@ def add_bridge_commands(subparsers: Any) -> None:
         "--launch",
         default="agent",
         choices=("agent", "torchrun"),
-        help="elastic agent API with forked workers (default) or the torchrun CLI",
+        help="elastic agent API (default; forked workers on CPU, spawned on CUDA) or the "
+        "torchrun CLI",
+    )
+    p.add_argument(
+        "--start-method",
+        default="auto",
+        choices=("auto", "fork", "spawn"),
+        help="how --launch agent starts workers: auto = fork on CPU, spawn on CUDA",
+    )
+    p.add_argument(
+        "--share-gpus",
+        action="store_true",
+        help="let a job use more workers than visible GPUs: GPUs are assigned round-robin "
+        "and the workers use gloo (NCCL refuses two ranks on one GPU)",
     )
     p.add_argument("--seed", type=int, default=0, help="data/model seed")
     p.add_argument(
@@ -400,7 +455,7 @@ def add_bridge_commands(subparsers: Any) -> None:
     s.add_argument(
         "--token", default=None, help="run token in the step names (default: random per run)"
     )
-    s.add_argument("--model", default=None)
+    s.add_argument("--model", default=None, choices=model_choices())
     s.add_argument("--dp", default="ddp", choices=("ddp", "allreduce"))
     s.set_defaults(func=_cmd_slurm)
 

@@ -39,7 +39,7 @@ from typing import Any
 
 from mtgym.bridge.launcher import JobSpec, Launch, LocalLauncher
 from mtgym.bridge.trace import FieldError, Trace, check_job_id, read_trace, write_trace
-from mtgym.bridge.worker import MODELS, model_for_app_class
+from mtgym.bridge.worker import MODEL_SETS, MODELS, default_batch, model_for_app_class
 from mtgym.core.io import atomic_write_json
 
 _FINAL = "final"
@@ -54,8 +54,8 @@ class ReplayConfig:
     reclaim_deadline_s: float = 10.0
     stop_timeout_s: float = 30.0  # graceful window of a voluntary stop before SIGTERM
     term_grace_s: float = 2.0
-    model: str | None = None  # None = by app class (mtgym.bridge.worker.MODEL_BY_CLASS)
-    batch: int = 64
+    model: str | None = None  # a model, a model set, or None: by app class ("small" set)
+    batch: int | None = None  # per worker; None = the model's default
     lr: float = 0.01
     ckpt_every: int = 50
     sync_every: int = 2
@@ -81,8 +81,13 @@ class ReplayConfig:
                 f"reclaim_deadline_s ({self.reclaim_deadline_s}) must be >= term_grace_s + 1 "
                 f"({self.term_grace_s + 1.0})"
             )
-        if self.model is not None and self.model not in MODELS:
-            raise ValueError(f"unknown model {self.model!r}; known: {', '.join(sorted(MODELS))}")
+        if self.model is not None and self.model not in MODELS and self.model not in MODEL_SETS:
+            known = ", ".join([*sorted(MODELS), *sorted(MODEL_SETS)])
+            raise ValueError(f"unknown model {self.model!r}; known: {known}")
+        if self.batch is not None and self.batch < 1:
+            raise ValueError(f"batch must be >= 1, got {self.batch}")
+        if self.max_world_size is not None and self.max_world_size < 1:
+            raise ValueError(f"max_world_size must be >= 1, got {self.max_world_size}")
 
 
 @dataclass
@@ -335,12 +340,13 @@ def _spec(trace: Trace, job_id: str, out_dir: Path, cfg: ReplayConfig) -> JobSpe
     except FieldError as exc:
         raise ValueError(f"trace job id {job_id!r}: {exc.allowed}") from None
     job = trace.jobs[job_id]
+    model = model_for_app_class(job.app_class, cfg.model)
     return JobSpec(
         job_id=job_id,
         job_dir=(out_dir / "jobs" / job_id).resolve(),
-        model=cfg.model or model_for_app_class(job.app_class),
+        model=model,
         name=job.name,
-        batch=cfg.batch,
+        batch=cfg.batch or default_batch(model),
         lr=cfg.lr,
         seed=cfg.seed + int(job_id) if job_id.isdigit() else cfg.seed,
         ckpt_every=cfg.ckpt_every,
@@ -372,11 +378,20 @@ def replay(
     out = Path(out_dir)
     if (out / "events.jsonl").exists():
         raise FileExistsError(f"{out} already holds a replay (events.jsonl); use a new folder")
+    launcher = launcher or LocalLauncher(workers_per_node=cfg.workers_per_node)
+    specs = {j: _spec(tr, j, out, cfg) for j in tr.jobs}
+    caps = capped_jobs(tr, cfg.max_world_size)
+    # Fail before anything starts: every job's largest generation must fit the GPUs.
+    for j, s in specs.items():
+        most = max((len(e.nodes) for e in tr.events if e.job == j), default=0)
+        if cfg.max_world_size:
+            most = min(most, cfg.max_world_size)
+        if most:
+            launcher.check_fits(j, most, s.device)
+    devices = {j: launcher.resolve_device(s.device) for j, s in specs.items()}
     out.mkdir(parents=True, exist_ok=True)
     write_trace(out / "trace.jsonl", tr)
-    launcher = launcher or LocalLauncher(workers_per_node=cfg.workers_per_node)
     log = EventLog(out / "events.jsonl", on_event)
-    specs = {j: _spec(tr, j, out, cfg) for j in tr.jobs}
     drivers = {j: JobDriver(j, specs[j], launcher, cfg, log) for j in tr.jobs}
     sim0 = tr.header.t_start
     if tr.events:
@@ -392,12 +407,20 @@ def replay(
         "t_end_sim": tr.t_end,
         "t_end_wall": to_wall(tr.t_end),
         "workers_per_node": launcher.workers_per_node,
+        "launch": launcher.launch,
+        "share_gpus": launcher.share_gpus,
+        "gpus": launcher.gpus if "cuda" in devices.values() else [],
+        "capped": caps,
         "jobs": {
             j: {
                 "name": s.name,
                 "model": s.model,
                 "batch": s.batch,
                 "dp": s.dp,
+                "device": devices[j],
+                "start_method": (
+                    launcher.start_method(s.device) if launcher.launch == "agent" else "torchrun"
+                ),
                 "job_dir": str(s.job_dir.relative_to(out.resolve())),
             }
             for j, s in specs.items()
@@ -443,6 +466,16 @@ def replay(
             for j, d in drivers.items()
         },
     )
+
+
+def capped_jobs(trace: Trace, max_world_size: int | None) -> dict[str, int]:
+    """Jobs whose node sets ``max_world_size`` cuts, with the largest set the trace gives."""
+    if not max_world_size:
+        return {}
+    most: dict[str, int] = {}
+    for e in trace.events:
+        most[e.job] = max(most.get(e.job, 0), len(e.nodes))
+    return {j: n for j, n in most.items() if n > max_world_size}
 
 
 def _sleep_until(

@@ -40,12 +40,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtgym.bridge import procs
+from mtgym.bridge import gpu, procs
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 AGENT_SCRIPT = Path(__file__).with_name("agent.py")
 TORCHRUN_SCRIPT = Path(__file__).with_name("torchrun.py")
 LAUNCH_MODES = ("agent", "torchrun")
+#: How the agent starts workers (``mtgym.bridge.agent``): fork on CPU, spawn on CUDA.
+START_METHODS = ("fork", "spawn")
 #: torchrun's rendezvous settings: one fixed-size round, no 30 s wait for late nodes.
 RDZV_CONF = "join_timeout=120,last_call_timeout=1"
 
@@ -58,7 +60,7 @@ class JobSpec:
     job_dir: Path
     model: str = "mlp"
     name: str = ""
-    batch: int = 64
+    batch: int | None = None  # None: the model's default (mtgym.bridge.worker.MODELS)
     lr: float = 0.01
     seed: int = 0
     ckpt_every: int = 50
@@ -72,16 +74,25 @@ class JobSpec:
         """The file that asks generation ``gen`` to checkpoint and exit."""
         return self.job_dir / "control" / f"stop-g{gen}"
 
-    def worker_args(self, gen: int, *, job_dir: str | Path | None = None) -> list[str]:
-        """The worker's arguments for generation ``gen``."""
+    def worker_args(
+        self,
+        gen: int,
+        *,
+        job_dir: str | Path | None = None,
+        device: str | None = None,
+        backend: str | None = None,
+    ) -> list[str]:
+        """The worker's arguments for generation ``gen`` (``device``/``backend``: as
+        resolved by a launcher; default the spec's device and the worker's own choice).
+        """
         jd = Path(job_dir) if job_dir is not None else self.job_dir
         return [
             "--job-dir",
             str(jd),
             "--model",
             self.model,
-            "--batch",
-            str(self.batch),
+            *(["--batch", str(self.batch)] if self.batch is not None else []),
+            *(["--backend", backend] if backend else []),
             "--lr",
             str(self.lr),
             "--seed",
@@ -97,7 +108,7 @@ class JobSpec:
             "--dp",
             self.dp,
             "--device",
-            self.device,
+            device or self.device,
             "--stop-file",
             str(jd / "control" / f"stop-g{gen}"),
             *self.extra_args,
@@ -219,6 +230,18 @@ class LocalLauncher:
     A simulated "node" is a slot of ``workers_per_node`` worker processes; on a small
     machine all jobs share the cores, which the measurements then include.
 
+    **GPUs** (``device`` cuda, or auto with a GPU visible): the job's ``i``-th simulated
+    node gets GPUs ``[i*g, (i+1)*g)`` of the visible ones (``g = workers_per_node``), one
+    per worker: the agent's ``CUDA_VISIBLE_DEVICES`` is the job's GPUs and each worker
+    narrows it to its own (``MTGYM_RANK_DEVICES``, ``mtgym.bridge.gpu``) before CUDA
+    starts, and uses ``cuda:0``. A generation needing more GPUs than are visible raises
+    ``gpu.NotEnoughGpusError`` before anything starts, unless ``share_gpus``: then the list
+    wraps around and the workers use gloo (NCCL refuses two ranks on one GPU). Concurrent
+    jobs share the GPUs (each job numbers its nodes from 0). ``gpus`` overrides the
+    detected list (``gpu.visible_gpus``). The agent starts CUDA workers with ``spawn``
+    (see ``mtgym.bridge.agent`` for why not fork); ``start_method`` overrides it (never
+    ``fork`` on CUDA).
+
     ``token`` (random by default) marks every process started, so that only those are ever
     signalled. ``store_bind`` is the address the torch stores listen on: ``127.0.0.1`` by
     default; ``""`` keeps torch's default (every interface), only for a launcher whose
@@ -237,11 +260,19 @@ class LocalLauncher:
         exit_grace_s: float = 3.0,
         token: str | None = None,
         store_bind: str = "127.0.0.1",
+        gpus: Sequence[str] | None = None,
+        share_gpus: bool = False,
+        start_method: str | None = None,
     ) -> None:
         if workers_per_node < 1:
             raise ValueError(f"workers_per_node must be >= 1, got {workers_per_node}")
         if launch not in LAUNCH_MODES:
             raise ValueError(f"launch must be one of {LAUNCH_MODES}, got {launch!r}")
+        if start_method not in (None, *START_METHODS):
+            raise ValueError(f"start_method must be one of {START_METHODS}, got {start_method!r}")
+        self._gpus = None if gpus is None else [str(g) for g in gpus]
+        self.share_gpus = share_gpus
+        self.start_method_override = start_method
         self.launch = launch
         self.exit_grace_s = exit_grace_s
         self.workers_per_node = workers_per_node
@@ -256,6 +287,65 @@ class LocalLauncher:
         self._lock = threading.Lock()
         self._closed = False
 
+    # -- devices -----------------------------------------------------------------------
+    @property
+    def gpus(self) -> list[str]:
+        """The GPU ids jobs may use (detected once, without initialising CUDA here)."""
+        if self._gpus is None:
+            self._gpus = gpu.visible_gpus()
+        return self._gpus
+
+    def resolve_device(self, device: str) -> str:
+        """``cuda`` or ``cpu``: ``auto`` is cuda when a GPU is visible."""
+        if device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda, got {device!r}")
+        if device == "auto":
+            return "cuda" if self.gpus else "cpu"
+        return device
+
+    def start_method(self, device: str) -> str:
+        """How the agent starts its workers: ``spawn`` on CUDA, ``fork`` on CPU.
+
+        A forked child cannot use CUDA once its parent has initialised it, and torch's
+        elastic agent initialises it (``mtgym.bridge.agent``): CUDA workers are spawned.
+        """
+        dev = self.resolve_device(device)
+        m = self.start_method_override or ("spawn" if dev == "cuda" else "fork")
+        if m == "fork" and dev == "cuda":
+            raise ValueError(
+                "start method fork cannot run CUDA workers (the agent initialises CUDA "
+                "before it forks); use spawn"
+            )
+        return m
+
+    def check_fits(self, job_id: str, n_nodes: int, device: str) -> None:
+        """Raise ``gpu.NotEnoughGpusError`` (one line: job, world size, visible GPUs) when a
+        CUDA generation of ``n_nodes`` nodes needs more GPUs than are visible.
+        """
+        if self.resolve_device(device) == "cuda":
+            gpu.check_fits(
+                job_id, n_nodes, self.workers_per_node, len(self.gpus), share=self.share_gpus
+            )
+
+    def rank_devices(self, spec: JobSpec, nodes: Sequence[int]) -> list[str] | None:
+        """The GPU of every local rank of a generation (None on CPU)."""
+        if self.resolve_device(spec.device) != "cuda":
+            return None
+        return gpu.rank_devices(
+            len(nodes), self.workers_per_node, self.gpus, share=self.share_gpus, job=spec.job_id
+        )
+
+    def backend(self, spec: JobSpec) -> str | None:
+        """``gloo`` for CUDA jobs when GPUs may be shared; None = the worker's default."""
+        if self.share_gpus and self.resolve_device(spec.device) == "cuda":
+            return "gloo"
+        return None
+
+    def _worker_args(self, spec: JobSpec, gen: int) -> list[str]:
+        return spec.worker_args(
+            gen, device=self.resolve_device(spec.device), backend=self.backend(spec)
+        )
+
     # -- commands ----------------------------------------------------------------------
     def world_size(self, nodes: Sequence[int]) -> int:
         """Workers for a node set."""
@@ -264,6 +354,7 @@ class LocalLauncher:
     def command(self, spec: JobSpec, nodes: Sequence[int], gen: int, port: int) -> list[str]:
         """The exact command of one generation."""
         if self.launch == "agent":
+            method = self.start_method(spec.device)
             return [
                 self.python,
                 str(AGENT_SCRIPT),
@@ -273,9 +364,10 @@ class LocalLauncher:
                 f"--local-addr={self.host}",
                 "--max-restarts=0",
                 "--monitor-interval=0.1",
-                *(["--prewarm-ddp"] if spec.dp == "ddp" else []),
+                f"--start-method={method}",
+                *(["--prewarm-ddp"] if spec.dp == "ddp" and method == "fork" else []),
                 "--",
-                *spec.worker_args(gen),
+                *self._worker_args(spec, gen),
             ]
         return [
             self.python,
@@ -290,11 +382,15 @@ class LocalLauncher:
             "--monitor-interval=0.1",
             f"--local-addr={self.host}",
             str(self.worker_script),
-            *spec.worker_args(gen),
+            *self._worker_args(spec, gen),
         ]
 
-    def environment(self, spec: JobSpec, gen: int = 0) -> dict[str, str]:
-        """The environment of an agent and its workers (with the run token)."""
+    def environment(
+        self, spec: JobSpec, gen: int = 0, *, nodes: Sequence[int] | None = None
+    ) -> dict[str, str]:
+        """The environment of an agent and its workers (with the run token; on CUDA, the
+        generation's GPUs for ``nodes``).
+        """
         env = dict(os.environ)
         env.update(
             GLOO_SOCKET_IFNAME="lo",
@@ -302,7 +398,13 @@ class LocalLauncher:
             OMP_NUM_THREADS=str(spec.threads),
             MKL_NUM_THREADS=str(spec.threads),
             PYTHONUNBUFFERED="1",
+            PYTORCH_NVML_BASED_CUDA_CHECK="1",  # availability checks never initialise CUDA
         )
+        env.pop(gpu.RANK_DEVICES_ENV, None)
+        devices = self.rank_devices(spec, nodes) if nodes is not None else None
+        if devices is not None:
+            env[gpu.RANK_DEVICES_ENV] = ",".join(devices)
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(dict.fromkeys(devices))
         env.update(self.extra_env)
         env[procs.TOKEN_ENV] = self.token
         env[procs.LAUNCH_ENV] = f"{spec.job_id}-g{gen}"
@@ -325,6 +427,7 @@ class LocalLauncher:
             raise ValueError("a generation needs at least one node")
         if self._closed:
             raise RuntimeError("the launcher is closed (the replay is shutting down)")
+        self.check_fits(spec.job_id, len(nodes), spec.device)
         for sub in ("ckpt", "logs", "control", "pids"):
             (spec.job_dir / sub).mkdir(parents=True, exist_ok=True)
         stop = spec.stop_file(gen)
@@ -344,7 +447,7 @@ class LocalLauncher:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=self.environment(spec, gen),
+                    env=self.environment(spec, gen, nodes=nodes),
                     start_new_session=True,  # own process group: killpg reaches its workers
                     preexec_fn=procs.pdeathsig_preexec(signal.SIGKILL),  # dies with us
                 )
@@ -559,7 +662,9 @@ class LocalLauncher:
 @dataclass
 class SlurmLauncher:
     """The same generations on a real cluster: one ``srun`` per generation, one torchrun
-    agent per node, c10d rendezvous hosted by the agent on the first node.
+    agent per node, c10d rendezvous hosted by the agent on the first node. On GPUs each
+    node's local rank ``k`` takes ``cuda:k`` (one GPU per local rank; ``MTGYM_RANK_DEVICES``
+    is exported empty so nothing narrows it).
 
     A generation is one Slurm job on exactly the scavenged nodes of the trace
     (``srun --nodes=N --ntasks=N --ntasks-per-node=1 --nodelist=<hosts>``), named
@@ -627,6 +732,7 @@ class SlurmLauncher:
                 "ALL",
                 f"OMP_NUM_THREADS={spec.threads}",
                 f"{procs.TOKEN_ENV}={self.token}",
+                f"{gpu.RANK_DEVICES_ENV}=",  # one torchrun per node: local rank k -> cuda:k
                 *(f"{k}={v}" for k, v in self.env.items()),
             ]
         )

@@ -103,6 +103,15 @@ class JobMeasurement:
     crashes: int
     invalid_checkpoints: int
     bad_lines: int
+    launches: int = 0  # generations started (start and restart events)
+    gave_up: bool = False  # crashed more than --max-restarts times
+    device: str = ""  # as the workers reported it ("cpu", "cuda:0")
+    gpu: dict[str, Any] | None = None  # rank 0's GPU utilisation and memory (CUDA only)
+
+    @property
+    def made_progress(self) -> bool:
+        """True when at least one new (not redone) step was reported."""
+        return self.total_steps > 0
 
     def costs(self, kind: str) -> list[float]:
         """Measured costs (s) of one transition kind."""
@@ -124,6 +133,11 @@ class Measurements:
     t0_wall: float
     t_end_wall: float
     jobs: dict[str, JobMeasurement]
+
+    @property
+    def empty(self) -> bool:
+        """True when no job has a single throughput figure (nothing to calibrate on)."""
+        return not any(jm.throughput for jm in self.jobs.values())
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -265,6 +279,7 @@ def measure_job(
         useful_end = useful
     total = max((int(r["samples"]) for r in useful_end), default=0)
     committed = sorted({int(r["step"]) for r in records if r.get("event") == "ckpt"})
+    devices = [str(r.get("device", "")) for r in records if r.get("event") == "start"]
     return JobMeasurement(
         job=job,
         name=name,
@@ -278,7 +293,36 @@ def measure_job(
         crashes=len(crashed),
         invalid_checkpoints=sum(1 for r in records if r.get("event") == "ckpt_invalid"),
         bad_lines=bad_lines,
+        launches=len(starts),
+        gave_up=any(e.get("event") == "gave_up" for e in events),
+        device=devices[-1] if devices else "",
+        gpu=gpu_stats(records),
     )
+
+
+def gpu_stats(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Rank 0's GPU figures over a job's ``gpu`` reports (None when there are none).
+
+    ``util_mean``: utilisation (%) averaged over every sample, or None when no sampler
+    worked; ``mem_peak_gib``/``mem_reserved_gib``: the largest allocator figures.
+    """
+    recs = [r for r in records if r.get("event") == "gpu"]
+    if not recs:
+        return None
+    num = den = 0.0
+    for r in recs:
+        if r.get("util") is not None and r.get("util_samples"):
+            num += float(r["util"]) * int(r["util_samples"])
+            den += int(r["util_samples"])
+    return {
+        "reports": len(recs),
+        "util_mean": num / den if den else None,
+        "util_samples": int(den),
+        "util_source": str(recs[-1].get("util_source", "")),
+        "mem_peak_gib": max(float(r.get("mem_peak_gib") or 0.0) for r in recs),
+        "mem_reserved_gib": max(float(r.get("mem_reserved_gib") or 0.0) for r in recs),
+        "gpus": sorted({str(r["gpu"]) for r in recs if r.get("gpu") is not None}),
+    }
 
 
 def measure_replay(

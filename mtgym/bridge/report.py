@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mtgym.bridge import predict
-from mtgym.bridge.controller import load_replay_meta
+from mtgym.bridge.controller import capped_jobs, load_replay_meta
 from mtgym.bridge.measure import Measurements, measure_replay
 from mtgym.bridge.trace import Trace, read_trace
 from mtgym.core.io import atomic_write_json, atomic_write_text
@@ -54,6 +54,26 @@ def check_monotone(
     return out
 
 
+def failures(meas: Measurements, max_restarts: int | None = None) -> list[str]:
+    """Why a replay failed, one phrase per job: no progress at all although it was
+    launched, or more crashes than ``--max-restarts`` allowed. Empty = no failure.
+    """
+    out = []
+    for j, jm in meas.jobs.items():
+        why = []
+        if jm.launches and not jm.made_progress:
+            why.append("made no progress")
+        if jm.gave_up:
+            limit = f" ({max_restarts})" if max_restarts is not None else ""
+            why.append(f"exhausted --max-restarts{limit}")
+        if why:
+            out.append(
+                f"job {j} {' and '.join(why)}: {jm.launches} launch(es), {jm.crashes} "
+                f"crash(es), {jm.total_steps} steps (see jobs/{j}/logs)"
+            )
+    return out
+
+
 def build_report(
     out_dir: str | Path,
     meas: Measurements | None = None,
@@ -68,6 +88,10 @@ def build_report(
     meas = meas or measure_replay(out)
     trace = trace or read_trace(out / "trace.jsonl")
     scale = float(meta["config"]["time_scale"])
+    max_ws = meta["config"].get("max_world_size")
+    caps = meta.get("capped")
+    if caps is None:  # a replay folder written before the cap was recorded
+        caps = capped_jobs(trace, max_ws)
     if calibration is not None:
         preds = predict.from_calibration(calibration)
         source = f"calibration:{calibration_path or 'given'}"
@@ -160,18 +184,30 @@ def build_report(
             "redone_steps": jm.redone_steps,
             "committed_steps": jm.committed_steps,
             "crashes": jm.crashes,
+            "launches": jm.launches,
+            "gave_up": jm.gave_up,
             "invalid_checkpoints": jm.invalid_checkpoints,
+            "capped_from": caps.get(j),
+            "device": jm.device,
+            "gpu": jm.gpu,
         }
     ms = sum(jb["samples"]["measured"] for jb in jobs.values())
     pss = [jb["samples"]["predicted"] for jb in jobs.values()]
     ps_total = sum(pss) if pss and all(v is not None and not math.isnan(v) for v in pss) else None
     costs = {k: [c for jm in meas.jobs.values() for c in jm.costs(k)] for k in ("up", "down")}
     deadlines = [r["deadline_met"] for jb in jobs.values() for r in jb["reclaims"]]
+    fails = failures(meas, meta["config"].get("max_restarts"))
+    gpus = [jb["gpu"] for jb in jobs.values() if jb["gpu"]]
+    utils = [g["util_mean"] for g in gpus if g["util_mean"] is not None]
     return {
         "format": FORMAT,
         "version": VERSION,
+        "ok": not fails,
+        "failures": fails,
         "out_dir": str(out),
         "prediction_source": source,
+        "max_world_size": max_ws,
+        "capped": caps,
         "simulation_error": sim_error,
         "trace": {
             "scenario": trace.header.scenario,
@@ -198,6 +234,9 @@ def build_report(
             "reclaim_deadlines_met": all(d is True for d in deadlines) if deadlines else None,
             "crashes": sum(jb["crashes"] for jb in jobs.values()),
             "monotone_violations": sum(len(jb["monotone_violations"]) for jb in jobs.values()),
+            "failed_jobs": len(fails),
+            "gpu_util_mean": statistics.fmean(utils) if utils else None,
+            "gpu_mem_peak_gib": max(g["mem_peak_gib"] for g in gpus) if gpus else None,
         },
     }
 
@@ -215,7 +254,10 @@ def _pct(v: float | None) -> str:
 def render_markdown(rep: dict[str, Any]) -> str:
     """``report.md``."""
     tr, tot = rep["trace"], rep["totals"]
-    lines = [
+    lines = []
+    if rep.get("failures"):
+        lines += [f"FAILED: {'; '.join(rep['failures'])}", ""]
+    lines += [
         f"# mtgym bridge report: {tr['scenario']} / {tr['policy']}",
         "",
         f"- replay folder: `{rep['out_dir']}`",
@@ -229,6 +271,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
             else ""
         ),
         "- `error` = (predicted - measured) / measured",
+        *cap_lines(rep),
+        *gpu_lines(rep),
         "",
         "## Totals",
         "",
@@ -287,6 +331,33 @@ def render_markdown(rep: dict[str, Any]) -> str:
             lines.append(f"- not monotone where the model says so: {v}")
         lines.append("")
     return "\n".join(lines)
+
+
+def cap_lines(rep: dict[str, Any]) -> list[str]:
+    """The report's note on ``--max-world-size`` (none when it cut no job)."""
+    caps = rep.get("capped") or {}
+    if not caps:
+        return []
+    jobs = ", ".join(f"job {j} (trace up to {n})" for j, n in sorted(caps.items()))
+    return [
+        f"- world size capped at {rep['max_world_size']} node(s) (--max-world-size) for "
+        f"{jobs}: each job ran, and is predicted, at the capped node count (the scenario's "
+        "rate at that count)"
+    ]
+
+
+def gpu_lines(rep: dict[str, Any]) -> list[str]:
+    """The report's GPU line: rank 0's utilisation and peak memory per job (CUDA only)."""
+    out = []
+    for j, jb in rep["jobs"].items():
+        g = jb.get("gpu")
+        if g:
+            out.append(
+                f"job {j} on {jb.get('device') or 'cuda'} (GPU {','.join(g['gpus'])}): "
+                f"utilisation {_f(g['util_mean'], '.0f')} % ({g['util_samples']} samples, "
+                f"{g['util_source']}), peak memory {g['mem_peak_gib']:.1f} GiB"
+            )
+    return [f"- GPU (rank 0): {'; '.join(out)}"] if out else []
 
 
 def write_report(out_dir: str | Path, rep: dict[str, Any], *, stem: str = "report") -> tuple:

@@ -1,9 +1,12 @@
 """The training script the bridge launches under torchrun: a small real DDP model.
 
 Run as ``python -m torch.distributed.run ... -m mtgym.bridge.worker --job-dir DIR ...``.
-Every rank trains a small model (``MODELS``: an MLP or a small CNN, chosen per app class by
-``model_for_app_class``) on synthetic, learnable data (labels come from a fixed random
-"teacher"), with ``DistributedDataParallel`` over gloo (CPU) or NCCL (GPUs).
+Every rank trains a model (``MODELS``: an MLP or a small CNN for CPUs, a ResNet-50 or a small
+transformer in bf16 autocast for GPUs, chosen per app class by ``model_for_app_class``) on
+synthetic, learnable data (labels come from a fixed random "teacher"), with
+``DistributedDataParallel`` over gloo (CPU, or GPUs shared by several workers) or NCCL
+(one GPU per worker). On CUDA, rank 0 also reports its GPU's utilisation and memory
+(``gpu`` events, ``mtgym.bridge.gpu.GpuSampler``).
 
 What it guarantees (tested in ``tests/bridge``):
 
@@ -45,26 +48,107 @@ from typing import Any
 
 T_PROCESS = time.time()  # before torch is imported: the worker's own start-up cost
 
-#: Models by name: (kind, sizes). Small enough for 2 CPU cores, real enough to train.
+#: Models by name: a kind and its sizes. ``batch`` is the default per-worker batch; ``amp``
+#: models run their forward pass in bf16 autocast on CUDA (fp32 on CPU).
 MODELS: dict[str, dict[str, Any]] = {
     # 784-512-512-10, 670 k parameters: communication-heavy (large gradients, cheap compute).
-    "mlp": {"kind": "mlp", "in": 784, "hidden": (512, 512), "out": 10},
+    "mlp": {"kind": "mlp", "in": 784, "hidden": (512, 512), "out": 10, "batch": 64},
     # 256-128-10, 34 k parameters: tiny, step time dominated by framework overhead.
-    "tiny-mlp": {"kind": "mlp", "in": 256, "hidden": (128,), "out": 10},
+    "tiny-mlp": {"kind": "mlp", "in": 256, "hidden": (128,), "out": 10, "batch": 64},
     # 2 conv + 2 fc on 1x28x28, about 0.1 M parameters: compute-heavy, scales with workers.
-    "cnn": {"kind": "cnn", "channels": (8, 16), "in": (1, 28, 28), "fc": 64, "out": 10},
+    "cnn": {
+        "kind": "cnn",
+        "channels": (8, 16),
+        "in": (1, 28, 28),
+        "fc": 64,
+        "out": 10,
+        "batch": 64,
+    },
+    # ResNet-50 (bottleneck blocks 3-4-6-3, widths 64-512, 23.5 M parameters with a 10-way
+    # head) on 3x224x224 at batch 256: enough work to keep one GPU busy (bf16 autocast).
+    "resnet50": {
+        "kind": "resnet",
+        "blocks": (3, 4, 6, 3),
+        "width": 64,
+        "in": (3, 224, 224),
+        "out": 10,
+        "batch": 256,
+        "amp": True,
+    },
+    # The same code at toy size (CPU tests and the gpu_check dry run).
+    "resnet50-tiny": {
+        "kind": "resnet",
+        "blocks": (1, 1, 1, 1),
+        "width": 8,
+        "in": (3, 32, 32),
+        "out": 10,
+        "batch": 8,
+        "amp": True,
+    },
+    # A small pre-norm transformer encoder (6 layers, d 512, 8 heads, 19 M parameters) on
+    # 256 tokens of 128 features, batch 64 (16 k tokens per step per worker), bf16 on CUDA.
+    "transformer": {
+        "kind": "transformer",
+        "in": (256, 128),
+        "d_model": 512,
+        "heads": 8,
+        "layers": 6,
+        "ff": 2048,
+        "out": 10,
+        "batch": 64,
+        "amp": True,
+    },
+    "transformer-tiny": {
+        "kind": "transformer",
+        "in": (16, 8),
+        "d_model": 32,
+        "heads": 2,
+        "layers": 1,
+        "ff": 64,
+        "out": 10,
+        "batch": 8,
+        "amp": True,
+    },
 }
 
 #: PAL's classes -> model: A (compute-bound, ResNet-like) and D (insensitive, PointNet-like)
 #: train the CNN; B and C (BERT-like, VGG-like: large gradients) train the wide MLP.
 MODEL_BY_CLASS = {0: "cnn", 1: "mlp", 2: "mlp", 3: "cnn"}
 
+#: ``--model`` may also name a set: a model per app class (A, B, C, D).
+MODEL_SETS: dict[str, dict[int, str]] = {
+    "small": MODEL_BY_CLASS,  # the default: CPU-sized
+    "gpu": {0: "resnet50", 1: "transformer", 2: "transformer", 3: "resnet50"},
+    "gpu-tiny": {
+        0: "resnet50-tiny",
+        1: "transformer-tiny",
+        2: "transformer-tiny",
+        3: "resnet50-tiny",
+    },
+}
 
-def model_for_app_class(app_class: int | str) -> str:
-    """The model the bridge trains for a PAL app class (0..3 or "A".."D")."""
+
+def model_for_app_class(app_class: int | str, model: str | None = None) -> str:
+    """The model the bridge trains for a PAL app class (0..3 or "A".."D").
+
+    ``model``: a ``MODELS`` name (used as is), a ``MODEL_SETS`` name, or None (``small``).
+    """
+    if model is not None and model in MODELS:
+        return model
+    table = MODEL_SETS[model or "small"]
     if isinstance(app_class, str):
         app_class = "ABCD".index(app_class.strip().upper())
-    return MODEL_BY_CLASS[int(app_class)]
+    return table[int(app_class)]
+
+
+def model_choices() -> list[str]:
+    """Every accepted ``--model`` value: model names and set names."""
+    return sorted(MODELS) + sorted(MODEL_SETS)
+
+
+def default_batch(name: str) -> int:
+    """The per-worker batch a model trains with unless ``--batch`` says otherwise."""
+    return int(MODELS[name]["batch"])
 
 
 def build_model(name: str) -> Any:
@@ -76,6 +160,10 @@ def build_model(name: str) -> Any:
         raise ValueError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
     spec = MODELS[name]
     torch.manual_seed(1234)  # the same initial weights on every rank and every run
+    if spec["kind"] == "resnet":
+        return _resnet(spec)
+    if spec["kind"] == "transformer":
+        return _transformer(spec)
     if spec["kind"] == "mlp":
         layers: list[nn.Module] = []
         width = spec["in"]
@@ -99,6 +187,84 @@ def build_model(name: str) -> Any:
         nn.ReLU(),
         nn.Linear(spec["fc"], spec["out"]),
     )
+
+
+def _resnet(spec: dict[str, Any]) -> Any:
+    """ResNet with bottleneck blocks (torchvision's ``resnet50`` layout, plain torch.nn)."""
+    from torch import nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin: int, width: int, stride: int) -> None:
+            super().__init__()
+            cout = width * 4
+            self.body = nn.Sequential(
+                nn.Conv2d(cin, width, 1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, cout, 1, bias=False),
+                nn.BatchNorm2d(cout),
+            )
+            self.skip: nn.Module = nn.Identity()
+            if stride != 1 or cin != cout:
+                self.skip = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout)
+                )
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x: Any) -> Any:
+            return self.relu(self.body(x) + self.skip(x))
+
+    w = int(spec["width"])
+    layers: list[nn.Module] = [
+        nn.Conv2d(spec["in"][0], w, 7, stride=2, padding=3, bias=False),
+        nn.BatchNorm2d(w),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, stride=2, padding=1),
+    ]
+    cin = w
+    for i, n in enumerate(spec["blocks"]):
+        width = w * 2**i
+        for b in range(n):
+            layers.append(Bottleneck(cin, width, 2 if (b == 0 and i > 0) else 1))
+            cin = width * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, spec["out"])]
+    return nn.Sequential(*layers)
+
+
+def _transformer(spec: dict[str, Any]) -> Any:
+    """A pre-norm transformer encoder on a sequence of feature vectors, mean-pooled."""
+    import torch
+    from torch import nn
+
+    seq, feat = spec["in"]
+    d = int(spec["d_model"])
+
+    class Encoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = nn.Linear(feat, d)
+            self.pos = nn.Parameter(torch.randn(1, seq, d) * 0.02)
+            layer = nn.TransformerEncoderLayer(
+                d,
+                int(spec["heads"]),
+                int(spec["ff"]),
+                dropout=0.0,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
+            self.enc = nn.TransformerEncoder(layer, int(spec["layers"]), enable_nested_tensor=False)
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Linear(d, int(spec["out"]))
+
+        def forward(self, x: Any) -> Any:
+            h = self.enc(self.proj(x) + self.pos)
+            return self.head(self.norm(h).mean(dim=1))
+
+    return Encoder()
 
 
 def input_shape(name: str) -> tuple[int, ...]:
@@ -127,11 +293,16 @@ class SyntheticData:
         self.teacher = torch.randn(dim, MODELS[name]["out"], generator=g).to(device)
 
     def get(self, step: int, rank: int) -> tuple[Any, Any]:
-        """The batch of ``rank`` at ``step``."""
+        """The batch of ``rank`` at ``step``.
+
+        On CUDA the batch is drawn on the GPU (a generator per device): a ResNet-50 batch
+        drawn on the CPU would take longer than the GPU's step.
+        """
         import torch
 
-        g = torch.Generator().manual_seed((self.seed * 1_000_003 + step) * 4099 + rank)
-        x = torch.randn((self.batch, *self.shape), generator=g).to(self.device)
+        g = torch.Generator(device=self.device)
+        g.manual_seed((self.seed * 1_000_003 + step) * 4099 + rank)
+        x = torch.randn((self.batch, *self.shape), generator=g, device=self.device)
         y = (x.reshape(self.batch, -1) @ self.teacher).argmax(dim=1)
         return x, y
 
@@ -207,7 +378,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="mtgym.bridge.worker", description=__doc__.splitlines()[0])
     p.add_argument("--job-dir", required=True, type=Path, help="per-job folder (shared FS)")
     p.add_argument("--model", default="mlp", choices=sorted(MODELS))
-    p.add_argument("--batch", type=int, default=64, help="samples per worker per step")
+    p.add_argument(
+        "--batch", type=int, default=None, help="samples per worker per step (default: model's)"
+    )
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--gen", type=int, default=0, help="launch generation (for the reports)")
@@ -218,6 +391,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-steps", type=int, default=0, help="stop after this global step")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument(
+        "--backend",
+        default="auto",
+        choices=("auto", "nccl", "gloo"),
+        help="process group backend: auto = nccl on CUDA, gloo on CPU; gloo when workers "
+        "share a GPU (--share-gpus)",
+    )
+    p.add_argument(
+        "--gpu-every", type=float, default=2.0, help="seconds between rank 0's gpu reports"
+    )
     p.add_argument("--no-fsync", action="store_true", help="skip fsync (faster, less durable)")
     p.add_argument(
         "--ignore-stop", action="store_true", help="fault injection: never honour stop requests"
@@ -262,25 +445,39 @@ def train(argv: Sequence[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.batch is None:
+        args.batch = default_batch(args.model)
+    gpu = _sibling("gpu")
+    # Under LocalLauncher this worker sees only its own GPU (set before CUDA starts, so
+    # before any torch.cuda call); under Slurm (one torchrun per node) local rank k takes
+    # cuda:k.
+    physical, index = gpu.own_device(local_rank) if args.device != "cpu" else (None, 0)
+    if physical is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = physical
     use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     if use_cuda:
-        if local_rank >= torch.cuda.device_count():
+        if index >= torch.cuda.device_count():
             raise SystemExit(
                 f"local rank {local_rank} has no GPU ({torch.cuda.device_count()} visible): "
                 "use --workers-per-node <= GPUs per node, or --device cpu"
             )
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(index)
+        device = torch.device("cuda", index)
+        physical = physical if physical is not None else str(index)
+        torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels once
     else:
         device = torch.device("cpu")
+    backend = args.backend if args.backend != "auto" else ("nccl" if use_cuda else "gloo")
+    amp = use_cuda and bool(MODELS[args.model].get("amp"))
+    channels_last = use_cuda and MODELS[args.model]["kind"] == "resnet"
+    if os.environ.get("MTGYM_FAULT") == "crash-at-start":  # fault injection (tests)
+        raise SystemExit("MTGYM_FAULT=crash-at-start: failing on purpose")
     job_dir: Path = args.job_dir
     ckpt_dir = job_dir / "ckpt"
     (job_dir / "pids").mkdir(parents=True, exist_ok=True)
     (job_dir / "pids" / f"g{args.gen}-r{rank}.pid").write_text(f"{os.getpid()}\n")
     procs.bind_stores_from_env()  # a store this worker hosts listens on 127.0.0.1 only
-    dist.init_process_group(
-        "nccl" if use_cuda else "gloo", timeout=timedelta(seconds=args.pg_timeout)
-    )
+    dist.init_process_group(backend, timeout=timedelta(seconds=args.pg_timeout))
     t_pg = time.time()
     rep = Reporter(job_dir / "progress.jsonl" if rank == 0 else None)
 
@@ -305,11 +502,13 @@ def train(argv: Sequence[str] | None = None) -> int:
     else:
         start_step = 0
     model.to(device)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
     params = list(model.parameters())
     if args.dp == "ddp":
         from torch.nn.parallel import DistributedDataParallel
 
-        net = DistributedDataParallel(model, device_ids=[local_rank] if use_cuda else None)
+        net = DistributedDataParallel(model, device_ids=[device.index] if use_cuda else None)
     else:
         net = model
         for p_ in params:
@@ -331,6 +530,9 @@ def train(argv: Sequence[str] | None = None) -> int:
         model=args.model,
         batch=args.batch,
         device=str(device),
+        gpu=physical,
+        backend=backend,
+        amp=amp,
         t_process=T_PROCESS,
         t_import=t_import,
         t_pg=t_pg,
@@ -356,10 +558,15 @@ def train(argv: Sequence[str] | None = None) -> int:
     step = start_step
     flag = torch.zeros(1, dtype=torch.int64, device=device)
     reason = "max_steps"
+    sampler = gpu.GpuSampler(device, physical) if (use_cuda and rank == 0) else None
+    t_gpu = time.time()
     while True:
         x, y = data.get(step, rank)
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(x), y)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
+            loss = loss_fn(net(x), y)
         loss.backward()
         if args.dp == "allreduce" and world > 1:
             flat = torch.cat([p_.grad.reshape(-1) for p_ in params])
@@ -386,6 +593,9 @@ def train(argv: Sequence[str] | None = None) -> int:
                 redo=step <= redo_until,
                 loss=round(float(loss.detach()), 5),
             )
+        if sampler is not None and time.time() - t_gpu >= args.gpu_every:
+            t_gpu = time.time()
+            rep.emit(event="gpu", step=step, gen=args.gen, gpu=physical, **sampler.take())
         if args.ckpt_every > 0 and step % args.ckpt_every == 0:
             checkpoint(step)
         if args.max_steps and step >= args.max_steps:
@@ -399,6 +609,9 @@ def train(argv: Sequence[str] | None = None) -> int:
             if int(flag.item()):
                 reason = "stop_file"
                 break
+    if sampler is not None:
+        rep.emit(event="gpu", step=step, gen=args.gen, gpu=physical, **sampler.take())
+        sampler.close()
     if committed != step:
         checkpoint(step)
     # A teardown that hangs (rare, seen once in gloo's destroy) shows its stack in the log;

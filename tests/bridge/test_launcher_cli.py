@@ -52,7 +52,7 @@ def test_slurm__dry_run_commands():
         "--ntasks-per-node=1",
         "--nodelist=n5,n6,n7",
         "--kill-on-bad-exit=1",
-        "--export=ALL,OMP_NUM_THREADS=1,MTGYM_RUN_TOKEN=ab12cd,NCCL_SOCKET_IFNAME=ib0",
+        "--export=ALL,OMP_NUM_THREADS=1,MTGYM_RUN_TOKEN=ab12cd,MTGYM_RANK_DEVICES=,NCCL_SOCKET_IFNAME=ib0",
         "/opt/venv/bin/python",
         "-m",
     ]

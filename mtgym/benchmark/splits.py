@@ -18,8 +18,8 @@ episode is the prefix of the full one). A full run plays the scenarios' own hori
 
 **Train split** (``TRAIN``): the scenario family ``default-family`` (the default scenario
 randomised over node count, GPU mix, topology depth and job mix; ``mtgym.generate.family``,
-registered by name in ``mtgym.scenario.registry``) with seeds ``>= TRAIN_SEED_MIN`` (2^30). It is named here by string only:
-nothing in this module imports the family's generator.
+registered by name in ``mtgym.scenario.registry``) with seeds ``>= TRAIN_SEED_MIN`` (2^30).
+It is named here by string only: nothing in this module imports the family's generator.
 """
 
 from __future__ import annotations

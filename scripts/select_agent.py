@@ -64,9 +64,24 @@ def main() -> None:
     p.add_argument("--reference", default="freetrain-speedup")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--limit", type=int, default=None, help="first N seeds of each set (tests)")
+    p.add_argument(
+        "--reference-from",
+        type=Path,
+        default=None,
+        help="reuse the reference's per-seed values from an earlier --out JSON (same reference "
+        "and seeds; the simulation is deterministic, so this only saves time)",
+    )
     ns = p.parse_args()
     sets = [(n, g, seeds[: ns.limit]) for n, g, seeds in SETS]
-    ref = {name: headline(lambda: make_policy(ns.reference), g, seeds) for name, g, seeds in sets}
+    if ns.reference_from is not None:
+        import json
+
+        old = json.loads(ns.reference_from.read_text())
+        if old["reference"] != ns.reference or old["seeds"] != {n: s for n, _, s in sets}:
+            raise SystemExit(f"{ns.reference_from}: another reference or other seeds")
+        ref = {n: np.array(v) for n, v in old["ref_per_seed"].items()}
+    else:
+        ref = {n: headline(lambda: make_policy(ns.reference), g, seeds) for n, g, seeds in sets}
     rows = []
     for c in ns.candidates:
         for t in ns.temperature:

@@ -107,8 +107,10 @@ def main() -> None:
     Console(width=160).print(table)
     if ns.out:
         reference = {n: ref[n].tolist() for n in ref}
+        seeds = {n: s for n, _, s in sets}
         atomic_write_json(
-            ns.out, {"reference": ns.reference, "ref_per_seed": reference, "rows": rows}
+            ns.out,
+            {"reference": ns.reference, "seeds": seeds, "ref_per_seed": reference, "rows": rows},
         )
 
 

@@ -182,7 +182,7 @@ CASES = [
     ),
     (
         GOOD + "episode: {reward: money}\n",
-        "episode.reward: Input should be 'progress', 'throughput' or 'jct'",
+        "episode.reward: Input should be 'progress', 'throughput', 'jct' or 'normalized'",
     ),
     (
         GOOD + "episode: {max_jobs: 0}\n",

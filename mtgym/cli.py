@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from mtgym.command import dispatch
+from mtgym.command import decision_interval, dispatch
 from mtgym.core.limits import MIN_DECISION_INTERVAL_S
 
 
@@ -51,19 +51,6 @@ def seed_int(text: str) -> int:
     v = _int(text)
     if not 0 <= v < 2**63:
         raise argparse.ArgumentTypeError(f"{v} is not in 0..2**63-1")
-    return v
-
-
-def decision_interval(text: str) -> float:
-    """Argparse type: a finite interval in seconds, >= ``MIN_DECISION_INTERVAL_S``."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(v) and v >= MIN_DECISION_INTERVAL_S):
-        raise argparse.ArgumentTypeError(
-            f"{text} s: the decision interval must be finite and >= {MIN_DECISION_INTERVAL_S:g} s"
-        )
     return v
 
 

@@ -1,7 +1,8 @@
-"""Run a parsed CLI command: expected failures become one line on stderr and exit status 2.
+"""Run a parsed CLI command: expected failures become one line on stderr and exit status 2;
+and the argument types the CLIs share (``decision_interval``).
 
-Shared by ``mtgym`` (``mtgym.cli``) and the sub-command packages that have their own entry
-(``python -m mtgym.bridge``), so none of them imports another's CLI.
+Shared by ``mtgym`` (``mtgym.cli``), ``mtgym benchmark`` and the sub-command packages that
+have their own entry (``python -m mtgym.bridge``), so none of them imports another's CLI.
 
 Expected failures are the errors bad input can cause: mtgym's own (``ScenarioError``,
 ``ConfigError``, ``DataError``, ...), ``KeyError`` (an unknown name), ``ValueError``
@@ -13,9 +14,11 @@ is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from mtgym.core.errors import MtgymError
+from mtgym.core.limits import MIN_DECISION_INTERVAL_S
 
 #: The exception types ``dispatch`` reports as one line (exit status 2).
 EXPECTED = (MtgymError, KeyError, ValueError, OSError, MemoryError, OverflowError, RecursionError)
@@ -41,3 +44,16 @@ def dispatch(args: argparse.Namespace) -> int:
     except EXPECTED as exc:
         print(f"error: {error_line(exc)}", file=sys.stderr)  # plain: may contain [brackets]
         return 2
+
+
+def decision_interval(text: str) -> float:
+    """Argparse type: a finite interval in seconds, >= ``MIN_DECISION_INTERVAL_S``."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(v) and v >= MIN_DECISION_INTERVAL_S):
+        raise argparse.ArgumentTypeError(
+            f"{text} s: the decision interval must be finite and >= {MIN_DECISION_INTERVAL_S:g} s"
+        )
+    return v

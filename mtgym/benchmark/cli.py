@@ -5,27 +5,13 @@ report (``mtgym.benchmark.report``).
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 
 from mtgym.benchmark.splits import QUICK_SEEDS, SPLITS
-from mtgym.core.limits import MIN_DECISION_INTERVAL_S
+from mtgym.command import decision_interval
 
 DEFAULT_OUT = "runs/benchmark"
-
-
-def _interval(text: str) -> float:
-    """Argparse type: a decision interval, s (finite, >= ``MIN_DECISION_INTERVAL_S``)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(v) and v >= MIN_DECISION_INTERVAL_S):
-        raise argparse.ArgumentTypeError(
-            f"{text} s: the decision interval must be finite and >= {MIN_DECISION_INTERVAL_S:g} s"
-        )
-    return v
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +53,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     b.add_argument(
         "--decision-interval",
-        type=_interval,
+        type=decision_interval,
         default=None,
         metavar="S",
         help="decide every S seconds (default: each policy's own schedule, as evaluate)",

@@ -151,7 +151,7 @@ def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
         normalized_samples=norm_samples,
         normalized_throughput=norm_samples / duration if duration > 0 else 0.0,
         normalized_efficiency=norm_samples / norm_ub if norm_ub > 0 else float("nan"),
-        fairness_jain=jain_index(normalized_rates(state, instance)),
+        fairness_jain=jain_index(normalized_rates(state, instance, best)),
         decisions=state.decisions,
         events=state.events,
     )
@@ -173,15 +173,20 @@ def reference_rate(instance: Instance) -> np.ndarray:
     return best
 
 
-def normalized_rates(state: ClusterState, instance: Instance) -> np.ndarray:
+def normalized_rates(
+    state: ClusterState, instance: Instance, reference: np.ndarray | None = None
+) -> np.ndarray:
     """Per job submitted before ``state.time`` (in job order): its normalised samples /
     seconds in the system (submission to completion or stop, else to ``state.time``).
+    ``reference``: the instance's ``reference_rate``, when the caller has it already.
     """
+    if reference is None:
+        reference = reference_rate(instance)
     submit = instance.jobs.submit_s
     end = np.where(state.status >= JobStatus.COMPLETED, state.finish_time, state.time)
     span = end - submit
     seen = (submit <= state.time) & (span > 0)
-    return (state.progress[seen] / reference_rate(instance)[seen]) / span[seen]
+    return (state.progress[seen] / reference[seen]) / span[seen]
 
 
 def jain_index(x: np.ndarray) -> float:

@@ -3,8 +3,8 @@
 **Running** (``run_split``): per scenario, every policy plays every seed's instance (the same
 instance for every policy) through the pieces ``mtgym.evaluate`` and the Ray backend use:
 ``configure_policy`` with the scenario's defaults, ``play``, ``episode_row`` and
-``add_common_metrics``, so a row here is an ``evaluate`` row (plus the headline metrics
-``HEADLINE_KEYS``, taken from the episode's ``EpisodeMetrics``). A quick run passes
+``add_common_metrics``, so a row here is an ``evaluate`` row (the headline among its
+``RESULT_KEYS``). A quick run passes
 ``until`` to ``play``. ``backend="ray"`` runs one Ray task per (scenario, policy, seed) in
 ``mtgym.backends.ray_backend.ray_session`` (same rows; only timings differ).
 
@@ -44,12 +44,10 @@ import numpy as np
 from mtgym import stats
 from mtgym.benchmark.splits import Split
 from mtgym.core.errors import PolicyUnsupportedError
-from mtgym.evaluate import PolicyRun, add_common_metrics
+from mtgym.evaluate import PolicyRun, add_common_metrics, episode_row
 
 #: the headline metric (model-neutral: best-node equivalents of training, docs/metrics.md)
 HEADLINE = "normalized_throughput"
-#: metrics added to every row from the episode's EpisodeMetrics
-HEADLINE_KEYS = ("normalized_throughput", "normalized_efficiency", "fairness_jain")
 #: registry names of learned policies (never a scenario's reference); ``agent:PATH`` too
 LEARNED = frozenset({"agent"})
 BACKENDS = ("local", "ray")
@@ -73,16 +71,6 @@ class ScenarioRuns:
     runs: list[PolicyRun]
     unsupported: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
-
-
-def _row(instance: Any, res: Any, seed: int) -> dict[str, Any]:
-    from mtgym.evaluate import episode_row
-
-    row = episode_row(instance, res, seed)
-    m = res.metrics.as_dict()
-    for k in HEADLINE_KEYS:
-        row.setdefault(k, float(m[k]))
-    return row
 
 
 def _until(instance: Any, horizon_s: float | None) -> float | None:
@@ -115,7 +103,7 @@ def run_one(
         until=_until(instance, horizon_s),
         decision_interval_s=decision_interval_s,
     )
-    return _row(instance, res, seed)
+    return episode_row(instance, res, seed)
 
 
 def _finish(
@@ -177,7 +165,7 @@ def run_scenario_local(
             except PolicyUnsupportedError as exc:
                 unsupported[name] = str(exc.with_scenario(scenario))
                 break
-            rows[name].append(_row(inst, res, seed))
+            rows[name].append(episode_row(inst, res, seed))
     return _finish(scenario, seeds, horizon_s, policies, rows, unsupported, t0)
 
 

@@ -377,7 +377,7 @@ def _check_dotted(ref: str, t: Text) -> str | None:
         if _exists(c):
             ok = _resolve_dotted([*c.split("."), *parts[1:]])
             return None if ok else f"{ref} does not resolve (read as {c})"
-    return None  # not one of our modules: prose (``info.all_done``, ``episode.t_fwd_s``)
+    return None  # not one of our modules: prose (``info.all_done``, ``trial.t_fwd_s``)
 
 
 @cache
@@ -457,8 +457,8 @@ def test_every_reference_in_docs_docstrings_and_comments_resolves():
 @pytest.mark.parametrize(
     ("text", "module", "bad"),
     [
-        ("see ``engine.run``", "mtgym.sim.state", True),  # sibling module, no such function
-        ("see ``engine.run_bundled``", "mtgym.sim.state", False),
+        ("see ``engine.run_bundled``", "mtgym.sim.state", True),  # sibling module, no such function
+        ("see ``engine.run``", "mtgym.sim.state", False),
         ("see ``mtgym.sim.engine.nothing_here``", None, True),
         ("see ``mtgym.env.wrappers.TimeDiscount``", None, False),
         ("see ``mtgym.sim.state.ClusterState.finish_time``", None, False),  # a field
@@ -471,7 +471,7 @@ def test_every_reference_in_docs_docstrings_and_comments_resolves():
         ("see `agents/nothing/`", None, True),
         ("see `mtgym/env/step.py:NoSuchThing`", None, True),
         ("see `mtgym/env/step.py:999999`", None, True),
-        ("``np.zeros``, ``info.all_done``, ``episode.t_fwd_s``", "mtgym.sim.dynamics", False),
+        ("``np.zeros``, ``info.all_done``, ``trial.t_fwd_s``", "mtgym.sim.dynamics", False),
         ("``blox/blox_manager.py`` and `runs/x/report.md`", None, False),  # not ours
         ("[model](model.md) and [none](nothing.md)", None, True),
         ("as papers.md §1.3 says", "mtgym.sim.state", True),  # not in the repository

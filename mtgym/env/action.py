@@ -169,11 +169,13 @@ class ActionCodec:
             jobs.max_nodes,
             state.available,
             state.node_job,
-            np.ascontiguousarray(slowdown, dtype=np.float64),
-            _classes64(jobs.app_class),
-            group,
-            seg_start,
-            seg_nodes,
+            (
+                np.ascontiguousarray(slowdown, dtype=np.float64),
+                _classes64(jobs.app_class),
+                group,
+                seg_start,
+                seg_nodes,
+            ),
         )
         if total > free:
             raise pack_failed(total, free)
@@ -202,38 +204,40 @@ class ActionCodec:
 # ---------------------------------------------------------------------------------------
 @njit(cache=True)
 def _counts_mask(
-    m: np.ndarray,
+    mask: np.ndarray,
     slot_job: np.ndarray,
     min_nodes: np.ndarray,
     max_nodes: np.ndarray,
     available: np.ndarray,
-    C: int,
+    max_count: int,
 ) -> None:  # pragma: no cover - jit
-    """``counts`` mask in place: 0 always; min..min(max, C, idle nodes) for a present slot."""
+    """``counts`` mask in place: 0 always; min..min(max, max_count, idle nodes) for a present
+    slot.
+    """
     n_avail = 0
     for n in range(available.shape[0]):
         if available[n]:
             n_avail += 1
     for s in range(slot_job.shape[0]):
-        row = s * (C + 1)
-        m[row] = 1
+        row = s * (max_count + 1)
+        mask[row] = 1
         j = slot_job[s]
         lo, hi = 1, 0
         if j >= 0:
-            lo, hi = max(min_nodes[j], 1), min(min(max_nodes[j], C), n_avail)
-        for c in range(1, C + 1):
-            m[row + c] = 1 if lo <= c <= hi else 0
+            lo, hi = max(min_nodes[j], 1), min(min(max_nodes[j], max_count), n_avail)
+        for c in range(1, max_count + 1):
+            mask[row + c] = 1 if lo <= c <= hi else 0
 
 
 @njit(cache=True)
 def _delta_mask(
-    m: np.ndarray,
+    mask: np.ndarray,
     slot_job: np.ndarray,
     min_nodes: np.ndarray,
     max_nodes: np.ndarray,
     available: np.ndarray,
     n_nodes: np.ndarray,
-    C: int,
+    max_count: int,
 ) -> None:  # pragma: no cover - jit
     """``delta`` mask in place: keep always; shrink a running job; grow one below its cap
     when enough nodes are free (its minimum from 0, else one).
@@ -248,28 +252,28 @@ def _delta_mask(
     free = n_avail - held
     for s in range(slot_job.shape[0]):
         j = slot_job[s]
-        m[3 * s] = 0
-        m[3 * s + 1] = 1
-        m[3 * s + 2] = 0
+        mask[3 * s] = 0
+        mask[3 * s + 1] = 1
+        mask[3 * s + 2] = 0
         if j < 0:
             continue
         n = n_nodes[j]
         need = min_nodes[j] if n == 0 else 1
-        m[3 * s] = 1 if n > 0 else 0
-        m[3 * s + 2] = 1 if n < min(max_nodes[j], C) and free >= need else 0
+        mask[3 * s] = 1 if n > 0 else 0
+        mask[3 * s + 2] = 1 if n < min(max_nodes[j], max_count) and free >= need else 0
 
 
 @njit(cache=True)
 def _assign_mask(
-    m: np.ndarray, slot_job: np.ndarray, available: np.ndarray
+    mask: np.ndarray, slot_job: np.ndarray, available: np.ndarray
 ) -> None:  # pragma: no cover - jit
     """``assign`` mask in place: "none" always; any present slot on an idle node."""
     S = slot_job.shape[0]
     for n in range(available.shape[0]):
         row = n * (S + 1)
-        m[row] = 1
+        mask[row] = 1
         for s in range(S):
-            m[row + 1 + s] = 1 if available[n] and slot_job[s] >= 0 else 0
+            mask[row + 1 + s] = 1 if available[n] and slot_job[s] >= 0 else 0
 
 
 @njit(cache=True)
@@ -366,10 +370,10 @@ def _delta_targets(
     n_nodes: np.ndarray,
     min_nodes: np.ndarray,
     max_nodes: np.ndarray,
-    C: int,
+    max_count: int,
 ) -> np.ndarray:  # pragma: no cover - jit
     """``delta`` actions as node-count targets per slot: grow (double; from 0 to the
-    minimum), shrink (halve; below the minimum -> 0) or keep, capped at min(max, C); 0 for
+    minimum), shrink (halve; below the minimum -> 0) or keep, capped at min(max, max_count); 0 for
     an empty slot ("keep" there is a no-op).
     """
     out = np.zeros(a.shape[0], dtype=np.int64)
@@ -384,7 +388,7 @@ def _delta_targets(
             t = n // 2 if n // 2 >= min_nodes[j] else np.int64(0)
         else:
             t = n
-        out[s] = min(t, min(np.int64(max_nodes[j]), np.int64(C)))
+        out[s] = min(t, min(np.int64(max_nodes[j]), np.int64(max_count)))
     return out
 
 
@@ -392,29 +396,30 @@ def _delta_targets(
 def _decode_pack(
     a: np.ndarray,
     delta: bool,
-    C: int,
+    max_count: int,
     slot_job: np.ndarray,
     n_nodes: np.ndarray,
     min_nodes: np.ndarray,
     max_nodes: np.ndarray,
     available: np.ndarray,
     node_job: np.ndarray,
-    slowdown: np.ndarray,
-    app_class: np.ndarray,
-    group: np.ndarray,
-    seg_start: np.ndarray,
-    seg_nodes: np.ndarray,
+    placement: tuple,
 ) -> tuple[int, tuple[int, int, int, int], np.ndarray, int, int]:  # pragma: no cover - jit
-    """A ``counts`` (entries 0..C) or ``delta`` (0..2) action, int64, in one call: the first
+    """A ``counts`` (entries 0..max_count) or ``delta`` (0..2) action, int64, in one call: the first
     entry out of range (or -1); when all are in range, its targets (the counts, or
     ``_delta_targets``) repaired (``_repair_ordered``) and placed (``pack_targets``'
-    ``_pack``). Returns (bad index, repair counts, node map, nodes needed, nodes free).
+    ``_pack``, with ``placement``: the profiled slowdowns, the jobs' app classes and the
+    static node order's group, segment starts and sizes). Returns (bad index, repair
+    counts, node map, nodes needed, nodes free).
     """
-    hi = 2 if delta else C
+    slowdown, app_class, group, seg_start, seg_nodes = placement
+    hi = 2 if delta else max_count
     for i in range(a.shape[0]):
         if a[i] < 0 or a[i] > hi:
             return i, (0, 0, 0, 0), np.empty(0, dtype=np.int32), 0, 0
-    target = _delta_targets(a, slot_job, n_nodes, min_nodes, max_nodes, C) if delta else a.copy()
+    target = (
+        _delta_targets(a, slot_job, n_nodes, min_nodes, max_nodes, max_count) if delta else a.copy()
+    )
     present = slot_job >= 0
     sj = np.maximum(slot_job, 0)
     counts, jobs, tg = _repair_ordered(target, present, sj, min_nodes, max_nodes, available)

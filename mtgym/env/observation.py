@@ -10,9 +10,13 @@ profiling) and no work or costs; ``oracle`` -> the truth.
 
 from __future__ import annotations
 
+from operator import attrgetter
+from typing import Any
+
 import numpy as np
 from gymnasium import spaces
-from numba import njit
+from numba import njit, types
+from numba.experimental import structref
 
 from mtgym.core.instance import Instance
 from mtgym.core.types import NUM_CLASSES, JobStatus
@@ -54,6 +58,72 @@ JOB_DIM = JOB_INFO + 1
 #: ``global`` entries.
 G_TIME, G_IDLE, G_FREE, G_QUEUED, G_SLOTS, G_LOG_TIME = 0, 1, 2, 3, 4, 5
 GLOBAL_DIM = G_LOG_TIME + 1
+
+
+# -- what the observation's kernels read: one ``ObsFrame``, its fields declared here ---------
+#: the state's arrays, by their ``ClusterState`` names
+FROM_STATE = (
+    "available",
+    "window",
+    "node_job",
+    "status",
+    "rate",
+    "stall_until",
+    "progress",
+    "n_nodes",
+)
+#: the instance's: field name -> attribute path
+FROM_INSTANCE = {
+    "start_s": "supply.start_s",
+    "end_s": "supply.end_s",
+    "end_known": "supply.end_known",
+    "submit_s": "jobs.submit_s",
+    "t_start": "t_start",
+}
+#: the slots' jobs, the horizon, and the builder's own (bound per instance): the buffer of
+#: log-scaled arguments and their divisors, the work shown, the static job rows, curves and
+#: known flags, and the node-count cap
+OWN = (
+    "slot_job",
+    "t_end",
+    "log_args",
+    "log_scale",
+    "work",
+    "job_static",
+    "curve_static",
+    "known_static",
+    "max_count",
+)
+FRAME_FIELDS = (*FROM_STATE, *FROM_INSTANCE, *OWN)
+_STATE = attrgetter(*FROM_STATE)
+_INSTANCE = attrgetter(*FROM_INSTANCE.values())
+
+
+@structref.register
+class ObsFrameType(types.StructRef):
+    """numba type of ``ObsFrame``: its fields' types are those of the values given."""
+
+    def preprocess_fields(self, fields):  # noqa: D102
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class ObsFrame(structref.StructRefProxy):
+    """Everything the observation's kernels read (``FRAME_FIELDS``), taken whole by them
+    (``ObservationBuilder.frame`` builds one).
+    """
+
+    def __new__(cls, *values: Any) -> ObsFrame:  # noqa: D102
+        return _new_frame(*values)
+
+
+structref.define_constructor(ObsFrame, ObsFrameType, list(FRAME_FIELDS))
+structref.define_boxing(ObsFrameType, ObsFrame)
+
+
+@njit(cache=True)
+def _new_frame(*values: Any) -> ObsFrame:  # pragma: no cover - jit
+    """``ObsFrame(*values)``, compiled once and cached (as ``mtgym.sim.episode.Episode``)."""
+    return ObsFrame(*values)
 
 
 def curve_points(max_count: int) -> np.ndarray:
@@ -145,7 +215,7 @@ class ObservationBuilder:
         np.clip(curve, 0.0, OBS_HIGH, out=curve)
         self._job_static, self._curve, self._known = js, curve, known
         N, S = self.N, self.S
-        # Divisors of the log-scaled arguments ``_obs_args`` lays out (see there).
+        # Divisors of the log-scaled arguments ``log_arguments`` lays out (see there).
         self._scale = np.concatenate(
             (
                 np.full(2 * N, TIME_SCALE),
@@ -154,14 +224,24 @@ class ObservationBuilder:
             )
         )
         self._work_arr = jobs.work if self._work is not None else np.zeros(0)
-        self._x = np.zeros(2 * N + 4 * S + 1)  # ``_obs_args``' output, reused
+        self._x = np.zeros(2 * N + 4 * S + 1)  # ``log_arguments``' output, reused
 
-    def kernel_arrays(self) -> tuple[np.ndarray, ...]:
-        """The bound episode's arrays the step kernel reads and reuses (after ``bind``), in
-        ``mtgym.env.step``'s bag order: the ``_obs_args`` buffer, the work shown, the static
-        job rows, curves and known flags, and the divisors of the log-scaled features.
+    def frame(self, state: Any, instance: Any, slot_job: np.ndarray, t_end: float) -> ObsFrame:
+        """The kernels' view of ``state`` on ``instance`` (after ``bind``): the same arrays,
+        so an ``ObsFrame`` kept across in-place steps stays current (``mtgym.env.step``).
         """
-        return self._x, self._work_arr, self._job_static, self._curve, self._known, self._scale
+        own = (
+            slot_job,
+            float(t_end),
+            self._x,
+            self._scale,
+            self._work_arr,
+            self._job_static,
+            self._curve,
+            self._known,
+            self.C,
+        )
+        return ObsFrame(*_STATE(state), *_INSTANCE(instance), *own)
 
     def build(
         self,
@@ -173,52 +253,14 @@ class ObservationBuilder:
         t_end: float,
     ) -> dict[str, np.ndarray]:
         """The observation of ``state`` (fresh arrays: safe to keep). Call ``bind`` first."""
-        sup = instance.supply
-        # One compiled pass gathers the arguments of every log-scaled feature, a second one
-        # takes the logarithms (the C library's: the same bits on every CPU) and writes.
-        counts = _obs_args(
-            self._x,
-            state.available,
-            state.window,
-            sup.start_s,
-            sup.end_s,
-            sup.end_known,
-            state.time,
-            instance.t_start,
-            slots.job,
-            state.status,
-            state.rate,
-            state.stall_until,
-            instance.jobs.submit_s,
-            state.progress,
-            self._work_arr,
-            state.n_nodes,
-        )
+        frame = self.frame(state, instance, slots.job, t_end)
+        counts = log_arguments(frame, state.time)
         out = self.outputs()
-        _obs_fill(
-            *out,
-            self._x,
-            self._scale,
-            state.available,
-            state.node_job,
-            state.window,
-            sup.end_known,
-            state.time,
-            instance.t_start,
-            t_end,
-            slots.job,
-            state.n_nodes,
-            state.stall_until,
-            self._job_static,
-            self._curve,
-            self._known,
-            self.C,
-            *counts,
-        )
+        fill(frame, state.time, counts, out)
         return self.complete(slots, profiler, action_mask, out, counts)
 
     def outputs(self) -> tuple[np.ndarray, ...]:
-        """Fresh output arrays for ``_obs_fill``.
+        """Fresh output arrays for ``fill``.
 
         In order: nodes (a copy of the static part), node_job, node_mask, jobs, job_mask,
         job_curve, job_curve_known, global. Allocated here: numba would box each array it
@@ -244,8 +286,8 @@ class ObservationBuilder:
         out: tuple[np.ndarray, ...],
         counts: tuple[int, int, int, int],
     ) -> dict[str, np.ndarray]:
-        """The observation from ``outputs()`` filled by ``_obs_fill`` and the ``counts``
-        ``_obs_args`` returned (idle nodes, active jobs, held nodes, occupied slots); in
+        """The observation from ``outputs()`` filled by ``fill`` and the ``counts``
+        ``log_arguments`` returned (idle nodes, active jobs, held nodes, occupied slots); in
         ``profiled`` mode the measured curves are added here.
         """
         nodes, node_job, node_mask, jf, job_mask, curve, known_c, g = out
@@ -278,30 +320,17 @@ class ObservationBuilder:
 # numpy (``build``), so every value is bit-identical to the vectorised formulas.
 # ---------------------------------------------------------------------------------------
 @njit(cache=True)
-def _obs_args(
-    x: np.ndarray,
-    available: np.ndarray,
-    window: np.ndarray,
-    start_s: np.ndarray,
-    end_s: np.ndarray,
-    end_known: np.ndarray,
-    t: float,
-    t_start: float,
-    slot_job: np.ndarray,
-    status: np.ndarray,
-    rate: np.ndarray,
-    stall_until: np.ndarray,
-    submit_s: np.ndarray,
-    progress: np.ndarray,
-    work: np.ndarray,
-    n_nodes: np.ndarray,
-) -> tuple[int, int, int, int]:  # pragma: no cover - jit
-    """Arguments of the log-scaled features into ``x``, flat: per node the idle time so far
-    and the known time until reclaim (2N), then per slot the shown rate, age, progress and
-    remaining work (4S; 0 for an empty slot, remaining work 0 when ``work`` is empty), then
-    the time since the start. Returns the idle node count, the active job count, the nodes
-    held by jobs and the occupied slots.
+def log_arguments(frame: Any, t: float) -> tuple[int, int, int, int]:  # pragma: no cover - jit
+    """Arguments of the log-scaled features at time ``t`` into ``frame.log_args``, flat: per
+    node the idle time so far and the known time until reclaim (2N), then per slot the shown
+    rate, age, progress and remaining work (4S; 0 for an empty slot, remaining work 0 when
+    ``work`` is empty), then the time since the start. Returns the idle node count, the
+    active job count, the nodes held by jobs and the occupied slots.
     """
+    x, available, window, start_s = frame.log_args, frame.available, frame.window, frame.start_s
+    end_s, end_known, slot_job, status = frame.end_s, frame.end_known, frame.slot_job, frame.status
+    rate, stall_until, submit_s = frame.rate, frame.stall_until, frame.submit_s
+    progress, work, n_nodes = frame.progress, frame.work, frame.n_nodes
     N = available.shape[0]
     S = slot_job.shape[0]
     x[:] = 0.0
@@ -331,7 +360,7 @@ def _obs_args(
         x[o + 4 * s + 2] = progress[j]
         if work.shape[0]:
             x[o + 4 * s + 3] = max(work[j] - progress[j], 0.0)
-    x[o + 4 * S] = max(t - t_start, 0.0)
+    x[o + 4 * S] = max(t - frame.t_start, 0.0)
     return n_avail, n_active, n_held, n_present
 
 
@@ -343,42 +372,26 @@ def _clip32(v: float, lo: float) -> np.float32:  # pragma: no cover - jit
 
 
 @njit(cache=True)
-def _obs_fill(
-    nodes: np.ndarray,
-    node_slot: np.ndarray,
-    node_mask: np.ndarray,
-    jf: np.ndarray,
-    job_mask: np.ndarray,
-    curve: np.ndarray,
-    known: np.ndarray,
-    g: np.ndarray,
-    x: np.ndarray,
-    scale: np.ndarray,
-    available: np.ndarray,
-    node_job: np.ndarray,
-    window: np.ndarray,
-    end_known: np.ndarray,
-    t: float,
-    t_start: float,
-    t_end: float,
-    slot_job: np.ndarray,
-    n_nodes: np.ndarray,
-    stall_until: np.ndarray,
-    job_static: np.ndarray,
-    curve_static: np.ndarray,
-    known_static: np.ndarray,
-    C: int,
-    n_avail: int,
-    n_active: int,
-    n_held: int,
-    n_present: int,
+def fill(
+    frame: Any, t: float, counts: tuple[int, int, int, int], out: tuple
 ) -> None:  # pragma: no cover - jit
-    """Fill ``nodes`` (a copy of the static part), ``node_slot`` (``node_job``),
-    ``node_mask``, ``jf`` (``jobs``), ``job_mask``, ``curve`` and ``known`` (zeros, for
-    ``job_curve`` and ``job_curve_known``) and ``g`` (``global``) from the static parts,
-    the features ``x`` (``log1p`` of ``_obs_args``' output) divided by ``scale``, and the
-    counts ``_obs_args`` returned.
+    """Fill ``out`` (``ObservationBuilder.outputs()``: nodes, a copy of the static part;
+    node_job; node_mask; jobs; job_mask; job_curve and job_curve_known, zeros; global) at
+    time ``t`` from the static parts, the features (``log1p`` of ``log_arguments``' output,
+    divided by ``frame.log_scale``) and the ``counts`` it returned.
     """
+    nodes, node_slot, node_mask, job_rows, job_mask, curve, known, global_row = out
+    n_avail, n_active, n_held, n_present = counts
+    x, scale, available, node_job = frame.log_args, frame.log_scale, frame.available, frame.node_job
+    window, end_known, slot_job, n_nodes = (
+        frame.window,
+        frame.end_known,
+        frame.slot_job,
+        frame.n_nodes,
+    )
+    stall_until, job_static = frame.stall_until, frame.job_static
+    curve_static, known_static, max_count = frame.curve_static, frame.known_static, frame.max_count
+    t_start, t_end = frame.t_start, frame.t_end
     N = available.shape[0]
     S = slot_job.shape[0]
     slot_of_job = np.full(job_static.shape[0], -1, dtype=np.int64)
@@ -404,21 +417,25 @@ def _obs_fill(
         if j < 0:
             continue
         for k in range(D):
-            jf[s, k] = job_static[j, k]
-        jf[s, JOB_NODES] = _clip32(n_nodes[j] / C, -1.0)
-        jf[s, JOB_RATE] = _clip32(np.log1p(x[o + 4 * s]) / scale[o + 4 * s], -1.0)
-        jf[s, JOB_AGE] = _clip32(np.log1p(x[o + 4 * s + 1]) / scale[o + 4 * s + 1], -1.0)
-        jf[s, JOB_PAUSING] = 1.0 if stall_until[j] > t else 0.0
-        jf[s, JOB_PROGRESS] = _clip32(np.log1p(x[o + 4 * s + 2]) / scale[o + 4 * s + 2], -1.0)
-        jf[s, JOB_REMAINING] = _clip32(np.log1p(x[o + 4 * s + 3]) / scale[o + 4 * s + 3], -1.0)
+            job_rows[s, k] = job_static[j, k]
+        job_rows[s, JOB_NODES] = _clip32(n_nodes[j] / max_count, -1.0)
+        job_rows[s, JOB_RATE] = _clip32(np.log1p(x[o + 4 * s]) / scale[o + 4 * s], -1.0)
+        job_rows[s, JOB_AGE] = _clip32(np.log1p(x[o + 4 * s + 1]) / scale[o + 4 * s + 1], -1.0)
+        job_rows[s, JOB_PAUSING] = 1.0 if stall_until[j] > t else 0.0
+        job_rows[s, JOB_PROGRESS] = _clip32(np.log1p(x[o + 4 * s + 2]) / scale[o + 4 * s + 2], -1.0)
+        job_rows[s, JOB_REMAINING] = _clip32(
+            np.log1p(x[o + 4 * s + 3]) / scale[o + 4 * s + 3], -1.0
+        )
         for k in range(P):
             curve[s, k] = curve_static[j, k]
             known[s, k] = known_static[j, k]
     # global: float64 values, then float32 and clipped
     span = t_end - t_start
-    g[G_TIME] = _clip32((t - t_start) / max(span, 1.0) if np.isfinite(t_end) else 0.0, -1.0)
-    g[G_IDLE] = _clip32(n_avail / N, -1.0)
-    g[G_FREE] = _clip32((n_avail - n_held) / N, -1.0)
-    g[G_QUEUED] = _clip32((n_active - n_present) / max(S, 1), -1.0)  # slots.queued(state)
-    g[G_SLOTS] = _clip32(n_present / max(S, 1), -1.0)
-    g[G_LOG_TIME] = _clip32(np.log1p(x[o + 4 * S]) / scale[o + 4 * S], -1.0)
+    global_row[G_TIME] = _clip32(
+        (t - t_start) / max(span, 1.0) if np.isfinite(t_end) else 0.0, -1.0
+    )
+    global_row[G_IDLE] = _clip32(n_avail / N, -1.0)
+    global_row[G_FREE] = _clip32((n_avail - n_held) / N, -1.0)
+    global_row[G_QUEUED] = _clip32((n_active - n_present) / max(S, 1), -1.0)  # slots.queued(state)
+    global_row[G_SLOTS] = _clip32(n_present / max(S, 1), -1.0)
+    global_row[G_LOG_TIME] = _clip32(np.log1p(x[o + 4 * S]) / scale[o + 4 * S], -1.0)

@@ -1,8 +1,10 @@
 """The env's step (the only one), in two compiled calls through one argument.
 
 numba's dispatcher costs ~0.1 us per argument, and a step touches ~80 arrays (the state's,
-the instance's, the slots', the profiler's, the observation builder's). ``StepBag`` (a
-numba ``StructRef``) holds them all, so each call takes one argument: ``_pre`` decodes the
+the instance's, the slots', the profiler's, the observation builder's). ``StepKernel`` (a
+numba ``StructRef``) holds them all: the episode the engine runs on
+(``mtgym.sim.episode.Episode``), the observation's frame (``ObsFrame``) and the step's own
+arrays and constants (``StepArrays``). Each call takes it whole: ``_pre`` decodes the
 action, places it and runs the engine (``mtgym.sim.engine``); ``_post`` updates the
 profiler and the slots, computes the reward (``mtgym.env.reward``) and the mask and fills
 the observation. ``tests/env/test_step.py`` checks every output against the general
@@ -16,7 +18,7 @@ finished by the engine's Python side (``dynamics.finish_timers``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit, types
@@ -37,58 +39,69 @@ from mtgym.env.action import (
     pack_failed,
     repair_record,
 )
-from mtgym.env.observation import ObservationBuilder, _obs_args, _obs_fill
+from mtgym.env.observation import ObservationBuilder, fill, log_arguments
 from mtgym.env.reward import REWARDS, reward_kernel, reward_weights, throughput_scale
 from mtgym.env.slots import JobSlots, _update
 from mtgym.model.placement import _static_order
-from mtgym.model.throughput import RateConsts
-from mtgym.sim import dynamics, engine
-from mtgym.sim.dynamics import FLOATS, INTS
-from mtgym.sim.engine import (
-    F_SAMPLES,
-    NEEDS_REPAIR,
-    OUT_OF_RANGE,
-    R_ALL_DONE,
-    R_ARRIVALS,
-    R_COMPLETIONS,
-    R_IDLE,
-    R_KINDS,
-    R_RECLAIMED,
-    R_STOPS,
-    TIMER_DUE,
-    Static,
-)
-from mtgym.sim.kernel_args import bundles
+from mtgym.sim import dynamics, engine, episode
+from mtgym.sim.engine import NEEDS_REPAIR, OUT_OF_RANGE, TIMER_DUE
 from mtgym.sim.profiling import PassiveProfiler, _observe
-from mtgym.sim.state import JOB_ARRAYS, NODE_ARRAYS, ClusterState
+from mtgym.sim.state import ClusterState
 
-_EXTRA = (
-    "slot_job",
-    "p_slowdown",
-    "group",
-    "seg_start",
-    "seg_nodes",
-    "mask",
-    "node_map",
-    "prof_rate",
-    "prof_samples",
-    "reward_weight",
-    "p0",
-    "n0",
-    "d0",
-    "x",
-    "end_known",
-    "obs_work",
-    "job_static",
-    "curve_static",
-    "known_static",
-    "obs_scale",
-)
-FIELDS = (*NODE_ARRAYS, *JOB_ARRAYS, *Static._fields, *RateConsts._fields, *_EXTRA)
+
+class StepArrays(NamedTuple):
+    """The step's own fields of ``StepKernel`` (besides ``episode`` and ``frame``)."""
+
+    slot_job: np.ndarray  # (S,) job in each slot, -1 = empty (``JobSlots.job``)
+    p_slowdown: np.ndarray  # (N, classes) profiled slowdowns (what placement sees)
+    group: np.ndarray  # placement's static node order: group of each node ...
+    seg_start: np.ndarray  # ... and each segment's first position and size
+    seg_nodes: np.ndarray
+    mask: np.ndarray  # the action mask (``ActionCodec.mask_buffer``), filled after a step
+    node_map: np.ndarray  # (N,) int32: the decoded node map (kept for a repair)
+    prof_rate: np.ndarray  # the passive profiler's tables (``PassiveProfiler``)
+    prof_samples: np.ndarray
+    reward_weight: np.ndarray  # (J,) per-job reward weights (``reward_weights``)
+    progress0: np.ndarray  # (J,) progress, node counts and debts before the step
+    n_nodes0: np.ndarray
+    debt0: np.ndarray
+    max_count: int  # the action's node-count cap
+    reward_kind: int  # ``REWARDS[name].kernel``
+    tput_scale: float  # the throughput reward's divisor
+    profile_cap: int  # the profiler's largest node count
+
+
+STEP_FIELDS = ("episode", "frame", *StepArrays._fields)
+
+
+@structref.register
+class StepKernelType(types.StructRef):
+    """numba type of ``StepKernel``: its fields' types are those of the values given."""
+
+    def preprocess_fields(self, fields):  # noqa: D102
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class StepKernel(structref.StructRefProxy):
+    """Every array of one env episode, for the step's kernels (built at the first step)."""
+
+    def __new__(cls, *values: Any) -> StepKernel:  # noqa: D102
+        return _new_step_kernel(*values)
+
+
+structref.define_constructor(StepKernel, StepKernelType, list(STEP_FIELDS))
+structref.define_boxing(StepKernelType, StepKernel)
+
+
+@njit(cache=True)
+def _new_step_kernel(*values: Any) -> StepKernel:  # pragma: no cover - jit
+    """``StepKernel(*values)``, compiled once and cached (as ``mtgym.sim.episode.Episode``)."""
+    return StepKernel(*values)
+
 
 _DECISION = int(dynamics.DECISION_EVENTS)  # stop kinds as ints
 _HORIZON = int(EventKind.HORIZON)
-REPAIRED_MAP = 3  # ``_pre``'s mode beyond ``ACTION_MODES``: apply ``b.node_map`` as it is
+REPAIRED_MAP = 3  # ``_pre``'s mode beyond ``ACTION_MODES``: apply ``node_map`` as it is
 PACK_FAILED = 10  # ``_pre``'s code beyond the engine's: more nodes needed than are free
 # ``info``'s counters of what happened during a step, in order (after ``repaired``).
 STEP_COUNTERS = (
@@ -141,198 +154,99 @@ def episode_end(all_done: bool, t0: float, t: float, t_end: float, kinds: int) -
     return terminated, (not terminated) and (t >= t_end or (t == t0 and kinds == 0))
 
 
-@structref.register
-class StepBagType(types.StructRef):
-    """numba type of ``StepBag``: its fields' types are those of the arrays given."""
-
-    def preprocess_fields(self, fields):  # noqa: D102
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
-
-
-class StepBag(structref.StructRefProxy):
-    """Every array of one env episode, for the kernels (built at the first step)."""
-
-
-structref.define_proxy(StepBag, StepBagType, list(FIELDS))
-
-
 @njit(cache=True, error_model="numpy")
 def _pre(
-    b: Any,
-    mode: int,
-    action: np.ndarray,
-    C: int,
-    f: np.ndarray,
-    r: np.ndarray,
-    floats: tuple[float, ...],
-    ints: tuple[int, ...],
-    limit: float,
-    stop: int,
-    t_end: float,
-    t_timer: float,
-    bftrainer: bool,
-    preempt_mode: int,
+    step: Any, mode: int, action: np.ndarray, until: float, stop_on: int, t_timer: float
 ) -> tuple[int, int, int, int, int, int]:  # pragma: no cover - jit
     """Decode an action (``mode``: an ``ACTION_MODES`` index; ``REPAIRED_MAP``: take
-    ``b.node_map`` as it is, repaired),
-    keep the progress, node counts and debts of before, then apply and run
-    (``engine._apply``, then ``engine._loop``) with the state's scalars (``floats``, ``ints``: as
-    ``dynamics._registers``) loaded into ``f`` and ``r``. Returns (code,
-    bad index, and the decoder's repair counts: empty slot, over max, below min,
-    oversubscribed; ``assign`` has only the first). ``PACK_FAILED`` gives the nodes needed
-    and free in place of the first two counts. Nothing changes unless the code is the
-    engine's ``DONE`` or ``TIMER_DUE``.
+    ``step.node_map`` as it is, repaired), keep the progress, node counts and debts of
+    before, then apply and run (``engine.apply``, then ``engine.loop``) on the episode,
+    whose scalars Python loaded (``episode.load``). Returns (code, bad index, and the
+    decoder's repair counts: empty slot, over max, below min, oversubscribed; ``assign``
+    has only the first). ``PACK_FAILED`` gives the nodes needed and free in place of the
+    first two counts. Nothing changes unless the code is the engine's ``DONE`` or
+    ``TIMER_DUE``.
     """
-    for i in range(len(floats)):
-        f[i] = floats[i]
-    f[engine.F_SAMPLES] = 0.0
-    r[:] = 0
-    for i in range(len(ints)):
-        r[i] = ints[i]
+    ep = step.episode
     total = free = 0
-    if mode == REPAIRED_MAP:  # b.node_map as it is (repaired by the caller)
-        bad, rep, node_map = -1, (0, 0, 0, 0), b.node_map.copy()
+    if mode == REPAIRED_MAP:  # step.node_map as it is (repaired by the caller)
+        bad, rep, node_map = -1, (0, 0, 0, 0), step.node_map.copy()
     elif mode == ASSIGN:
-        bad, empty, node_map = _decode_assign(action, b.slot_job)
+        bad, empty, node_map = _decode_assign(action, step.slot_job)
         rep = (empty, 0, 0, 0)
     else:
         bad, rep, node_map, total, free = _decode_pack(
             action,
             mode == DELTA,
-            C,
-            b.slot_job,
-            b.n_nodes,
-            b.min_nodes,
-            b.max_nodes,
-            b.available,
-            b.node_job,
-            b.p_slowdown,
-            b.app_class,
-            b.group,
-            b.seg_start,
-            b.seg_nodes,
+            step.max_count,
+            step.slot_job,
+            ep.n_nodes,
+            ep.min_nodes,
+            ep.max_nodes,
+            ep.available,
+            ep.node_job,
+            (step.p_slowdown, ep.rates.app_class, step.group, step.seg_start, step.seg_nodes),
         )
     if bad >= 0:
         return engine.OUT_OF_RANGE, bad, 0, 0, 0, 0
     if total > free:
         return PACK_FAILED, -1, total, free, 0, 0
     if mode == ASSIGN:  # (kept for a repair: only assign maps can need one)
-        b.node_map[:] = node_map
-    b.p0[:] = b.progress
-    b.n0[:] = b.n_nodes
-    b.d0[:] = b.debt
-    nd, jb, st, rc = bundles(b)
+        step.node_map[:] = node_map
+    step.progress0[:] = ep.progress
+    step.n_nodes0[:] = ep.n_nodes
+    step.debt0[:] = ep.debt
     # Only ``assign`` maps can be infeasible: packed counts give idle nodes to slot jobs
     # (active), 0 or min..max each (the lockstep tests would see a repair otherwise).
-    code, bad = engine._apply(f, r, node_map, mode == ASSIGN, bftrainer, nd, jb, st, rc)
+    code = engine.apply(ep, node_map, mode == ASSIGN)
     if code == engine.DONE:
-        code = engine._loop(f, r, limit, stop, t_end, t_timer, False, preempt_mode, nd, jb, st, rc)
-    return code, bad, rep[0], rep[1], rep[2], rep[3]
+        code = engine.loop(ep, until, stop_on, t_timer, False)
+    return code, -1, rep[0], rep[1], rep[2], rep[3]
 
 
 @njit(cache=True, error_model="numpy")
 def _post(
-    b: Any,
-    t0: float,
-    t: float,
-    t_start: float,
-    active0: float,
-    active: float,
-    reward_kind: int,
-    tput_scale: float,
-    mode: int,
-    C: int,
-    max_count: int,
-    slot_next: int,
-    arrival_cursor: int,
-    t_end: float,
-    nodes: np.ndarray,
-    node_slot: np.ndarray,
-    node_mask: np.ndarray,
-    jf: np.ndarray,
-    job_mask: np.ndarray,
-    curve: np.ndarray,
-    known: np.ndarray,
-    g: np.ndarray,
+    step: Any, mode: int, t0: float, active0: float, slot_cursor: int, out: tuple
 ) -> tuple[float, int, tuple[int, int, int, int]]:  # pragma: no cover - jit
-    """After the engine: the profiler's observation, the slots' update, the reward, the
-    action mask, and the observation into ``nodes`` .. ``g`` (``ObservationBuilder.outputs``).
-    Returns (reward, the slots' cursor, (idle nodes, active jobs, held nodes, occupied
-    slots)).
+    """After the engine (the episode's scalars are the state's after the step; ``t0`` and
+    ``active0`` its time and active job-seconds before): the profiler's observation, the
+    slots' update from ``slot_cursor``, the reward, the action mask (``mode``), and the
+    observation into ``out`` (``ObservationBuilder.outputs``). Returns (reward, the slots'
+    cursor, (idle nodes, active jobs, held nodes, occupied slots)).
     """
+    ep, frame = step.episode, step.frame
+    scalars = ep.scalars[0]
+    t = scalars.time
     if t - t0 > 0:
         _observe(
-            b.prof_rate,
-            b.prof_samples,
+            (step.prof_rate, step.prof_samples),
+            step.profile_cap,
             t0,
             t - t0,
-            b.p0,
-            b.n0,
-            b.d0,
-            b.n_nodes,
-            b.stall_until,
-            b.debt,
-            b.progress,
-            max_count,
+            (step.progress0, step.n_nodes0, step.debt0),
+            (ep.n_nodes, ep.stall_until, ep.debt, ep.progress),
         )
-    nxt = _update(b.slot_job, b.status, slot_next, arrival_cursor)
+    nxt = _update(step.slot_job, ep.status, slot_cursor, scalars.arrival_cursor)
     reward = reward_kernel(
-        reward_kind, b.progress, b.p0, b.reward_weight, tput_scale, active, active0
+        step.reward_kind,
+        ep.progress,
+        step.progress0,
+        step.reward_weight,
+        step.tput_scale,
+        scalars.active_job_s,
+        active0,
     )
+    C = step.max_count
     if mode == COUNTS:
-        _counts_mask(b.mask, b.slot_job, b.min_nodes, b.max_nodes, b.available, C)
+        _counts_mask(step.mask, step.slot_job, ep.min_nodes, ep.max_nodes, ep.available, C)
     elif mode == DELTA:
-        _delta_mask(b.mask, b.slot_job, b.min_nodes, b.max_nodes, b.available, b.n_nodes, C)
+        _delta_mask(
+            step.mask, step.slot_job, ep.min_nodes, ep.max_nodes, ep.available, ep.n_nodes, C
+        )
     else:
-        _assign_mask(b.mask, b.slot_job, b.available)
-    counts = _obs_args(
-        b.x,
-        b.available,
-        b.window,
-        b.start_s,
-        b.end_s,
-        b.end_known,
-        t,
-        t_start,
-        b.slot_job,
-        b.status,
-        b.rate,
-        b.stall_until,
-        b.submit_s,
-        b.progress,
-        b.obs_work,
-        b.n_nodes,
-    )
-    _obs_fill(
-        nodes,
-        node_slot,
-        node_mask,
-        jf,
-        job_mask,
-        curve,
-        known,
-        g,
-        b.x,
-        b.obs_scale,
-        b.available,
-        b.node_job,
-        b.window,
-        b.end_known,
-        t,
-        t_start,
-        t_end,
-        b.slot_job,
-        b.n_nodes,
-        b.stall_until,
-        b.job_static,
-        b.curve_static,
-        b.known_static,
-        C,
-        counts[0],
-        counts[1],
-        counts[2],
-        counts[3],
-    )
+        _assign_mask(step.mask, step.slot_job, ep.available)
+    counts = log_arguments(frame, t)
+    fill(frame, t, counts, out)
     return reward, nxt, counts
 
 
@@ -355,42 +269,34 @@ class Step:
         s, inst = state, instance
         self.state, self.inst = s, inst
         self.codec, self.builder, self.slots, self.profiler = codec, builder, slots, profiler
-        self.ctx = dynamics.context(inst)
-        cl = inst.cluster
         J, N = inst.num_jobs, inst.num_nodes
-        slowdown = cl.profiled_slowdown
-        group, seg_start, seg_nodes = _static_order(slowdown, cl.topology.coords)
+        slowdown = inst.cluster.profiled_slowdown
+        group, seg_start, seg_nodes = _static_order(slowdown, inst.cluster.topology.coords)
         self.node_map = np.empty(N, dtype=np.int32)
-        self.f = np.zeros(engine.NUM_F)
-        self.r = np.zeros(engine.NUM_R, dtype=np.int64)
-        x, obs_work, job_static, curve, known, scale = builder.kernel_arrays()
-        extra = (
-            slots.job,
-            np.ascontiguousarray(slowdown, dtype=np.float64),
-            group,
-            seg_start,
-            seg_nodes,
-            codec.mask_buffer,
-            self.node_map,
-            profiler.rate,
-            profiler.samples,
-            reward_weights(reward, inst),
-            np.zeros(J),
-            np.zeros(J, dtype=s.n_nodes.dtype),
-            np.zeros(J),
-            x,
-            inst.supply.end_known,
-            obs_work,
-            job_static,
-            curve,
-            known,
-            scale,
+        own = StepArrays(
+            slot_job=slots.job,
+            p_slowdown=np.ascontiguousarray(slowdown, dtype=np.float64),
+            group=group,
+            seg_start=seg_start,
+            seg_nodes=seg_nodes,
+            mask=codec.mask_buffer,
+            node_map=self.node_map,
+            prof_rate=profiler.rate,
+            prof_samples=profiler.samples,
+            reward_weight=reward_weights(reward, inst),
+            progress0=np.zeros(J),
+            n_nodes0=np.zeros(J, dtype=s.n_nodes.dtype),
+            debt0=np.zeros(J),
+            max_count=int(codec.C),
+            reward_kind=REWARDS[reward].kernel,
+            tput_scale=float(throughput_scale(inst)),
+            profile_cap=int(profiler.max_count),
         )
-        self.bag = StepBag(*dynamics.STATE_ARRAYS(s), *self.ctx.static, *extra)
-        self.C = codec.C
+        self.episode = episode.bind(s, inst)
+        frame = builder.frame(s, inst, slots.job, inst.t_end)
+        self.kernel = StepKernel(self.episode, frame, *own)
         self.mode = codec.kernel_id
-        self.reward_kind = REWARDS[reward].kernel
-        self.tput_scale = throughput_scale(inst)
+        self.t_end = float(inst.t_end)
         self.interval = decision_interval_s
         self.action_mask = codec.mask_buffer.copy()  # the mask after the last step
 
@@ -398,34 +304,16 @@ class Step:
         """One env step on a validated int64 action: (obs, reward, terminated, truncated,
         info), the state updated in place.
         """
-        s, inst, ctx, f, r, bag, slots = (
-            self.state,
-            self.inst,
-            self.ctx,
-            self.f,
-            self.r,
-            self.bag,
-            self.slots,
-        )
+        s, inst, ep, kernel, slots = self.state, self.inst, self.episode, self.kernel, self.slots
         t0 = s.time
         if self.interval is None:
-            limit, stop = ctx.t_end, _DECISION
+            until, stop_on = self.t_end, _DECISION
         else:
-            limit, stop = min(ctx.t_end, t0 + self.interval), _HORIZON
+            until, stop_on = min(self.t_end, t0 + self.interval), _HORIZON
         active0 = s.active_job_s
-        rest = (
-            f,
-            r,
-            FLOATS(s),
-            INTS(s),
-            limit,
-            stop,
-            ctx.t_end,
-            s.timers.peek_time(),
-            ctx.bftrainer,
-        )
-        rest += (ctx.preempt_mode,)
-        code, _, e0, e1, e2, e3 = _pre(bag, self.mode, action, self.C, *rest)
+        t_timer = s.timers.peek_time()
+        episode.load(ep, s)
+        code, _, e0, e1, e2, e3 = _pre(kernel, self.mode, action, until, stop_on, t_timer)
         if code == PACK_FAILED:  # (nothing changed)
             raise pack_failed(e0, e1)
         if code == OUT_OF_RANGE:  # (nothing changed; ``validate`` names the entry)
@@ -434,33 +322,17 @@ class Step:
         dyn = None
         if code == NEEDS_REPAIR:  # nothing changed: repair the decoded map, apply it
             dyn = dynamics.repair_allocation(s, inst, self.node_map)
-            code = _pre(bag, REPAIRED_MAP, action, self.C, *rest)[0]
+            episode.load(ep, s)
+            code = _pre(kernel, REPAIRED_MAP, action, until, stop_on, t_timer)[0]
         if code == TIMER_DUE:
-            dynamics.finish_timers(s, ctx, f, r, 1, limit, stop, code)
-        fl, ri = dynamics.store_registers(s, f, r)
+            dynamics.finish_timers(ep, s, engine.THEN_LOOP, until, stop_on, code)
+        done = episode.store(ep, s)
         t = s.time
         builder = self.builder
         out = builder.outputs()
-        reward, slots.cursor, counts = _post(
-            bag,
-            t0,
-            t,
-            inst.t_start,
-            active0,
-            s.active_job_s,
-            self.reward_kind,
-            self.tput_scale,
-            self.mode,
-            self.C,
-            self.profiler.max_count,
-            slots.cursor,
-            s.arrival_cursor,
-            ctx.t_end,
-            *out,
-        )
-        kinds = ri[R_KINDS]
+        reward, slots.cursor, counts = _post(kernel, self.mode, t0, active0, slots.cursor, out)
         metrics = None
-        terminated, truncated = episode_end(ri[R_ALL_DONE], t0, t, ctx.t_end, kinds)
+        terminated, truncated = episode_end(done.all_done, t0, t, self.t_end, done.kinds)
         if terminated or truncated:
             from mtgym.metrics import compute_metrics  # (not a kernel source: see _kernel_cache)
 
@@ -474,13 +346,13 @@ class Step:
             builder.queued,
             repair_record(self.codec.mode, (e0, e1, e2, e3), dyn),
             (
-                kinds,
-                ri[R_RECLAIMED],
-                ri[R_IDLE],
-                ri[R_ARRIVALS],
-                ri[R_COMPLETIONS],
-                ri[R_STOPS],
-                fl[F_SAMPLES],
+                done.kinds,
+                done.reclaimed_nodes,
+                done.idle_nodes,
+                done.arrivals,
+                done.completions,
+                done.stops,
+                done.samples,
                 t - t0,
             ),
             metrics,

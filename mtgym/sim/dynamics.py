@@ -17,9 +17,7 @@ Rules (see ``docs/model.md`` and ``ClusterState``):
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 
@@ -28,25 +26,23 @@ from mtgym.core.types import (
     DECISION_EVENTS,
     Allocation,
     EventKind,
-    PreemptionMode,
     Repair,
-    RescaleMode,
 )
-from mtgym.model.throughput import ThroughputModel
-from mtgym.sim import engine, kernel_args
+from mtgym.sim import engine, episode
 from mtgym.sim.engine import feasible, out_of_range
-from mtgym.sim.state import FLOAT_SCALARS, INT_SCALARS, JOB_ARRAYS, NODE_ARRAYS, ClusterState
+from mtgym.sim.episode import Episode, throughput_model
+from mtgym.sim.state import ClusterState
 
-_MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
-
-
-def throughput_model(instance: Instance) -> ThroughputModel:
-    """The (cached) throughput model of an instance."""
-    model = _MODELS.get(instance)
-    if model is None:
-        model = ThroughputModel(instance.cluster, instance.jobs)
-        _MODELS[instance] = model
-    return model
+__all__ = [
+    "StepInfo",
+    "advance",
+    "apply_allocation",
+    "finish_timers",
+    "initial_state",
+    "repair_allocation",
+    "throughput_model",
+    "validate_allocation",
+]
 
 
 @dataclass
@@ -124,10 +120,9 @@ def apply_allocation(
 
     Returns the repair record and the number of jobs whose node set changed.
     """
-    f, r = _registers(state)
-    rep, _ = _apply_and_run(state, instance, allocation, f, r, 0, state.time, 0)
-    store_registers(state, f, r)
-    return rep, int(r[engine.R_RESCALED])
+    ep = episode.bound(state, instance)
+    rep, _ = _apply_and_run(ep, state, instance, allocation, engine.THEN_NOTHING, state.time, 0)
+    return rep, int(episode.store(ep, state).rescaled_jobs)
 
 
 def initial_state(instance: Instance) -> ClusterState:
@@ -135,9 +130,9 @@ def initial_state(instance: Instance) -> ClusterState:
     jobs already submitted), ready for the first decision.
     """
     state = ClusterState.initial(instance)
-    f, r = _registers(state)
-    _run(state, context(instance), f, r, None, False, 2, state.time, 0, False)
-    store_registers(state, f, r)
+    ep = episode.bind(state, instance)
+    _run(ep, state, None, False, engine.THEN_EVENTS_NOW, state.time, 0, False)
+    episode.store(ep, state)
     return state
 
 
@@ -158,136 +153,75 @@ def advance(
     """
     s = state.copy() if copy else state
     t0 = s.time
-    f, r = _registers(s)
+    ep = episode.bound(s, instance)
     rep, _ = _apply_and_run(
-        s, instance, allocation, f, r, 1, min(until, instance.t_end), int(stop_on)
+        ep, s, instance, allocation, engine.THEN_LOOP, min(until, instance.t_end), int(stop_on)
     )
-    fl, kinds = store_registers(s, f, r)
+    done = episode.store(ep, s)
     return s, StepInfo(
         t0,
         s.time,
-        EventKind(kinds[engine.R_KINDS]),
-        reclaimed_nodes=kinds[engine.R_RECLAIMED],
-        idle_nodes=kinds[engine.R_IDLE],
-        arrivals=kinds[engine.R_ARRIVALS],
-        completions=kinds[engine.R_COMPLETIONS],
-        stops=kinds[engine.R_STOPS],
-        preempted_jobs=kinds[engine.R_PREEMPTED],
-        rescaled_jobs=kinds[engine.R_RESCALED],
-        samples=fl[engine.F_SAMPLES],
+        EventKind(done.kinds),
+        reclaimed_nodes=done.reclaimed_nodes,
+        idle_nodes=done.idle_nodes,
+        arrivals=done.arrivals,
+        completions=done.completions,
+        stops=done.stops,
+        preempted_jobs=done.preempted_jobs,
+        rescaled_jobs=done.rescaled_jobs,
+        samples=done.samples,
         repair=rep,
-        all_done=bool(kinds[engine.R_ALL_DONE]),
-        horizon=bool(kinds[engine.R_HORIZON]),
+        all_done=bool(done.all_done),
+        horizon=bool(done.horizon),
     )
 
 
 # ---------------------------------------------------------------------------------------
-# Calling the compiled engine (``mtgym.sim.engine``)
+# Calling the compiled engine (``mtgym.sim.engine``) through an ``Episode``
 # ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Context:
-    """An instance's constant arguments of ``kernel_args.run``."""
-
-    static: tuple
-    bftrainer: bool
-    preempt_mode: int
-    t_end: float
-
-
-_CONTEXTS: weakref.WeakKeyDictionary[Instance, _Context] = weakref.WeakKeyDictionary()
-STATE_ARRAYS = attrgetter(*NODE_ARRAYS, *JOB_ARRAYS)  # ``kernel_args.run``'s order
-# The state's scalars in register order (``engine.F_*`` then ``engine.R_*``; ``store_registers``).
-FLOATS = attrgetter(*FLOAT_SCALARS)
-INTS = attrgetter(*INT_SCALARS)
-SCALARS = attrgetter(*FLOAT_SCALARS, *INT_SCALARS)
-_NF, _NI = len(FLOAT_SCALARS), len(INT_SCALARS)
 _NO_ALLOCATION = np.zeros(0, dtype=np.int32)
 
 
-def context(instance: Instance) -> _Context:
-    """An instance's constant arguments of ``kernel_args.run`` (cached per instance)."""
-    ctx = _CONTEXTS.get(instance)
-    if ctx is None:
-        costs = instance.costs
-        bftrainer = costs.rescale == RescaleMode.BFTRAINER
-        if costs.preemption == PreemptionMode.CHECKPOINT:
-            mode = engine.PREEMPT_CHECKPOINT
-        elif bftrainer:
-            mode = engine.PREEMPT_BFTRAINER
-        else:
-            mode = engine.PREEMPT_PAUSE
-        static = engine.static_args(instance, throughput_model(instance)._consts)
-        ctx = _Context(static, bftrainer, mode, float(instance.t_end))
-        _CONTEXTS[instance] = ctx
-    return ctx
-
-
-def _registers(s: ClusterState) -> tuple[np.ndarray, np.ndarray]:
-    """The state's scalars in the engine's float and int registers."""
-    vals = SCALARS(s)
-    f = np.array((*vals[:_NF], 0.0))
-    r = np.zeros(engine.NUM_R, dtype=np.int64)
-    r[:_NI] = vals[_NF:]
-    return f, r
-
-
-def store_registers(s: ClusterState, f: np.ndarray, r: np.ndarray) -> tuple[list, list]:
-    """The registers back into the state's scalars (as Python floats and ints); returns
-    both registers as lists (what the call did is in their tails).
-    """
-    fl, ri = f.tolist(), r.tolist()
-    kernel_args.store_registers(s, fl, ri)
-    return fl, ri
-
-
 def _run(
+    ep: Episode,
     s: ClusterState,
-    ctx: _Context,
-    f: np.ndarray,
-    r: np.ndarray,
-    alloc: np.ndarray | None,
-    check: bool,
-    loop: int,
-    limit: float,
-    stop: int,
+    allocation: np.ndarray | None,
+    check_feasible: bool,
+    then: int,
+    until: float,
+    stop_on: int,
     resume: bool,
 ) -> tuple[int, int]:
-    return kernel_args.run(
-        f,
-        r,
-        _NO_ALLOCATION if alloc is None else alloc,
-        alloc is not None,
-        check,
-        loop,
-        limit,
-        stop,
-        ctx.t_end,
+    """``engine.run`` on ``ep`` (the episode of ``s``), the next timer from ``s``'s heap."""
+    return engine.run(
+        ep,
+        _NO_ALLOCATION if allocation is None else allocation,
+        allocation is not None,
+        check_feasible,
+        then,
+        until,
+        stop_on,
         s.timers.peek_time(),
         resume,
-        ctx.bftrainer,
-        ctx.preempt_mode,
-        *STATE_ARRAYS(s),
-        *ctx.static,
     )
 
 
 def _apply_and_run(
+    ep: Episode,
     s: ClusterState,
     instance: Instance,
     allocation: Allocation | np.ndarray | None,
-    f: np.ndarray,
-    r: np.ndarray,
-    loop: int,
-    limit: float,
-    stop: int,
+    then: int,
+    until: float,
+    stop_on: int,
 ) -> tuple[Repair | None, int]:
     """Apply ``allocation`` (validated, repaired when needed), then run the engine's loop
-    (``loop`` 1) or not (0); due timers are popped here. Returns the repair record.
+    (``then``: ``engine.THEN_LOOP``) or not; due timers are popped here. Returns the repair
+    record and the engine's last code.
     """
-    ctx = context(instance)
     rep = None
     if allocation is None:
-        code, _ = _run(s, ctx, f, r, None, False, loop, limit, stop, False)
+        code, _ = _run(ep, s, None, False, then, until, stop_on, False)
     else:
         a = allocation.node_job if isinstance(allocation, Allocation) else allocation
         if not (
@@ -296,34 +230,28 @@ def _apply_and_run(
             and a.shape == (instance.num_nodes,)
         ):  # anything else is checked and converted first
             a = validate_allocation(a, instance.num_nodes, instance.num_jobs)
-        code, _ = _run(s, ctx, f, r, a, True, loop, limit, stop, False)
+        code, _ = _run(ep, s, a, True, then, until, stop_on, False)
         if code == engine.OUT_OF_RANGE:
             validate_allocation(a, instance.num_nodes, instance.num_jobs)  # raises
         if code == engine.NEEDS_REPAIR:  # nothing was changed: repair a copy, apply that
             a = validate_allocation(a, instance.num_nodes, instance.num_jobs)
             rep = repair_allocation(s, instance, a)
-            code, _ = _run(s, ctx, f, r, a, False, loop, limit, stop, False)
+            code, _ = _run(ep, s, a, False, then, until, stop_on, False)
         else:
             rep = Repair()
-    return rep, finish_timers(s, ctx, f, r, loop, limit, stop, code)
+    return rep, finish_timers(ep, s, then, until, stop_on, code)
 
 
 def finish_timers(
-    s: ClusterState,
-    ctx: _Context,
-    f: np.ndarray,
-    r: np.ndarray,
-    loop: int,
-    limit: float,
-    stop: int,
-    code: int,
+    ep: Episode, s: ClusterState, then: int, until: float, stop_on: int, code: int
 ) -> int:
     """While the engine hands back a due timer: pop the timers due (the heap is Python's),
     count them, and resume the engine's loop. Returns the last code.
     """
     while code == engine.TIMER_DUE:
-        due = s.timers.pop_until(float(f[engine.F_TIME]))
-        r[engine.R_EVENTS] += len(due)
-        r[engine.R_KINDS] |= engine.K_TIMER
-        code, _ = _run(s, ctx, f, r, None, False, loop, limit, stop, True)
+        scalars = ep.scalars[0]
+        due = s.timers.pop_until(float(scalars["time"]))
+        scalars["events"] += len(due)
+        scalars["kinds"] |= engine.K_TIMER
+        code, _ = _run(ep, s, None, False, then, until, stop_on, True)
     return code

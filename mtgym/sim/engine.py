@@ -1,12 +1,13 @@
-"""The compiled event loop behind ``advance``: one call applies an allocation, then
-integrates and processes events until a stop (``mtgym.sim.dynamics`` has the rules).
+"""The compiled event loop behind ``advance`` and the env's step: one call applies an
+allocation, then integrates and processes events until a stop (``mtgym.sim.dynamics`` has
+the rules).
 
-A Python loop over the same pieces cost ~20 compiled calls and many small numpy operations
-per decision; the env's step cost was mostly that overhead. Here the state's arrays are
-updated in place and its scalars travel in two small registers (``F_*`` float64,
-``R_*`` int64). Every piece is the loop form of the vectorised code it replaced, with the
-same floating-point operations in the same order; sums use numpy's pairwise order
-(``mtgym.sim.numeric``), so results are the same bits as before.
+Every kernel here takes the episode whole (``mtgym.sim.episode.Episode``) and reads the
+fields it uses into locals; the state's scalars and the call's results are fields of its
+one-row record ``episode.scalars`` (``scalars.time``, ``scalars.events``, ...). Every piece
+is the loop form of the vectorised code it replaced, with the same floating-point
+operations in the same order; sums use numpy's pairwise order (``mtgym.sim.numeric``), so
+results are the same bits as before.
 
 ``run`` returns to Python only for what Python owns: a timer that is due (the heap of
 ``EventQueue``), an allocation to repair, or an allocation out of range.
@@ -15,17 +16,15 @@ same floating-point operations in the same order; sums use numpy's pairwise orde
 from __future__ import annotations
 
 import math
-from collections import namedtuple
-from operator import attrgetter
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-from mtgym.core.instance import Instance
 from mtgym.core.types import EventKind, JobStatus
-from mtgym.model.throughput import RateConsts, _job_rates_of
+from mtgym.model.throughput import _job_rates_of
+from mtgym.sim.episode import PREEMPT_BFTRAINER, PREEMPT_CHECKPOINT
 from mtgym.sim.numeric import dot, pairwise_sum
-from mtgym.sim.state import FLOAT_SCALARS, INT_SCALARS, JOB_ARRAYS, NODE_ARRAYS
 
 _ACTIVE = int(JobStatus.ACTIVE)  # compile-time constants in the kernels
 _COMPLETED = int(JobStatus.COMPLETED)
@@ -40,93 +39,19 @@ K_TIMER = int(EventKind.TIMER)
 K_HORIZON = int(EventKind.HORIZON)
 K_FINISHING = K_COMPLETED | K_STOPPED
 
-# How a reclaim is charged (``_preempt``).
-PREEMPT_CHECKPOINT, PREEMPT_BFTRAINER, PREEMPT_PAUSE = 0, 1, 2
-
-# Float register: the state's float scalars (``ClusterState``'s order), then the call's
-# useful samples.
-F_TIME, F_OFFERED, F_ALLOCATED, F_UNUSED, F_ACTIVE, F_PRODUCTIVE = (
-    FLOAT_SCALARS.index(name)
-    for name in (
-        "time",
-        "offered_node_s",
-        "allocated_node_s",
-        "unused_node_s",
-        "active_job_s",
-        "productive_node_s",
-    )
-)
-F_SAMPLES = len(FLOAT_SCALARS)
-NUM_F = F_SAMPLES + 1
-# Int register: the state's int scalars, then what happened during the call (``StepInfo``).
-R_EVENTS, R_DECISIONS, R_START, R_END, R_ARRIVAL = (
-    INT_SCALARS.index(name)
-    for name in ("events", "decisions", "start_cursor", "end_cursor", "arrival_cursor")
-)
-(
-    R_KINDS,
-    R_RECLAIMED,
-    R_IDLE,
-    R_ARRIVALS,
-    R_COMPLETIONS,
-    R_STOPS,
-    R_PREEMPTED,
-    R_RESCALED,
-    R_ALL_DONE,
-    R_HORIZON,
-) = range(len(INT_SCALARS), len(INT_SCALARS) + 10)
-NUM_R = R_HORIZON + 1
-
 # ``run``'s result codes.
 DONE, OUT_OF_RANGE, NEEDS_REPAIR, TIMER_DUE = 0, 1, 2, 3
-
-
-# Kernel-side bundles of the ``ClusterState`` arrays (its declaration gives the fields).
-Nodes = namedtuple("Nodes", NODE_ARRAYS)
-JobVars = namedtuple("JobVars", JOB_ARRAYS)  # (the state's: ``core.instance.Jobs`` is the table)
-# The instance's constants the loop reads (jobs, campaigns, supply, cluster): field -> where
-# ``static_args`` takes it from the ``Instance``.
-STATIC_SOURCES = {
-    "submit_s": "jobs.submit_s",
-    "min_nodes": "jobs.min_nodes",
-    "max_nodes": "jobs.max_nodes",
-    "work": "jobs.work",
-    "ckpt_every": "jobs.ckpt_every",
-    "startup_s": "jobs.startup_s",
-    "r_up_s": "jobs.r_up_s",
-    "r_down_s": "jobs.r_down_s",
-    "campaign": "jobs.campaign",
-    "quality": "jobs.quality",
-    "rungs": "jobs.rungs",
-    "eta": "campaigns.eta",
-    "start_s": "supply.start_s",
-    "end_s": "supply.end_s",
-    "end_sorted_s": "supply.end_sorted_s",
-    "end_order": "supply.end_order",
-    "win_node": "supply.node",
-    "slowdown": "cluster.slowdown",
-    "gpu_type": "cluster.gpu_type",
-    "coords": "cluster.topology.coords",
-}
-Static = namedtuple("Static", STATIC_SOURCES)
-_STATIC = attrgetter(*STATIC_SOURCES.values())
-
-
-def static_args(instance: Instance, consts: RateConsts) -> tuple:
-    """``run``'s instance arguments: ``Static`` then the throughput model's ``consts``."""
-    return _STATIC(instance) + tuple(consts)
+# What ``run`` does after the allocation: nothing, the event loop, or only the events due now
+# (the initial state).
+THEN_NOTHING, THEN_LOOP, THEN_EVENTS_NOW = 0, 1, 2
 
 
 # ---------------------------------------------------------------------------------------
 # Pieces (each the loop form of the code it replaced; see ``mtgym.sim.dynamics``). A piece
-# reads the bundles' fields it uses into locals first: numba references every member of a
-# named tuple (``JobVars`` has 20 arrays) for each field read inside a branch or loop, and
-# that bookkeeping cost more than the simulation itself (a default-scenario env step's
-# engine time fell from ~40 to ~25 us when the fields were hoisted). The pieces ``_loop``
-# runs at every event are inlined into it (``inline="always"``), and ``_loop`` itself reads
-# the arrays of its common path once, before its loop, and calls each event piece only
-# when its kind is due: a loop iteration with nothing due went from ~3.8 to ~1.5 us, a
-# 120 s default step's engine time from ~27 to ~11-15 us.
+# reads the episode's fields it uses into locals first. The pieces the loop runs at every
+# event are inlined into it (``inline="always"``), and ``loop`` itself reads the arrays of
+# its common path once, before its loop, and calls each event piece only when its kind is
+# due: a loop iteration with nothing due costs ~1.5 us.
 # ---------------------------------------------------------------------------------------
 @njit(cache=True)
 def fmax(a: float, b: float) -> float:  # pragma: no cover - jit
@@ -250,38 +175,39 @@ def diff_jobs(old: np.ndarray, new: np.ndarray, J: int) -> tuple[np.ndarray, np.
 
 
 @njit(cache=True, error_model="numpy")
-def _refresh(
-    nd: Nodes, jb: JobVars, st: Static, rc: RateConsts, jobs: np.ndarray
-) -> None:  # pragma: no cover - jit
+def _refresh(episode: Any, jobs: np.ndarray) -> None:  # pragma: no cover - jit
     """Rates, node counts and spreads, in place, of the distinct ``jobs`` whose node sets
     changed (the other jobs' entries stand as they are).
     """
     _job_rates_of(
-        rc, nd.node_job, st.slowdown, st.gpu_type, st.coords, jb.rate, jb.n_nodes, jb.spread, jobs
+        episode.rates,
+        episode.node_job,
+        episode.slowdown,
+        episode.gpu_type,
+        episode.coords,
+        episode.rate,
+        episode.n_nodes,
+        episode.spread,
+        jobs,
     )
 
 
 @njit(cache=True, error_model="numpy")
 def _charge_changes(
-    touched: np.ndarray,
-    gained: np.ndarray,
-    old_n: np.ndarray,
-    old_rate: np.ndarray,
-    t: float,
-    bftrainer: bool,
-    jb: JobVars,
-    st: Static,
+    episode: Any, touched: np.ndarray, gained: np.ndarray, old_n: np.ndarray, old_rate: np.ndarray
 ) -> None:  # pragma: no cover - jit
     """Checkpoint and charge every job whose node set changed (``old_n`` and ``old_rate``
-    per entry of ``touched``): a stop is free under
-    ``PAUSE`` and costs ``r_down_s x rate before`` (debt) under BFTrainer; a start pauses
-    ``startup_s``; a grow costs ``r_up_s``, a shrink ``r_down_s`` (a pause, or BFTrainer's
-    lost samples).
+    per entry of ``touched``): a stop is free under ``PAUSE`` and costs ``r_down_s x rate
+    before`` (debt) under BFTrainer; a start pauses ``startup_s``; a grow costs ``r_up_s``,
+    a shrink ``r_down_s`` (a pause, or BFTrainer's lost samples).
     """
-    ckpt_progress, progress, debt, n_nodes = jb.ckpt_progress, jb.progress, jb.debt, jb.n_nodes
-    stall_until, rescales, rescale_cost_s = jb.stall_until, jb.rescales, jb.rescale_cost_s
-    starts, first_start = jb.starts, jb.first_start
-    r_down_s, r_up_s, startup_s = st.r_down_s, st.r_up_s, st.startup_s
+    e = episode
+    ckpt_progress, progress, debt, n_nodes = e.ckpt_progress, e.progress, e.debt, e.n_nodes
+    stall_until, rescales, rescale_cost_s = e.stall_until, e.rescales, e.rescale_cost_s
+    starts, first_start = e.starts, e.first_start
+    r_down_s, r_up_s, startup_s = e.r_down_s, e.r_up_s, e.startup_s
+    bftrainer = e.bftrainer
+    t = e.scalars[0].time
     for i in range(touched.shape[0]):
         j = touched[i]
         # Voluntary changes checkpoint first.
@@ -309,80 +235,81 @@ def _charge_changes(
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _apply(
-    f: np.ndarray,
-    r: np.ndarray,
-    alloc: np.ndarray,
-    check: bool,
-    bftrainer: bool,
-    nd: Nodes,
-    jb: JobVars,
-    st: Static,
-    rc: RateConsts,
-) -> tuple[int, int]:  # pragma: no cover - jit
+def apply(episode: Any, node_map: np.ndarray, check_feasible: bool) -> int:  # pragma: no cover
     """Apply a node map (int32, in range) at the current time (``apply_allocation``).
-    Nothing changes when, with ``check``, it needs a repair (``NEEDS_REPAIR``).
+    Nothing changes when, with ``check_feasible``, it needs a repair (``NEEDS_REPAIR``).
     """
-    status, node_job, rate, n_nodes = jb.status, nd.node_job, jb.rate, jb.n_nodes
+    status, node_job, rate, n_nodes = (
+        episode.status,
+        episode.node_job,
+        episode.rate,
+        episode.n_nodes,
+    )
     J = status.shape[0]
-    a = alloc
-    if check and not feasible(a, nd.available, status, st.min_nodes, st.max_nodes):
-        return NEEDS_REPAIR, -1
-    gained, touched = diff_jobs(node_job, a, J)
-    r[R_DECISIONS] += 1
-    r[R_RESCALED] = touched.shape[0]
+    if check_feasible and not feasible(
+        node_map, episode.available, status, episode.min_nodes, episode.max_nodes
+    ):
+        return NEEDS_REPAIR
+    gained, touched = diff_jobs(node_job, node_map, J)
+    scalars = episode.scalars[0]
+    scalars.decisions += 1
+    scalars.rescaled_jobs = touched.shape[0]
     if touched.shape[0] == 0:
-        return DONE, -1
+        return DONE
     old_rate = np.empty(touched.shape[0])  # (per touched job: what the charges read)
     old_n = np.empty(touched.shape[0], dtype=n_nodes.dtype)
     for i in range(touched.shape[0]):
         old_rate[i] = rate[touched[i]]
         old_n[i] = n_nodes[touched[i]]
-    node_job[:] = a
-    _refresh(nd, jb, st, rc, touched)
-    _charge_changes(touched, gained, old_n, old_rate, f[F_TIME], bftrainer, jb, st)
-    return DONE, -1
+    node_job[:] = node_map
+    _refresh(episode, touched)
+    _charge_changes(episode, touched, gained, old_n, old_rate)
+    return DONE
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def hit_next(
+def next_event(
+    episode: Any, t_timer: float
+) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover - jit
+    """Jobs holding nodes, when each reaches its next milestone (after its pause, its debt,
+    then the distance at its rate; inf without a rate), and the earliest pending event:
+    ``min`` over ``t_end``, the next timer (``t_timer``), window start, window end, arrival
+    and milestone in that order (a later one wins only when strictly earlier; NaN
+    propagates from the milestones).
+    """
+    e = episode
+    scalars = e.scalars[0]
+    return _next_event(
+        scalars.time,
+        t_timer,
+        scalars.start_cursor,
+        scalars.end_cursor,
+        scalars.arrival_cursor,
+        e.t_end,
+        e.n_nodes,
+        e.rate,
+        e.stall_until,
+        e.debt,
+        e.milestone,
+        e.progress,
+        e.start_s,
+        e.end_sorted_s,
+        e.submit_s,
+    )
+
+
+# ``_next_event`` and ``_integrate`` take the arrays they read one by one: ``loop`` runs them
+# at every event with the arrays it read from the episode once, before its loop. Taking the
+# episode whole there (its fields read at every event: a reference count each) made the
+# Summit replay (``scripts/bench_sim.py``, 848,005 events) ~20% slower.
+@njit(cache=True, error_model="numpy", inline="always")
+def _next_event(
     t: float,
-    jb: JobVars,
-    st: Static,
-    t_end: float,
     t_timer: float,
     start_cursor: int,
     end_cursor: int,
     arrival_cursor: int,
-) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover - jit
-    """Jobs holding nodes, when each reaches its next milestone (after its pause, its debt,
-    then the distance at its rate; inf without a rate), and the earliest pending event:
-    ``min`` over ``t_end``, the next timer, window start, window end, arrival and milestone
-    in that order (a later one wins only when strictly earlier; NaN propagates from the
-    milestones).
-    """
-    return _hit_next(
-        t,
-        jb.n_nodes,
-        jb.rate,
-        jb.stall_until,
-        jb.debt,
-        jb.milestone,
-        jb.progress,
-        st.start_s,
-        st.end_sorted_s,
-        st.submit_s,
-        t_end,
-        t_timer,
-        start_cursor,
-        end_cursor,
-        arrival_cursor,
-    )
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _hit_next(
-    t: float,
+    t_end: float,
     n_nodes: np.ndarray,
     rate: np.ndarray,
     stall_until: np.ndarray,
@@ -392,13 +319,8 @@ def _hit_next(
     start_s: np.ndarray,
     end_sorted_s: np.ndarray,
     submit_s: np.ndarray,
-    t_end: float,
-    t_timer: float,
-    start_cursor: int,
-    end_cursor: int,
-    arrival_cursor: int,
 ) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover - jit
-    """``hit_next`` on its arrays (``_loop`` reads them once, before its loop)."""
+    """``next_event`` at time ``t`` on the episode's cursors and arrays."""
     held = np.empty(n_nodes.shape[0], dtype=np.int64)  # (np.flatnonzero, in one pass)
     k = 0
     for j in range(n_nodes.shape[0]):
@@ -440,37 +362,7 @@ def _hit_next(
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _integrate(
-    f: np.ndarray, r: np.ndarray, t1: float, held: np.ndarray, nd: Nodes, jb: JobVars, st: Static
-) -> float:  # pragma: no cover - jit
-    """Advance progress and accumulators to ``t1`` (no event inside): per held job pause,
-    then debt, then progress (capped at the milestone); periodic checkpoints; stalled and
-    node seconds. Returns the useful samples gained.
-    """
-    return _integrate_arrays(
-        f,
-        r,
-        t1,
-        held,
-        nd.available,
-        nd.node_job,
-        jb.status,
-        jb.rate,
-        jb.n_nodes,
-        jb.stall_until,
-        jb.debt,
-        jb.progress,
-        jb.milestone,
-        jb.ckpt_progress,
-        jb.stalled_s,
-        jb.node_s,
-        st.ckpt_every,
-    )
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _integrate_arrays(
-    f: np.ndarray,
-    r: np.ndarray,
+    scalars: Any,
     t1: float,
     held: np.ndarray,
     available: np.ndarray,
@@ -487,8 +379,12 @@ def _integrate_arrays(
     node_s: np.ndarray,
     ckpt_every: np.ndarray,
 ) -> float:  # pragma: no cover - jit
-    """``_integrate`` on its arrays (``_loop`` reads them once, before its loop)."""
-    t = f[F_TIME]
+    """Advance progress and accumulators to ``t1`` (no event inside) on the episode's record
+    (``scalars``) and arrays: per held job pause, then debt, then progress (capped at the
+    milestone); periodic checkpoints; stalled and node seconds. Returns the useful samples
+    gained.
+    """
+    t = scalars.time
     dt = t1 - t
     if dt <= 0:
         return 0.0  # (t1 <= t: the time stays)
@@ -532,29 +428,24 @@ def _integrate_arrays(
         gain[i] = g
         stalled_s[j] += dt - u
         node_s[j] += k * dt
-    f[F_OFFERED] += float(n_avail) * dt
-    f[F_ACTIVE] += float(r[R_ARRIVAL] - n_finished) * dt
+    scalars.offered_node_s += float(n_avail) * dt
+    scalars.active_job_s += float(scalars.arrival_cursor - n_finished) * dt
     # Unused nodes are counted independently of the job node counts, so check_state can
     # verify offered = allocated + unused (it fails if a job holds a node that is not idle).
-    f[F_UNUSED] += float(n_unused) * dt
-    f[F_TIME] = t1
+    scalars.unused_node_s += float(n_unused) * dt
+    scalars.time = t1
     if m == 0:
         return 0.0
-    f[F_ALLOCATED] += float(n_sum) * dt
-    f[F_PRODUCTIVE] += dot(n_held, useful_t)
+    scalars.allocated_node_s += float(n_sum) * dt
+    scalars.productive_node_s += dot(n_held, useful_t)
     return pairwise_sum(gain)
 
 
 @njit(cache=True)
-def _release(jobs: np.ndarray, k: int, nd: Nodes, jb: JobVars) -> None:  # pragma: no cover
+def _release(episode: Any, jobs: np.ndarray, k: int) -> None:  # pragma: no cover - jit
     """Take every node away from ``jobs[:k]`` (finished or below their minimum)."""
-    node_job, n_nodes, rate, spread, stall_until = (
-        nd.node_job,
-        jb.n_nodes,
-        jb.rate,
-        jb.spread,
-        jb.stall_until,
-    )
+    node_job, n_nodes, rate = episode.node_job, episode.n_nodes, episode.rate
+    spread, stall_until = episode.spread, episode.stall_until
     if k == 0:
         return
     mark = np.zeros(n_nodes.shape[0], dtype=np.bool_)
@@ -573,41 +464,34 @@ def _release(jobs: np.ndarray, k: int, nd: Nodes, jb: JobVars) -> None:  # pragm
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _milestones(
-    f: np.ndarray,
-    r: np.ndarray,
-    held: np.ndarray,
-    t_hit: np.ndarray,
-    nd: Nodes,
-    jb: JobVars,
-    st: Static,
-    rc: RateConsts,
-) -> None:  # pragma: no cover - jit
+def _milestones(episode: Any, held: np.ndarray, t_hit: np.ndarray) -> None:  # pragma: no cover
     """Jobs at a milestone now: those whose time is now, and any whose remaining distance is
     within 1e-9 of its work (relative to the work, never to the clock, so large absolute
     times cannot finish a job early). The work done -> completed; a campaign rung -> the
     trial continues only if its quality ranks in the best ``1/eta`` of its campaign's
     trials at that rung, else it is stopped.
     """
-    debt, milestone, progress, work = jb.debt, jb.milestone, jb.progress, st.work
-    t = f[F_TIME]
+    e = episode
+    debt, milestone, progress, work = e.debt, e.milestone, e.progress, e.work
+    scalars = e.scalars[0]
+    t = scalars.time
     due = np.empty(held.shape[0], dtype=np.int64)
-    nd_ = 0
+    n_due = 0
     for i in range(held.shape[0]):
         j = held[i]
         near = debt[j] <= 0.0 and milestone[j] - progress[j] <= 1e-9 * work[j]
         if t_hit[i] <= t or near:
-            due[nd_] = j
-            nd_ += 1
-    if nd_ == 0:
+            due[n_due] = j
+            n_due += 1
+    if n_due == 0:
         return
-    status, finish_time = jb.status, jb.finish_time
-    due = due[:nd_]
-    left = np.empty(nd_)
-    for i in range(nd_):
+    status, finish_time = e.status, e.finish_time
+    due = due[:n_due]
+    left = np.empty(n_due)
+    for i in range(n_due):
         left[i] = milestone[due[i]] - progress[due[i]]
-    f[F_SAMPLES] += pairwise_sum(left)
-    done = np.empty(nd_, dtype=np.int64)
+    scalars.samples += pairwise_sum(left)
+    done = np.empty(n_due, dtype=np.int64)
     n_done = 0
     for j in due:
         progress[j] = milestone[j]
@@ -617,17 +501,17 @@ def _milestones(
             finish_time[j] = t
             done[n_done] = j
             n_done += 1
-    _release(done, n_done, nd, jb)
+    _release(e, done, n_done)
     if n_done:
-        r[R_COMPLETIONS] += n_done
-        r[R_KINDS] |= K_COMPLETED
-    rung, campaign, quality, eta, rungs = jb.rung, st.campaign, st.quality, st.eta, st.rungs
-    stopped = np.empty(nd_, dtype=np.int64)
+        scalars.completions += n_done
+        scalars.kinds |= K_COMPLETED
+    rung, campaign, quality, eta, rungs = e.rung, e.campaign, e.quality, e.eta, e.rungs
+    stopped = np.empty(n_due, dtype=np.int64)
     n_stop = 0
     for j in due:
         if not milestone[j] < work[j]:  # (campaign rungs: rare)
             continue
-        r[R_KINDS] |= K_RUNG
+        scalars.kinds |= K_RUNG
         rr = rung[j]
         rung[j] = rr + 1
         c = campaign[j]
@@ -650,10 +534,10 @@ def _milestones(
         for i in range(n_stop):
             status[stopped[i]] = _STOPPED
             finish_time[stopped[i]] = t
-        _release(stopped, n_stop, nd, jb)
-        r[R_STOPS] += n_stop
-        r[R_KINDS] |= K_STOPPED
-    _refresh(nd, jb, st, rc, due)  # (only due jobs lost nodes)
+        _release(e, stopped, n_stop)
+        scalars.stops += n_stop
+        scalars.kinds |= K_STOPPED
+    _refresh(e, due)  # (only due jobs lost nodes)
 
 
 @njit(cache=True)
@@ -678,20 +562,15 @@ def _sorted_distinct(a: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover -
 
 
 @njit(cache=True)
-def reclaim_nodes(
-    t: float,
-    lo: int,
-    end_sorted_s: np.ndarray,
-    end_order: np.ndarray,
-    node: np.ndarray,
-    window: np.ndarray,
-    available: np.ndarray,
-    node_job: np.ndarray,
-) -> tuple[int, int, np.ndarray]:  # pragma: no cover - jit
+def _reclaim_nodes(
+    episode: Any, t: float, lo: int
+) -> tuple[int, int, np.ndarray]:  # pragma: no cover
     """Windows ``lo..hi-1`` (by end) end by ``t``: each one's node, if that window is still
     its current one, stops being idle and loses its job. Returns ``hi``, the number of such
     nodes and the sorted distinct jobs that lost nodes.
     """
+    end_sorted_s, end_order, win_node = episode.end_sorted_s, episode.end_order, episode.win_node
+    window, available, node_job = episode.window, episode.available, episode.node_job
     hi = lo
     while hi < end_sorted_s.shape[0] and end_sorted_s[hi] <= t:
         hi += 1
@@ -699,7 +578,7 @@ def reclaim_nodes(
     n_live = k = 0
     for i in range(lo, hi):
         w = end_order[i]
-        n = node[w]
+        n = win_node[w]
         if window[n] != w:  # a window that never opened (before t_start)
             continue
         n_live += 1
@@ -714,14 +593,7 @@ def reclaim_nodes(
 
 @njit(cache=True, error_model="numpy")
 def _preempt(
-    hit: np.ndarray,
-    t: float,
-    past_end: bool,
-    mode: int,
-    old_rate: np.ndarray,
-    nd: Nodes,
-    jb: JobVars,
-    st: Static,
+    episode: Any, hit: np.ndarray, past_end: bool, old_rate: np.ndarray
 ) -> None:  # pragma: no cover - jit
     """After the rates were refreshed, for the sorted distinct jobs ``hit`` that lost nodes
     (``old_rate``: their rates before, per entry):
@@ -731,17 +603,20 @@ def _preempt(
     ``bftrainer`` rescaling -> ``r_down_s x rate before`` as debt, nodes left or not; else
     an ``r_down_s`` pause if it still runs.
     """
-    n_nodes, stall_until, min_nodes = jb.n_nodes, jb.stall_until, st.min_nodes
-    preemptions, preempt_cost_s, r_down_s = jb.preemptions, jb.preempt_cost_s, st.r_down_s
-    debt, progress, ckpt_progress = jb.debt, jb.progress, jb.ckpt_progress
-    preempt_lost_samples = jb.preempt_lost_samples
+    e = episode
+    n_nodes, stall_until, min_nodes = e.n_nodes, e.stall_until, e.min_nodes
+    preemptions, preempt_cost_s, r_down_s = e.preemptions, e.preempt_cost_s, e.r_down_s
+    debt, progress, ckpt_progress = e.debt, e.progress, e.ckpt_progress
+    preempt_lost_samples = e.preempt_lost_samples
+    t = e.scalars[0].time
+    mode = e.preempt_mode
     below = np.empty(hit.shape[0], dtype=np.int64)
     k = 0
     for j in hit:
         if n_nodes[j] > 0 and n_nodes[j] < min_nodes[j]:
             below[k] = j
             k += 1
-    _release(below, k, nd, jb)
+    _release(e, below, k)
     for j in hit:
         if n_nodes[j] == 0:
             stall_until[j] = -np.inf
@@ -772,57 +647,48 @@ def _preempt(
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _reclaims(
-    f: np.ndarray,
-    r: np.ndarray,
-    t_end: float,
-    preempt_mode: int,
-    nd: Nodes,
-    jb: JobVars,
-    st: Static,
-    rc: RateConsts,
-) -> None:  # pragma: no cover - jit
+def _reclaims(episode: Any) -> None:  # pragma: no cover - jit
     """Windows ending by now: their nodes leave at once and their jobs are pre-empted
     (windows cut at ``t_end`` are not reclaims: nobody is charged).
     """
-    end_sorted_s = st.end_sorted_s
-    t = f[F_TIME]
-    lo = r[R_END]
+    end_sorted_s = episode.end_sorted_s
+    scalars = episode.scalars[0]
+    t = scalars.time
+    lo = scalars.end_cursor
     if lo >= end_sorted_s.shape[0] or end_sorted_s[lo] > t:
         return  # no window ends by t (the common case)
-    hi, n_live, hit = reclaim_nodes(
-        t, lo, end_sorted_s, st.end_order, st.win_node, nd.window, nd.available, nd.node_job
-    )
+    hi, n_live, hit = _reclaim_nodes(episode, t, lo)
     if hi == lo:
         return
-    r[R_END] = hi
+    scalars.end_cursor = hi
     if n_live == 0:
         return
-    r[R_EVENTS] += n_live
-    r[R_RECLAIMED] += n_live
-    r[R_KINDS] |= K_RECLAIMED
+    scalars.events += n_live
+    scalars.reclaimed_nodes += n_live
+    scalars.kinds |= K_RECLAIMED
     if hit.shape[0] == 0:
         return
-    rate = jb.rate
+    rate = episode.rate
     old_rate = np.empty(hit.shape[0])  # (per hit job)
     for i in range(hit.shape[0]):
         old_rate[i] = rate[hit[i]]
-    _refresh(nd, jb, st, rc, hit)
-    past_end = t >= t_end
-    _preempt(hit, t, past_end, preempt_mode, old_rate, nd, jb, st)
+    _refresh(episode, hit)
+    past_end = t >= episode.t_end
+    _preempt(episode, hit, past_end, old_rate)
     if not past_end:
-        r[R_PREEMPTED] += hit.shape[0]
+        scalars.preempted_jobs += hit.shape[0]
 
 
 @njit(cache=True, inline="always")
-def _open_windows(f: np.ndarray, r: np.ndarray, nd: Nodes, st: Static) -> None:  # pragma: no cover
+def _open_windows(episode: Any) -> None:  # pragma: no cover - jit
     """Windows starting by now: their nodes become idle (unless the window also ended by
     now: the ``t_start`` case).
     """
-    start_s, end_s, win_node = st.start_s, st.end_s, st.win_node
-    available, window = nd.available, nd.window
-    t = f[F_TIME]
-    lo = r[R_START]
+    start_s, end_s, win_node = episode.start_s, episode.end_s, episode.win_node
+    available, window = episode.available, episode.window
+    scalars = episode.scalars[0]
+    t = scalars.time
+    lo = scalars.start_cursor
     W = start_s.shape[0]
     if lo >= W or start_s[lo] > t:
         return  # no window starts by t (the common case)
@@ -836,19 +702,20 @@ def _open_windows(f: np.ndarray, r: np.ndarray, nd: Nodes, st: Static) -> None: 
             available[n] = True
             window[n] = w
             k += 1
-    r[R_START] = hi
-    r[R_EVENTS] += k
-    r[R_IDLE] += k
+    scalars.start_cursor = hi
+    scalars.events += k
+    scalars.idle_nodes += k
     if k:
-        r[R_KINDS] |= K_IDLE
+        scalars.kinds |= K_IDLE
 
 
 @njit(cache=True, inline="always")
-def _arrivals(f: np.ndarray, r: np.ndarray, jb: JobVars, st: Static) -> None:  # pragma: no cover
+def _arrivals(episode: Any) -> None:  # pragma: no cover - jit
     """Jobs submitted by now become active (jobs are sorted by submission)."""
-    submit_s, status = st.submit_s, jb.status
-    t = f[F_TIME]
-    lo = r[R_ARRIVAL]
+    submit_s, status = episode.submit_s, episode.status
+    scalars = episode.scalars[0]
+    t = scalars.time
+    lo = scalars.arrival_cursor
     J = submit_s.shape[0]
     if lo >= J or submit_s[lo] > t:
         return  # no arrival by t (the common case)
@@ -857,22 +724,16 @@ def _arrivals(f: np.ndarray, r: np.ndarray, jb: JobVars, st: Static) -> None:  #
         hi += 1
     for j in range(lo, hi):
         status[j] = _ACTIVE
-    r[R_ARRIVAL] = hi
-    r[R_EVENTS] += hi - lo
-    r[R_ARRIVALS] += hi - lo
-    r[R_KINDS] |= K_ARRIVED
+    scalars.arrival_cursor = hi
+    scalars.events += hi - lo
+    scalars.arrivals += hi - lo
+    scalars.kinds |= K_ARRIVED
 
 
 @njit(cache=True)
-def _all_done(r: np.ndarray, jb: JobVars) -> bool:  # pragma: no cover - jit
-    """Every job arrived and completed or stopped."""
-    return _all_done_of(r, jb.status)
-
-
-@njit(cache=True)
-def _all_done_of(r: np.ndarray, status: np.ndarray) -> bool:  # pragma: no cover - jit
-    """``_all_done`` on the jobs' status array."""
-    if r[R_ARRIVAL] < status.shape[0]:
+def _all_done(status: np.ndarray, arrival_cursor: int) -> bool:  # pragma: no cover - jit
+    """Every job arrived (``arrival_cursor``) and completed or stopped."""
+    if arrival_cursor < status.shape[0]:
         return False
     done = True
     for j in range(status.shape[0]):
@@ -883,57 +744,46 @@ def _all_done_of(r: np.ndarray, status: np.ndarray) -> bool:  # pragma: no cover
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _events_at(
-    f: np.ndarray,
-    r: np.ndarray,
-    held: np.ndarray,
-    t_hit: np.ndarray,
-    t_end: float,
-    preempt_mode: int,
-    nd: Nodes,
-    jb: JobVars,
-    st: Static,
-    rc: RateConsts,
-) -> None:  # pragma: no cover - jit
+def events_now(episode: Any, held: np.ndarray, t_hit: np.ndarray) -> None:  # pragma: no cover
     """Every event due now but timers, in the fixed order of kinds."""
-    _milestones(f, r, held, t_hit, nd, jb, st, rc)
-    _reclaims(f, r, t_end, preempt_mode, nd, jb, st, rc)
-    _open_windows(f, r, nd, st)
-    _arrivals(f, r, jb, st)
+    _milestones(episode, held, t_hit)
+    _reclaims(episode)
+    _open_windows(episode)
+    _arrivals(episode)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _loop(
-    f: np.ndarray,
-    r: np.ndarray,
-    limit: float,
-    stop: int,
-    t_end: float,
-    t_timer: float,
-    resume: bool,
-    preempt_mode: int,
-    nd: Nodes,
-    jb: JobVars,
-    st: Static,
-    rc: RateConsts,
+def loop(
+    episode: Any, until: float, stop_on: int, t_timer: float, resume: bool
 ) -> int:  # pragma: no cover - jit
     """``advance``'s loop: next event time, integrate to it, process what is due; stop on a
-    kind in ``stop``, at ``limit``, or when the last job finishes. ``TIMER_DUE`` hands a due
-    timer to Python; ``resume`` continues after it (the end-of-instant checks).
+    kind in ``stop_on`` (an ``EventKind`` bit set), at ``until``, or when the last job
+    finishes. ``TIMER_DUE`` hands the timer due at ``t_timer`` to Python; ``resume``
+    continues after it (the end-of-instant checks).
     """
-    # The arrays the common path reads, taken out of the bundles once: inside the loop a
-    # bundle's use costs a reference count per member (~2 us an event), so the bundles are
-    # touched only when an event is due.
-    available, node_job = nd.available, nd.node_job
-    status, rate, n_nodes, stall_until = jb.status, jb.rate, jb.n_nodes, jb.stall_until
-    debt, progress, milestone, ckpt_progress = jb.debt, jb.progress, jb.milestone, jb.ckpt_progress
-    stalled_s, node_s = jb.stalled_s, jb.node_s
-    ckpt_every, work, start_s, end_sorted_s = st.ckpt_every, st.work, st.start_s, st.end_sorted_s
-    submit_s = st.submit_s
+    # The arrays the common path reads, taken out of the episode once (see ``_next_event``).
+    e = episode
+    available, node_job, status, rate = e.available, e.node_job, e.status, e.rate
+    n_nodes, stall_until, debt, progress = e.n_nodes, e.stall_until, e.debt, e.progress
+    milestone, ckpt_progress, stalled_s, node_s = (
+        e.milestone,
+        e.ckpt_progress,
+        e.stalled_s,
+        e.node_s,
+    )
+    ckpt_every, work = e.ckpt_every, e.work
+    start_s, end_sorted_s, submit_s = e.start_s, e.end_sorted_s, e.submit_s
+    t_end = e.t_end
+    scalars = e.scalars[0]
     while True:
         if not resume:
-            held, t_hit, t_next = _hit_next(
-                f[F_TIME],
+            held, t_hit, t_next = _next_event(
+                scalars.time,
+                t_timer,
+                scalars.start_cursor,
+                scalars.end_cursor,
+                scalars.arrival_cursor,
+                t_end,
                 n_nodes,
                 rate,
                 stall_until,
@@ -943,22 +793,16 @@ def _loop(
                 start_s,
                 end_sorted_s,
                 submit_s,
-                t_end,
-                t_timer,
-                r[R_START],
-                r[R_END],
-                r[R_ARRIVAL],
             )
             if t_next >= t_end:
                 t_next = t_end
-            if t_next > limit:
-                t_next = limit
+            if t_next > until:
+                t_next = until
             if not np.isfinite(t_next):  # nothing will ever happen again
-                r[R_ALL_DONE] = 1 if _all_done_of(r, status) else 0
+                scalars.all_done = 1 if _all_done(status, scalars.arrival_cursor) else 0
                 return DONE
-            f[F_SAMPLES] += _integrate_arrays(
-                f,
-                r,
+            scalars.samples += _integrate(
+                scalars,
                 t_next,
                 held,
                 available,
@@ -975,72 +819,68 @@ def _loop(
                 node_s,
                 ckpt_every,
             )
-            # ``_events_at``, each piece called only when its own early-return test says
-            # something of its kind is due now (the same tests, on the hoisted arrays)
-            t = f[F_TIME]
+            # ``events_now``, each piece called only when its own early-return test says
+            # something of its kind is due now (the same tests)
+            t = scalars.time
             for i in range(held.shape[0]):
                 j = held[i]
                 if t_hit[i] <= t or (
                     debt[j] <= 0.0 and milestone[j] - progress[j] <= 1e-9 * work[j]
                 ):
-                    _milestones(f, r, held, t_hit, nd, jb, st, rc)
+                    _milestones(e, held, t_hit)
                     break
-            if r[R_END] < end_sorted_s.shape[0] and not end_sorted_s[r[R_END]] > t:
-                _reclaims(f, r, t_end, preempt_mode, nd, jb, st, rc)
-            if r[R_START] < start_s.shape[0] and not start_s[r[R_START]] > t:
-                _open_windows(f, r, nd, st)
-            if r[R_ARRIVAL] < submit_s.shape[0] and not submit_s[r[R_ARRIVAL]] > t:
-                _arrivals(f, r, jb, st)
-            if t_timer <= f[F_TIME]:
+            if (
+                scalars.end_cursor < end_sorted_s.shape[0]
+                and not end_sorted_s[scalars.end_cursor] > t
+            ):
+                _reclaims(e)
+            if scalars.start_cursor < start_s.shape[0] and not start_s[scalars.start_cursor] > t:
+                _open_windows(e)
+            if (
+                scalars.arrival_cursor < submit_s.shape[0]
+                and not submit_s[scalars.arrival_cursor] > t
+            ):
+                _arrivals(e)
+            if t_timer <= scalars.time:
                 return TIMER_DUE
         resume = False
-        if f[F_TIME] >= t_end:
-            r[R_KINDS] |= K_HORIZON
-            r[R_HORIZON] = 1
-        done = _all_done_of(r, status)
-        r[R_ALL_DONE] = 1 if done else 0
-        finished_now = done and (r[R_KINDS] & K_FINISHING) != 0
-        if (r[R_KINDS] & stop) != 0 or f[F_TIME] >= limit or finished_now:
+        if scalars.time >= t_end:
+            scalars.kinds |= K_HORIZON
+            scalars.horizon = 1
+        done = _all_done(status, scalars.arrival_cursor)
+        scalars.all_done = 1 if done else 0
+        finished_now = done and (scalars.kinds & K_FINISHING) != 0
+        if (scalars.kinds & stop_on) != 0 or scalars.time >= until or finished_now:
             return DONE
 
 
 @njit(cache=True, error_model="numpy")
-def run_bundled(
-    f: np.ndarray,
-    r: np.ndarray,
-    alloc: np.ndarray,
-    apply: bool,
-    check: bool,
-    loop: int,
-    limit: float,
-    stop: int,
-    t_end: float,
+def run(
+    episode: Any,
+    allocation: np.ndarray,
+    with_allocation: bool,
+    check_feasible: bool,
+    then: int,
+    until: float,
+    stop_on: int,
     t_timer: float,
     resume: bool,
-    bftrainer: bool,
-    preempt_mode: int,
-    nd: Nodes,
-    jb: JobVars,
-    st: Static,
-    rc: RateConsts,
 ) -> tuple[int, int]:  # pragma: no cover - jit
-    """Apply ``alloc`` (when ``apply``; ``check``: return ``NEEDS_REPAIR`` untouched if it
-    is infeasible), then run the loop (``loop`` 1) or only the events due now (``loop`` 2,
-    the initial state). The state's arrays change in place and its scalars in ``f``/``r``.
-    Python calls it through ``mtgym.sim.kernel_args.run`` (flat arguments: numba resolves
-    plain arrays fast, named tuples slowly). Returns (code, index of the first
-    out-of-range entry or -1).
+    """``advance``'s one compiled call. Apply ``allocation`` (when ``with_allocation``;
+    ``check_feasible``: return ``NEEDS_REPAIR``, nothing changed, if it needs a repair),
+    then (``then``) nothing, the loop (``loop``'s arguments) or only the events due now.
+    The state's arrays change in place and its scalars in ``episode.scalars``. Returns
+    (code, index of the first out-of-range entry or -1).
     """
-    if apply:
-        bad = out_of_range(alloc, jb.status.shape[0])
+    if with_allocation:
+        bad = out_of_range(allocation, episode.status.shape[0])
         if bad >= 0:
             return OUT_OF_RANGE, bad
-        code, bad = _apply(f, r, alloc.astype(np.int32), check, bftrainer, nd, jb, st, rc)
+        code = apply(episode, allocation.astype(np.int32), check_feasible)
         if code != DONE:
-            return code, bad
-    if loop == 1:
-        return _loop(f, r, limit, stop, t_end, t_timer, resume, preempt_mode, nd, jb, st, rc), -1
-    if loop == 2:
-        empty = np.empty(0, dtype=np.int64)
-        _events_at(f, r, empty, np.empty(0), t_end, preempt_mode, nd, jb, st, rc)
+            return code, -1
+    if then == THEN_LOOP:
+        return loop(episode, until, stop_on, t_timer, resume), -1
+    if then == THEN_EVENTS_NOW:
+        events_now(episode, np.empty(0, dtype=np.int64), np.empty(0))
     return DONE, -1

@@ -44,18 +44,12 @@ class PassiveProfiler:
         if dt <= 0:
             return
         _observe(
-            self.rate,
-            self.samples,
+            (self.rate, self.samples),
+            self.max_count,
             t0,
             dt,
-            progress0,
-            n_nodes0,
-            debt0,
-            after.n_nodes,
-            after.stall_until,
-            after.debt,
-            after.progress,
-            self.max_count,
+            (progress0, n_nodes0, debt0),
+            (after.n_nodes, after.stall_until, after.debt, after.progress),
         )
 
     def curve_at(self, jobs: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,20 +75,15 @@ class PassiveProfiler:
 
 @njit(cache=True)
 def _observe(
-    rate: np.ndarray,
-    samples: np.ndarray,
-    t0: float,
-    dt: float,
-    progress0: np.ndarray,
-    n_nodes0: np.ndarray,
-    debt0: np.ndarray,
-    n_nodes: np.ndarray,
-    stall_until: np.ndarray,
-    debt: np.ndarray,
-    progress: np.ndarray,
-    max_count: int,
+    tables: tuple, max_count: int, t0: float, dt: float, before: tuple, after: tuple
 ) -> None:  # pragma: no cover - jit
-    """``PassiveProfiler.observe``'s update, in place, one job at a time."""
+    """``PassiveProfiler.observe``'s update, in place, one job at a time: ``tables`` the
+    profiler's (rate, samples); ``before`` the jobs' (progress, node counts, debts) at
+    ``t0``; ``after`` their (node counts, pauses, debts, progress) ``dt`` later.
+    """
+    rate, samples = tables
+    progress0, n_nodes0, debt0 = before
+    n_nodes, stall_until, debt, progress = after
     for j in range(n_nodes.shape[0]):
         n = n_nodes[j]
         if (

@@ -11,10 +11,10 @@ from mtgym.core.instance import Instance
 from mtgym.core.types import JobStatus
 from mtgym.sim.events import EventQueue
 
-# The kernels' role of a field: Python enters the engine through the generated
-# ``kernel_args.run`` (``mtgym.sim.codegen`` writes it), which takes the arrays flat and the
-# scalars in two registers and calls ``engine.run_bundled``. The state's fields are declared
-# here only: a new one is its line below plus its value in ``initial``.
+# The kernels' role of a field: the compiled engine sees the state through an
+# ``mtgym.sim.episode.Episode``, whose fields are these arrays by name, and these scalars as
+# fields of its record ``scalars``. The state's fields are declared here only: a new one is
+# its line below plus its value in ``initial``.
 NODE, JOB, FLOAT, INT = ({"kernel": role} for role in ("node", "job", "float", "int"))
 
 
@@ -167,5 +167,5 @@ def _names(role: dict[str, str]) -> tuple[str, ...]:
 
 NODE_ARRAYS = _names(NODE)  # (N,) arrays, in the kernels' order
 JOB_ARRAYS = _names(JOB)  # (J,) arrays
-FLOAT_SCALARS = _names(FLOAT)  # the engine's float register, in order
-INT_SCALARS = _names(INT)  # the engine's int register, in order
+FLOAT_SCALARS = _names(FLOAT)  # float64 scalars (fields of ``Episode.scalars``)
+INT_SCALARS = _names(INT)  # int64 scalars

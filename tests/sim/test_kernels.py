@@ -265,7 +265,7 @@ def test_kernels__profiler_observe_matches_numpy():
         jobs = np.flatnonzero(steady)
         want_rate[jobs, n[jobs]] = (p1[jobs] - p0[jobs]) / dt
         want_samples[jobs, n[jobs]] += 1
-        _observe(rate, samples, t0, dt, p0, n0, debt0, n, stall, debt, p1, C)
+        _observe((rate, samples), C, t0, dt, (p0, n0, debt0), (n, stall, debt, p1))
         np.testing.assert_array_equal(rate, want_rate)
         np.testing.assert_array_equal(samples, want_samples)
 
@@ -282,28 +282,31 @@ def test_kernels__stable_argsort_is_numpy_mergesort():
 
 
 def test_kernels__next_event_time_is_min_of_the_candidates():
-    from mtgym.sim.engine import JobVars, Static, hit_next
+    from mtgym.sim import episode
+    from mtgym.sim.engine import next_event
 
-    def _hit_next(
+    inst = tiny_instance(4, [linear_job(f"j{i}", 10.0, 2, 1000.0) for i in range(12)])
+    base = episode.fields_of(initial_state(inst), inst)
+
+    def _next_event(
         t, n_nodes, rate, stall, debt, ms, prog, t_end, t_timer, start_s, c0, end_s, c1, sub, c2
     ):
-        z = np.zeros(n_nodes.size)
-        jb = JobVars(
-            **{k: z for k in JobVars._fields}
-            | dict(
-                n_nodes=n_nodes,
-                rate=rate,
-                stall_until=stall,
-                debt=debt,
-                milestone=ms,
-                progress=prog,
-            )
+        fields = base | dict(
+            n_nodes=n_nodes,
+            rate=rate,
+            stall_until=stall,
+            debt=debt,
+            milestone=ms,
+            progress=prog,
+            start_s=start_s,
+            end_sorted_s=end_s,
+            submit_s=sub,
+            t_end=t_end,
+            scalars=base["scalars"].copy(),
         )
-        st = Static(
-            **{k: z for k in Static._fields}
-            | dict(start_s=start_s, end_sorted_s=end_s, submit_s=sub)
-        )
-        return hit_next(t, jb, st, t_end, t_timer, c0, c1, c2)
+        sc = fields["scalars"]
+        sc["time"], sc["start_cursor"], sc["end_cursor"], sc["arrival_cursor"] = t, c0, c1, c2
+        return next_event(episode.from_fields(fields), t_timer)
 
     rng = np.random.default_rng(3)
     for _ in range(200):
@@ -319,7 +322,7 @@ def test_kernels__next_event_time_is_min_of_the_candidates():
         cur = [int(rng.integers(0, 6)) for _ in range(3)]
         t_timer = float(rng.choice([np.inf, rng.random() * 100]))
         t_end = float(rng.choice([np.inf, 80.0]))
-        held, t_hit, got = _hit_next(
+        held, t_hit, got = _next_event(
             t, n_nodes, rate, stall, debt, ms, prog, t_end, t_timer,
             start_s, cur[0], end_s, cur[1], sub, cur[2],
         )  # fmt: skip

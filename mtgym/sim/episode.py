@@ -1,0 +1,238 @@
+"""``Episode``: the one struct through which the compiled kernels see an episode.
+
+Python keeps the state in ``ClusterState`` (a dataclass of numpy arrays) and the constants in
+``Instance``. The kernels (``mtgym.sim.engine``, and the env's step through it) take one
+``Episode`` (a numba ``StructRef``) whole and read the fields they use into locals. Its fields
+are declared once, here and in ``ClusterState``:
+
+- the state's node and job arrays, by their ``ClusterState`` names (the same arrays, not
+  copies: the engine's in-place updates are the state's);
+- the instance's arrays the kernels read (``INSTANCE_FIELDS``: name -> where ``bind`` takes
+  it), the throughput model's constants (``rates``, a ``RateConsts``) and four constants
+  (``t_start``, ``t_end``, ``bftrainer``, ``preempt_mode``);
+- ``scalars``: a one-row record array (dtype ``SCALARS``) holding the state's scalars
+  (``ClusterState``'s float and int fields: time, accumulators, cursors) and what one engine
+  call did (``RESULTS``: events by kind, samples, ...). Python loads the state's scalars
+  into it before a call (``load``) and stores them back after (``store``); the kernels read
+  and write its fields by name.
+
+``advance`` and the env's step both enter the engine (``engine.run``, ``engine.apply`` and
+``engine.loop``) through an ``Episode`` built by ``bind``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import namedtuple
+from operator import attrgetter, is_
+from typing import Any
+
+import numpy as np
+from numba import njit, types
+from numba.experimental import structref
+
+from mtgym.core.instance import Instance
+from mtgym.core.types import PreemptionMode, RescaleMode
+from mtgym.model.throughput import ThroughputModel
+from mtgym.sim.state import FLOAT_SCALARS, INT_SCALARS, JOB_ARRAYS, NODE_ARRAYS, ClusterState
+
+#: The instance's arrays the kernels read: field name -> attribute path in ``Instance``.
+INSTANCE_FIELDS = {
+    "submit_s": "jobs.submit_s",  # (J,) jobs are sorted by submission
+    "min_nodes": "jobs.min_nodes",
+    "max_nodes": "jobs.max_nodes",
+    "work": "jobs.work",  # samples to completion
+    "ckpt_every": "jobs.ckpt_every",  # samples between periodic checkpoints (inf: none)
+    "startup_s": "jobs.startup_s",
+    "r_up_s": "jobs.r_up_s",
+    "r_down_s": "jobs.r_down_s",
+    "campaign": "jobs.campaign",  # (J,) campaign index, -1 = none
+    "quality": "jobs.quality",
+    "rungs": "jobs.rungs",  # (J, R) rung fractions of the work, NaN-padded
+    "eta": "campaigns.eta",  # (C,) successive-halving factor
+    "start_s": "supply.start_s",  # (W,) idle windows, sorted by start
+    "end_s": "supply.end_s",
+    "end_sorted_s": "supply.end_sorted_s",  # window ends in increasing order ...
+    "end_order": "supply.end_order",  # ... and the windows in that order
+    "win_node": "supply.node",  # (W,) each window's node
+    "end_known": "supply.end_known",  # (W,) bool: the window's end is announced
+    "slowdown": "cluster.slowdown",  # (N, classes) true per-device slowdowns
+    "gpu_type": "cluster.gpu_type",
+    "coords": "cluster.topology.coords",  # (N, levels) group index per level
+}
+#: What one engine call did (zeroed by ``load``): the kinds of events processed (an
+#: ``EventKind`` bit set), counts by kind, useful samples, and the end flags.
+RESULTS = (
+    ("samples", np.float64),
+    ("kinds", np.int64),
+    ("reclaimed_nodes", np.int64),
+    ("idle_nodes", np.int64),
+    ("arrivals", np.int64),
+    ("completions", np.int64),
+    ("stops", np.int64),
+    ("preempted_jobs", np.int64),
+    ("rescaled_jobs", np.int64),
+    ("all_done", np.int64),
+    ("horizon", np.int64),
+)
+#: ``Episode.scalars``' record: the state's scalars, then ``RESULTS``.
+SCALARS = np.dtype(
+    [
+        *((name, np.float64) for name in FLOAT_SCALARS),
+        *((name, np.int64) for name in INT_SCALARS),
+        *RESULTS,
+    ]
+)
+#: One engine call's record as a Python named tuple (``store``'s result).
+Scalars = namedtuple("Scalars", SCALARS.names)
+CONSTANTS = ("t_start", "t_end", "bftrainer", "preempt_mode")
+FIELDS = (*NODE_ARRAYS, *JOB_ARRAYS, *INSTANCE_FIELDS, "rates", "scalars", *CONSTANTS)
+
+# How a reclaim is charged (``engine._preempt``): from the instance's cost model.
+PREEMPT_CHECKPOINT, PREEMPT_BFTRAINER, PREEMPT_PAUSE = 0, 1, 2
+
+
+@structref.register
+class EpisodeType(types.StructRef):
+    """numba type of ``Episode``: its fields' types are those of the values given."""
+
+    def preprocess_fields(self, fields):  # noqa: D102
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class Episode(structref.StructRefProxy):
+    """An episode as the kernels see it (module docstring). Built by ``bind``; on the Python
+    side it carries ``scalars``, the record array its kernel field shares.
+    """
+
+    scalars: np.ndarray
+
+    def __new__(cls, *values: Any) -> Episode:  # noqa: D102
+        return _new_episode(*values)
+
+
+structref.define_constructor(Episode, EpisodeType, list(FIELDS))
+structref.define_boxing(EpisodeType, Episode)
+
+
+@njit(cache=True)
+def _new_episode(*values: Any) -> Episode:  # pragma: no cover - jit
+    """``Episode(*values)``, compiled once and cached (numba's own constructor of a
+    ``StructRefProxy`` is compiled anew in every process: ~1 s for this one).
+    """
+    return Episode(*values)
+
+
+_STATE = attrgetter(*NODE_ARRAYS, *JOB_ARRAYS)
+_INSTANCE = attrgetter(*INSTANCE_FIELDS.values())
+_STATE_SCALARS = attrgetter(*FLOAT_SCALARS, *INT_SCALARS)
+_NUM_STATE_SCALARS = len(FLOAT_SCALARS) + len(INT_SCALARS)
+_NO_RESULTS = tuple(np.zeros(1, dtype=SCALARS).item(0)[_NUM_STATE_SCALARS:])
+_STATE_SCALAR_NAMES = SCALARS.names[:_NUM_STATE_SCALARS]
+
+_MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
+_CONSTANTS: weakref.WeakKeyDictionary[Instance, tuple] = weakref.WeakKeyDictionary()
+# state -> (its instance, its arrays, its Episode): ``bound``'s cache
+_BOUND: weakref.WeakKeyDictionary[ClusterState, tuple] = weakref.WeakKeyDictionary()
+
+
+def throughput_model(instance: Instance) -> ThroughputModel:
+    """The (cached) throughput model of an instance."""
+    model = _MODELS.get(instance)
+    if model is None:
+        model = ThroughputModel(instance.cluster, instance.jobs)
+        _MODELS[instance] = model
+    return model
+
+
+def preempt_mode(instance: Instance) -> int:
+    """How the engine charges a reclaim under the instance's cost model."""
+    costs = instance.costs
+    if costs.preemption == PreemptionMode.CHECKPOINT:
+        return PREEMPT_CHECKPOINT
+    if costs.rescale == RescaleMode.BFTRAINER:
+        return PREEMPT_BFTRAINER
+    return PREEMPT_PAUSE
+
+
+def instance_fields(instance: Instance) -> tuple:
+    """The instance's part of an ``Episode``, in ``FIELDS`` order after the state's arrays:
+    ``INSTANCE_FIELDS``, ``rates`` and, after ``scalars``, the ``CONSTANTS`` (cached per
+    instance).
+    """
+    got = _CONSTANTS.get(instance)
+    if got is None:
+        consts = (
+            float(instance.t_start),
+            float(instance.t_end),
+            instance.costs.rescale == RescaleMode.BFTRAINER,
+            preempt_mode(instance),
+        )
+        got = ((*_INSTANCE(instance), throughput_model(instance)._consts), consts)
+        _CONSTANTS[instance] = got
+    return got
+
+
+def fields_of(state: ClusterState, instance: Instance) -> dict[str, Any]:
+    """Every field of the ``Episode`` of ``state`` on ``instance``, by name (``scalars``
+    loaded with the state's scalars).
+    """
+    arrays, consts = instance_fields(instance)
+    scalars = np.zeros(1, dtype=SCALARS)
+    load_into(scalars, state)
+    return dict(zip(FIELDS, (*_STATE(state), *arrays, scalars, *consts), strict=True))
+
+
+def from_fields(values: dict[str, Any]) -> Episode:
+    """An ``Episode`` with these fields (every name of ``FIELDS``; tests change some)."""
+    episode = Episode(*(values[name] for name in FIELDS))
+    episode.scalars = values["scalars"]
+    return episode
+
+
+def bind(state: ClusterState, instance: Instance) -> Episode:
+    """The ``Episode`` of ``state`` on ``instance``: the state's arrays themselves (keep
+    the state object: replacing one of its arrays needs a new ``bind``), its scalars loaded.
+    """
+    arrays, consts = instance_fields(instance)
+    scalars = np.zeros(1, dtype=SCALARS)
+    load_into(scalars, state)
+    episode = Episode(*_STATE(state), *arrays, scalars, *consts)
+    episode.scalars = scalars  # (the same memory as the kernel field)
+    return episode
+
+
+def bound(state: ClusterState, instance: Instance) -> Episode:
+    """``bind``, kept per state object and reused while the state holds the same arrays
+    and runs on the same instance (``advance(copy=False)`` in a loop binds once); its
+    scalars loaded from the state.
+    """
+    arrays = _STATE(state)
+    hit = _BOUND.get(state)
+    if hit is not None and hit[0] is instance and all(map(is_, hit[1], arrays)):
+        episode = hit[2]
+        load(episode, state)
+        return episode
+    episode = bind(state, instance)
+    _BOUND[state] = (instance, arrays, episode)
+    return episode
+
+
+def load_into(scalars: np.ndarray, state: ClusterState) -> None:
+    """The state's scalars into the record, the call's results zeroed."""
+    scalars[0] = _STATE_SCALARS(state) + _NO_RESULTS
+
+
+def load(episode: Episode, state: ClusterState) -> None:
+    """Before an engine call: the state's scalars into ``episode.scalars``, results zeroed."""
+    load_into(episode.scalars, state)
+
+
+def store(episode: Episode, state: ClusterState) -> Scalars:
+    """After an engine call: the scalars back into the state (Python floats and ints);
+    returns the whole record (the call's results by name).
+    """
+    values = episode.scalars.item(0)
+    for name, value in zip(_STATE_SCALAR_NAMES, values, strict=False):
+        setattr(state, name, value)
+    return Scalars._make(values)

@@ -273,54 +273,16 @@ def next_event(
 ) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover - jit
     """Jobs holding nodes, when each reaches its next milestone (after its pause, its debt,
     then the distance at its rate; inf without a rate), and the earliest pending event:
-    ``min`` over ``t_end``, the next timer (``t_timer``), window start, window end, arrival
-    and milestone in that order (a later one wins only when strictly earlier; NaN
-    propagates from the milestones).
+    ``min`` over ``t_end``, the next timer, window start, window end, arrival and milestone
+    in that order (a later one wins only when strictly earlier; NaN propagates from the
+    milestones).
     """
     e = episode
+    n_nodes, rate, stall_until, debt = e.n_nodes, e.rate, e.stall_until, e.debt
+    milestone, progress = e.milestone, e.progress
+    start_s, end_sorted_s, submit_s = e.start_s, e.end_sorted_s, e.submit_s
     scalars = e.scalars[0]
-    return _next_event(
-        scalars.time,
-        t_timer,
-        scalars.start_cursor,
-        scalars.end_cursor,
-        scalars.arrival_cursor,
-        e.t_end,
-        e.n_nodes,
-        e.rate,
-        e.stall_until,
-        e.debt,
-        e.milestone,
-        e.progress,
-        e.start_s,
-        e.end_sorted_s,
-        e.submit_s,
-    )
-
-
-# ``_next_event`` and ``_integrate`` take the arrays they read one by one: ``loop`` runs them
-# at every event with the arrays it read from the episode once, before its loop. Taking the
-# episode whole there (its fields read at every event: a reference count each) made the
-# Summit replay (``scripts/bench_sim.py``, 848,005 events) ~20% slower.
-@njit(cache=True, error_model="numpy", inline="always")
-def _next_event(
-    t: float,
-    t_timer: float,
-    start_cursor: int,
-    end_cursor: int,
-    arrival_cursor: int,
-    t_end: float,
-    n_nodes: np.ndarray,
-    rate: np.ndarray,
-    stall_until: np.ndarray,
-    debt: np.ndarray,
-    milestone: np.ndarray,
-    progress: np.ndarray,
-    start_s: np.ndarray,
-    end_sorted_s: np.ndarray,
-    submit_s: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover - jit
-    """``next_event`` at time ``t`` on the episode's cursors and arrays."""
+    t = scalars.time
     held = np.empty(n_nodes.shape[0], dtype=np.int64)  # (np.flatnonzero, in one pass)
     k = 0
     for j in range(n_nodes.shape[0]):
@@ -338,15 +300,15 @@ def _next_event(
             )
         else:
             t_hit[i] = np.inf
-    m = t_end
+    m = e.t_end
     if t_timer < m:
         m = t_timer
-    if start_cursor < start_s.shape[0] and start_s[start_cursor] < m:
-        m = start_s[start_cursor]
-    if end_cursor < end_sorted_s.shape[0] and end_sorted_s[end_cursor] < m:
-        m = end_sorted_s[end_cursor]
-    if arrival_cursor < submit_s.shape[0] and submit_s[arrival_cursor] < m:
-        m = submit_s[arrival_cursor]
+    if scalars.start_cursor < start_s.shape[0] and start_s[scalars.start_cursor] < m:
+        m = start_s[scalars.start_cursor]
+    if scalars.end_cursor < end_sorted_s.shape[0] and end_sorted_s[scalars.end_cursor] < m:
+        m = end_sorted_s[scalars.end_cursor]
+    if scalars.arrival_cursor < submit_s.shape[0] and submit_s[scalars.arrival_cursor] < m:
+        m = submit_s[scalars.arrival_cursor]
     if t_hit.shape[0]:
         h = t_hit[0]
         for i in range(1, t_hit.shape[0]):
@@ -361,29 +323,22 @@ def _next_event(
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _integrate(
-    scalars: Any,
-    t1: float,
-    held: np.ndarray,
-    available: np.ndarray,
-    node_job: np.ndarray,
-    status: np.ndarray,
-    rate: np.ndarray,
-    n_nodes: np.ndarray,
-    stall_until: np.ndarray,
-    debt: np.ndarray,
-    progress: np.ndarray,
-    milestone: np.ndarray,
-    ckpt_progress: np.ndarray,
-    stalled_s: np.ndarray,
-    node_s: np.ndarray,
-    ckpt_every: np.ndarray,
-) -> float:  # pragma: no cover - jit
-    """Advance progress and accumulators to ``t1`` (no event inside) on the episode's record
-    (``scalars``) and arrays: per held job pause, then debt, then progress (capped at the
-    milestone); periodic checkpoints; stalled and node seconds. Returns the useful samples
-    gained.
+def integrate(episode: Any, t1: float, held: np.ndarray) -> float:  # pragma: no cover - jit
+    """Advance progress and accumulators to ``t1`` (no event inside): per held job pause,
+    then debt, then progress (capped at the milestone); periodic checkpoints; stalled and
+    node seconds. Returns the useful samples gained.
     """
+    e = episode
+    available, node_job, status, rate = e.available, e.node_job, e.status, e.rate
+    n_nodes, stall_until, debt, progress = e.n_nodes, e.stall_until, e.debt, e.progress
+    milestone, ckpt_progress, stalled_s, node_s = (
+        e.milestone,
+        e.ckpt_progress,
+        e.stalled_s,
+        e.node_s,
+    )
+    ckpt_every = e.ckpt_every
+    scalars = e.scalars[0]
     t = scalars.time
     dt = t1 - t
     if dt <= 0:
@@ -761,39 +716,15 @@ def loop(
     finishes. ``TIMER_DUE`` hands the timer due at ``t_timer`` to Python; ``resume``
     continues after it (the end-of-instant checks).
     """
-    # The arrays the common path reads, taken out of the episode once (see ``_next_event``).
+    # The arrays the common path's tests read, taken out of the episode once.
     e = episode
-    available, node_job, status, rate = e.available, e.node_job, e.status, e.rate
-    n_nodes, stall_until, debt, progress = e.n_nodes, e.stall_until, e.debt, e.progress
-    milestone, ckpt_progress, stalled_s, node_s = (
-        e.milestone,
-        e.ckpt_progress,
-        e.stalled_s,
-        e.node_s,
-    )
-    ckpt_every, work = e.ckpt_every, e.work
+    status, debt, progress, milestone, work = e.status, e.debt, e.progress, e.milestone, e.work
     start_s, end_sorted_s, submit_s = e.start_s, e.end_sorted_s, e.submit_s
     t_end = e.t_end
     scalars = e.scalars[0]
     while True:
         if not resume:
-            held, t_hit, t_next = _next_event(
-                scalars.time,
-                t_timer,
-                scalars.start_cursor,
-                scalars.end_cursor,
-                scalars.arrival_cursor,
-                t_end,
-                n_nodes,
-                rate,
-                stall_until,
-                debt,
-                milestone,
-                progress,
-                start_s,
-                end_sorted_s,
-                submit_s,
-            )
+            held, t_hit, t_next = next_event(e, t_timer)
             if t_next >= t_end:
                 t_next = t_end
             if t_next > until:
@@ -801,24 +732,7 @@ def loop(
             if not np.isfinite(t_next):  # nothing will ever happen again
                 scalars.all_done = 1 if _all_done(status, scalars.arrival_cursor) else 0
                 return DONE
-            scalars.samples += _integrate(
-                scalars,
-                t_next,
-                held,
-                available,
-                node_job,
-                status,
-                rate,
-                n_nodes,
-                stall_until,
-                debt,
-                progress,
-                milestone,
-                ckpt_progress,
-                stalled_s,
-                node_s,
-                ckpt_every,
-            )
+            scalars.samples += integrate(e, t_next, held)
             # ``events_now``, each piece called only when its own early-return test says
             # something of its kind is due now (the same tests)
             t = scalars.time

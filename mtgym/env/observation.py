@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from numba import njit, types
+from numba import njit
 from numba.experimental import structref
 
 from mtgym.core.instance import Instance
@@ -25,6 +25,7 @@ from mtgym.model.throughput import interp_rows
 from mtgym.sim.numeric import log1p
 from mtgym.sim.profiling import PassiveProfiler
 from mtgym.sim.state import ClusterState
+from mtgym.sim.struct import ValueTyped, define
 from mtgym.sim.view import InfoMode
 
 RATE_SCALE = 20.0  # log1p(samples/s) / 20: 1e8 samples/s -> 0.92
@@ -100,11 +101,8 @@ _INSTANCE = attrgetter(*FROM_INSTANCE.values())
 
 
 @structref.register
-class ObsFrameType(types.StructRef):
-    """numba type of ``ObsFrame``: its fields' types are those of the values given."""
-
-    def preprocess_fields(self, fields):  # noqa: D102
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+class ObsFrameType(ValueTyped):
+    """numba type of ``ObsFrame``."""
 
 
 class ObsFrame(structref.StructRefProxy):
@@ -116,8 +114,7 @@ class ObsFrame(structref.StructRefProxy):
         return _new_frame(*values)
 
 
-structref.define_constructor(ObsFrame, ObsFrameType, list(FRAME_FIELDS))
-structref.define_boxing(ObsFrameType, ObsFrame)
+define(ObsFrame, ObsFrameType, FRAME_FIELDS)
 
 
 @njit(cache=True)

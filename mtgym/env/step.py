@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 from numba.experimental import structref
 
 from mtgym.core.instance import Instance
@@ -47,6 +47,7 @@ from mtgym.sim import dynamics, engine, episode
 from mtgym.sim.engine import NEEDS_REPAIR, OUT_OF_RANGE, TIMER_DUE
 from mtgym.sim.profiling import PassiveProfiler, _observe
 from mtgym.sim.state import ClusterState
+from mtgym.sim.struct import ValueTyped, define
 
 
 class StepArrays(NamedTuple):
@@ -75,11 +76,8 @@ STEP_FIELDS = ("episode", "frame", *StepArrays._fields)
 
 
 @structref.register
-class StepKernelType(types.StructRef):
-    """numba type of ``StepKernel``: its fields' types are those of the values given."""
-
-    def preprocess_fields(self, fields):  # noqa: D102
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+class StepKernelType(ValueTyped):
+    """numba type of ``StepKernel``."""
 
 
 class StepKernel(structref.StructRefProxy):
@@ -89,8 +87,7 @@ class StepKernel(structref.StructRefProxy):
         return _new_step_kernel(*values)
 
 
-structref.define_constructor(StepKernel, StepKernelType, list(STEP_FIELDS))
-structref.define_boxing(StepKernelType, StepKernel)
+define(StepKernel, StepKernelType, STEP_FIELDS)
 
 
 @njit(cache=True)

@@ -28,13 +28,14 @@ from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 from numba.experimental import structref
 
 from mtgym.core.instance import Instance
 from mtgym.core.types import PreemptionMode, RescaleMode
 from mtgym.model.throughput import ThroughputModel
 from mtgym.sim.state import FLOAT_SCALARS, INT_SCALARS, JOB_ARRAYS, NODE_ARRAYS, ClusterState
+from mtgym.sim.struct import ValueTyped, define
 
 #: The instance's arrays the kernels read: field name -> attribute path in ``Instance``.
 INSTANCE_FIELDS = {
@@ -93,11 +94,8 @@ PREEMPT_CHECKPOINT, PREEMPT_BFTRAINER, PREEMPT_PAUSE = 0, 1, 2
 
 
 @structref.register
-class EpisodeType(types.StructRef):
-    """numba type of ``Episode``: its fields' types are those of the values given."""
-
-    def preprocess_fields(self, fields):  # noqa: D102
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+class EpisodeType(ValueTyped):
+    """numba type of ``Episode``."""
 
 
 class Episode(structref.StructRefProxy):
@@ -111,8 +109,7 @@ class Episode(structref.StructRefProxy):
         return _new_episode(*values)
 
 
-structref.define_constructor(Episode, EpisodeType, list(FIELDS))
-structref.define_boxing(EpisodeType, Episode)
+define(Episode, EpisodeType, FIELDS)
 
 
 @njit(cache=True)

@@ -89,7 +89,7 @@ OWN = (
     "t_end",
     "log_args",
     "log_scale",
-    "work",
+    "shown_work",
     "job_static",
     "curve_static",
     "known_static",
@@ -327,7 +327,7 @@ def log_arguments(frame: Any, t: float) -> tuple[int, int, int, int]:  # pragma:
     x, available, window, start_s = frame.log_args, frame.available, frame.window, frame.start_s
     end_s, end_known, slot_job, status = frame.end_s, frame.end_known, frame.slot_job, frame.status
     rate, stall_until, submit_s = frame.rate, frame.stall_until, frame.submit_s
-    progress, work, n_nodes = frame.progress, frame.work, frame.n_nodes
+    progress, work, n_nodes = frame.progress, frame.shown_work, frame.n_nodes
     N = available.shape[0]
     S = slot_job.shape[0]
     x[:] = 0.0

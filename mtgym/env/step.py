@@ -69,7 +69,7 @@ class StepArrays(NamedTuple):
     max_count: int  # the action's node-count cap
     reward_kind: int  # ``REWARDS[name].kernel``
     tput_scale: float  # the throughput reward's divisor
-    profile_cap: int  # the profiler's largest node count
+    profiler_max_count: int  # the profiler's largest node count
 
 
 STEP_FIELDS = ("episode", "frame", *StepArrays._fields)
@@ -217,7 +217,7 @@ def _post(
     if t - t0 > 0:
         _observe(
             (step.prof_rate, step.prof_samples),
-            step.profile_cap,
+            step.profiler_max_count,
             t0,
             t - t0,
             (step.progress0, step.n_nodes0, step.debt0),
@@ -287,7 +287,7 @@ class Step:
             max_count=int(codec.C),
             reward_kind=REWARDS[reward].kernel,
             tput_scale=float(throughput_scale(inst)),
-            profile_cap=int(profiler.max_count),
+            profiler_max_count=int(profiler.max_count),
         )
         self.episode = episode.bind(s, inst)
         frame = builder.frame(s, inst, slots.job, inst.t_end)

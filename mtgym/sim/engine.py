@@ -2,9 +2,11 @@
 allocation, then integrates and processes events until a stop (``mtgym.sim.dynamics`` has
 the rules).
 
-Every kernel here takes the episode whole (``mtgym.sim.episode.Episode``) and reads the
-fields it uses into locals; the state's scalars and the call's results are fields of its
-one-row record ``episode.scalars`` (``scalars.time``, ``scalars.events``, ...). Every piece
+Every kernel here that works on the episode takes it whole (``mtgym.sim.episode.Episode``)
+and reads the fields it uses into locals (the small helpers on plain arrays, ``feasible``,
+``repair``, ``diff_jobs``, ..., take arrays); the state's scalars and the call's results are
+fields of its one-row record ``episode.scalars`` (``scalars.time``, ``scalars.events``,
+...). Every piece
 is the loop form of the vectorised code it replaced, with the same floating-point
 operations in the same order; sums use numpy's pairwise order (``mtgym.sim.numeric``), so
 results are the same bits as before.
@@ -49,9 +51,8 @@ THEN_NOTHING, THEN_LOOP, THEN_EVENTS_NOW = 0, 1, 2
 # ---------------------------------------------------------------------------------------
 # Pieces (each the loop form of the code it replaced; see ``mtgym.sim.dynamics``). A piece
 # reads the episode's fields it uses into locals first. The pieces the loop runs at every
-# event are inlined into it (``inline="always"``), and ``loop`` itself reads the arrays of
-# its common path once, before its loop, and calls each event piece only when its kind is
-# due: a loop iteration with nothing due costs ~1.5 us.
+# event are inlined into it (``inline="always"``), and ``loop`` calls each event piece only
+# when a test on the arrays it read before its loop says that kind is due.
 # ---------------------------------------------------------------------------------------
 @njit(cache=True)
 def fmax(a: float, b: float) -> float:  # pragma: no cover - jit

@@ -8,8 +8,8 @@ are declared once, here and in ``ClusterState``:
 - the state's node and job arrays, by their ``ClusterState`` names (the same arrays, not
   copies: the engine's in-place updates are the state's);
 - the instance's arrays the kernels read (``INSTANCE_FIELDS``: name -> where ``bind`` takes
-  it), the throughput model's constants (``rates``, a ``RateConsts``) and four constants
-  (``t_start``, ``t_end``, ``bftrainer``, ``preempt_mode``);
+  it), the throughput model's constants (``rates``, a ``RateConsts``) and three constants
+  (``t_end``, ``bftrainer``, ``preempt_mode``);
 - ``scalars``: a one-row record array (dtype ``SCALARS``) holding the state's scalars
   (``ClusterState``'s float and int fields: time, accumulators, cursors) and what one engine
   call did (``RESULTS``: events by kind, samples, ...). Python loads the state's scalars
@@ -56,7 +56,6 @@ INSTANCE_FIELDS = {
     "end_sorted_s": "supply.end_sorted_s",  # window ends in increasing order ...
     "end_order": "supply.end_order",  # ... and the windows in that order
     "win_node": "supply.node",  # (W,) each window's node
-    "end_known": "supply.end_known",  # (W,) bool: the window's end is announced
     "slowdown": "cluster.slowdown",  # (N, classes) true per-device slowdowns
     "gpu_type": "cluster.gpu_type",
     "coords": "cluster.topology.coords",  # (N, levels) group index per level
@@ -86,7 +85,7 @@ SCALARS = np.dtype(
 )
 #: One engine call's record as a Python named tuple (``store``'s result).
 Scalars = namedtuple("Scalars", SCALARS.names)
-CONSTANTS = ("t_start", "t_end", "bftrainer", "preempt_mode")
+CONSTANTS = ("t_end", "bftrainer", "preempt_mode")
 FIELDS = (*NODE_ARRAYS, *JOB_ARRAYS, *INSTANCE_FIELDS, "rates", "scalars", *CONSTANTS)
 
 # How a reclaim is charged (``engine._preempt``): from the instance's cost model.
@@ -160,7 +159,6 @@ def instance_fields(instance: Instance) -> tuple:
     got = _CONSTANTS.get(instance)
     if got is None:
         consts = (
-            float(instance.t_start),
             float(instance.t_end),
             instance.costs.rescale == RescaleMode.BFTRAINER,
             preempt_mode(instance),

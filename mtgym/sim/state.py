@@ -165,7 +165,7 @@ def _names(role: dict[str, str]) -> tuple[str, ...]:
     return tuple(f.name for f in fields(ClusterState) if f.metadata == role)
 
 
-NODE_ARRAYS = _names(NODE)  # (N,) arrays, in the kernels' order
+NODE_ARRAYS = _names(NODE)  # (N,) arrays (fields of ``Episode``, by name)
 JOB_ARRAYS = _names(JOB)  # (J,) arrays
 FLOAT_SCALARS = _names(FLOAT)  # float64 scalars (fields of ``Episode.scalars``)
 INT_SCALARS = _names(INT)  # int64 scalars

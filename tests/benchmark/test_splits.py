@@ -34,7 +34,12 @@ def test_splits__test_split_is_the_issues_scenarios_and_each_is_shipped():
         "default-512",
     }
     assert set(TEST.names) <= set(preset_names())
-    assert all(s.quick_horizon_s > 0 for s in TEST.scenarios)
+    assert all(s.quick_horizon_s is None or s.quick_horizon_s > 0 for s in TEST.scenarios)
+    # a finite trace is played whole even when quick: its prefix hid starvation
+    whole = [s.name for s in TEST.scenarios if s.quick_horizon_s is None]
+    assert whole == ["pal-philly-64gpu"]
+    pal = next(s for s in TEST.scenarios if s.name == "pal-philly-64gpu")
+    assert TEST.horizon_s(pal, quick=True) is None
     assert all(TEST.horizon_s(s) is None for s in TEST.scenarios)  # full run: own horizon
 
 

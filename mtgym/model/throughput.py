@@ -246,15 +246,20 @@ def _interp1(x: float, xp: np.ndarray, fp: np.ndarray) -> float:  # pragma: no c
 
 @njit(cache=True, error_model="numpy")
 def _rate1(
-    c: RateConsts, j: int, count: float, slow: float, lvl: int
+    consts: RateConsts, j: int, count: float, slow: float, lvl: int
 ) -> float:  # pragma: no cover - jit
     """The formula for one (job, count, slowness, spread level); 0 when ``count <= 0``."""
-    is_table, local_batch, grad_bytes, overlap = c.is_table, c.local_batch, c.grad_bytes, c.overlap
-    lam, bw, lat, gpus = c.lam, c.bw, c.lat, c.gpus_per_node
+    is_table, local_batch, grad_bytes, overlap = (
+        consts.is_table,
+        consts.local_batch,
+        consts.grad_bytes,
+        consts.overlap,
+    )
+    lam, bw, lat, gpus = consts.lam, consts.bw, consts.lat, consts.gpus_per_node
     if not count > 0:
         return 0.0
     if is_table[j]:
-        base = _interp1(count, c.curve_nodes[j], c.curve_tput[j])
+        base = _interp1(count, consts.curve_nodes[j], consts.curve_tput[j])
         return base / slow / lam[lvl]
     g = count * gpus
     lb = local_batch[j]
@@ -268,35 +273,35 @@ def _rate1(
 
 @njit(cache=True, error_model="numpy")
 def _formula_many(
-    c: RateConsts, job: np.ndarray, count: np.ndarray, slow: np.ndarray, spread: np.ndarray
+    consts: RateConsts, job: np.ndarray, count: np.ndarray, slow: np.ndarray, spread: np.ndarray
 ) -> np.ndarray:  # pragma: no cover - jit
     """``ThroughputModel.formula`` on flat (M,) arrays."""
     out = np.zeros(job.shape[0])
     for i in range(job.shape[0]):
-        out[i] = _rate1(c, job[i], count[i], slow[i], spread[i])
+        out[i] = _rate1(consts, job[i], count[i], slow[i], spread[i])
     return out
 
 
 @njit(cache=True, error_model="numpy")
 def _job_rates(
-    c: RateConsts,
+    consts: RateConsts,
     node_job: np.ndarray,
     slowdown: np.ndarray,
     gpu_type: np.ndarray,
     coords: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - jit
     """``ThroughputModel.job_rates`` into new arrays (``_job_rates_of`` for all jobs)."""
-    J = c.is_table.shape[0]
+    J = consts.is_table.shape[0]
     rate = np.zeros(J)
     count = np.zeros(J, dtype=np.int32)
     spread = np.zeros(J, dtype=np.int8)
-    _job_rates_of(c, node_job, slowdown, gpu_type, coords, rate, count, spread, np.arange(J))
+    _job_rates_of(consts, node_job, slowdown, gpu_type, coords, rate, count, spread, np.arange(J))
     return rate, count, spread
 
 
 @njit(cache=True, error_model="numpy")
 def _job_rates_of(
-    c: RateConsts,
+    consts: RateConsts,
     node_job: np.ndarray,
     slowdown: np.ndarray,
     gpu_type: np.ndarray,
@@ -312,8 +317,8 @@ def _job_rates_of(
     slowest device and per-level group range of each job), then the formula per job that
     holds nodes.
     """
-    app_class, type_rate = c.app_class, c.type_rate
-    J = c.is_table.shape[0]
+    app_class, type_rate = consts.app_class, consts.type_rate
+    J = consts.is_table.shape[0]
     L = coords.shape[1]
     mark = np.zeros(J, dtype=np.bool_)
     for j in jobs:
@@ -353,7 +358,7 @@ def _job_rates_of(
                 lvl = k
                 break
         spread[j] = lvl
-        rate[j] = _rate1(c, j, float(count[j]), slow[j], lvl)
+        rate[j] = _rate1(consts, j, float(count[j]), slow[j], lvl)
 
 
 @njit(cache=True, error_model="numpy")

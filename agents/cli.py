@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mtgym.command import add_backend_options, check_backend
 from mtgym.core import names
 
 
@@ -52,8 +53,7 @@ def _train(ns: argparse.Namespace) -> int:
         batch_size=ns.batch_size,
         n_epochs=ns.n_epochs,
     )
-    if ns.address and ns.backend != "ray":
-        raise ValueError("--address needs --backend ray")
+    check_backend(ns)
     if ns.backend == "ray":
         from mtgym.backends.ray_backend import train_ray
 
@@ -178,15 +178,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--batch-size", type=int, default=256)
     t.add_argument("--n-epochs", type=int, default=4, help="PPO epochs per rollout")
     t.add_argument("--no-progress", action="store_true")
-    t.add_argument(
-        "--backend",
-        choices=["local", "ray"],
-        default="local",
-        help="ray: a seed sweep, one Ray task per seed",
-    )
-    t.add_argument(
-        "--address", default=None, metavar="ADDR", help="with --backend ray: join this Ray cluster"
-    )
+    add_backend_options(t, "ray: a seed sweep, one Ray task per seed")
     t.add_argument(
         "--ray-seeds",
         type=int,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from mtgym.command import decision_interval, dispatch
+from mtgym.command import add_backend_options, check_backend, decision_interval, dispatch
 from mtgym.core.limits import MIN_DECISION_INTERVAL_S
 
 
@@ -145,8 +145,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--reference {args.reference!r} is not among the compared policies: {', '.join(names)}"
         )
-    if args.address and args.backend != "ray":
-        raise ValueError("--address needs --backend ray")
+    check_backend(args)
     if args.backend == "ray":
         from mtgym.backends.ray_backend import evaluate_ray
 
@@ -333,17 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"decide every S seconds (>= {MIN_DECISION_INTERVAL_S:g})",
     )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
-    e.add_argument(
-        "--backend",
-        choices=["local", "ray"],
-        default="local",
-        help="run episodes here, or one Ray task per (policy, seed) (pip install -e .[ray])",
-    )
-    e.add_argument(
-        "--address",
-        default=None,
-        metavar="ADDR",
-        help="with --backend ray: join this Ray cluster ('auto', HOST:PORT, ray://HOST:10001); default: a private local one",
+    add_backend_options(
+        e, "run episodes here, or one Ray task per (policy, seed) (pip install -e .[ray])"
     )
     e.set_defaults(func=_cmd_evaluate)
 

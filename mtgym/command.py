@@ -1,5 +1,5 @@
 """Run a parsed CLI command: expected failures become one line on stderr and exit status 2;
-and the argument types the CLIs share (``decision_interval``).
+and the arguments the CLIs share (``decision_interval``, ``add_backend_options``).
 
 Shared by ``mtgym`` (``mtgym.cli``), ``mtgym benchmark`` and the sub-command packages that
 have their own entry (``python -m mtgym.bridge``), so none of them imports another's CLI.
@@ -57,3 +57,23 @@ def decision_interval(text: str) -> float:
             f"{text} s: the decision interval must be finite and >= {MIN_DECISION_INTERVAL_S:g} s"
         )
     return v
+
+
+def add_backend_options(parser: argparse.ArgumentParser, backend_help: str) -> None:
+    """``--backend local|ray`` (``backend_help`` says what one Ray task runs) and
+    ``--address``; ``check_backend`` refuses an address without Ray.
+    """
+    parser.add_argument("--backend", choices=["local", "ray"], default="local", help=backend_help)
+    parser.add_argument(
+        "--address",
+        default=None,
+        metavar="ADDR",
+        help="with --backend ray: join this Ray cluster ('auto', HOST:PORT, ray://HOST:10001); "
+        "default: a private local one",
+    )
+
+
+def check_backend(args: argparse.Namespace) -> None:
+    """``ValueError`` when ``--address`` is given without ``--backend ray``."""
+    if args.address and args.backend != "ray":
+        raise ValueError("--address needs --backend ray")

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from mtgym.benchmark.splits import QUICK_SEEDS, SPLITS
-from mtgym.command import decision_interval
+from mtgym.command import add_backend_options, check_backend, decision_interval
 
 DEFAULT_OUT = "runs/benchmark"
 
@@ -42,8 +42,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--quick",
         action="store_true",
-        help=f"the first {QUICK_SEEDS} seeds and each scenario's short quick horizon "
-        "(mtgym.benchmark.splits)",
+        help=f"the first {QUICK_SEEDS} seeds and each scenario's quick horizon (a prefix; "
+        "pal-philly-64gpu whole: mtgym.benchmark.splits)",
     )
     b.add_argument(
         "--out",
@@ -58,18 +58,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help="decide every S seconds (default: each policy's own schedule, as evaluate)",
     )
-    b.add_argument(
-        "--backend",
-        choices=["local", "ray"],
-        default="local",
-        help="run episodes here, or one Ray task per (scenario, policy, seed)",
-    )
-    b.add_argument(
-        "--address",
-        default=None,
-        metavar="ADDR",
-        help="with --backend ray: join this Ray cluster; default: a private local one",
-    )
+    add_backend_options(b, "run episodes here, or one Ray task per (scenario, policy, seed)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
     b.set_defaults(func=_cmd_benchmark)
 
@@ -83,8 +72,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from mtgym.benchmark.splits import get_split
     from mtgym.core.io import prepare_out_dir
 
-    if args.address and args.backend != "ray":
-        raise ValueError("--address needs --backend ray")
+    check_backend(args)
     split = get_split(args.split)
     out = Path(args.out or f"{DEFAULT_OUT}-{split.name}{'-quick' if args.quick else ''}")
     prepare_out_dir(out)  # before any work

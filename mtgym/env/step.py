@@ -319,7 +319,6 @@ class Step:
         dyn = None
         if code == NEEDS_REPAIR:  # nothing changed: repair the decoded map, apply it
             dyn = dynamics.repair_allocation(s, inst, self.node_map)
-            episode.load(ep, s)
             code = _pre(kernel, REPAIRED_MAP, action, until, stop_on, t_timer)[0]
         if code == TIMER_DUE:
             dynamics.finish_timers(ep, s, engine.THEN_LOOP, until, stop_on, code)

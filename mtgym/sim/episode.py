@@ -125,9 +125,10 @@ _STATE_SCALARS = attrgetter(*FLOAT_SCALARS, *INT_SCALARS)
 _NUM_STATE_SCALARS = len(FLOAT_SCALARS) + len(INT_SCALARS)
 _NO_RESULTS = tuple(np.zeros(1, dtype=SCALARS).item(0)[_NUM_STATE_SCALARS:])
 _STATE_SCALAR_NAMES = SCALARS.names[:_NUM_STATE_SCALARS]
+_SCALARS_AT = FIELDS.index("scalars")
 
 _MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
-_CONSTANTS: weakref.WeakKeyDictionary[Instance, tuple] = weakref.WeakKeyDictionary()
+_INSTANCE_PARTS: weakref.WeakKeyDictionary[Instance, tuple] = weakref.WeakKeyDictionary()
 # state -> (its instance, its arrays, its Episode): ``bound``'s cache
 _BOUND: weakref.WeakKeyDictionary[ClusterState, tuple] = weakref.WeakKeyDictionary()
 
@@ -156,7 +157,7 @@ def instance_fields(instance: Instance) -> tuple:
     ``INSTANCE_FIELDS``, ``rates`` and, after ``scalars``, the ``CONSTANTS`` (cached per
     instance).
     """
-    got = _CONSTANTS.get(instance)
+    got = _INSTANCE_PARTS.get(instance)
     if got is None:
         consts = (
             float(instance.t_end),
@@ -164,18 +165,25 @@ def instance_fields(instance: Instance) -> tuple:
             preempt_mode(instance),
         )
         got = ((*_INSTANCE(instance), throughput_model(instance)._consts), consts)
-        _CONSTANTS[instance] = got
+        _INSTANCE_PARTS[instance] = got
     return got
+
+
+def _values(state: ClusterState, instance: Instance) -> tuple:
+    """The ``Episode``'s field values in ``FIELDS`` order, ``scalars`` a fresh record loaded
+    from the state.
+    """
+    arrays, consts = instance_fields(instance)
+    scalars = np.empty(1, dtype=SCALARS)
+    scalars[0] = _STATE_SCALARS(state) + _NO_RESULTS
+    return (*_STATE(state), *arrays, scalars, *consts)
 
 
 def fields_of(state: ClusterState, instance: Instance) -> dict[str, Any]:
     """Every field of the ``Episode`` of ``state`` on ``instance``, by name (``scalars``
     loaded with the state's scalars).
     """
-    arrays, consts = instance_fields(instance)
-    scalars = np.zeros(1, dtype=SCALARS)
-    load_into(scalars, state)
-    return dict(zip(FIELDS, (*_STATE(state), *arrays, scalars, *consts), strict=True))
+    return dict(zip(FIELDS, _values(state, instance), strict=True))
 
 
 def from_fields(values: dict[str, Any]) -> Episode:
@@ -189,11 +197,9 @@ def bind(state: ClusterState, instance: Instance) -> Episode:
     """The ``Episode`` of ``state`` on ``instance``: the state's arrays themselves (keep
     the state object: replacing one of its arrays needs a new ``bind``), its scalars loaded.
     """
-    arrays, consts = instance_fields(instance)
-    scalars = np.zeros(1, dtype=SCALARS)
-    load_into(scalars, state)
-    episode = Episode(*_STATE(state), *arrays, scalars, *consts)
-    episode.scalars = scalars  # (the same memory as the kernel field)
+    values = _values(state, instance)
+    episode = Episode(*values)
+    episode.scalars = values[_SCALARS_AT]  # (the same memory as the kernel field)
     return episode
 
 
@@ -213,14 +219,9 @@ def bound(state: ClusterState, instance: Instance) -> Episode:
     return episode
 
 
-def load_into(scalars: np.ndarray, state: ClusterState) -> None:
-    """The state's scalars into the record, the call's results zeroed."""
-    scalars[0] = _STATE_SCALARS(state) + _NO_RESULTS
-
-
 def load(episode: Episode, state: ClusterState) -> None:
     """Before an engine call: the state's scalars into ``episode.scalars``, results zeroed."""
-    load_into(episode.scalars, state)
+    episode.scalars[0] = _STATE_SCALARS(state) + _NO_RESULTS
 
 
 def store(episode: Episode, state: ClusterState) -> Scalars:

@@ -6,11 +6,14 @@ equivalents) mean [95 % interval]; its paired ratio to the scenario's best basel
 [interval]; the mean JCT of the jobs every policy that ran completed, and its ratio to the
 reference's; the jobs completed. A policy that could not run shows its one-line reason
 instead. Then the suite table: each policy's geometric mean of ratios [interval], or why it
-has none.
+has none. Then the aggregates (``mtgym.benchmark.aggregates``): per policy the IQM of its
+episodes normalised by the best baseline and by the hindsight bound, and the probability that
+it beats each other policy, each [interval]; their plot is ``performance_profile.png``.
 
 TensorBoard (stable-baselines3's logger, like ``mtgym evaluate``): per policy, for each
 scenario ``benchmark/<scenario>/normalized_throughput``, ``.../ratio`` and
-``.../jct_common_mean``, and ``benchmark/suite_score``, all at step 0.
+``.../jct_common_mean``, ``benchmark/suite_score``, ``benchmark/iqm`` and
+``benchmark/iqm_bound``, all at step 0.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mtgym.benchmark.aggregates import Aggregates, Estimate, write_performance_profile
 from mtgym.benchmark.runner import HEADLINE, BenchmarkResult
 
 UNDEFINED_SCORE = "not defined: did not run on"
@@ -104,7 +108,53 @@ def markdown(res: BenchmarkResult) -> str:
             else f"{UNDEFINED_SCORE} {', '.join(s.missing)}"
         )
         lines.append(f"| {_cell(name)} | {text} |")
+    if res.aggregates is not None:
+        lines += ["", *_aggregates_markdown(res.aggregates)]
     return "\n".join(lines) + "\n"
+
+
+def _est(e: Estimate) -> str:
+    return _iv(e.point, e.ci_low, e.ci_high) if e.defined else _cell(e.reason or "n/a")
+
+
+def _aggregates_markdown(agg: Aggregates) -> list[str]:
+    """The aggregates section: IQMs (or why not), then P(row > column) among the policies
+    whose IQM by best baseline is defined.
+    """
+    pct = f"{agg.level:.0%}"
+    names = list(agg.policies)
+    lines = [
+        "## Aggregates",
+        "",
+        f"Over all {agg.num_scenarios * agg.num_seeds} (scenario, seed) episodes "
+        f"({agg.num_scenarios} scenarios x {agg.num_seeds} seeds). IQM: interquartile mean "
+        "(mean of the middle 50 %) of the per-episode scores, normalised by the scenario's "
+        "best baseline on the same seed, or by the episode's hindsight bound. P(row > "
+        "column): probability of improvement, the chance that an episode of the row beats "
+        "one of the column on the same scenario (baseline-normalised scores), averaged over "
+        f"scenarios; 0.5 is a tie. [{pct} stratified bootstrap interval: seeds "
+        f"resampled within each scenario, {agg.reps:,} resamples; plot: "
+        "`performance_profile.png`.]",
+        "",
+        "| policy | IQM (x best baseline) | IQM (x hindsight bound) |",
+        "| --- | --- | --- |",
+    ]
+    for name, pa in agg.policies.items():
+        lines.append(f"| {_cell(name)} | {_est(pa.iqm)} | {_est(pa.iqm_bound)} |")
+    defined = [n for n in names if agg.policies[n].iqm.defined]
+    if len(defined) > 1:
+        lines += [
+            "",
+            "| P(row > column) | " + " | ".join(_cell(n) for n in defined) + " |",
+            "| --- |" + " --- |" * len(defined),
+        ]
+        for x in defined:
+            cells = [
+                "" if y == x else _est(agg.policies[x].probability_of_improvement[y])
+                for y in defined
+            ]
+            lines.append(f"| {_cell(x)} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _f(v: float) -> float | None:
@@ -173,6 +223,42 @@ def to_json(res: BenchmarkResult) -> dict[str, Any]:
             }
             for name, s in res.suite.items()
         },
+        **({} if res.aggregates is None else {"aggregates": aggregates_json(res.aggregates)}),
+    }
+
+
+def _est_json(e: Estimate) -> dict[str, Any]:
+    return {
+        "point": _f(e.point),
+        "ci_low": _f(e.ci_low),
+        "ci_high": _f(e.ci_high),
+        "reason": e.reason,
+    }
+
+
+def aggregates_json(agg: Aggregates) -> dict[str, Any]:
+    """``results.json``'s ``aggregates``: the bootstrap's settings and, per policy, ``iqm``,
+    ``iqm_bound`` and ``probability_of_improvement`` {other: ...}, each ``{point, ci_low,
+    ci_high, reason}`` (numbers null and ``reason`` set when undefined).
+    """
+    return {
+        "method": "rliable stratified percentile bootstrap (seeds resampled within each "
+        "scenario; probability of improvement: the two policies resampled independently)",
+        "level": agg.level,
+        "reps": agg.reps,
+        "bootstrap_seed": agg.seed,
+        "num_seeds": agg.num_seeds,
+        "num_scenarios": agg.num_scenarios,
+        "policies": {
+            name: {
+                "iqm": _est_json(pa.iqm),
+                "iqm_bound": _est_json(pa.iqm_bound),
+                "probability_of_improvement": {
+                    other: _est_json(e) for other, e in pa.probability_of_improvement.items()
+                },
+            }
+            for name, pa in agg.policies.items()
+        },
     }
 
 
@@ -200,12 +286,19 @@ def write_tensorboard(out: Path, res: BenchmarkResult) -> None:
         s = res.suite[name]
         if s.complete and math.isfinite(s.score):
             logger.record("benchmark/suite_score", s.score)
+        pa = None if res.aggregates is None else res.aggregates.policies.get(name)
+        if pa is not None:
+            for tag, e in (("benchmark/iqm", pa.iqm), ("benchmark/iqm_bound", pa.iqm_bound)):
+                if e.defined and math.isfinite(e.point):
+                    logger.record(tag, e.point)
         logger.dump(0)
         logger.close()
 
 
 def write(out: str | Path, res: BenchmarkResult) -> None:
-    """``out/results.md``, ``out/results.json`` and ``out/tb/``."""
+    """``out/results.md``, ``out/results.json``, ``out/tb/`` and (with aggregates)
+    ``out/performance_profile.png``.
+    """
     from mtgym.core.io import atomic_write_json, atomic_write_text
 
     out = Path(out)
@@ -213,3 +306,5 @@ def write(out: str | Path, res: BenchmarkResult) -> None:
     atomic_write_text(out / "results.md", markdown(res))
     atomic_write_json(out / "results.json", to_json(res))
     write_tensorboard(out, res)
+    if res.aggregates is not None:
+        write_performance_profile(out, res.aggregates)

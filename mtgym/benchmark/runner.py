@@ -42,6 +42,8 @@ from typing import Any
 import numpy as np
 
 from mtgym import stats
+from mtgym.benchmark import aggregates
+from mtgym.benchmark.aggregates import Aggregates
 from mtgym.benchmark.splits import Split
 from mtgym.core.errors import PolicyUnsupportedError
 from mtgym.evaluate import PolicyRun, add_common_metrics, episode_row
@@ -351,6 +353,8 @@ class BenchmarkResult:
     level: float
     n_boot: int
     boot_seed: int
+    #: IQMs, probabilities of improvement and profiles (``mtgym.benchmark.aggregates``)
+    aggregates: Aggregates | None = None
 
 
 _NAN_IV = stats.Interval(math.nan, math.nan, math.nan, 0)
@@ -470,8 +474,11 @@ def score_split(
     level: float = stats.LEVEL,
     n_boot: int = stats.N_BOOT,
     seed: int = stats.SEED,
+    agg_reps: int = aggregates.REPS,
 ) -> BenchmarkResult:
-    """Per-scenario scores and the suite score of every policy."""
+    """Per-scenario scores, the suite score of every policy and its aggregates
+    (``mtgym.benchmark.aggregates``, ``agg_reps`` bootstrap replications).
+    """
     kw = {"level": level, "n_boot": n_boot, "seed": seed}
     scores = [score_scenario(sr, policies, **kw) for sr in results]
     return BenchmarkResult(
@@ -483,4 +490,7 @@ def score_split(
         level=level,
         n_boot=n_boot,
         boot_seed=seed,
+        aggregates=aggregates.compute(
+            results, scores, policies, level=level, reps=agg_reps, seed=seed
+        ),
     )

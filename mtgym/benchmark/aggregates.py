@@ -1,0 +1,466 @@
+"""Aggregates of a benchmark run over all its episodes, after Agarwal et al., "Deep
+Reinforcement Learning at the Edge of the Statistical Precipice" (NeurIPS 2021), with their
+library ``rliable``.
+
+The geometric-mean suite score (``mtgym.benchmark.runner``) is kept; these sit beside it
+because a handful of seeds on a handful of scenarios is the regime that paper studies: a
+mean over scenarios is dragged by one outlier scenario, a median over scenario means throws
+most episodes away, and a point estimate without an interval over the seeds invites reading
+noise as progress. What is computed, per policy, from the episodes of a split:
+
+- **normalised scores**: one per (scenario, seed), arranged as rliable's matrix
+  ``(num_seeds, num_scenarios)``. Two normalisations:
+
+  * ``reference``: the policy's headline on seed s / the scenario's reference (best
+    baseline, ``ScenarioScore.reference``) on the same seed s: paired, so the seed's own
+    difficulty cancels and the reference scores 1 on every episode;
+  * ``bound``: the row's ``bound_fraction`` (headline / the episode's hindsight bound):
+    an absolute scale that does not move when the set of baselines changes. Rows that do
+    not carry it make this normalisation *not available* (a reason, never an error).
+
+- **IQM** (``iqm``, ``iqm_bound``): the interquartile mean over all (scenario, seed) of a
+  normalisation: the mean of the middle 50 % of the episodes (``metrics.aggregate_iqm``,
+  a 25 % trimmed mean). It uses half of the episodes, so it is far less noisy than the
+  median, and it ignores the worst and best quarter, so one failed or lucky scenario does
+  not decide it as it does a mean.
+- **Probability of improvement** of X over Y: per scenario, the probability that an episode
+  of X (its reference-normalised score) beats one of Y (the Mann-Whitney U statistic over
+  the seed pairs, ties counted half), averaged over scenarios
+  (``metrics.probability_of_improvement``). It says how often, not by how much: 0.5 is a
+  tie, 1.0 is X better on every pair of episodes of every scenario. ``P(Y > X) = 1 -
+  P(X > Y)`` exactly, so each unordered pair is bootstrapped once and the reverse is
+  derived.
+- **Intervals**: stratified percentile bootstrap (``library.get_interval_estimates``):
+  resample the seeds *within each scenario* (runs within tasks), recompute the aggregate,
+  take the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles. For the probability of
+  improvement the two policies' episodes are resampled independently
+  (``StratifiedIndependentBootstrap``, rliable's choice for that statistic).
+- **Performance profile**: per normalisation and policy, the fraction of all episodes whose
+  normalised score is above tau, for a grid of tau, with a stratified-bootstrap band
+  (``library.create_performance_profile``): the whole score distribution, so a policy that
+  is better on some scenarios and much worse on others shows it where an aggregate hides it.
+
+A policy that did not run on every scenario (unsupported), or on a scenario with no
+reference, gets no aggregate ("not defined", as the suite score): it is never computed over
+fewer scenarios. A non-finite normalised score (a NaN headline, a reference at 0) makes that
+aggregate not available, with the episode named.
+
+**Determinism.** rliable draws its bootstrap indices from numpy's *global* RNG
+(``np.random.choice`` in ``StratifiedBootstrap.update_indices``); its ``random_state``
+argument does not reach those draws (and arch 7 deprecates it). So every bootstrap runs
+with the global RNG seeded to ``seed`` and restored afterwards (``_global_numpy_seed``):
+the same inputs give the same numbers bit for bit, whatever else ran before and whichever
+other policies are in the run (each policy and each pair gets the same fresh seed, so the
+draws are common random numbers across policies). Not thread-safe with other users of the
+global RNG during the call.
+
+**Cost.** The number of bootstrap replications is ``reps`` (``REPS`` = 2,000, rliable's
+default for profiles, not the suite score's 10,000): an IQM is 0.3 s, a pair's probability
+of improvement 0.1 s with the vectorised statistic below (scipy's ``mannwhitneyu`` per
+scenario per replicate, as ``metrics.probability_of_improvement`` does, takes 12 s a pair).
+The point estimate is rliable's own function; the replicates use ``_poi_vectorised``, the
+same statistic (tests check they agree).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mtgym import stats
+
+if TYPE_CHECKING:
+    from mtgym.benchmark.runner import ScenarioRuns, ScenarioScore
+
+#: bootstrap replications of every aggregate (module docstring, "Cost")
+REPS = 2000
+#: the normalisations: by the scenario's reference baseline (paired), by the hindsight bound
+NORMALISATIONS = ("reference", "bound")
+#: the row key carrying headline / hindsight bound
+BOUND_KEY = "bound_fraction"
+#: how the reason for an undefined aggregate starts (as the suite score's)
+NOT_DEFINED = "not defined: did not run on"
+NOT_AVAILABLE = "not available"
+#: tau grid points of a performance profile
+PROFILE_POINTS = 101
+PROFILE_FILE = "performance_profile.png"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its bootstrap interval, or why there is none (then all NaN)."""
+
+    point: float
+    ci_low: float
+    ci_high: float
+    reason: str | None = None
+
+    @property
+    def defined(self) -> bool:
+        """Whether there is a number (no reason given)."""
+        return self.reason is None
+
+    @classmethod
+    def missing(cls, reason: str) -> Estimate:
+        """No estimate, for ``reason``."""
+        return cls(math.nan, math.nan, math.nan, reason)
+
+
+@dataclass(frozen=True)
+class ProfileCurve:
+    """One policy's performance profile: fraction of episodes above each tau, with its band."""
+
+    fraction: tuple[float, ...]
+    ci_low: tuple[float, ...]
+    ci_high: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The performance profiles of one normalisation (only the policies it is defined for);
+    ``reason`` says why no policy has one.
+    """
+
+    normalisation: str
+    taus: tuple[float, ...]
+    curves: dict[str, ProfileCurve]
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PolicyAggregates:
+    """One policy's aggregates: IQM by each normalisation, P(this policy > other)."""
+
+    policy: str
+    iqm: Estimate
+    iqm_bound: Estimate
+    probability_of_improvement: dict[str, Estimate]  # other policy -> P(policy > other)
+
+
+@dataclass(frozen=True)
+class Aggregates:
+    """Every policy's aggregates and the profiles, with the bootstrap's settings."""
+
+    policies: dict[str, PolicyAggregates]
+    profiles: dict[str, Profile]  # normalisation -> profile
+    level: float
+    reps: int
+    seed: int
+    num_seeds: int
+    num_scenarios: int
+
+
+# -- score matrices -------------------------------------------------------------------------
+def score_matrices(
+    results: Sequence[ScenarioRuns],
+    scores: Sequence[ScenarioScore],
+    policies: Sequence[str],
+    normalisation: str,
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Per policy its ``(num_seeds, num_scenarios)`` matrix of normalised scores, or why it
+    has none: ``(matrices, reasons)``, each policy in exactly one of them.
+
+    Raises:
+        ValueError: an unknown normalisation.
+    """
+    from mtgym.benchmark.runner import HEADLINE
+
+    if normalisation not in NORMALISATIONS:
+        raise ValueError(f"unknown normalisation {normalisation!r}; known: {NORMALISATIONS}")
+    reasons: dict[str, str] = {}
+    if not results:
+        return {}, {p: f"{NOT_AVAILABLE}: no scenario" for p in policies}
+    n_seeds = {len(sr.seeds) for sr in results}
+    if len(n_seeds) != 1 or 0 in n_seeds:
+        why = f"{NOT_AVAILABLE}: the scenarios do not share a (non-zero) number of seeds"
+        return {}, dict.fromkeys(policies, why)
+    for p in policies:
+        absent = [sr.scenario for sr in results if p not in {r.name for r in sr.runs}]
+        if absent:
+            reasons[p] = f"{NOT_DEFINED} {', '.join(absent)}"
+        elif normalisation == "reference":
+            no_ref = [sc.scenario for sc in scores if sc.reference is None]
+            if no_ref:
+                reasons[p] = f"not defined: no baseline ran on {', '.join(no_ref)}"
+    mats: dict[str, np.ndarray] = {}
+    for p in policies:
+        if p in reasons:
+            continue
+        cols = []
+        for sr, sc in zip(results, scores, strict=True):
+            by_name = {r.name: r for r in sr.runs}
+            run = by_name[p]
+            if normalisation == "reference":
+                assert sc.reference is not None
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    col = run.values(HEADLINE) / by_name[sc.reference].values(HEADLINE)
+            else:
+                if not all(BOUND_KEY in row for row in run.per_seed):
+                    reasons[p] = f"{NOT_AVAILABLE}: the rows carry no {BOUND_KEY}"
+                    break
+                col = run.values(BOUND_KEY)
+            bad = np.flatnonzero(~np.isfinite(col))
+            if bad.size:
+                reasons[p] = (
+                    f"{NOT_AVAILABLE}: non-finite normalised score on {sr.scenario} "
+                    f"seed {sr.seeds[int(bad[0])]}"
+                )
+                break
+            cols.append(col)
+        if p not in reasons:
+            mats[p] = np.column_stack(cols)
+    return mats, reasons
+
+
+# -- bootstrap ------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _global_numpy_seed(seed: int) -> Iterator[None]:
+    """Run the block with numpy's global RNG seeded to ``seed``; restore its state after."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+def _iqm(scores: np.ndarray) -> np.ndarray:
+    from rliable import metrics
+
+    return np.array([metrics.aggregate_iqm(scores)])
+
+
+def _poi_vectorised(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``metrics.probability_of_improvement(x, y)`` without scipy per scenario: per column,
+    the fraction of (run of x, run of y) pairs where x wins, ties counted half (the U
+    statistic / (n_x n_y)); identical columns give 0.5 as rliable's; mean over columns.
+    """
+    gt = (x[:, None, :] > y[None, :, :]).mean(axis=(0, 1))
+    eq = (x[:, None, :] == y[None, :, :]).mean(axis=(0, 1))
+    p = gt + 0.5 * eq
+    if x.shape == y.shape:
+        p = np.where(np.all(x == y, axis=0), 0.5, p)
+    return np.array([p.mean()])
+
+
+def _interval(
+    scores: np.ndarray | list[np.ndarray],
+    func: Callable[..., np.ndarray],
+    *,
+    level: float,
+    reps: int,
+    seed: int,
+) -> tuple[float, float]:
+    """The stratified percentile-bootstrap interval of ``func`` (rliable; seeded, module doc)."""
+    from rliable import library
+
+    with _global_numpy_seed(seed):
+        _, ci = library.get_interval_estimates(
+            {"x": scores},
+            func,
+            reps=reps,
+            confidence_interval_size=level,
+        )
+    lo, hi = np.asarray(ci["x"], dtype=np.float64).reshape(2)
+    return float(lo), float(hi)
+
+
+def iqm_estimate(
+    scores: np.ndarray, *, level: float = stats.LEVEL, reps: int = REPS, seed: int = stats.SEED
+) -> Estimate:
+    """IQM of a ``(num_seeds, num_scenarios)`` matrix with its stratified-bootstrap interval."""
+    point = float(_iqm(scores)[0])
+    lo, hi = _interval(scores, _iqm, level=level, reps=reps, seed=seed)
+    return Estimate(point, lo, hi)
+
+
+def poi_estimate(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    level: float = stats.LEVEL,
+    reps: int = REPS,
+    seed: int = stats.SEED,
+) -> Estimate:
+    """P(X > Y) (rliable's ``metrics.probability_of_improvement``) with its interval (the
+    two matrices resampled independently within each scenario).
+    """
+    from rliable import metrics
+
+    point = float(metrics.probability_of_improvement(x, y))
+    lo, hi = _interval([x, y], _poi_vectorised, level=level, reps=reps, seed=seed)
+    return Estimate(point, lo, hi)
+
+
+def _reverse(e: Estimate, x: np.ndarray, y: np.ndarray) -> Estimate:
+    """P(Y > X) given ``e`` = P(X > Y): rliable's point for (Y, X), the interval mirrored
+    (each replicate's P(Y > X) is 1 - its P(X > Y), so its quantiles are too).
+    """
+    from rliable import metrics
+
+    point = float(metrics.probability_of_improvement(y, x))
+    return Estimate(point, 1.0 - e.ci_high, 1.0 - e.ci_low)
+
+
+def _profile_func(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """Fraction of all entries of ``scores`` above each tau (rliable's score distribution,
+    ``library.run_score_deviation``, vectorised over tau).
+    """
+    return (scores.reshape(-1)[:, None] > np.asarray(taus)[None, :]).mean(axis=0)
+
+
+def tau_grid(mats: Mapping[str, np.ndarray], points: int = PROFILE_POINTS) -> np.ndarray:
+    """0 to a bit beyond the largest score (at least 1): the profile's x axis."""
+    top = max([1.0, *(float(m.max()) for m in mats.values())])
+    return np.linspace(0.0, top * 1.05, points)
+
+
+def performance_profile(
+    normalisation: str,
+    mats: Mapping[str, np.ndarray],
+    reasons: Mapping[str, str],
+    *,
+    level: float = stats.LEVEL,
+    reps: int = REPS,
+    seed: int = stats.SEED,
+) -> Profile:
+    """The score distributions of the policies that have a matrix, with bootstrap bands
+    (``library.create_performance_profile``, one seeded call per policy).
+    """
+    from rliable import library
+
+    if not mats:
+        why = "; ".join(sorted(set(reasons.values()))) or NOT_AVAILABLE
+        return Profile(normalisation, (), {}, why)
+    taus = tau_grid(mats)
+    curves = {}
+    for p, m in mats.items():
+        with _global_numpy_seed(seed):
+            prof, ci = library.create_performance_profile(
+                {p: m},
+                taus,
+                custom_profile_func=_profile_func,
+                reps=reps,
+                confidence_interval_size=level,
+            )
+        band = np.asarray(ci[p], dtype=np.float64)
+        curves[p] = ProfileCurve(
+            tuple(float(v) for v in prof[p]),
+            tuple(float(v) for v in band[0]),
+            tuple(float(v) for v in band[1]),
+        )
+    return Profile(normalisation, tuple(float(t) for t in taus), curves)
+
+
+# -- all of it ------------------------------------------------------------------------------
+def compute(
+    results: Sequence[ScenarioRuns],
+    scores: Sequence[ScenarioScore],
+    policies: Sequence[str],
+    *,
+    level: float = stats.LEVEL,
+    reps: int = REPS,
+    seed: int = stats.SEED,
+) -> Aggregates:
+    """Every policy's IQMs and probabilities of improvement, and the performance profiles
+    (module docstring). ``scores`` are ``results``' per-scenario scores (for the reference).
+    """
+    kw = {"level": level, "reps": reps, "seed": seed}
+    ref_m, ref_why = score_matrices(results, scores, policies, "reference")
+    bnd_m, bnd_why = score_matrices(results, scores, policies, "bound")
+
+    def iqm_of(p: str, mats: dict[str, np.ndarray], why: dict[str, str]) -> Estimate:
+        return iqm_estimate(mats[p], **kw) if p in mats else Estimate.missing(why[p])
+
+    poi: dict[str, dict[str, Estimate]] = {p: {} for p in policies}
+    for i, a in enumerate(policies):
+        for b in policies[i + 1 :]:
+            x, y = sorted((a, b))  # once per pair, the reverse derived; the same whatever order
+            if x in ref_m and y in ref_m:
+                poi[x][y] = poi_estimate(ref_m[x], ref_m[y], **kw)
+                poi[y][x] = _reverse(poi[x][y], ref_m[x], ref_m[y])
+    for x in policies:
+        for y in policies:
+            if y != x and y not in poi[x]:
+                poi[x][y] = Estimate.missing(ref_why[x] if x in ref_why else f"{y}: {ref_why[y]}")
+    out = {
+        p: PolicyAggregates(
+            p,
+            iqm_of(p, ref_m, ref_why),
+            iqm_of(p, bnd_m, bnd_why),
+            {q: poi[p][q] for q in policies if q != p},
+        )
+        for p in policies
+    }
+    profiles = {
+        "reference": performance_profile("reference", ref_m, ref_why, **kw),
+        "bound": performance_profile("bound", bnd_m, bnd_why, **kw),
+    }
+    return Aggregates(
+        policies=out,
+        profiles=profiles,
+        level=level,
+        reps=reps,
+        seed=seed,
+        num_seeds=len(results[0].seeds) if results else 0,
+        num_scenarios=len(results),
+    )
+
+
+# -- the plot -------------------------------------------------------------------------------
+_XLABEL = {
+    "reference": "normalised score tau (headline / the scenario's best baseline, same seed)",
+    "bound": "normalised score tau (headline / hindsight bound)",
+}
+
+
+def plot_performance_profile(agg: Aggregates) -> bytes:
+    """The profiles as a PNG: one panel per normalisation, one curve per policy with its
+    bootstrap band; a panel with no policy says why. matplotlib's Agg canvas, no pyplot.
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(12, 4.5), layout="constrained")
+    axes = fig.subplots(1, len(NORMALISATIONS), squeeze=False)[0]
+    pct = f"{agg.level:.0%}"
+    colors = {p: f"C{k % 10}" for k, p in enumerate(agg.policies)}  # the same in both panels
+    for ax, norm in zip(axes, NORMALISATIONS, strict=True):
+        prof = agg.profiles[norm]
+        ax.set_title(f"by {'best baseline' if norm == 'reference' else 'hindsight bound'}")
+        ax.set_xlabel(_XLABEL[norm], fontsize=8)
+        ax.set_ylabel("fraction of episodes with score > tau")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        if not prof.curves:
+            ax.text(0.5, 0.5, prof.reason or NOT_AVAILABLE, ha="center", va="center",
+                    wrap=True, transform=ax.transAxes, fontsize=9)  # fmt: skip
+            continue
+        for p, c in prof.curves.items():
+            color = colors[p]
+            ax.plot(prof.taus, c.fraction, color=color, label=p, lw=1.5)
+            ax.fill_between(prof.taus, c.ci_low, c.ci_high, color=color, alpha=0.2, lw=0)
+        if norm == "reference":
+            ax.axvline(1.0, color="0.5", ls="--", lw=0.8)
+        ax.legend(fontsize=8)
+    fig.suptitle(
+        f"Performance profiles over {agg.num_scenarios} scenarios x {agg.num_seeds} seeds "
+        f"({pct} stratified bootstrap bands, {agg.reps:,} resamples)",
+        fontsize=10,
+    )
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return buf.getvalue()
+
+
+def write_performance_profile(out: str | Path, agg: Aggregates) -> Path:
+    """``out/performance_profile.png`` (atomic); returns its path."""
+    from mtgym.core.io import atomic_write_bytes
+
+    return atomic_write_bytes(Path(out) / PROFILE_FILE, plot_performance_profile(agg))

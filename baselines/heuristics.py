@@ -1,6 +1,7 @@
 """Heuristic allocators: greedy by marginal throughput (equal share lives in mtgym.policy).
 
-``GreedyPolicy`` (name ``greedy``): admit active jobs FCFS up to ``max_jobs``, then hand out
+``GreedyPolicy`` (name ``greedy``): admit active jobs FCFS up to ``max_jobs`` (None, the
+default: the cap scaled with the machine, ``mtgym.policy.tunable.admission_cap``), then hand out
 idle nodes one step at a time to the job whose declared curve gains the most throughput per
 node from the step (a job at 0 nodes must take ``min_nodes`` at once; a running job one
 node), until nodes run out or no step gains anything. Rescale costs are ignored (that is
@@ -13,32 +14,45 @@ import heapq
 
 import numpy as np
 
-from baselines.milp.problem import admit_fcfs, dedupe_curve
+from baselines.milp.problem import dedupe_curve
 from mtgym.core.types import Allocation
 from mtgym.model.placement import pack_targets
 from mtgym.policy.equal_share import EqualShare
+from mtgym.policy.tunable import Tunable, admit, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
 
 __all__ = ["EqualShare", "GreedyPolicy"]
 
 
-class GreedyPolicy:
-    """Greedy by marginal throughput per node (see module docstring)."""
+class GreedyPolicy(Tunable):
+    """Greedy by marginal throughput per node (see module docstring).
+
+    Args:
+        max_jobs: the admission cap; None: scaled with the machine.
+        tuned: take the scenario's recorded ``max_jobs`` (``mtgym.policy.tunable``).
+    """
 
     name = "greedy"
     info_mode = InfoMode.USER
+    KNOBS = ("max_jobs",)
 
-    def __init__(self, max_jobs: int = 10) -> None:
-        if max_jobs < 1:
-            raise ValueError(f"max_jobs must be >= 1, got {max_jobs}")
+    @records_knobs
+    def __init__(self, max_jobs: int | None = None, *, tuned: bool = True) -> None:
+        if max_jobs is not None and max_jobs < 1:
+            raise ValueError(f"max_jobs must be >= 1 (or None: scaled), got {max_jobs}")
         self.max_jobs = max_jobs
+        self.tuned = bool(tuned)
 
     def reset(self, view: SchedulerView) -> None:
         """Stateless."""
 
+    def tuning_grid(self, episode: object) -> dict[str, list[object]]:
+        """The admission caps of ``cap_grid``."""
+        return {"max_jobs": list(cap_grid(None, episode))}
+
     def decide(self, view: SchedulerView) -> Allocation:
         """Marginal-gain greedy over the declared curves."""
-        jobs = admit_fcfs(view, self.max_jobs)
+        jobs = admit(view, self.max_jobs)
         free = int(np.count_nonzero(view.available))
         curves = [dedupe_curve(view.curve_nodes[j], view.curve_tput[j]) for j in jobs]
         count = np.zeros(jobs.size, dtype=np.int64)

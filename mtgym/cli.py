@@ -70,9 +70,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from mtgym.scenario.registry import get_generator
 
     console = Console()
+    from mtgym.evaluate import configure_policy, scenario_defaults
+
     gen = get_generator(args.scenario, allow_large=args.allow_large)
     instance = gen(args.seed)
-    policy = make_policy(args.policy)
+    policy = configure_policy(make_policy(args.policy), scenario_defaults(gen))
     result = play(instance, policy, decision_interval_s=args.decision_interval, debug=args.debug)
     m = result.metrics.as_dict()
     m["decision_ms"] = result.decision_ms
@@ -378,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mtgym.benchmark.cli import add as add_benchmark
 
     add_benchmark(sub)  # the generalisation suite (mtgym.benchmark)
+    from mtgym.tuning.cli import add as add_tune
+
+    add_tune(sub)  # baselines tuned per scenario (mtgym.tuning)
 
     _plugin_commands(sub)  # bridge, scavenge, reproduce, train, compare, ...
 

@@ -141,16 +141,25 @@ def scenario_defaults(generator: Generator) -> EpisodeSpec:
 
     A scenario file carries its ``episode`` section. A scenario built in code (``default``)
     takes the one of the preset file of the same name, which describes the same scenario
-    (``tests/scenario/test_presets.py`` checks they build the same instances).
+    (``tests/scenario/test_presets.py`` checks they build the same instances). The knobs
+    ``mtgym tune`` recorded for the scenario (``mtgym.tuning.record``) fill
+    ``baselines`` for the policies the file does not name.
     """
-    ep = getattr(generator, "episode", None)
-    if isinstance(ep, EpisodeSpec):
-        return ep
-    from mtgym.scenario.load import load_scenario
-    from mtgym.scenario.registry import preset_path
+    from mtgym.tuning.record import load_record
 
-    preset = preset_path(str(getattr(generator, "name", "")))
-    return load_scenario(preset).episode if preset.is_file() else EpisodeSpec()
+    name = str(getattr(generator, "name", ""))
+    ep = getattr(generator, "episode", None)
+    if not isinstance(ep, EpisodeSpec):
+        from mtgym.scenario.load import load_scenario
+        from mtgym.scenario.registry import preset_path
+
+        preset = preset_path(name)
+        ep = load_scenario(preset).episode if preset.is_file() else EpisodeSpec()
+    record = load_record(name) if name else None
+    if record is None:
+        return ep
+    # the file's own settings win over the record's, policy by policy
+    return ep.model_copy(update={"baselines": {**record.choices(), **ep.baselines}})
 
 
 def configure_policy(policy: Policy, defaults: EpisodeSpec) -> Policy:

@@ -1,13 +1,23 @@
 """FreeTrain (= BFTrainer, arXiv 2106.12091): re-solve the allocation MILP at every event.
 
 Faithful to the authors' replayer (docs/papers.md §1.2-1.5): admit active jobs FCFS up to
-``max_jobs`` (maxJ, default 10); maximise ``T_fwd x objective gain - rescale loss`` over the
-user-declared curves and costs (``InfoMode.USER``: declarations may be biased or noisy if
-the scenario says so); never migrate a job. ``solver="count"`` (default) is the exact
-count-level DP; ``solver="milp"`` is the node-level MILP in PuLP (HiGHS, CBC fallback) with a
-time limit, keeping the previous map when optimality is not proven (BFTrainer's behaviour).
+``max_jobs`` (maxJ; the replayer's 10 with ``max_jobs=10``, by default a cap that scales
+with the machine: ``mtgym.policy.tunable.admission_cap``, ``docs/baselines.md``); maximise
+``T_fwd x objective gain - rescale loss`` over the user-declared curves and costs
+(``InfoMode.USER``: declarations may be biased or noisy if the scenario says so); never
+migrate a job. ``solver="count"`` (default) is the exact count-level DP; ``solver="milp"``
+is the node-level MILP in PuLP (HiGHS, CBC fallback) with a time limit, keeping the previous
+map when optimality is not proven (BFTrainer's behaviour).
 ``objective="speedup"`` maximises the sum of speed-ups (the curve over its 1-node value),
-BFTrainer's administrator metric.
+BFTrainer's administrator metric. ``objective="normalized"`` is the model-neutral objective
+of the headline (``mtgym.metrics``): each job's declared rate in units of its best declared
+per-node rate (the user-visible stand-in for its reference rate), so every model weighs
+alike and a super-linear curve is not undervalued as a 1-node ratio would.
+
+**Knobs on a scenario** (``mtgym.policy.tunable``): ``max_jobs``, ``t_fwd`` and ``objective``
+take, unless given, the scenario's ``episode.baselines[<name>]`` (its ``mtgym tune`` record);
+``tuned=False`` ignores it. ``freetrain-paper`` is the replayer's setting: maxJ 10, T_fwd 10 s,
+raw samples, untuned.
 
 **T_fwd** is a scenario parameter (``episode.t_fwd_s``, ``problem.ScenarioTfwd``): without an
 explicit ``t_fwd`` the policy takes the scenario's value when the driver passes it
@@ -33,14 +43,16 @@ from baselines.milp.problem import (
     T_FWD_PAPER,
     AllocProblem,
     ScenarioTfwd,
-    admit_fcfs,
     build_problem,
     dedupe_curve,
 )
 from baselines.milp.solvers import SolveResult, solve_counts_dp, solve_node_milp
 from mtgym.core.types import Allocation
 from mtgym.model.placement import pack_targets
+from mtgym.policy.tunable import MAX_JOBS_PAPER, Tunable, admit, cap_grid, records_knobs, scaled
 from mtgym.sim.view import InfoMode, SchedulerView
+
+OBJECTIVES = ("throughput", "speedup", "normalized")
 
 
 def realise(view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -56,31 +68,47 @@ def realise(view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.nda
     )
 
 
-class FreeTrainPolicy(ScenarioTfwd):
-    """FreeTrain's allocator (see module docstring); ``t_fwd=None``: the scenario's T_fwd."""
+class FreeTrainPolicy(Tunable, ScenarioTfwd):
+    """FreeTrain's allocator (see module docstring).
+
+    Args:
+        solver: ``"count"`` (exact DP) or ``"milp"`` (node-level MILP in PuLP).
+        t_fwd: T_fwd in seconds; None: the scenario's (``episode.t_fwd_s``), else 10 s.
+        max_jobs: the admission cap maxJ; None: scaled with the machine (``admission_cap``).
+        time_limit_s: the MILP's time limit.
+        objective: ``"throughput"`` (raw samples, BFTrainer's), ``"speedup"`` or
+            ``"normalized"`` (module docstring).
+        milp_solver: PuLP solver of the MILP (``"highs"``, CBC as the fallback).
+        information: ``"declared"`` or ``"none"`` (module docstring).
+        guess_rate, guess_cost_s: the flat guess of ``information="none"``.
+        tuned: take the scenario's recorded knobs (``mtgym.policy.tunable``).
+    """
 
     name = "freetrain"
     info_mode = InfoMode.USER
+    KNOBS = ("max_jobs", "t_fwd", "objective")
 
+    @records_knobs
     def __init__(
         self,
         *,
         solver: str = "count",
         t_fwd: float | None = None,
-        max_jobs: int = 10,
+        max_jobs: int | None = None,
         time_limit_s: float = 10.0,
         objective: str = "throughput",
         milp_solver: str = "highs",
         information: str = "declared",
         guess_rate: float = 1.0,
         guess_cost_s: float = 15.0,
+        tuned: bool = True,
     ) -> None:
         if solver not in ("count", "milp"):
             raise ValueError(f"solver {solver!r} is not 'count' or 'milp'")
-        if objective not in ("throughput", "speedup"):
-            raise ValueError(f"objective {objective!r} is not 'throughput' or 'speedup'")
-        if max_jobs < 1 or time_limit_s <= 0:
-            raise ValueError("time_limit_s must be > 0, max_jobs >= 1")
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective {objective!r} is not one of {', '.join(OBJECTIVES)}")
+        if (max_jobs is not None and max_jobs < 1) or time_limit_s <= 0:
+            raise ValueError("time_limit_s must be > 0, max_jobs >= 1 (or None: scaled)")
         if information not in ("declared", "none"):
             raise ValueError(f"information {information!r} is not 'declared' or 'none'")
         if not (guess_rate > 0 and np.isfinite(guess_rate)) or not (
@@ -92,7 +120,9 @@ class FreeTrainPolicy(ScenarioTfwd):
         if information == "none":
             self.info_mode = InfoMode.PROFILED  # told nothing: declarations are not visible
         self._init_t_fwd(t_fwd)
-        self.solver, self.max_jobs = solver, int(max_jobs)
+        self.tuned = bool(tuned)
+        self.solver = solver
+        self.max_jobs = None if max_jobs is None else int(max_jobs)
         self.time_limit_s, self.objective, self.milp_solver = (
             float(time_limit_s),
             objective,
@@ -105,6 +135,28 @@ class FreeTrainPolicy(ScenarioTfwd):
         """Forget the last solve."""
         self.last = None
         self.fallbacks = 0
+
+    def scenario_hook(self, episode: object) -> None:
+        """The scenario's T_fwd unless one was given or tuned (``ScenarioTfwd``)."""
+        ScenarioTfwd.use_scenario_defaults(self, episode)
+
+    @property
+    def knobs(self) -> dict[str, object]:
+        """Knob values; ``t_fwd`` as given or tuned (None: the scenario's)."""
+        out = super().knobs
+        out["t_fwd"] = self.t_fwd if self.t_fwd_explicit else None
+        return out
+
+    def tuning_grid(self, episode: object) -> dict[str, list[object]]:
+        """MaxJ (default, 10, the scenario's slots x 1, 2, 4, 8), then T_fwd (the scenario's,
+        x 1/4, 1/2, 2, 4 of it), then the objective (the policy's, then the others).
+        """
+        t = float(getattr(episode, "t_fwd_s", T_FWD_PAPER))
+        return {
+            "max_jobs": list(cap_grid(None, episode)),
+            "t_fwd": [None, *scaled([0.25, 0.5, 2.0, 4.0], t)],
+            "objective": [self.objective, *[o for o in OBJECTIVES if o != self.objective]],
+        }
 
     def curves(self, view: SchedulerView, jobs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Declared objective curves (throughput, or speed-up over 1 node); with
@@ -121,12 +173,16 @@ class FreeTrainPolicy(ScenarioTfwd):
             if self.objective == "speedup" and x.size:
                 one = float(np.interp(1.0, x, y))
                 y = y / one if one > 0 else y
+            elif self.objective == "normalized" and x.size:
+                pos = x > 0
+                best = float(np.max(y[pos] / x[pos])) if pos.any() else 0.0
+                y = y / best if best > 0 else y
             out.append((x, y))
         return out
 
     def problem(self, view: SchedulerView) -> AllocProblem:
         """The MILP's data for this view."""
-        jobs = admit_fcfs(view, self.max_jobs)
+        jobs = admit(view, self.max_jobs)
         up, down = self.costs(view, jobs)
         return build_problem(view, jobs, self.curves(view, jobs), up, down, self.t_fwd)
 
@@ -188,6 +244,18 @@ def FreeTrainMILP(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy
     """FreeTrain with the node-level MILP (HiGHS, 10 s limit), registered as ``freetrain-milp``."""
     policy = FreeTrainPolicy(solver="milp", **kwargs)  # type: ignore[arg-type]
     policy.name = "freetrain-milp"
+    return policy
+
+
+def FreeTrainPaper(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy factory
+    """FreeTrain as BFTrainer's replayer runs it (``freetrain-paper``): maxJ 10, T_fwd 10 s,
+    raw samples, whatever the scenario says or a tuning recorded: the untuned reference.
+    """
+    kwargs.setdefault("max_jobs", MAX_JOBS_PAPER)
+    kwargs.setdefault("t_fwd", T_FWD_PAPER)
+    kwargs.setdefault("tuned", False)
+    policy = FreeTrainPolicy(**kwargs)  # type: ignore[arg-type]
+    policy.name = "freetrain-paper"
     return policy
 
 

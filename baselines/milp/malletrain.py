@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from baselines.milp.freetrain import realise
-from baselines.milp.problem import ScenarioTfwd, admit_fcfs, build_problem, dedupe_curve
+from baselines.milp.problem import T_FWD_PAPER, ScenarioTfwd, build_problem, dedupe_curve
 from baselines.milp.solvers import SolveResult, solve_counts_dp
 from mtgym.core.types import Allocation, JobStatus, RescaleMode
+from mtgym.policy.tunable import Tunable, admit, cap_grid, records_knobs, scaled
 from mtgym.sim.view import InfoMode, SchedulerView
 
 
@@ -61,26 +62,32 @@ class JobProfile:
     change: tuple[float, float, int, str, float] | None = None
 
 
-class MalleTrainPolicy(ScenarioTfwd):
-    """MalleTrain: JPA + FreeTrain's allocator; ``t_fwd=None``: the scenario's T_fwd."""
+class MalleTrainPolicy(Tunable, ScenarioTfwd):
+    """MalleTrain: JPA + FreeTrain's allocator; ``t_fwd=None``: the scenario's T_fwd;
+    ``max_jobs=None``: the admission cap scaled with the machine (``admission_cap``); knobs
+    ``max_jobs`` and ``t_fwd`` take the scenario's tuned values unless given or ``tuned=False``.
+    """
 
     name = "malletrain"
     info_mode = InfoMode.PROFILED
+    KNOBS = ("max_jobs", "t_fwd")
 
+    @records_knobs
     def __init__(
         self,
         *,
         t_fwd: float | None = None,
-        max_jobs: int = 10,
+        max_jobs: int | None = None,
         probe_fractions: tuple[float, ...] = (1.0, 0.5, 0.25, 0.125),
         probe_s: float = 20.0,
         default_cost_s: float = 15.0,
         prior: str = "none",
         probe: bool = True,
         cap_at_measured: bool = True,
+        tuned: bool = True,
     ) -> None:
-        if max_jobs < 1 or probe_s < 0 or default_cost_s < 0:
-            raise ValueError("max_jobs >= 1, probe_s >= 0, default_cost_s >= 0")
+        if (max_jobs is not None and max_jobs < 1) or probe_s < 0 or default_cost_s < 0:
+            raise ValueError("max_jobs >= 1 (or None), probe_s >= 0, default_cost_s >= 0")
         if prior not in ("none", "declared"):
             raise ValueError(f"prior {prior!r} is not 'none' or 'declared'")
         if not probe and prior == "none":
@@ -94,7 +101,8 @@ class MalleTrainPolicy(ScenarioTfwd):
         self._init_t_fwd(t_fwd)
         if not probe_fractions or any(not (0 < f <= 1) for f in probe_fractions):
             raise ValueError(f"probe_fractions {probe_fractions!r} must be in (0, 1]")
-        self.max_jobs = int(max_jobs)
+        self.max_jobs = None if max_jobs is None else int(max_jobs)
+        self.tuned = bool(tuned)
         self.probe_fractions = tuple(sorted(set(probe_fractions), reverse=True))
         self.probe_s, self.default_cost_s = float(probe_s), float(default_cost_s)
         self.jobs: dict[int, JobProfile] = {}
@@ -106,6 +114,23 @@ class MalleTrainPolicy(ScenarioTfwd):
         self.jobs = {}
         self.last = None
         self.probes_issued = 0
+
+    def scenario_hook(self, episode: object) -> None:
+        """The scenario's T_fwd unless one was given or tuned (``ScenarioTfwd``)."""
+        ScenarioTfwd.use_scenario_defaults(self, episode)
+
+    @property
+    def knobs(self) -> dict[str, object]:
+        """Knob values; ``t_fwd`` as given or tuned (None: the scenario's)."""
+        return {"max_jobs": self.max_jobs, "t_fwd": self.t_fwd if self.t_fwd_explicit else None}
+
+    def tuning_grid(self, episode: object) -> dict[str, list[object]]:
+        """maxJ, then T_fwd, as for FreeTrain (``FreeTrainPolicy.tuning_grid``)."""
+        t = float(getattr(episode, "t_fwd_s", T_FWD_PAPER))
+        return {
+            "max_jobs": list(cap_grid(None, episode)),
+            "t_fwd": [None, *scaled([0.25, 0.5, 2.0, 4.0], t)],
+        }
 
     # -- the Job Profiling Advisor ---------------------------------------------------
     def observe(self, view: SchedulerView) -> None:
@@ -188,7 +213,7 @@ class MalleTrainPolicy(ScenarioTfwd):
         """Probe new jobs, then share the rest by FreeTrain's DP on measured curves."""
         self.observe(view)
         t = view.time
-        admitted = admit_fcfs(view, self.max_jobs)
+        admitted = admit(view, self.max_jobs)
         free = int(np.count_nonzero(view.available))
         targets: dict[int, int] = {}
         probing_jobs = []

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtgym.core.types import JobStatus
 from mtgym.sim.view import SchedulerView
 
 #: BFTrainer's T_fwd (its replayer's default and the paper's value), seconds.
@@ -43,15 +42,6 @@ class ScenarioTfwd:
             t = getattr(episode, "t_fwd_s", None)
             if t is not None:
                 self.t_fwd = float(t)
-
-
-def admit_fcfs(view: SchedulerView, max_jobs: int) -> np.ndarray:
-    """Active jobs in submission order, at most ``max_jobs`` (BFTrainer's maxJ)."""
-    active = np.flatnonzero(view.status == JobStatus.ACTIVE)
-    # running jobs first keep their admission; then FCFS (jobs are in submission order)
-    running = active[view.n_nodes[active] > 0]
-    waiting = active[view.n_nodes[active] == 0]
-    return np.concatenate([running, waiting])[:max_jobs]
 
 
 def dedupe_curve(nodes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,10 @@ import numpy as np
 
 from baselines.placement.common import check_order, demands, host_of, job_order
 from mtgym.core.types import Allocation
+from mtgym.policy.tunable import Tunable, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
+
+ORDERS = ("fifo", "las", "srtf")
 
 
 def packed_select(free: np.ndarray, host: np.ndarray, g: int) -> np.ndarray | None:
@@ -63,13 +66,20 @@ def packed_select(free: np.ndarray, host: np.ndarray, g: int) -> np.ndarray | No
     return np.sort(np.concatenate(out))
 
 
-class _BloxPolicy:
+class _BloxPolicy(Tunable):
     info_mode = InfoMode.USER
     name = "blox"
+    KNOBS = ("sticky", "order")
 
-    def __init__(self, sticky: bool = True, *, order: str = "fifo") -> None:
+    @records_knobs
+    def __init__(self, sticky: bool = True, *, order: str = "fifo", tuned: bool = True) -> None:
         self.sticky = bool(sticky)
         self.order = check_order(order)
+        self.tuned = bool(tuned)
+
+    def tuning_grid(self, episode: object) -> dict[str, list[object]]:
+        """Stickiness, then the job order (Blox's two knobs; defaults first)."""
+        return {"sticky": [True, False], "order": list(ORDERS)}
 
     @property
     def label(self) -> str:
@@ -143,8 +153,11 @@ class RandomPolicy(_BloxPolicy):
 
     name = "random"
 
-    def __init__(self, sticky: bool = True, seed: int = 0, *, order: str = "fifo") -> None:
-        super().__init__(sticky, order=order)
+    @records_knobs
+    def __init__(
+        self, sticky: bool = True, seed: int = 0, *, order: str = "fifo", tuned: bool = True
+    ) -> None:
+        super().__init__(sticky, order=order, tuned=tuned)  # the outer decorator's _given wins
         self.seed = seed
         self._rng = np.random.default_rng(seed)
 

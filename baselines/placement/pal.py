@@ -64,6 +64,7 @@ from baselines.placement.common import (
 )
 from baselines.placement.lxv import LxV
 from mtgym.core.types import Allocation
+from mtgym.policy.tunable import Tunable, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
 
 
@@ -301,10 +302,12 @@ class PMFirstPlacer(_Placer):
 ROUND_S = 360.0
 
 
-class _RoundPolicy:
+class _RoundPolicy(Tunable):
     info_mode = InfoMode.USER
     _place = staticmethod(pal_place)
+    KNOBS = ("round_s", "order")
 
+    @records_knobs
     def __init__(
         self,
         order: str = "fifo",
@@ -312,14 +315,25 @@ class _RoundPolicy:
         round_s: float | None = ROUND_S,
         pal_k_quirk: bool = True,
         seed: int = 1,
+        tuned: bool = True,
     ) -> None:
         self.order = check_order(order)
+        self.tuned = bool(tuned)
         if round_s is not None and not (np.isfinite(round_s) and round_s > 0):
             raise ValueError(f"round_s must be a finite number > 0 or None, got {round_s!r}")
         self.round_s = None if round_s is None else float(round_s)
         self._cache = _LxVCache(pal_k_quirk=pal_k_quirk, seed=seed)
         self._t0: float | None = None
         self._next_round = 0  # index k of the next round boundary t0 + k x round_s
+
+    def tuning_grid(self, episode: object) -> dict[str, list[object]]:
+        """The round length (PAL's 360 s, 60, 120, 900, 1,800 s, every event), then the job
+        order (FIFO, LAS, SRTF: the orders of PAL's simulator).
+        """
+        return {
+            "round_s": [ROUND_S, 60.0, 120.0, 900.0, 1800.0, None],
+            "order": ["fifo", "las", "srtf"],
+        }
 
     def reset(self, view: SchedulerView) -> None:
         """Build the L x V tables (PAL: at GPU registration); the round grid starts now."""

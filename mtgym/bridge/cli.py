@@ -19,11 +19,13 @@ def _cmd_record(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtgym.bridge.record import record_episode
+    from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.policy.registry import make_policy
     from mtgym.scenario.registry import get_generator
 
-    instance = get_generator(args.scenario)(args.seed)
-    policy = make_policy(args.policy)
+    gen = get_generator(args.scenario)
+    instance = gen(args.seed)
+    policy = configure_policy(make_policy(args.policy), scenario_defaults(gen))
     result, path = record_episode(
         instance,
         policy,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from mtgym.core.limits import MAX_HORIZON_S, MIN_DURATION_S
 
@@ -18,6 +18,8 @@ Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
 Prob = Annotated[float, Field(ge=0, le=1)]
 Duration = Annotated[float, Field(ge=MIN_DURATION_S, le=MAX_HORIZON_S)]
+#: a baseline knob's value (a number, a name, a flag, or None for "the policy's own rule")
+Knob = StrictBool | StrictInt | float | str | None
 
 
 def desc(text: str, default=..., **kw):

@@ -1,6 +1,7 @@
 """BFTrainer's non-MILP baseline (``re_allocate_ndf``): equal share, FCFS leftovers, sticky.
 
-1. Admit active jobs first-come first-served, at most ``max_jobs`` (BFTrainer's ``maxJ``).
+1. Admit active jobs first-come first-served, at most ``max_jobs`` (BFTrainer's ``maxJ``;
+   None, the default: the cap scaled with the machine, ``mtgym.policy.tunable.admission_cap``).
 2. Each gets ``q = floor(idle / admitted)`` nodes, capped at its maximum; a job whose share is
    below its minimum gets 0. (BFTrainer also gives 0 when ``q == min``; that quirk is kept
    only with ``bftrainer_quirk=True``.)
@@ -17,6 +18,7 @@ import numpy as np
 
 from mtgym.core.types import Allocation, JobStatus
 from mtgym.model.placement import pack_targets
+from mtgym.policy.tunable import Tunable, admission_cap, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
 
 
@@ -41,17 +43,32 @@ def equal_share_targets(
     return target
 
 
-class EqualShare:
-    """The equal-share policy (see module docstring)."""
+class EqualShare(Tunable):
+    """The equal-share policy (see module docstring).
+
+    Args:
+        max_jobs: the admission cap; None: scaled with the machine.
+        bftrainer_quirk: also give 0 when the share equals the minimum (BFTrainer's code).
+        tuned: take the scenario's recorded ``max_jobs`` (``mtgym.policy.tunable``).
+    """
 
     name = "equal-share"
     info_mode = InfoMode.USER
+    KNOBS = ("max_jobs",)
 
-    def __init__(self, max_jobs: int = 10, *, bftrainer_quirk: bool = False) -> None:
-        if max_jobs < 1:
-            raise ValueError(f"max_jobs must be >= 1, got {max_jobs}")
+    @records_knobs
+    def __init__(
+        self, max_jobs: int | None = None, *, bftrainer_quirk: bool = False, tuned: bool = True
+    ) -> None:
+        if max_jobs is not None and max_jobs < 1:
+            raise ValueError(f"max_jobs must be >= 1 (or None: scaled), got {max_jobs}")
         self.max_jobs = max_jobs
         self.quirk = bftrainer_quirk
+        self.tuned = bool(tuned)
+
+    def tuning_grid(self, episode: object) -> dict[str, list[object]]:
+        """The admission caps of ``cap_grid``."""
+        return {"max_jobs": list(cap_grid(None, episode))}
 
     def reset(self, view: SchedulerView) -> None:
         """Nothing to reset: the policy is stateless."""
@@ -60,7 +77,7 @@ class EqualShare:
         """Equal share of the idle nodes among the first ``max_jobs`` active jobs."""
         active = np.flatnonzero(view.status == JobStatus.ACTIVE)
         # FCFS by submission time (ties by index); jobs are stored in submission order.
-        admitted = active[: self.max_jobs]
+        admitted = active[: admission_cap(view, self.max_jobs)]
         n_free = int(np.count_nonzero(view.available))
         target = equal_share_targets(
             n_free, view.min_nodes[admitted], view.max_nodes[admitted], quirk=self.quirk

@@ -36,7 +36,7 @@ from mtgym.core.names import (
     INFO_MODES,
     REWARD_NAMES,
 )
-from mtgym.core.spec import Duration, Int, NonNeg, Pos, Prob, Strict, desc
+from mtgym.core.spec import Duration, Int, Knob, NonNeg, Pos, Prob, Strict, desc
 from mtgym.generate import mix_defaults as mix
 from mtgym.generate.catalog import CATALOG
 from mtgym.generate.supply import SOURCES, AlwaysIdle, SWFSupply, SyntheticSupply, TraceSupply
@@ -388,6 +388,12 @@ class EpisodeSpec(Strict):
         "BFTrainer's forward-looking time T_fwd, s (the T_fwd-based allocators' default)",
         10.0,
         le=MAX_HORIZON_S,
+    )
+    baselines: dict[str, dict[str, Knob]] = _d(
+        "knobs of baselines on this scenario, by registered policy name (e.g. "
+        "{freetrain: {max_jobs: 64}}); a policy built without them takes these, and a "
+        "`mtgym tune` record (scenarios/tuning/<name>.json) fills the policies not named here",
+        default_factory=dict,
     )
 
 

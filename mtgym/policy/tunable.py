@@ -1,0 +1,154 @@
+"""Baselines with knobs: values given, set by the scenario, or tuned for it.
+
+A baseline's knobs are the constructor keywords a paper exposes (FreeTrain's admission cap
+``max_jobs`` and ``t_fwd``, PAL's round length ``round_s``, ...). Their value on a scenario
+comes from, first to last:
+
+1. the constructor (``make_policy("freetrain", max_jobs=32)``): always wins;
+2. the scenario's ``episode.baselines[<policy name>]``: set by hand in the scenario file, or,
+   for the policies the file does not name, the ``mtgym tune`` record of that scenario
+   (``mtgym.tuning.record``; ``mtgym.evaluate.scenario_defaults`` merges it in);
+3. the policy's own default, which may scale with the machine (``admission_cap``).
+
+``tuned=False`` skips 2 (the untuned defaults stay reachable by argument). ``mtgym tune``
+sweeps ``tuning_grid(episode)`` coordinate by coordinate (``mtgym.tuning.sweep``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mtgym.core.types import JobStatus
+from mtgym.sim.view import SchedulerView
+
+#: BFTrainer's maxJ (its replayer's default), the floor of the scaled admission cap
+MAX_JOBS_PAPER = 10
+
+
+def records_knobs(init: Callable[..., None]) -> Callable[..., None]:
+    """Decorate a tunable policy's ``__init__``: remember which keywords the caller gave.
+
+    The knobs given stay fixed when a scenario's values are applied (``Tunable``).
+    """
+    sig = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapper(self: Tunable, *args: Any, **kwargs: Any) -> None:
+        given = sig.bind_partial(self, *args, **kwargs).arguments
+        given.pop("self", None)
+        init(self, *args, **kwargs)
+        self._given = dict(given)
+        self._init = init
+
+    return wrapper
+
+
+class Tunable:
+    """Mixin of a baseline with knobs (module docstring).
+
+    Subclasses list their knobs in ``KNOBS`` (constructor keywords), decorate ``__init__``
+    with ``records_knobs`` and accept ``tuned``; ``tuning_grid`` names the values
+    ``mtgym tune`` tries on a scenario, each knob's first value being its default.
+    """
+
+    name: str
+    KNOBS: ClassVar[tuple[str, ...]] = ()
+    tuned: bool = True
+    _given: dict[str, Any]
+    _init: Callable[..., None]
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        """The current value of every knob (after any scenario values were applied)."""
+        return {k: getattr(self, k) for k in self.KNOBS}
+
+    def apply_knobs(self, values: dict[str, Any]) -> None:
+        """Rebuild with ``values`` for the knobs the constructor was not given.
+
+        Raises:
+            ValueError: a name that is not one of ``KNOBS``, or a value the constructor
+                refuses (the message names the policy).
+        """
+        unknown = sorted(set(values) - set(self.KNOBS))
+        if unknown:
+            raise ValueError(
+                f"policy {self.name!r} has no knob {', '.join(unknown)} "
+                f"(its knobs: {', '.join(self.KNOBS) or 'none'})"
+            )
+        free = {k: v for k, v in values.items() if k not in self._given}
+        if not free:
+            return
+        name, given = self.name, self._given
+        try:
+            self._init(self, **{**given, **free})
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"policy {name!r} on this scenario: {exc}") from None
+        self.name, self._given = name, given  # a factory's name and the caller's choices
+
+    def use_scenario_defaults(self, episode: object) -> None:
+        """Apply the scenario's values for this policy (``episode.baselines[name]``), then
+        the scenario defaults the policy reads itself (``scenario_hook``).
+        """
+        table = getattr(episode, "baselines", None) or {}
+        if self.tuned and self.name in table:
+            self.apply_knobs(dict(table[self.name]))
+        self.scenario_hook(episode)
+
+    def scenario_hook(self, episode: object) -> None:
+        """Read other scenario defaults (e.g. T_fwd); nothing by default."""
+
+    def tuning_grid(self, episode: object) -> dict[str, list[Any]]:
+        """Knob -> values ``mtgym tune`` tries on a scenario (first = the default)."""
+        return {}
+
+
+def admission_cap(view: SchedulerView, max_jobs: int | None) -> int:
+    """How many active jobs an admitting baseline considers now.
+
+    ``max_jobs`` given: that number (BFTrainer's maxJ). ``None``, the default: enough jobs
+    to use the idle pool, scaling with the machine (``docs/baselines.md``): the active jobs
+    in admission order (running first, then by submission), as many as it takes for their
+    summed ``min_nodes`` to reach the idle nodes, and never fewer than ``MAX_JOBS_PAPER``.
+    So every job that could run at its minimum on the idle nodes is considered, on 64 nodes
+    as on 4,608; the solver then sizes each job.
+    """
+    if max_jobs is not None:
+        return int(max_jobs)
+    order = admission_order(view)
+    idle = int(np.count_nonzero(view.available))
+    need = np.cumsum(np.maximum(view.min_nodes[order], 1))
+    k = int(np.searchsorted(need, idle, side="left")) + 1
+    return max(MAX_JOBS_PAPER, min(k, order.size))
+
+
+def admission_order(view: SchedulerView) -> np.ndarray:
+    """Active jobs, running ones first (they keep their admission), then by submission."""
+    active = np.flatnonzero(view.status == JobStatus.ACTIVE)
+    running = active[view.n_nodes[active] > 0]
+    waiting = active[view.n_nodes[active] == 0]
+    return np.concatenate([running, waiting])
+
+
+def admit(view: SchedulerView, max_jobs: int | None) -> np.ndarray:
+    """The admitted jobs: the first ``admission_cap`` of ``admission_order``."""
+    return admission_order(view)[: admission_cap(view, max_jobs)]
+
+
+def cap_grid(default: int | None, episode: object) -> list[int | None]:
+    """The admission caps ``mtgym tune`` tries: the default, the paper's 10, the scenario's
+    slot count, and 2x, 4x and 8x of it (sorted, no repeats).
+    """
+    slots = int(getattr(episode, "max_jobs", 16) or 16)
+    fixed = sorted({MAX_JOBS_PAPER, slots, 2 * slots, 4 * slots, 8 * slots})
+    return [default, *[v for v in fixed if v != default]]
+
+
+def scaled(values: list[float], base: float) -> list[float]:
+    """``values`` x ``base``, rounded to 3 significant digits (a grid around a default)."""
+    return [float(f"{v * base:.3g}") for v in values if math.isfinite(v * base)]

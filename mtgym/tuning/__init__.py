@@ -1,0 +1,1 @@
+"""Baselines tuned per scenario: the sweep (``sweep``), its record (``record``), ``mtgym tune``."""

@@ -1,0 +1,143 @@
+"""``mtgym tune``: sweep baselines' knobs on a scenario and record the choice.
+
+``mtgym tune --policy P --scenario S`` prints the grid and the rule, then plays the sweep on
+the tuning seeds, prints every point, and merges the policy's entry into the scenario's
+record (``scenarios/tuning/S.json``; ``--out FILE`` writes elsewhere). ``--report`` prints
+every record as the markdown tables of ``docs/tuning.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from mtgym.tuning.record import (
+    PolicyTuning,
+    TuningRecord,
+    load_record,
+    record_path,
+    save_record,
+    tuning_dir,
+)
+from mtgym.tuning.sweep import RULE, TUNE_SEEDS, policy_knobs, tune_policy
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    """Register ``tune`` on the ``mtgym`` sub-command parser."""
+    t = sub.add_parser(
+        "tune",
+        help="tune baselines' knobs on a scenario (tuning seeds, a rule fixed in advance) "
+        "and record the choice that make_policy then uses there",
+        description=f"Rule: {RULE}. Seeds: {', '.join(map(str, TUNE_SEEDS))}.",
+    )
+    t.add_argument("--policy", action="append", default=[], help="registered name; repeat")
+    t.add_argument("--scenario", action="append", default=[], help="preset name; repeat")
+    t.add_argument("--workers", type=int, default=1, help="processes (default: %(default)s)")
+    t.add_argument(
+        "--horizon", type=float, default=None, metavar="S", help="play S s (default: whole)"
+    )
+    t.add_argument("--out", type=Path, default=None, help="record file (one scenario only)")
+    t.add_argument("--dry-run", action="store_true", help="print the grids, play nothing")
+    t.add_argument("--report", action="store_true", help="print every record as markdown")
+    t.set_defaults(func=_cmd_tune)
+
+
+def _fmt(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    if args.report:
+        print(report_markdown())
+        return 0
+    if not args.policy or not args.scenario:
+        raise ValueError("mtgym tune needs --policy and --scenario (or --report)")
+    if args.out is not None and len(args.scenario) > 1:
+        raise ValueError("--out takes one --scenario")
+    if args.workers < 1:
+        raise ValueError("--workers must be >= 1")
+    print(f"rule: {RULE}\nseeds: {list(TUNE_SEEDS)}")
+    for sc in args.scenario:
+        for p in args.policy:
+            default, grid = policy_knobs(sc, p)
+            print(f"{sc} / {p}: default {_fmt(default)}; grid {json.dumps(grid)}")
+    if args.dry_run:
+        return 0
+    for sc in args.scenario:
+        path = args.out or record_path(sc)
+        rec = _load(path, sc, args.horizon)
+        for p in args.policy:
+            res = tune_policy(
+                sc,
+                p,
+                horizon_s=args.horizon,
+                workers=args.workers,
+                progress=lambda m: print(m, file=sys.stderr, flush=True),
+            )
+            rec.policies[p] = res
+            rec.reference = rec.best()
+            save_record(rec, path)  # after each policy: a long run keeps what it finished
+            print(_policy_table(sc, p, res))
+        print(f"{sc}: reference {rec.reference}; wrote {path}")
+    return 0
+
+
+def _load(path: Path, scenario: str, horizon_s: float | None) -> TuningRecord:
+    """The record at ``path``, or a new one; refuses to mix seeds or horizons."""
+    rec = None
+    if path.is_file():
+        rec = TuningRecord.model_validate_json(path.read_text())
+    if rec is None:
+        return TuningRecord(
+            scenario=scenario, seeds=list(TUNE_SEEDS), horizon_s=horizon_s, rule=RULE
+        )
+    if rec.seeds != list(TUNE_SEEDS) or rec.horizon_s != horizon_s or rec.rule != RULE:
+        raise ValueError(
+            f"{path} was recorded with other seeds, horizon or rule; move it away to re-tune"
+        )
+    return rec
+
+
+def _policy_table(scenario: str, policy: str, res: PolicyTuning) -> str:
+    lines = [
+        f"### {scenario}: {policy}",
+        "",
+        "| knob | setting | mean | per seed | jobs done | wall s |",
+        "|---|---|---:|---|---:|---:|",
+    ]
+    for pt in res.sweep:
+        mark = " **(chosen)**" if pt.params == res.chosen else ""
+        seeds = ", ".join(f"{x:.2f}" for x in pt.headline)
+        jobs = sum(pt.jobs_completed) / max(len(pt.jobs_completed), 1)
+        lines.append(
+            f"| {pt.knob or 'default'} | {_fmt(pt.params)}{mark} | {pt.mean:.3f} | {seeds} "
+            f"| {jobs:.1f} | {pt.wall_s:.0f} |"
+        )
+    gain = res.chosen_mean / res.default_mean if res.default_mean > 0 else float("nan")
+    lines += ["", f"Chosen: {_fmt(res.chosen)} ({gain:.3f}x the default)", ""]
+    return "\n".join(lines)
+
+
+def report_markdown() -> str:
+    """Every record under ``tuning_dir()`` as markdown: the reference per scenario, then each
+    policy's sweep table.
+    """
+    recs = [load_record(p.stem) for p in sorted(tuning_dir().glob("*.json"))]
+    recs = [r for r in recs if r is not None]
+    out = [
+        "| scenario | reference | " + "tuned mean (x default) per policy |",
+        "|---|---|---|",
+    ]
+    for r in recs:
+        cells = "; ".join(
+            f"{p} {t.chosen_mean:.2f} ({t.chosen_mean / t.default_mean:.2f}x)"
+            for p, t in sorted(r.policies.items(), key=lambda kv: -kv[1].chosen_mean)
+        )
+        out.append(f"| {r.scenario} | {r.reference} | {cells} |")
+    out.append("")
+    for r in recs:
+        for p, t in r.policies.items():
+            out.append(_policy_table(r.scenario, p, t))
+    return "\n".join(out)

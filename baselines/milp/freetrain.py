@@ -42,6 +42,7 @@ import numpy as np
 from baselines.milp.problem import (
     T_FWD_PAPER,
     AllocProblem,
+    CurveMemo,
     ScenarioTfwd,
     build_problem,
     dedupe_curve,
@@ -161,14 +162,19 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
     def curves(self, view: SchedulerView, jobs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Declared objective curves (throughput, or speed-up over 1 node); with
         ``information="none"`` the flat guess ``guess_rate x n`` on [0, max nodes].
+
+        A declared curve is made once per job and kept while the job's rows of the view's
+        curves stay the same (``problem.CurveMemo``); the arrays are shared, read-only.
         """
-        out = []
-        for j in jobs:
-            if self.information == "none":
+        if self.information == "none":
+            out = []
+            for j in jobs:
                 x = np.array([0.0, float(view.max_nodes[j])])
                 y = x * (1.0 if self.objective == "speedup" else self.guess_rate)
                 out.append((x, y))
-                continue
+            return out
+
+        def make(j: int) -> tuple[np.ndarray, np.ndarray]:
             x, y = dedupe_curve(view.curve_nodes[j], view.curve_tput[j])
             if self.objective == "speedup" and x.size:
                 one = float(np.interp(1.0, x, y))
@@ -177,8 +183,12 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
                 pos = x > 0
                 best = float(np.max(y[pos] / x[pos])) if pos.any() else 0.0
                 y = y / best if best > 0 else y
-            out.append((x, y))
-        return out
+            return x, y
+
+        memo = self.__dict__.get("_curve_memo")
+        if memo is None:
+            memo = self._curve_memo = CurveMemo()
+        return memo.get(view, np.asarray(jobs, dtype=np.int64), self.objective, make)
 
     def problem(self, view: SchedulerView) -> AllocProblem:
         """The MILP's data for this view."""

@@ -4,15 +4,19 @@
 (docs/papers.md §1.3): the current map ``c[j, n]``, bounds, the breakpoints ``(N_ji, O_ji)`` of
 each job's objective curve, rescale costs and the current rate ``r_j``. ``objective(n)`` is
 the value of a count vector, shared by the node-level MILP and the count-level solver so
-their objectives compare exactly.
+their objectives compare exactly. ``packed()`` gives the jobs' data as flat arrays for the
+compiled kernels (``dp_kernel``), which compute what the per-job NumPy methods do, bit for bit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from baselines.milp import dp_kernel
 from mtgym.sim.view import SchedulerView
 
 #: BFTrainer's T_fwd (its replayer's default and the paper's value), seconds.
@@ -50,6 +54,85 @@ def dedupe_curve(nodes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.
     nodes, values = nodes[ok], values[ok]
     keep = np.concatenate(([True], np.diff(nodes) > 0)) if nodes.size else np.zeros(0, bool)
     return nodes[keep], values[keep]
+
+
+Curve = tuple[np.ndarray, np.ndarray]
+
+
+class CurveMemo:
+    """Per-job results of a function of the job's curve rows only (``view.curve_nodes[j]``,
+    ``view.curve_tput[j]``) and of ``key``, such as a policy's deduped, rescaled objective
+    curve, kept while those rows are bit for bit the same.
+
+    Each call compares the listed jobs' rows with the copies the results were made from
+    (whatever the view, the instance or the ``InfoMode``: a job whose rows changed, or
+    another instance's job of the same index, is made anew), so a result is only reused
+    for the same input. The results are made read-only: they are shared between decisions.
+    """
+
+    def __init__(self) -> None:
+        self.key: Hashable = None
+        self.nodes = np.zeros((0, 0))  # copies of the rows the results were made from
+        self.tput = np.zeros((0, 0))
+        self.out: dict[int, Curve] = {}
+
+    @staticmethod
+    def _bits(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+    def get(
+        self, view: SchedulerView, jobs: np.ndarray, key: Hashable, make: Callable[[int], Curve]
+    ) -> list[Curve]:
+        """``[make(j) for j in jobs]``, made only for jobs not met with these rows and key."""
+        nodes, tput = self._bits(view.curve_nodes), self._bits(view.curve_tput)
+        if key != self.key or nodes.shape != self.nodes.shape or tput.shape != self.tput.shape:
+            self.key, self.nodes, self.tput, self.out = key, nodes.copy(), tput.copy(), {}
+        else:
+            same = (nodes[jobs] == self.nodes[jobs]).all(axis=1)
+            same &= (tput[jobs] == self.tput[jobs]).all(axis=1)
+            for j in jobs[~same]:
+                self.out.pop(int(j), None)
+                self.nodes[j], self.tput[j] = nodes[j], tput[j]
+        listed = jobs.tolist()
+        try:
+            return [self.out[j] for j in listed]
+        except KeyError:
+            pass
+        for j in listed:
+            if j not in self.out:
+                got = make(j)
+                for a in got:
+                    a.flags.writeable = False
+                self.out[j] = got
+        return [self.out[j] for j in listed]
+
+
+class Packed(NamedTuple):
+    """An ``AllocProblem``'s jobs as flat arrays (job j's breakpoints are
+    ``xs[off[j]:off[j + 1]]``), as the compiled kernels take them.
+    """
+
+    off: np.ndarray  # (J + 1,) int64
+    xs: np.ndarray  # breakpoint nodes, float64
+    ys: np.ndarray  # breakpoint values, float64
+    jmin: np.ndarray  # (J,) int64
+    jmax: np.ndarray  # (J,) int64
+    C: np.ndarray  # (J,) int64, the current counts
+    r_up: np.ndarray  # (J,) float64
+    r_down: np.ndarray  # (J,) float64
+    rate: np.ndarray  # (J,) float64
+    t_fwd: float
+    ok: bool  # the kernels apply: breakpoints finite and increasing, integer bounds, float64
+
+
+def _flat(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Offsets, the concatenation (float64) and the sizes of ``arrays``."""
+    sizes = [a.size for a in arrays]
+    off = np.zeros(len(sizes) + 1, dtype=np.int64)
+    if not sizes:
+        return off, np.zeros(0), sizes
+    off[1:] = np.array(sizes).cumsum()
+    return off, np.concatenate(arrays).astype(np.float64, copy=False), sizes
 
 
 @dataclass
@@ -103,8 +186,43 @@ class AllocProblem:
         loss = np.where(n > C, self.r_up[j], np.where(n < C, self.r_down[j], 0.0)) * self.rate[j]
         return self.t_fwd * self.obj_at(j, n) - loss
 
-    def objective(self, n: np.ndarray) -> float:
-        """Value of the count vector ``n`` (-inf if infeasible)."""
+    def packed(self) -> Packed:
+        """The jobs' data as flat arrays (made on each call: nothing is cached)."""
+        J = self.jobs.size
+        off, xs, nx = _flat(self.bp_nodes)
+        _, ys, ny = _flat(self.bp_obj)
+        jmin, jmax, C = np.asarray(self.jmin), np.asarray(self.jmax), np.asarray(self.counts)
+        up, down, rate = np.asarray(self.r_up), np.asarray(self.r_down), np.asarray(self.rate)
+        ok = (
+            len(nx) == J
+            and nx == ny
+            and jmin.dtype.kind in "iu"
+            and jmax.dtype.kind in "iu"
+            and C.dtype.kind in "iu"
+            and jmin.shape == jmax.shape == C.shape == (J,)
+            and up.dtype == down.dtype == rate.dtype == np.float64
+            and up.shape == down.shape == rate.shape == (J,)
+            and np.result_type(self.t_fwd, np.float64) == np.float64
+            and bool(dp_kernel.breakpoints_ok(off, xs))
+        )
+        i64 = [a.astype(np.int64, copy=False) for a in (jmin, jmax, C)]
+        return Packed(off, xs, ys, *i64, up, down, rate, float(self.t_fwd), ok)
+
+    def objective(self, n: np.ndarray, packed: Packed | None = None) -> float:
+        """Value of the count vector ``n`` (-inf if infeasible); ``packed``: ``packed()``,
+        when the caller has it already.
+        """
+        if int(np.sum(n)) > self.cap:
+            return -np.inf
+        pk = self.packed() if packed is None else packed
+        v = np.asarray(n)
+        if not (pk.ok and v.shape == (self.jobs.size,) and v.dtype.kind in "iu"):
+            return self._objective_numpy(n)
+        args = (pk.off, pk.xs, pk.ys, pk.jmin, pk.jmax, pk.C, pk.r_up, pk.r_down, pk.rate)
+        return float(dp_kernel.objective_sum(v.astype(np.float64), *args, pk.t_fwd))
+
+    def _objective_numpy(self, n: np.ndarray) -> float:
+        """``objective``'s per-job NumPy loop (the kernel's reference; any input)."""
         if int(np.sum(n)) > self.cap:
             return -np.inf
         total = 0.0
@@ -132,9 +250,19 @@ def build_problem(
     jmin = view.min_nodes[jobs].astype(np.int64)
     jmax = view.max_nodes[jobs].astype(np.int64)
     rate = np.zeros(jobs.size)
-    for i in range(jobs.size):
-        if C[i] >= jmin[i] and bp_nodes[i].size:
-            rate[i] = float(np.interp(C[i], bp_nodes[i], bp_obj[i]))
+    off, xs, nx = _flat(bp_nodes)
+    _, ys, ny = _flat(bp_obj)
+    if nx == ny and bool(dp_kernel.breakpoints_ok(off, xs)):  # np.interp per job, compiled
+        at = dp_kernel.interp_each(off, xs, ys, C.astype(np.float64))
+        rate = np.where((jmin <= C) & (np.diff(off) > 0), at, 0.0)
+    else:
+        for i in range(jobs.size):
+            if C[i] >= jmin[i] and bp_nodes[i].size:
+                rate[i] = float(np.interp(C[i], bp_nodes[i], bp_obj[i]))
+    # np.nan_to_num (NaN: 0, +-inf: the largest finite), a copy; skipped where all are finite
+    up, down = np.array(r_up, dtype=np.float64), np.array(r_down, dtype=np.float64)
+    up = up if np.isfinite(up).all() else np.nan_to_num(up)
+    down = down if np.isfinite(down).all() else np.nan_to_num(down)
     return AllocProblem(
         jobs=jobs,
         nodes=nodes,
@@ -143,8 +271,8 @@ def build_problem(
         jmax=jmax,
         bp_nodes=bp_nodes,
         bp_obj=bp_obj,
-        r_up=np.nan_to_num(np.asarray(r_up, dtype=np.float64)),
-        r_down=np.nan_to_num(np.asarray(r_down, dtype=np.float64)),
+        r_up=up,
+        r_down=down,
         rate=rate,
         t_fwd=float(t_fwd),
     )

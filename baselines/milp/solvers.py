@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from baselines.milp import dp_kernel
 from baselines.milp.problem import AllocProblem
 
 #: Relative bonus for keeping a job's current count: breaks exact ties deterministically
@@ -51,7 +52,32 @@ class SolveResult:
 
 
 def solve_counts_dp(p: AllocProblem) -> SolveResult:
-    """Exact count-level solution of ``p`` (see module docstring)."""
+    """Exact count-level solution of ``p`` (see module docstring).
+
+    One compiled kernel (``dp_kernel.count_dp``) fills the table and backtracks; it makes the
+    same floating-point operations and tie-breaks (the first maximum, as ``np.argmax``) as
+    the NumPy recurrence ``_solve_counts_dp_numpy``, which answers the inputs the kernel
+    does not take (breakpoints not finite and increasing, non-integer bounds).
+    """
+    t0 = time.perf_counter()
+    pk = p.packed()
+    if not pk.ok or (p.jobs.size > 0 and pk.ys.size == 0):  # (the latter raises there)
+        return _solve_counts_dp_numpy(p)
+    scale = 1.0 + float(
+        np.max(np.abs(p.t_fwd * np.concatenate([b for b in p.bp_obj] or [np.zeros(1)])))
+    )
+    counts, objective, status = dp_kernel.count_dp(
+        pk.off, pk.xs, pk.ys, pk.jmin, pk.jmax, pk.C, pk.r_up, pk.r_down, pk.rate,
+        pk.t_fwd, KEEP_TIE_BONUS * scale, int(p.cap),
+    )  # fmt: skip
+    if status != dp_kernel.DP_OK:
+        return _solve_counts_dp_numpy(p)
+    # objective: p.objective(counts), computed in the kernel
+    return SolveResult(counts, float(objective), "optimal", time.perf_counter() - t0)
+
+
+def _solve_counts_dp_numpy(p: AllocProblem) -> SolveResult:
+    """The count-level DP in NumPy, job by job (``solve_counts_dp``'s reference)."""
     t0 = time.perf_counter()
     J, N = p.jobs.size, p.cap
     NEG = -np.inf

@@ -39,6 +39,20 @@ QUICK_SEEDS = 3
 TRAIN_SEED_MIN = 2**30
 #: seed ranges (inclusive) the shipped agent, its selection or the T_fwd sweep already used
 USED_SEEDS = ((500, 509), (700, 729), (1000, 1019), (4000, 4029))
+#: the registered baselines fast enough for every benchmark run (the node-level ``*-milp``
+#: variants are not; ``freetrain-paper`` and ``freetrain-tfwd10`` are reference settings)
+FAST_BASELINES = (
+    "freetrain",
+    "freetrain-speedup",
+    "freetrain-aware",
+    "greedy",
+    "packed",
+    "pal",
+    "pm-first",
+    "malletrain",
+    "equal-share",
+    "random",
+)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,9 @@ from mtgym.sim.view import SchedulerView
 
 #: BFTrainer's maxJ (its replayer's default), the floor of the scaled admission cap
 MAX_JOBS_PAPER = 10
+#: the ceiling of the scaled admission cap: a solver-time budget (FreeTrain's count DP costs
+#: admitted jobs x idle nodes x node counts per decision), not a machine size
+MAX_JOBS_SCALED = 128
 
 
 def records_knobs(init: Callable[..., None]) -> Callable[..., None]:
@@ -114,9 +117,10 @@ def admission_cap(view: SchedulerView, max_jobs: int | None) -> int:
     ``max_jobs`` given: that number (BFTrainer's maxJ). ``None``, the default: enough jobs
     to use the idle pool, scaling with the machine (``docs/baselines.md``): the active jobs
     in admission order (running first, then by submission), as many as it takes for their
-    summed ``min_nodes`` to reach the idle nodes, and never fewer than ``MAX_JOBS_PAPER``.
-    So every job that could run at its minimum on the idle nodes is considered, on 64 nodes
-    as on 4,608; the solver then sizes each job.
+    summed ``min_nodes`` to reach the idle nodes, never fewer than ``MAX_JOBS_PAPER`` and
+    never more than ``MAX_JOBS_SCALED``. So every job that could run at its minimum on the
+    idle nodes is considered, on 64 nodes as on 512; the solver then sizes each job. Only
+    on pools of hundreds of idle 1-node-minimum jobs (Summit) does the time budget bind.
     """
     if max_jobs is not None:
         return int(max_jobs)
@@ -124,7 +128,7 @@ def admission_cap(view: SchedulerView, max_jobs: int | None) -> int:
     idle = int(np.count_nonzero(view.available))
     need = np.cumsum(np.maximum(view.min_nodes[order], 1))
     k = int(np.searchsorted(need, idle, side="left")) + 1
-    return max(MAX_JOBS_PAPER, min(k, order.size))
+    return max(MAX_JOBS_PAPER, min(k, order.size, MAX_JOBS_SCALED))
 
 
 def admission_order(view: SchedulerView) -> np.ndarray:

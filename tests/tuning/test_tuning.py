@@ -11,7 +11,13 @@ import pytest
 from mtgym.core.types import JobStatus
 from mtgym.evaluate import configure_policy, scenario_defaults
 from mtgym.policy.registry import make_policy
-from mtgym.policy.tunable import MAX_JOBS_PAPER, admission_cap, admit, cap_grid
+from mtgym.policy.tunable import (
+    MAX_JOBS_PAPER,
+    MAX_JOBS_SCALED,
+    admission_cap,
+    admit,
+    cap_grid,
+)
 from mtgym.scenario.registry import get_generator
 from mtgym.scenario.schema import EpisodeSpec
 from mtgym.tuning import record as rec_mod
@@ -39,6 +45,8 @@ def test_admission_cap_scales_with_the_idle_pool():
     assert admission_cap(_view(8, [4] * 60), None) == MAX_JOBS_PAPER
     # never more than the active jobs; an explicit cap wins
     assert admission_cap(_view(1000, [1] * 30), None) == 30
+    # the solver-time ceiling binds only on pools of hundreds of 1-node jobs
+    assert admission_cap(_view(900, [1] * 1000), None) == MAX_JOBS_SCALED
     assert admission_cap(v, 7) == 7
 
 
@@ -171,3 +179,35 @@ def test_tuning_seeds_are_disjoint_from_every_used_range():
     for s in sweep.TUNE_SEEDS:
         assert not is_test_seed(s, TEST)
         assert not any(lo <= s <= hi for lo, hi in USED_SEEDS)
+
+
+def _shipped() -> list[TuningRecord]:
+    recs = [load_record(p.stem) for p in sorted(rec_mod.tuning_dir().glob("*.json"))]
+    return [r for r in recs if r is not None]
+
+
+def test_shipped_records_exist_and_keep_their_rule():
+    recs = _shipped()
+    assert {r.scenario for r in recs} >= {"default", "default-128", "nas-campaign"}
+    for r in recs:
+        assert r.rule == sweep.RULE and r.seeds == list(sweep.TUNE_SEEDS), r.scenario
+        assert r.reference == r.best(), r.scenario
+        for name, t in r.policies.items():
+            # a tuned baseline never scores below its untuned default on the tuning seeds
+            assert t.chosen_mean >= t.default_mean, (r.scenario, name)
+            means = {json.dumps(p.params, sort_keys=True): p.mean for p in t.sweep}
+            assert means[json.dumps(t.default, sort_keys=True)] == t.default_mean
+            assert means[json.dumps(t.chosen, sort_keys=True)] == t.chosen_mean
+            assert t.chosen_mean >= max(means.values()) / (1 + sweep.MIN_GAIN), (r.scenario, name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", ["nas-campaign", "swf-lublin"])
+def test_shipped_record_replays_bit_for_bit(scenario):
+    """The code still gives the recorded numbers (else: re-tune, docs/baselines.md)."""
+    r = load_record(scenario)
+    assert r is not None
+    for name, t in r.policies.items():
+        pt = next(p for p in t.sweep if p.params == t.chosen)
+        got = sweep.play_point(scenario, name, pt.params, r.seeds[0], r.horizon_s)
+        assert got[0] == pt.headline[0], (scenario, name)

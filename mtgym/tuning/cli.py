@@ -67,7 +67,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         return 0
     for sc in args.scenario:
         path = args.out or record_path(sc)
-        rec = _load(path, sc, args.horizon)
+        rec = _load(path, sc, args.horizon)  # refuse a mismatched record before any run
         for p in args.policy:
             res = tune_policy(
                 sc,
@@ -76,6 +76,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 progress=lambda m: print(m, file=sys.stderr, flush=True),
             )
+            rec = _load(path, sc, args.horizon)  # what another tune wrote meanwhile stays
             rec.policies[p] = res
             rec.reference = rec.best()
             save_record(rec, path)  # after each policy: a long run keeps what it finished

@@ -104,3 +104,14 @@ def test_action_modes__the_registry_checks_names(on_off):
         make_codec("no-such-mode", 8, 3, 4)
     with pytest.raises(ValueError, match="action_mode 'no-such-mode' is not one of"):
         ScavengeEnv("default", action_mode="no-such-mode")
+
+
+@pytest.mark.parametrize("mode", ["counts", "assign", "delta"])
+def test_action_modes__the_current_map_encodes_to_the_no_op(mode):
+    env = ScavengeEnv("default", action_mode=mode)
+    env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        env.step(env.sample_valid(rng))
+        s, codec = env.state, env.codec
+        assert np.array_equal(codec.encode(s.node_job, s, env.instance, env.slots), env.noop())

@@ -11,15 +11,18 @@ inside the space but infeasible is repaired deterministically and reported in
 ``info["repair"]``: first the decoder's counts (``repair_keys``), then the engine's
 (``base.ENGINE_REPAIRS``).
 
-To add a mode: one module in this folder with an ``ActionCodec`` subclass, and its class in
-``BUILT_IN`` below (or ``register(cls)`` from anywhere, e.g. a test); its name in
-``mtgym.core.names.ACTION_MODES`` lets scenario files and the CLI pick it
-(``docs/architecture.md`` has the recipe).
+To add a mode: one module in this folder, named as the mode, with an ``ActionCodec``
+subclass as its ``CODEC``, and the mode's name in ``mtgym.core.names.ACTION_MODES`` (the
+one list the env, scenario files and the CLI read; each name's module is imported here).
+``register(cls)`` adds a mode from anywhere else (a test, a plugin) for the env alone.
+``docs/architecture.md`` has the recipe.
 """
 
 from __future__ import annotations
 
-from mtgym.env.actions.assign import Assign
+from importlib import import_module
+
+from mtgym.core.names import ACTION_MODES
 from mtgym.env.actions.base import (
     CODECS,
     ENGINE_REPAIRS,
@@ -31,11 +34,11 @@ from mtgym.env.actions.base import (
     repair_record,
     unregister,
 )
-from mtgym.env.actions.counts import Counts
-from mtgym.env.actions.delta import Delta
 
-#: The built-in modes, in ``mtgym.core.names.ACTION_MODES``' order.
-BUILT_IN = (Counts, Assign, Delta)
+#: The built-in modes, in ``ACTION_MODES``' order: each name's module's ``CODEC``.
+BUILT_IN: tuple[type[ActionCodec], ...] = tuple(
+    import_module(f"{__name__}.{name.replace('-', '_')}").CODEC for name in ACTION_MODES
+)
 for _cls in BUILT_IN:
     register(_cls)
 

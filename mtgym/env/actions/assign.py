@@ -103,3 +103,6 @@ class Assign(ActionCodec):
             out[pool[used : used + c]] = s + 1
             used += c
         return out
+
+
+CODEC = Assign  # (found by its module name, ``mtgym.core.names.ACTION_MODES``)

@@ -107,3 +107,6 @@ def slot_counts(node_job: np.ndarray, instance: Any, slots: Any, cap: int) -> np
         per_job = np.bincount(node_job[node_job >= 0], minlength=instance.num_jobs)
         counts[present] = per_job[slots.job[present]]
     return np.minimum(counts, cap)
+
+
+CODEC = Counts  # (found by its module name, ``mtgym.core.names.ACTION_MODES``)

@@ -180,3 +180,6 @@ class Delta(ActionCodec):
         for s in present:
             out[s] = chosen[s]
         return out
+
+
+CODEC = Delta  # (found by its module name, ``mtgym.core.names.ACTION_MODES``)

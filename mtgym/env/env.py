@@ -55,6 +55,8 @@ class ScavengeEnv(gym.Env):
     (*) zero in ``profiled`` mode: MalleTrain-style schedulers are told nothing up front.
     Hidden values (true curves in non-oracle modes, true slowdowns, unknown window ends)
     never appear.
+    The columns of ``nodes``, ``jobs`` and ``global`` are named in ``env.unwrapped.features``
+    (key -> feature -> slice, e.g. ``features["jobs"]["nodes"]``): read them by name.
 
     ## Action
     ``action_mode="counts"`` (default): ``MultiDiscrete([cap + 1] * S)``, the node count of
@@ -238,6 +240,7 @@ class ScavengeEnv(gym.Env):
         )
         self.action_space = self.codec.space
         self.observation_space = self.builder.space
+        self.features = self.builder.features  # each key's columns by name
         self.slots = JobSlots(self.num_slots)
         self.history = History()
         self.instance: Instance | None = None

@@ -2,7 +2,8 @@
 
 ``collect(...)`` plays episodes in the env while an *expert* (any registered view-based
 policy, e.g. FreeTrain's MILP) decides; its allocation is turned into the env's action
-(``counts``: each slot's node count; ``delta``: shrink / keep / grow towards it) and the
+(the codec's ``encode``: ``counts``, each slot's node count; ``delta``, shrink / keep /
+grow towards it; ``assign``, each node's slot) and the
 (observation, action, mask) triples are kept. ``pretrain(model, data)`` maximises the
 masked log-likelihood of the expert's actions under the policy (a few supervised epochs),
 then PPO fine-tunes as usual. This is the standard "imitate, then improve" recipe; the
@@ -34,22 +35,7 @@ class Demonstrations:
 
 def expert_action(env: ScavengeEnv, node_job: np.ndarray) -> np.ndarray:
     """The env action that realises (as closely as the mode allows) an expert's node map."""
-    slots = env.slots
-    counts = np.zeros(env.num_slots, dtype=np.int64)
-    present = slots.present
-    if present.any():
-        per_job = np.bincount(node_job[node_job >= 0], minlength=env.instance.num_jobs)
-        counts[present] = per_job[slots.job[present]]
-    counts = np.minimum(counts, env.max_count)
-    if env.action_mode == "counts":
-        return counts
-    if env.action_mode == "delta":
-        cur = np.zeros(env.num_slots, dtype=np.int64)
-        cur[present] = env.state.n_nodes[slots.job[present]]
-        return np.where(counts > cur, 2, np.where(counts < cur, 0, 1))
-    ext = np.full(env.instance.num_jobs + 1, 0, dtype=np.int64)
-    ext[slots.job[present]] = np.flatnonzero(present) + 1
-    return ext[node_job]
+    return env.codec.encode(node_job, env.state, env.instance, env.slots)
 
 
 def collect(

@@ -29,6 +29,7 @@ from torch import nn
 from torch.nn.functional import linear as _linear
 
 from agents.features import mlp
+from agents.pooled import SLOT_COUNT, SLOT_MASK
 from agents.rollout import NumpySlotPass
 
 
@@ -57,7 +58,7 @@ def layers(seq: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
 
 class SlotFeatures(BaseFeaturesExtractor):
     """Slot embeddings (S x d, slot order), the context (d), then each slot's current node
-    count (S; the pooled row's last value times ``max_count``): module docstring.
+    count (S; the pooled row's ``held_count`` times ``max_count``): module docstring.
     """
 
     def __init__(
@@ -102,14 +103,14 @@ class SlotFeatures(BaseFeaturesExtractor):
         S, D, d = self.num_slots, self.slot_dim, self.embed_dim
         table = obs[:, : S * D].reshape(-1, D)  # (B*S, D)
         glob = obs[:, S * D :]
-        mask = table[:, :1]  # job_mask (1 for a slot holding a job)
+        mask = table[:, SLOT_MASK : SLOT_MASK + 1]  # job_mask (1 for a slot holding a job)
         h = layers(self.slot_net, table) * mask
         hb = h.view(-1, S, d)
         mean = hb.sum(dim=1) / mask.view(-1, S).sum(dim=1, keepdim=True).clamp(min=1.0)
         ctx = layers(self.ctx_net, torch.cat([mean, glob], dim=1))
         mixed = linear(self.mix_slot, h).view(-1, S, d) + linear(self.mix_ctx, ctx).unsqueeze(1)
         z = torch.relu(mixed) * mask.view(-1, S, 1)
-        current = torch.round(table[:, -1].view(-1, S) * self.max_count)
+        current = torch.round(table[:, SLOT_COUNT].view(-1, S) * self.max_count)
         return z, ctx, current
 
 

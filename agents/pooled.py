@@ -28,6 +28,12 @@ from gymnasium import spaces
 from numba import njit
 
 COUNT_CLIP = 8.0  # node counts / max_count are clipped here (the env clips its features at 8)
+#: A slot row's parts, in order (``PooledLayout.slot_features`` gives their columns). The
+#: first and the last are one value each whatever the sizes: a network reads them by these
+#: names (``SLOT_MASK``, ``SLOT_COUNT``), never by position.
+SLOT_PARTS = ("job_mask", "jobs", "job_curve", "job_curve_known", "held_nodes", "held_count")
+SLOT_MASK = 0  # ``job_mask``'s column: 1 for a slot holding a job
+SLOT_COUNT = -1  # ``held_count``'s column: the nodes the slot's job holds / max_count
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,16 @@ class PooledLayout:
     def slot_dim(self) -> int:
         """Values per slot: mask, job row, curve, known, held-node mean, held count."""
         return 1 + self.job_dim + 2 * self.points + self.node_dim + 1
+
+    @property
+    def slot_features(self) -> dict[str, slice]:
+        """A slot row's parts by name (``SLOT_PARTS``) -> their columns."""
+        widths = (1, self.job_dim, self.points, self.points, self.node_dim, 1)
+        out, o = {}, 0
+        for name, w in zip(SLOT_PARTS, widths, strict=True):
+            out[name] = slice(o, o + w)
+            o += w
+        return out
 
     @property
     def global_dim(self) -> int:

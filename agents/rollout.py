@@ -25,6 +25,8 @@ import torch
 from numba import njit
 from torch import nn
 
+from agents.pooled import SLOT_COUNT, SLOT_MASK
+
 
 def _layer_views(seq: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray | None] | None]:
     """A ``Linear``/``ReLU`` stack as (W^T, b) numpy views and ``None`` for each ReLU."""
@@ -90,7 +92,7 @@ class NumpySlotPass:
         S, D, d = self.S, self.D, self.d
         B = obs.shape[0]
         table = obs[:, : S * D].reshape(B * S, D)
-        mask = table[:, :1]
+        mask = table[:, SLOT_MASK : SLOT_MASK + 1]
         h = _apply(self.slot_net, table)
         h *= mask
         count = np.maximum(mask.reshape(B, S).sum(axis=1, keepdims=True), 1.0)
@@ -117,7 +119,7 @@ class NumpySlotPass:
         values = self.value(z, ctx)
         logits = _dense(z.reshape(B * S, d), self.head_slot).reshape(B, S, K)
         logits += (ctx @ self.head_ctx[0])[:, None]
-        current = np.round(table[:, -1] * np.float32(self.max_count)).astype(np.int64)
+        current = np.round(table[:, SLOT_COUNT] * np.float32(self.max_count)).astype(np.int64)
         current = current.reshape(B, S)
         legal = np.ones((B, S, K), dtype=np.bool_) if masks is None else np.asarray(masks)
         # ``SlotCategorical.sample``'s Gumbel-max on the same uniform draws (none needed for

@@ -1,15 +1,18 @@
 """The names a user picks from, each list written once: the env's action modes, rewards and
 information modes, with their defaults.
 
-The env (kernel ids are the indexes), its keyword checks, the scenario schema (``Literal``
-enums in the JSON Schema), the CLI and the scripts all import these; ``mtgym.env.reward``
-holds each reward's meaning and kernel, ``mtgym.sim.view.InfoMode`` the information modes'.
+The env (reward kernel ids are the indexes; an action mode names its codec's module), its
+keyword checks, the scenario schema (``Literal`` enums in the JSON Schema), the CLI and the
+scripts all import these; ``mtgym.env.reward`` holds each reward's meaning and kernel,
+``mtgym.env.actions`` the action modes' codecs, ``mtgym.sim.view.InfoMode`` the information
+modes'.
 """
 
 from __future__ import annotations
 
 #: ``counts``: node count per job slot; ``assign``: the slot of each node; ``delta``:
-#: shrink / keep / grow per slot. The index is the step kernel's id.
+#: shrink / keep / grow per slot. Each is the module of its codec, ``mtgym.env.actions.<name>``
+#: (its ``CODEC``), imported by name: adding a mode is its module and its name here.
 ACTION_MODES = ("counts", "assign", "delta")
 #: See ``mtgym.env.reward.REWARDS``. The index is the reward kernel's id.
 REWARD_NAMES = ("progress", "throughput", "jct", "normalized")

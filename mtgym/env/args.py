@@ -12,7 +12,8 @@ import numbers
 from typing import Any
 
 from mtgym.core.limits import MAX_HORIZON_S, MAX_SLOTS, MIN_DECISION_INTERVAL_S
-from mtgym.core.names import ACTION_MODES, INFO_MODES, REWARD_NAMES
+from mtgym.core.names import INFO_MODES, REWARD_NAMES
+from mtgym.env.actions import CODECS
 
 RENDER_MODES = ("ansi", "rgb_array")
 
@@ -66,7 +67,7 @@ def check_keywords(
     if not isinstance(debug, (bool, int)) or debug not in (0, 1):
         raise TypeError(f"debug must be a bool; got {debug!r}")
     return {
-        "action_mode": _choice("action_mode", action_mode, ACTION_MODES),
+        "action_mode": _choice("action_mode", action_mode, tuple(CODECS)),
         "reward": _choice("reward", reward, REWARD_NAMES),
         "info_mode": _choice("info_mode", info_mode, INFO_MODES),
         "horizon_s": _seconds("horizon_s", horizon_s, 1e-9),

@@ -11,7 +11,7 @@ import numpy as np
 
 from mtgym.core.instance import Instance
 from mtgym.core.names import DEFAULT_REWARD
-from mtgym.env.action import ActionCodec, sample_valid
+from mtgym.env.actions import make_codec
 from mtgym.env.args import check_keywords, check_reset_options, resolve_max_count
 from mtgym.env.observation import ObservationBuilder
 from mtgym.env.render import History, render_ansi, render_gantt
@@ -55,6 +55,8 @@ class ScavengeEnv(gym.Env):
     (*) zero in ``profiled`` mode: MalleTrain-style schedulers are told nothing up front.
     Hidden values (true curves in non-oracle modes, true slowdowns, unknown window ends)
     never appear.
+    The columns of ``nodes``, ``jobs`` and ``global`` are named in ``env.unwrapped.features``
+    (key -> feature -> slice, e.g. ``features["jobs"]["nodes"]``): read them by name.
 
     ## Action
     ``action_mode="counts"`` (default): ``MultiDiscrete([cap + 1] * S)``, the node count of
@@ -65,7 +67,7 @@ class ScavengeEnv(gym.Env):
     in ``assign`` frees every node, all ones in ``delta`` keeps everything. Masks follow
     sb3-contrib's MultiDiscrete layout. Out-of-space actions raise ``ValueError`` naming the
     entry and its value as given (``1e300``, a uint64, a Python int >= 2**63); in-space
-    infeasible ones are repaired deterministically (``mtgym.env.action``), reported in
+    infeasible ones are repaired deterministically (``mtgym.env.actions``), reported in
     ``info["repair"]`` (counts by kind) and ``info["repaired"]`` (any repair).
 
     Masks (``action_masks()``, ``obs["action_mask"]``) are per dimension and guarantee only
@@ -226,7 +228,7 @@ class ScavengeEnv(gym.Env):
         self.debug = debug
         self._num_levels = probe.cluster.topology.num_levels
         self._num_types = probe.cluster.num_gpu_types
-        self.codec = ActionCodec(action_mode, self.num_nodes, self.num_slots, self.max_count)
+        self.codec = make_codec(action_mode, self.num_nodes, self.num_slots, self.max_count)
         self.builder = ObservationBuilder(
             self.num_nodes,
             self.num_slots,
@@ -238,6 +240,7 @@ class ScavengeEnv(gym.Env):
         )
         self.action_space = self.codec.space
         self.observation_space = self.builder.space
+        self.features = self.builder.features  # each key's columns by name
         self.slots = JobSlots(self.num_slots)
         self.history = History()
         self.instance: Instance | None = None
@@ -336,22 +339,13 @@ class ScavengeEnv(gym.Env):
             rng = self.np_random
         elif not isinstance(rng, np.random.Generator):
             rng = np.random.default_rng(rng)
-        return sample_valid(self.codec, self.state, self.instance, self.slots, rng)
+        return self.codec.sample_valid(self.state, self.instance, self.slots, rng)
 
     def noop(self) -> np.ndarray:
         """The action that keeps every job's current allocation."""
         if self.state is None:
             raise RuntimeError("call reset() before noop()")
-        if self.action_mode == "delta":
-            return np.ones(self.num_slots, dtype=np.int64)
-        if self.action_mode == "assign":
-            ext = np.full(self.instance.num_jobs + 1, 0, dtype=np.int64)
-            ext[self.slots.job[self.slots.present]] = np.flatnonzero(self.slots.present) + 1
-            return ext[self.state.node_job]
-        out = np.zeros(self.num_slots, dtype=np.int64)
-        p = self.slots.present
-        out[p] = np.minimum(self.state.n_nodes[self.slots.job[p]], self.max_count)
-        return out
+        return self.codec.noop(self.state, self.instance, self.slots)
 
     def _observe(self) -> dict[str, np.ndarray]:
         self._mask = self.codec.mask(self.state, self.instance, self.slots).copy()

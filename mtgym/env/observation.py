@@ -35,30 +35,89 @@ COST_SCALE = 60.0  # seconds / 60
 OBS_HIGH = 8.0  # every scaled feature is clipped to [-1, 8] (values are O(1) by design)
 _ACTIVE = int(JobStatus.ACTIVE)  # a compile-time constant in the kernels
 
-# -- column names (compile-time constants in the kernels; the env docstring's table) --------
-#: ``nodes`` columns: availability, held, GPU type, profiled slowdowns of classes A-D,
-#: log idle time so far, window end known, log time until reclaim, then ``NODE_GROUP``: the
-#: node's group at the topology's coarsest level below the whole machine (0..1; 0 for a
-#: flat machine). One column whatever the number of levels, so an observation's width does
-#: not depend on the machine's topology depth (an agent trained on a 3-level machine can
-#: observe a 4-level dragonfly).
-NODE_AVAILABLE, NODE_HELD, NODE_GPU_TYPE, NODE_SLOWDOWN = 0, 1, 2, 3  # slowdowns: 3..6
-NODE_IDLE_TIME = NODE_SLOWDOWN + NUM_CLASSES  # 7
-NODE_END_KNOWN = NODE_IDLE_TIME + 1
-NODE_TIME_TO_END = NODE_END_KNOWN + 1
-NODE_COORDS = NODE_TIME_TO_END + 1  # 10: the topology column(s)
-NODE_GROUP = NODE_COORDS
+
+# -- features by name: each key's columns, declared once (the env docstring's table) -------
+def _columns(*parts: tuple[str, int]) -> dict[str, slice]:
+    """Named parts of a row, in order: name -> its slice of columns."""
+    out: dict[str, slice] = {}
+    o = 0
+    for name, width in parts:
+        out[name] = slice(o, o + width)
+        o += width
+    return out
+
+
 TOPO_DIM = 1  # topology columns, fixed
+#: ``nodes`` columns: availability, held, GPU type, profiled slowdowns of classes A-D, log
+#: idle time so far, window end known, log time until reclaim, then ``group``: the node's
+#: group at the topology's coarsest level below the whole machine (0..1; 0 for a flat
+#: machine). One column whatever the number of levels, so an observation's width does not
+#: depend on the machine's topology depth (an agent trained on a 3-level machine can observe
+#: a 4-level dragonfly).
+NODE_FEATURES = _columns(
+    ("available", 1),
+    ("held", 1),
+    ("gpu_type", 1),
+    ("slowdown", NUM_CLASSES),
+    ("idle_time", 1),
+    ("end_known", 1),
+    ("time_to_end", 1),
+    ("group", TOPO_DIM),
+)
 #: ``jobs`` columns: present, class one-hot (A-D), nodes / cap, min / cap, max / cap, log
 #: measured rate, log age, pausing, log progress, log remaining work, R_up, R_down, info level.
-JOB_PRESENT, JOB_CLASS = 0, 1  # class one-hot: 1..4
-JOB_NODES = JOB_CLASS + NUM_CLASSES  # 5
-JOB_MIN, JOB_MAX, JOB_RATE, JOB_AGE, JOB_PAUSING = 6, 7, 8, 9, 10
-JOB_PROGRESS, JOB_REMAINING, JOB_R_UP, JOB_R_DOWN, JOB_INFO = 11, 12, 13, 14, 15
-JOB_DIM = JOB_INFO + 1
+JOB_FEATURES = _columns(
+    ("present", 1),
+    ("app_class", NUM_CLASSES),
+    ("nodes", 1),
+    ("min", 1),
+    ("max", 1),
+    ("rate", 1),
+    ("age", 1),
+    ("pausing", 1),
+    ("progress", 1),
+    ("remaining", 1),
+    ("r_up", 1),
+    ("r_down", 1),
+    ("info", 1),
+)
 #: ``global`` entries.
-G_TIME, G_IDLE, G_FREE, G_QUEUED, G_SLOTS, G_LOG_TIME = 0, 1, 2, 3, 4, 5
-GLOBAL_DIM = G_LOG_TIME + 1
+GLOBAL_FEATURES = _columns(
+    ("time", 1), ("idle", 1), ("free", 1), ("queued", 1), ("slots", 1), ("log_time", 1)
+)
+#: The observation's features by name: key -> feature -> its columns (``ScavengeEnv.features``;
+#: consumers index through this, never by position).
+FEATURES = {"nodes": NODE_FEATURES, "jobs": JOB_FEATURES, "global": GLOBAL_FEATURES}
+
+# The columns as the kernels' compile-time constants.
+NODE_AVAILABLE = NODE_FEATURES["available"].start
+NODE_HELD = NODE_FEATURES["held"].start
+NODE_GPU_TYPE = NODE_FEATURES["gpu_type"].start
+NODE_SLOWDOWN = NODE_FEATURES["slowdown"].start  # NUM_CLASSES columns
+NODE_IDLE_TIME = NODE_FEATURES["idle_time"].start
+NODE_END_KNOWN = NODE_FEATURES["end_known"].start
+NODE_TIME_TO_END = NODE_FEATURES["time_to_end"].start
+NODE_COORDS = NODE_GROUP = NODE_FEATURES["group"].start  # the topology column(s)
+NODE_DIM = NODE_FEATURES["group"].stop
+JOB_PRESENT = JOB_FEATURES["present"].start
+JOB_CLASS = JOB_FEATURES["app_class"].start  # class one-hot: NUM_CLASSES columns
+JOB_NODES = JOB_FEATURES["nodes"].start
+JOB_MIN, JOB_MAX = JOB_FEATURES["min"].start, JOB_FEATURES["max"].start
+JOB_RATE, JOB_AGE = JOB_FEATURES["rate"].start, JOB_FEATURES["age"].start
+JOB_PAUSING, JOB_PROGRESS = JOB_FEATURES["pausing"].start, JOB_FEATURES["progress"].start
+JOB_REMAINING = JOB_FEATURES["remaining"].start
+JOB_R_UP, JOB_R_DOWN = JOB_FEATURES["r_up"].start, JOB_FEATURES["r_down"].start
+JOB_INFO = JOB_FEATURES["info"].start
+JOB_DIM = JOB_FEATURES["info"].stop
+G_TIME, G_IDLE = GLOBAL_FEATURES["time"].start, GLOBAL_FEATURES["idle"].start
+G_FREE, G_QUEUED = GLOBAL_FEATURES["free"].start, GLOBAL_FEATURES["queued"].start
+G_SLOTS, G_LOG_TIME = GLOBAL_FEATURES["slots"].start, GLOBAL_FEATURES["log_time"].start
+GLOBAL_DIM = GLOBAL_FEATURES["log_time"].stop
+#: ``log_arguments``' per-slot arguments, in order (a stride of ``L_SLOT`` per slot, after
+#: the nodes' two per node): shown rate, age, progress, remaining work.
+L_RATE, L_AGE, L_PROGRESS, L_REMAINING = range(4)
+L_SLOT = 4
+_L_SCALES = {L_RATE: RATE_SCALE, L_AGE: TIME_SCALE, L_PROGRESS: WORK_SCALE, L_REMAINING: WORK_SCALE}
 
 
 # -- what the observation's kernels read: one ``ObsFrame``, its fields declared here ---------
@@ -154,7 +213,8 @@ class ObservationBuilder:
         self.P = self.points.size
         self.levels = num_levels  # the coarsest intermediate level is levels - 2 (if >= 1)
         self.T = num_gpu_types
-        self.node_dim = self.NODE_BASE + TOPO_DIM
+        self.node_dim = NODE_DIM
+        self.features = FEATURES  # each key's features by name (``FEATURES``)
         self.job_dim = JOB_DIM
         self.global_dim = GLOBAL_DIM
         self.queued = 0  # submitted jobs without a slot, as of the last ``build``
@@ -216,12 +276,12 @@ class ObservationBuilder:
         self._scale = np.concatenate(
             (
                 np.full(2 * N, TIME_SCALE),
-                np.tile([RATE_SCALE, TIME_SCALE, WORK_SCALE, WORK_SCALE], S),
+                np.tile([_L_SCALES[k] for k in range(L_SLOT)], S),
                 [TIME_SCALE],
             )
         )
         self._work_arr = jobs.work if self._work is not None else np.zeros(0)
-        self._x = np.zeros(2 * N + 4 * S + 1)  # ``log_arguments``' output, reused
+        self._x = np.zeros(2 * N + L_SLOT * S + 1)  # ``log_arguments``' output, reused
 
     def frame(self, state: Any, instance: Any, slot_job: np.ndarray, t_end: float) -> ObsFrame:
         """The kernels' view of ``state`` on ``instance`` (after ``bind``): the same arrays,
@@ -320,7 +380,7 @@ class ObservationBuilder:
 def log_arguments(frame: Any, t: float) -> tuple[int, int, int, int]:  # pragma: no cover - jit
     """Arguments of the log-scaled features at time ``t`` into ``frame.log_args``, flat: per
     node the idle time so far and the known time until reclaim (2N), then per slot the shown
-    rate, age, progress and remaining work (4S; 0 for an empty slot, remaining work 0 when
+    rate, age, progress and remaining work (``L_SLOT`` S; 0 for an empty slot, remaining work 0 when
     ``work`` is empty), then the time since the start. Returns the idle node count, the
     active job count, the nodes held by jobs and the occupied slots.
     """
@@ -352,12 +412,13 @@ def log_arguments(frame: Any, t: float) -> tuple[int, int, int, int]:  # pragma:
         if j < 0:
             continue
         n_present += 1
-        x[o + 4 * s] = 0.0 if stall_until[j] > t else rate[j]  # 0 while the job pauses
-        x[o + 4 * s + 1] = max(t - submit_s[j], 0.0)
-        x[o + 4 * s + 2] = progress[j]
+        r = o + L_SLOT * s
+        x[r + L_RATE] = 0.0 if stall_until[j] > t else rate[j]  # 0 while the job pauses
+        x[r + L_AGE] = max(t - submit_s[j], 0.0)
+        x[r + L_PROGRESS] = progress[j]
         if work.shape[0]:
-            x[o + 4 * s + 3] = max(work[j] - progress[j], 0.0)
-    x[o + 4 * S] = max(t - frame.t_start, 0.0)
+            x[r + L_REMAINING] = max(work[j] - progress[j], 0.0)
+    x[o + L_SLOT * S] = max(t - frame.t_start, 0.0)
     return n_avail, n_active, n_held, n_present
 
 
@@ -416,12 +477,15 @@ def fill(
         for k in range(D):
             job_rows[s, k] = job_static[j, k]
         job_rows[s, JOB_NODES] = _clip32(n_nodes[j] / max_count, -1.0)
-        job_rows[s, JOB_RATE] = _clip32(np.log1p(x[o + 4 * s]) / scale[o + 4 * s], -1.0)
-        job_rows[s, JOB_AGE] = _clip32(np.log1p(x[o + 4 * s + 1]) / scale[o + 4 * s + 1], -1.0)
+        r = o + L_SLOT * s
+        job_rows[s, JOB_RATE] = _clip32(np.log1p(x[r + L_RATE]) / scale[r + L_RATE], -1.0)
+        job_rows[s, JOB_AGE] = _clip32(np.log1p(x[r + L_AGE]) / scale[r + L_AGE], -1.0)
         job_rows[s, JOB_PAUSING] = 1.0 if stall_until[j] > t else 0.0
-        job_rows[s, JOB_PROGRESS] = _clip32(np.log1p(x[o + 4 * s + 2]) / scale[o + 4 * s + 2], -1.0)
+        job_rows[s, JOB_PROGRESS] = _clip32(
+            np.log1p(x[r + L_PROGRESS]) / scale[r + L_PROGRESS], -1.0
+        )
         job_rows[s, JOB_REMAINING] = _clip32(
-            np.log1p(x[o + 4 * s + 3]) / scale[o + 4 * s + 3], -1.0
+            np.log1p(x[r + L_REMAINING]) / scale[r + L_REMAINING], -1.0
         )
         for k in range(P):
             curve[s, k] = curve_static[j, k]
@@ -435,4 +499,4 @@ def fill(
     global_row[G_FREE] = _clip32((n_avail - n_held) / N, -1.0)
     global_row[G_QUEUED] = _clip32((n_active - n_present) / max(S, 1), -1.0)  # slots.queued(state)
     global_row[G_SLOTS] = _clip32(n_present / max(S, 1), -1.0)
-    global_row[G_LOG_TIME] = _clip32(np.log1p(x[o + 4 * S]) / scale[o + 4 * S], -1.0)
+    global_row[G_LOG_TIME] = _clip32(np.log1p(x[o + L_SLOT * S]) / scale[o + L_SLOT * S], -1.0)

@@ -3,17 +3,20 @@
 numba's dispatcher costs ~0.1 us per argument, and a step touches ~80 arrays (the state's,
 the instance's, the slots', the profiler's, the observation builder's). ``StepKernel`` (a
 numba ``StructRef``) holds them all: the episode the engine runs on
-(``mtgym.sim.episode.Episode``), the observation's frame (``ObsFrame``) and the step's own
-arrays and constants (``StepArrays``). Each call takes it whole: ``_pre`` decodes the
-action, places it and runs the engine (``mtgym.sim.engine``); ``_post`` updates the
-profiler and the slots, computes the reward (``mtgym.env.reward``) and the mask and fills
-the observation. ``tests/env/test_step.py`` checks every output against the general
-Python reference in ``tests/reference/step.py``, bit for bit.
+(``mtgym.sim.episode.Episode``), the observation's frame (``ObsFrame``), the action
+mode's frame (``mtgym.env.actions.base.ActionFrame``, whose numba type names the mode) and
+the step's own arrays and constants (``StepArrays``). Each call takes it whole: ``_pre``
+decodes the action with the mode's kernel, places it and runs the engine
+(``mtgym.sim.engine``); ``_post`` updates the profiler and the slots, computes the reward
+(``mtgym.env.reward``) and the mode's mask and fills the observation. Both are compiled
+once per action mode (the mode is part of the struct's type): no branch on the mode.
+``tests/env/test_step.py`` checks every output against the general Python reference in
+``tests/reference/step.py``, bit for bit.
 
 The env validates the action first (``ActionCodec.validate``); here nothing changes
-before the placement is known to fit (else ``ValueError``, as ``pack_targets``); an
-allocation to repair is repaired (``repair_allocation``) and applied; due timers are
-finished by the engine's Python side (``dynamics.finish_timers``).
+before the placement is known to fit (else ``ValueError``, as ``pack_targets``); a node
+map to repair is repaired and applied, and due timers are finished, by the engine's Python
+side, as for ``advance`` (``dynamics.settle``).
 """
 
 from __future__ import annotations
@@ -26,53 +29,33 @@ from numba.experimental import structref
 
 from mtgym.core.instance import Instance
 from mtgym.core.types import EventKind
-from mtgym.env.action import (
-    ASSIGN,
-    COUNTS,
-    DELTA,
-    ActionCodec,
-    _assign_mask,
-    _counts_mask,
-    _decode_assign,
-    _decode_pack,
-    _delta_mask,
-    pack_failed,
-    repair_record,
-)
+from mtgym.env.actions import base as actions
+from mtgym.env.actions.base import ActionCodec, ActionFrame, pack_failed
 from mtgym.env.observation import ObservationBuilder, fill, log_arguments
 from mtgym.env.reward import REWARDS, reward_kernel, reward_weights, throughput_scale
 from mtgym.env.slots import JobSlots, _update
-from mtgym.model.placement import _static_order
 from mtgym.sim import dynamics, engine, episode
-from mtgym.sim.engine import NEEDS_REPAIR, OUT_OF_RANGE, TIMER_DUE
+from mtgym.sim.engine import OUT_OF_RANGE
 from mtgym.sim.profiling import PassiveProfiler, _observe
 from mtgym.sim.state import ClusterState
 from mtgym.sim.struct import ValueTyped, define
 
 
 class StepArrays(NamedTuple):
-    """The step's own fields of ``StepKernel`` (besides ``episode`` and ``frame``)."""
+    """The step's own fields of ``StepKernel`` (besides ``episode``, ``frame``, ``actions``)."""
 
-    slot_job: np.ndarray  # (S,) job in each slot, -1 = empty (``JobSlots.job``)
-    p_slowdown: np.ndarray  # (N, classes) profiled slowdowns (what placement sees)
-    group: np.ndarray  # placement's static node order: group of each node ...
-    seg_start: np.ndarray  # ... and each segment's first position and size
-    seg_nodes: np.ndarray
-    mask: np.ndarray  # the action mask (``ActionCodec.mask_buffer``), filled after a step
-    node_map: np.ndarray  # (N,) int32: the decoded node map (kept for a repair)
     prof_rate: np.ndarray  # the passive profiler's tables (``PassiveProfiler``)
     prof_samples: np.ndarray
     reward_weight: np.ndarray  # (J,) per-job reward weights (``reward_weights``)
     progress0: np.ndarray  # (J,) progress, node counts and debts before the step
     n_nodes0: np.ndarray
     debt0: np.ndarray
-    max_count: int  # the action's node-count cap
     reward_kind: int  # ``REWARDS[name].kernel``
     tput_scale: float  # the throughput reward's divisor
     profiler_max_count: int  # the profiler's largest node count
 
 
-STEP_FIELDS = ("episode", "frame", *StepArrays._fields)
+STEP_FIELDS = ("episode", "frame", "actions", *StepArrays._fields)
 
 
 @structref.register
@@ -98,7 +81,7 @@ def _new_step_kernel(*values: Any) -> StepKernel:  # pragma: no cover - jit
 
 _DECISION = int(dynamics.DECISION_EVENTS)  # stop kinds as ints
 _HORIZON = int(EventKind.HORIZON)
-REPAIRED_MAP = 3  # ``_pre``'s mode beyond ``ACTION_MODES``: apply ``node_map`` as it is
+_THEN_LOOP = engine.THEN_LOOP
 PACK_FAILED = 10  # ``_pre``'s code beyond the engine's: more nodes needed than are free
 # ``info``'s counters of what happened during a step, in order (after ``repaired``).
 STEP_COUNTERS = (
@@ -153,61 +136,42 @@ def episode_end(all_done: bool, t0: float, t: float, t_end: float, kinds: int) -
 
 @njit(cache=True, error_model="numpy")
 def _pre(
-    step: Any, mode: int, action: np.ndarray, until: float, stop_on: int, t_timer: float
-) -> tuple[int, int, int, int, int, int]:  # pragma: no cover - jit
-    """Decode an action (``mode``: an ``ACTION_MODES`` index; ``REPAIRED_MAP``: take
-    ``step.node_map`` as it is, repaired), keep the progress, node counts and debts of
+    step: Any, action: np.ndarray, until: float, stop_on: int, t_timer: float
+) -> tuple[int, int, int]:  # pragma: no cover - jit
+    """Decode an action (the mode's kernel: ``actions.decode``, resolved when this is
+    compiled for the mode of ``step.actions``), keep the progress, node counts and debts of
     before, then apply and run (``engine.apply``, then ``engine.loop``) on the episode,
-    whose scalars Python loaded (``episode.load``). Returns (code, bad index, and the
-    decoder's repair counts: empty slot, over max, below min, oversubscribed; ``assign``
-    has only the first). ``PACK_FAILED`` gives the nodes needed and free in place of the
-    first two counts. Nothing changes unless the code is the engine's ``DONE`` or
-    ``TIMER_DUE``.
+    whose scalars Python loaded (``episode.load``). Returns (code, the first entry out of
+    range or -1, 0), or for ``PACK_FAILED`` (code, nodes needed, nodes free); the decoder's
+    repair counts are in ``step.actions.repairs``. Nothing changes unless the code is the
+    engine's ``DONE`` or ``TIMER_DUE`` (``NEEDS_REPAIR``: the map, kept in
+    ``step.actions.node_map``, needs ``dynamics.settle``).
     """
-    ep = step.episode
-    total = free = 0
-    if mode == REPAIRED_MAP:  # step.node_map as it is (repaired by the caller)
-        bad, rep, node_map = -1, (0, 0, 0, 0), step.node_map.copy()
-    elif mode == ASSIGN:
-        bad, empty, node_map = _decode_assign(action, step.slot_job)
-        rep = (empty, 0, 0, 0)
-    else:
-        bad, rep, node_map, total, free = _decode_pack(
-            action,
-            mode == DELTA,
-            step.max_count,
-            step.slot_job,
-            ep.n_nodes,
-            ep.min_nodes,
-            ep.max_nodes,
-            ep.available,
-            ep.node_job,
-            (step.p_slowdown, ep.rates.app_class, step.group, step.seg_start, step.seg_nodes),
-        )
+    ep, act = step.episode, step.actions
+    bad, node_map, need, free, check = actions.decode(act, action)
     if bad >= 0:
-        return engine.OUT_OF_RANGE, bad, 0, 0, 0, 0
-    if total > free:
-        return PACK_FAILED, -1, total, free, 0, 0
-    if mode == ASSIGN:  # (kept for a repair: only assign maps can need one)
-        step.node_map[:] = node_map
+        return engine.OUT_OF_RANGE, bad, 0
+    if need > free:
+        return PACK_FAILED, need, free
+    if check:  # (kept for a repair: only maps the engine checks can need one)
+        act.node_map[:] = node_map
     step.progress0[:] = ep.progress
     step.n_nodes0[:] = ep.n_nodes
     step.debt0[:] = ep.debt
-    # Only ``assign`` maps can be infeasible: packed counts give idle nodes to slot jobs
-    # (active), 0 or min..max each (the lockstep tests would see a repair otherwise).
-    code = engine.apply(ep, node_map, mode == ASSIGN)
+    code = engine.apply(ep, node_map, check)
     if code == engine.DONE:
         code = engine.loop(ep, until, stop_on, t_timer, False)
-    return code, -1, rep[0], rep[1], rep[2], rep[3]
+    return code, -1, 0
 
 
 @njit(cache=True, error_model="numpy")
 def _post(
-    step: Any, mode: int, t0: float, active0: float, slot_cursor: int, out: tuple
+    step: Any, t0: float, active0: float, slot_cursor: int, out: tuple
 ) -> tuple[float, int, tuple[int, int, int, int]]:  # pragma: no cover - jit
     """After the engine (the episode's scalars are the state's after the step; ``t0`` and
     ``active0`` its time and active job-seconds before): the profiler's observation, the
-    slots' update from ``slot_cursor``, the reward, the action mask (``mode``), and the
+    slots' update from ``slot_cursor``, the reward, the action mask (the mode's kernel:
+    ``actions.mask``), and the
     observation into ``out`` (``ObservationBuilder.outputs``). Returns (reward, the slots'
     cursor, (idle nodes, active jobs, held nodes, occupied slots)).
     """
@@ -223,7 +187,7 @@ def _post(
             (step.progress0, step.n_nodes0, step.debt0),
             (ep.n_nodes, ep.stall_until, ep.debt, ep.progress),
         )
-    nxt = _update(step.slot_job, ep.status, slot_cursor, scalars.arrival_cursor)
+    nxt = _update(step.actions.slot_job, ep.status, slot_cursor, scalars.arrival_cursor)
     reward = reward_kernel(
         step.reward_kind,
         ep.progress,
@@ -233,15 +197,7 @@ def _post(
         scalars.active_job_s,
         active0,
     )
-    C = step.max_count
-    if mode == COUNTS:
-        _counts_mask(step.mask, step.slot_job, ep.min_nodes, ep.max_nodes, ep.available, C)
-    elif mode == DELTA:
-        _delta_mask(
-            step.mask, step.slot_job, ep.min_nodes, ep.max_nodes, ep.available, ep.n_nodes, C
-        )
-    else:
-        _assign_mask(step.mask, step.slot_job, ep.available)
+    actions.mask(step.actions)
     counts = log_arguments(frame, t)
     fill(frame, t, counts, out)
     return reward, nxt, counts
@@ -266,33 +222,22 @@ class Step:
         s, inst = state, instance
         self.state, self.inst = s, inst
         self.codec, self.builder, self.slots, self.profiler = codec, builder, slots, profiler
-        J, N = inst.num_jobs, inst.num_nodes
-        slowdown = inst.cluster.profiled_slowdown
-        group, seg_start, seg_nodes = _static_order(slowdown, inst.cluster.topology.coords)
-        self.node_map = np.empty(N, dtype=np.int32)
+        J = inst.num_jobs
         own = StepArrays(
-            slot_job=slots.job,
-            p_slowdown=np.ascontiguousarray(slowdown, dtype=np.float64),
-            group=group,
-            seg_start=seg_start,
-            seg_nodes=seg_nodes,
-            mask=codec.mask_buffer,
-            node_map=self.node_map,
             prof_rate=profiler.rate,
             prof_samples=profiler.samples,
             reward_weight=reward_weights(reward, inst),
             progress0=np.zeros(J),
             n_nodes0=np.zeros(J, dtype=s.n_nodes.dtype),
             debt0=np.zeros(J),
-            max_count=int(codec.C),
             reward_kind=REWARDS[reward].kernel,
             tput_scale=float(throughput_scale(inst)),
             profiler_max_count=int(profiler.max_count),
         )
         self.episode = episode.bind(s, inst)
         frame = builder.frame(s, inst, slots.job, inst.t_end)
-        self.kernel = StepKernel(self.episode, frame, *own)
-        self.mode = codec.kernel_id
+        self.actions: ActionFrame = codec.frame(s, inst, slots.job)
+        self.kernel = StepKernel(self.episode, frame, self.actions, *own)
         self.t_end = float(inst.t_end)
         self.interval = decision_interval_s
         self.action_mask = codec.mask_buffer.copy()  # the mask after the last step
@@ -310,37 +255,33 @@ class Step:
         active0 = s.active_job_s
         t_timer = s.timers.peek_time()
         episode.load(ep, s)
-        code, _, e0, e1, e2, e3 = _pre(kernel, self.mode, action, until, stop_on, t_timer)
+        code, x, y = _pre(kernel, action, until, stop_on, t_timer)
         if code == PACK_FAILED:  # (nothing changed)
-            raise pack_failed(e0, e1)
+            raise pack_failed(x, y)
         if code == OUT_OF_RANGE:  # (nothing changed; ``validate`` names the entry)
             self.codec.validate(action)
             raise AssertionError("an action out of range passed validation")
-        dyn = None
-        if code == NEEDS_REPAIR:  # nothing changed: repair the decoded map, apply it
-            dyn = dynamics.repair_allocation(s, inst, self.node_map)
-            code = _pre(kernel, REPAIRED_MAP, action, until, stop_on, t_timer)[0]
-        if code == TIMER_DUE:
-            dynamics.finish_timers(ep, s, engine.THEN_LOOP, until, stop_on, code)
+        codec = self.codec
+        dyn, _ = dynamics.settle(ep, s, inst, codec.node_map, code, _THEN_LOOP, until, stop_on)
         done = episode.store(ep, s)
         t = s.time
         builder = self.builder
         out = builder.outputs()
-        reward, slots.cursor, counts = _post(kernel, self.mode, t0, active0, slots.cursor, out)
+        reward, slots.cursor, counts = _post(kernel, t0, active0, slots.cursor, out)
         metrics = None
         terminated, truncated = episode_end(done.all_done, t0, t, self.t_end, done.kinds)
         if terminated or truncated:
             from mtgym.metrics import compute_metrics  # (not a kernel source: see _kernel_cache)
 
             metrics = compute_metrics(s, inst).as_dict()
-        self.action_mask = mask = self.codec.mask_buffer.copy()
+        self.action_mask = mask = codec.mask_buffer.copy()
         obs = builder.complete(slots, self.profiler, mask, out, counts)
         info = step_info(
             t,
             mask,
             slots.job,
             builder.queued,
-            repair_record(self.codec.mode, (e0, e1, e2, e3), dyn),
+            codec.repair_record(codec.repairs.tolist(), dyn),
             (
                 done.kinds,
                 done.reclaimed_nodes,

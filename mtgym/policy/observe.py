@@ -29,7 +29,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from mtgym.core.types import JobStatus
-from mtgym.env.action import ActionCodec
+from mtgym.env.actions import ActionCodec, make_codec
 from mtgym.env.observation import ObservationBuilder
 from mtgym.env.slots import JobSlots
 from mtgym.sim.view import InfoMode, SchedulerView
@@ -66,7 +66,7 @@ class ViewObserver:
         N, J = view.num_nodes, view.num_jobs
         cap = int(view.max_nodes.max()) if J else 1
         max_count = int(min(self.max_count_arg if self.max_count_arg is not None else cap, N))
-        self.codec = ActionCodec(self.action_mode, N, self.num_slots, max_count)
+        self.codec = make_codec(self.action_mode, N, self.num_slots, max_count)
         levels = int(view.topology_coords.shape[1])
         types = int(view.gpu_type.max()) + 1 if N else 1
         self.builder = ObservationBuilder(

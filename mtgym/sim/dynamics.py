@@ -40,6 +40,7 @@ __all__ = [
     "finish_timers",
     "initial_state",
     "repair_allocation",
+    "settle",
     "throughput_model",
     "validate_allocation",
 ]
@@ -219,26 +220,45 @@ def _apply_and_run(
     (``then``: ``engine.THEN_LOOP``) or not; due timers are popped here. Returns the repair
     record and the engine's last code.
     """
-    rep = None
     if allocation is None:
         code, _ = _run(ep, s, None, False, then, until, stop_on, False)
-    else:
-        a = allocation.node_job if isinstance(allocation, Allocation) else allocation
-        if not (
-            type(a) is np.ndarray
-            and (a.dtype == np.int32 or a.dtype == np.int64)
-            and a.shape == (instance.num_nodes,)
-        ):  # anything else is checked and converted first
-            a = validate_allocation(a, instance.num_nodes, instance.num_jobs)
-        code, _ = _run(ep, s, a, True, then, until, stop_on, False)
-        if code == engine.OUT_OF_RANGE:
-            validate_allocation(a, instance.num_nodes, instance.num_jobs)  # raises
-        if code == engine.NEEDS_REPAIR:  # nothing was changed: repair a copy, apply that
-            a = validate_allocation(a, instance.num_nodes, instance.num_jobs)
-            rep = repair_allocation(s, instance, a)
-            code, _ = _run(ep, s, a, False, then, until, stop_on, False)
-        else:
-            rep = Repair()
+        return None, finish_timers(ep, s, then, until, stop_on, code)
+    a = allocation.node_job if isinstance(allocation, Allocation) else allocation
+    if not (
+        type(a) is np.ndarray
+        and (a.dtype == np.int32 or a.dtype == np.int64)
+        and a.shape == (instance.num_nodes,)
+    ):  # anything else is checked and converted first
+        a = validate_allocation(a, instance.num_nodes, instance.num_jobs)
+    code, _ = _run(ep, s, a, True, then, until, stop_on, False)
+    if code == engine.OUT_OF_RANGE:
+        validate_allocation(a, instance.num_nodes, instance.num_jobs)  # raises
+    if code == engine.NEEDS_REPAIR:  # (repair a copy, not the caller's array)
+        a = validate_allocation(a, instance.num_nodes, instance.num_jobs)
+    rep, code = settle(ep, s, instance, a, code, then, until, stop_on)
+    return Repair() if rep is None else rep, code
+
+
+def settle(
+    ep: Episode,
+    s: ClusterState,
+    instance: Instance,
+    node_map: np.ndarray,
+    code: int,
+    then: int,
+    until: float,
+    stop_on: int,
+) -> tuple[Repair | None, int]:
+    """After an engine call that applied ``node_map`` (int32 or int64, in range) with its
+    feasibility checked, as ``advance`` and the env's step both do: when the engine asked
+    for a repair (``NEEDS_REPAIR``: nothing changed), repair ``node_map`` in place, apply it
+    and run on (``then``); then finish the due timers (``finish_timers``). Returns the
+    repair record (None when none was needed) and the engine's last code.
+    """
+    rep = None
+    if code == engine.NEEDS_REPAIR:
+        rep = repair_allocation(s, instance, node_map)
+        code, _ = _run(ep, s, node_map, False, then, until, stop_on, False)
     return rep, finish_timers(ep, s, then, until, stop_on, code)
 
 

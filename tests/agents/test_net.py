@@ -13,7 +13,14 @@ import torch
 from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution
 
 from agents.net import SlotCategorical, SlotFeatures, SlotPolicy
-from agents.pooled import PooledLayout, PooledObservation, SlimInfo
+from agents.pooled import (
+    SLOT_COUNT,
+    SLOT_MASK,
+    SLOT_PARTS,
+    PooledLayout,
+    PooledObservation,
+    SlimInfo,
+)
 from mtgym.env.env import ScavengeEnv
 from mtgym.generate.default import default_generator
 
@@ -69,6 +76,21 @@ def test_pooled__matches_its_definition_and_ignores_node_order():
     for k in ("nodes", "node_mask", "node_job"):
         shuffled[k] = obs[k][perm]
     np.testing.assert_allclose(layout.pool(shuffled), v, rtol=1e-6, atol=1e-7)
+
+
+def test_pooled__slot_parts_by_name():
+    env, obs = env_obs(steps=10)
+    layout = PooledLayout.of(env.observation_space, env.max_count)
+    parts = layout.slot_features
+    assert list(parts) == list(SLOT_PARTS) and parts["held_count"].stop == layout.slot_dim
+    row = layout.pool(obs)[: layout.slot_dim]
+    cols = np.arange(layout.slot_dim)
+    assert (
+        cols[SLOT_MASK] == parts["job_mask"].start and cols[SLOT_COUNT] == parts["held_count"].start
+    )
+    assert (
+        np.array_equal(row[parts["jobs"]], obs["jobs"][0]) and row[SLOT_MASK] == obs["job_mask"][0]
+    )
 
 
 def test_pooled__same_size_on_any_cluster_and_wrapper_space():

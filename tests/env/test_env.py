@@ -322,3 +322,15 @@ def test_env__named_observation_columns_match_the_state():
     assert np.array_equal(one_hot.argmax(axis=1), inst.jobs.app_class[jobs])
     assert np.allclose(obs["jobs"][present, cols.JOB_NODES], s.n_nodes[jobs] / env.max_count)
     assert obs["global"][cols.G_IDLE] == np.float32(s.available.sum() / env.num_nodes)
+
+
+def test_env__features_name_every_column_once():
+    env = ScavengeEnv("default")
+    obs, _ = env.reset(seed=0)
+    assert env.features is cols.FEATURES
+    for key, named in env.features.items():
+        width = obs[key].shape[-1]
+        covered = np.concatenate([np.arange(width)[sl] for sl in named.values()])
+        assert np.array_equal(np.sort(covered), np.arange(width)), key
+    assert env.features["jobs"]["nodes"] == slice(cols.JOB_NODES, cols.JOB_NODES + 1)
+    assert env.features["nodes"]["slowdown"] == slice(cols.NODE_SLOWDOWN, cols.NODE_SLOWDOWN + 4)

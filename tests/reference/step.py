@@ -17,7 +17,9 @@ import numpy as np
 from mtgym.core.instance import Instance
 from mtgym.core.types import DECISION_EVENTS, EventKind
 from mtgym.env import ScavengeEnv
-from mtgym.env.action import _decode_assign, _delta_targets, _repair_ordered, repair_record
+from mtgym.env.actions.assign import _decode_assign
+from mtgym.env.actions.delta import _delta_targets
+from mtgym.env.actions.pack import _repair_ordered
 from mtgym.env.step import step_info
 from mtgym.metrics import compute_metrics, reference_rate
 from mtgym.model.placement import pack_targets
@@ -114,7 +116,7 @@ class ReferenceEnv(ScavengeEnv):
         stuck = info.t1 == info.t0 and info.kinds == EventKind.NONE
         truncated = (not terminated) and (s.time >= inst.t_end or stuck)
         obs = self._observe()
-        rep = repair_record(self.action_mode, counts, info.repair)
+        rep = self.codec.repair_record(counts[: len(self.codec.repair_keys)], info.repair)
         out = step_info(
             float(s.time),
             self._mask,

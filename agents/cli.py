@@ -79,6 +79,7 @@ def _compare(ns: argparse.Namespace) -> int:
         baselines=ns.policy,
         progress=not ns.no_progress,
         reference=ns.reference,
+        hindsight=not ns.no_bound,
     )
     return 0
 
@@ -212,4 +213,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="results.json, results.md, tradeoff.png, compare.png, tb/<policy>/",
     )
     c.add_argument("--no-progress", action="store_true")
+    c.add_argument(
+        "--no-bound",
+        action="store_true",
+        help="skip each seed's hindsight bound (hindsight_bound, bound_fraction: docs/metrics.md)",
+    )
     c.set_defaults(func=_compare)

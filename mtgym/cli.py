@@ -172,6 +172,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         scenario_name=args.scenario,
         reference=args.reference,
+        hindsight=not args.no_bound,
     )
     return 0
 
@@ -334,6 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"decide every S seconds (>= {MIN_DECISION_INTERVAL_S:g})",
     )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.add_argument(
+        "--no-bound",
+        action="store_true",
+        help="skip each seed's hindsight bound (columns HB and 'of HB': docs/metrics.md)",
+    )
     add_backend_options(
         e, "run episodes here, or one Ray task per (policy, seed) (pip install -e .[ray])"
     )

@@ -16,6 +16,12 @@ every model. Beside it, per policy: ``fairness_jain``, ``jct_common_mean``,
 (``scenario_defaults``): that is how FreeTrain takes its T_fwd from the scenario. A
 round-based policy (``round_s``, e.g. PAL) decides once per round (``play``).
 
+**The hindsight bound** (``mtgym.hindsight``, ``docs/metrics.md#hindsight-bound``): per seed,
+once for all policies, an upper bound of the headline that no policy can beat (the whole
+episode known in advance, an LP). Every row carries it as ``hindsight_bound`` and the
+policy's headline as a share of it, ``bound_fraction``. ``hindsight=False`` (``mtgym
+evaluate --no-bound``) leaves both undefined.
+
 **Statistics** (``mtgym.stats``): per metric the mean over seeds and a 95 % percentile
 bootstrap interval over seeds; per policy the paired difference and ratio against a
 reference policy (``reference``; default ``freetrain`` when it is compared, else the first
@@ -61,6 +67,8 @@ from mtgym.scenario.schema import EpisodeSpec
 #: metric -> TensorBoard tag (the shared namespace)
 TAGS = {
     "normalized_throughput": "eval/normalized_throughput",  # the headline
+    "bound_fraction": "eval/bound_fraction",
+    "hindsight_bound": "eval/hindsight_bound",
     "fairness_jain": "eval/fairness_jain",
     "normalized_efficiency": "eval/normalized_efficiency",
     "normalized_samples": "eval/normalized_samples",
@@ -82,6 +90,8 @@ SUMMARY_PREFIX = "eval_mean/"
 #: metrics of each policy in results.json (mean, interval, paired difference)
 RESULT_KEYS = (
     "normalized_throughput",  # the headline (docs/metrics.md)
+    "bound_fraction",  # the headline / the episode's hindsight bound
+    "hindsight_bound",  # per seed, the same for every policy (mtgym.hindsight)
     "normalized_samples",
     "normalized_efficiency",
     "fairness_jain",
@@ -142,10 +152,10 @@ def scenario_defaults(generator: Generator) -> EpisodeSpec:
     A scenario file carries its ``episode`` section. A scenario built in code (``default``)
     takes the one of the preset file of the same name, which describes the same scenario
     (``tests/scenario/test_presets.py`` checks they build the same instances). The knobs
-    ``mtgym tune`` recorded for the scenario (``mtgym.tuning.record``) fill
+    ``mtgym tune`` recorded for the scenario (``mtgym.scenario.tuning``) fill
     ``baselines`` for the policies the file does not name.
     """
-    from mtgym.tuning.record import load_record
+    from mtgym.scenario.tuning import load_record
 
     name = str(getattr(generator, "name", ""))
     ep = getattr(generator, "episode", None)
@@ -187,6 +197,29 @@ def episode_row(instance: Instance, res: EpisodeResult, seed: int) -> dict[str, 
     row = _row(res)
     row["job_submit_s"] = instance.jobs.submit_s.astype(np.float64).tolist()
     row["seed"] = seed
+    return row
+
+
+def episode_bound(instance: Instance, until: float | None = None) -> float:
+    """The hindsight bound of the headline on ``instance`` (``play(until=until)``'s run),
+    best-node equivalents (``mtgym.hindsight.hindsight_bound``'s value). Compute it once
+    per (instance, until) and give it to every policy's row (``add_bound``).
+    """
+    from mtgym.hindsight import hindsight_bound
+
+    return hindsight_bound(instance, until).value
+
+
+def add_bound(row: dict[str, Any], bound: float | None) -> dict[str, Any]:
+    """Set ``hindsight_bound`` and ``bound_fraction`` (the row's headline / the bound) in
+    ``row`` (NaN when ``bound`` is None or not positive); returns the row.
+    """
+    head = row.get("normalized_throughput")
+    frac = math.nan
+    if bound is not None and head is not None and bound > 0 and math.isfinite(bound):
+        frac = float(head) / float(bound)
+    row["hindsight_bound"] = math.nan if bound is None else float(bound)
+    row["bound_fraction"] = frac
     return row
 
 
@@ -290,8 +323,12 @@ def evaluate(
     progress: bool = True,
     scenario_name: str | None = None,
     reference: str | None = None,
+    hindsight: bool = True,
 ) -> list[PolicyRun]:
-    """Run every (name, factory) policy on every seed; return and optionally write results."""
+    """Run every (name, factory) policy on every seed; return and optionally write results.
+    ``hindsight``: compute each seed's hindsight bound (once, for all policies) and put it
+    and ``bound_fraction`` in the rows (``add_bound``).
+    """
     from rich.console import Console
     from rich.progress import Progress
 
@@ -300,6 +337,7 @@ def evaluate(
     console = Console()  # the terminal's width, $COLUMNS, or 80 in a pipe: tables fit it
     defaults = scenario_defaults(generator)
     instances: dict[int, Instance] = {}
+    bounds: dict[int, float | None] = {}
     runs = [PolicyRun(name, []) for name in names]
     total = len(policies) * len(seeds)
     t_start = time.perf_counter()
@@ -309,10 +347,14 @@ def evaluate(
             for seed in seeds:
                 if seed not in instances:
                     instances[seed] = generator(seed)
+                if seed not in bounds:
+                    bar.update(task, description=f"hindsight bound, seed {seed}")
+                    bounds[seed] = episode_bound(instances[seed]) if hindsight else None
                 bar.update(task, description=f"{name} seed {seed}")
                 policy = configure_policy(factory(), defaults)
                 res = play(instances[seed], policy, decision_interval_s=decision_interval_s)
-                run.per_seed.append(episode_row(instances[seed], res, seed))
+                row = add_bound(episode_row(instances[seed], res, seed), bounds[seed])
+                run.per_seed.append(row)
                 bar.advance(task)
     add_common_metrics(runs)
     name = scenario_name or getattr(generator, "name", "scenario")

@@ -44,6 +44,9 @@ from mtgym.core.types import JobStatus
 from mtgym.sim.dynamics import throughput_model
 from mtgym.sim.state import ClusterState
 
+#: the headline metric (model-neutral: best-node equivalents of training, docs/metrics.md)
+HEADLINE = "normalized_throughput"
+
 
 @dataclass(frozen=True)
 class EpisodeMetrics:

@@ -31,6 +31,12 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("jobs_completed", "done", "jobs completed"),
     ("throughput", "tput/s", "raw samples/s, summed over models"),
     (
+        "bound_fraction",
+        "of HB",
+        "normalised throughput / the episode's hindsight bound (mtgym.hindsight): the share "
+        "of what any policy, knowing the future, could reach",
+    ),
+    (
         "normalized_efficiency",
         "norm. eff.",
         "normalised samples / offered node-seconds at reference rates",
@@ -42,11 +48,17 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("makespan_common", "mksp common s", "makespan over the common jobs (s)"),
     ("rescales", "rescales", "rescales per episode"),
     ("decision_ms", "ms/dec", "wall milliseconds per decision"),
+    (
+        "hindsight_bound",
+        "HB",
+        "hindsight upper bound of the normalised throughput, per seed (the same for every "
+        "policy; docs/metrics.md)",
+    ),
 )
 #: metrics shown with one decimal (counts averaged over seeds)
 COUNTS = frozenset({"jobs_completed", "jobs_common", "rescales"})
 #: metrics shown with a fixed number of decimals (the rest: 3 below 10, else whole numbers)
-DECIMALS = {"normalized_throughput": 2}
+DECIMALS = {"normalized_throughput": 2, "hindsight_bound": 2}
 
 MEAN_TITLE = "mean [95 % bootstrap interval over seeds]"
 PAIRED_TITLE = "paired against {ref}: mean of per-seed differences [95 % interval] (ratio)"

@@ -216,4 +216,4 @@ def test_layout__pyproject_lists_every_package_and_maps_scenarios():
     cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert sorted(cfg["packages"]) == sorted(folders | {"mtgym.scenarios"})
     assert cfg["package-dir"] == {"mtgym.scenarios": "scenarios"}
-    assert cfg["package-data"]["mtgym.scenarios"] == ["*.yaml"]
+    assert cfg["package-data"]["mtgym.scenarios"] == ["*.yaml", "tuning/*.json"]

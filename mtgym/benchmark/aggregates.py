@@ -19,25 +19,25 @@ noise as progress. What is computed, per policy, from the episodes of a split:
     not carry it make this normalisation *not available* (a reason, never an error).
 
 - **IQM** (``iqm``, ``iqm_bound``): the interquartile mean over all (scenario, seed) of a
-  normalisation: the mean of the middle 50 % of the episodes (``metrics.aggregate_iqm``,
+  normalisation: the mean of the middle 50 % of the episodes (``rliable.metrics.aggregate_iqm``,
   a 25 % trimmed mean). It uses half of the episodes, so it is far less noisy than the
   median, and it ignores the worst and best quarter, so one failed or lucky scenario does
   not decide it as it does a mean.
 - **Probability of improvement** of X over Y: per scenario, the probability that an episode
   of X (its reference-normalised score) beats one of Y (the Mann-Whitney U statistic over
   the seed pairs, ties counted half), averaged over scenarios
-  (``metrics.probability_of_improvement``). It says how often, not by how much: 0.5 is a
+  (``rliable.metrics.probability_of_improvement``). It says how often, not by how much: 0.5 is a
   tie, 1.0 is X better on every pair of episodes of every scenario. ``P(Y > X) = 1 -
   P(X > Y)`` exactly, so each unordered pair is bootstrapped once and the reverse is
   derived.
-- **Intervals**: stratified percentile bootstrap (``library.get_interval_estimates``):
+- **Intervals**: stratified percentile bootstrap (``rliable.library.get_interval_estimates``):
   resample the seeds *within each scenario* (runs within tasks), recompute the aggregate,
   take the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles. For the probability of
   improvement the two policies' episodes are resampled independently
   (``StratifiedIndependentBootstrap``, rliable's choice for that statistic).
 - **Performance profile**: per normalisation and policy, the fraction of all episodes whose
   normalised score is above tau, for a grid of tau, with a stratified-bootstrap band
-  (``library.create_performance_profile``): the whole score distribution, so a policy that
+  (``rliable.library.create_performance_profile``): the whole score distribution, so a policy that
   is better on some scenarios and much worse on others shows it where an aggregate hides it.
 
 A policy that did not run on every scenario (unsupported), or on a scenario with no
@@ -57,7 +57,7 @@ global RNG during the call.
 **Cost.** The number of bootstrap replications is ``reps`` (``REPS`` = 2,000, rliable's
 default for profiles, not the suite score's 10,000): an IQM is 0.3 s, a pair's probability
 of improvement 0.1 s with the vectorised statistic below (scipy's ``mannwhitneyu`` per
-scenario per replicate, as ``metrics.probability_of_improvement`` does, takes 12 s a pair).
+scenario per replicate, as ``rliable.metrics.probability_of_improvement`` does, takes 12 s a pair).
 The point estimate is rliable's own function; the replicates use ``_poi_vectorised``, the
 same statistic (tests check they agree).
 """
@@ -170,7 +170,7 @@ def score_matrices(
     Raises:
         ValueError: an unknown normalisation.
     """
-    from mtgym.benchmark.runner import HEADLINE
+    from mtgym.metrics import HEADLINE
 
     if normalisation not in NORMALISATIONS:
         raise ValueError(f"unknown normalisation {normalisation!r}; known: {NORMALISATIONS}")
@@ -289,7 +289,7 @@ def poi_estimate(
     reps: int = REPS,
     seed: int = stats.SEED,
 ) -> Estimate:
-    """P(X > Y) (rliable's ``metrics.probability_of_improvement``) with its interval (the
+    """P(X > Y) (rliable's ``rliable.metrics.probability_of_improvement``) with its interval (the
     two matrices resampled independently within each scenario).
     """
     from rliable import metrics
@@ -311,7 +311,7 @@ def _reverse(e: Estimate, x: np.ndarray, y: np.ndarray) -> Estimate:
 
 def _profile_func(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
     """Fraction of all entries of ``scores`` above each tau (rliable's score distribution,
-    ``library.run_score_deviation``, vectorised over tau).
+    ``rliable.library.run_score_deviation``, vectorised over tau).
     """
     return (scores.reshape(-1)[:, None] > np.asarray(taus)[None, :]).mean(axis=0)
 
@@ -332,7 +332,7 @@ def performance_profile(
     seed: int = stats.SEED,
 ) -> Profile:
     """The score distributions of the policies that have a matrix, with bootstrap bands
-    (``library.create_performance_profile``, one seeded call per policy).
+    (``rliable.library.create_performance_profile``, one seeded call per policy).
     """
     from rliable import library
 

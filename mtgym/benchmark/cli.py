@@ -8,7 +8,7 @@ import argparse
 import time
 from pathlib import Path
 
-from mtgym.benchmark.splits import QUICK_SEEDS, SPLITS
+from mtgym.benchmark.splits import FAST_BASELINES, QUICK_SEEDS, SPLITS
 from mtgym.command import add_backend_options, check_backend, decision_interval
 
 DEFAULT_OUT = "runs/benchmark"
@@ -29,9 +29,14 @@ def add(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--policy",
         action="append",
-        required=True,
+        default=[],
         help="registered policy name (agent, agent:PATH, freetrain, greedy, ...); "
         "repeat for several",
+    )
+    b.add_argument(
+        "--all-baselines",
+        action="store_true",
+        help=f"add every fast baseline ({', '.join(FAST_BASELINES)})",
     )
     b.add_argument(
         "--split",
@@ -68,6 +73,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from mtgym.benchmark import report
+    from mtgym.benchmark.references import recorded_references, with_references
     from mtgym.benchmark.runner import run_split, score_split
     from mtgym.benchmark.splits import get_split
     from mtgym.core.io import prepare_out_dir
@@ -77,7 +83,11 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     out = Path(args.out or f"{DEFAULT_OUT}-{split.name}{'-quick' if args.quick else ''}")
     prepare_out_dir(out)  # before any work
     seeds = split.seeds(quick=args.quick)
-    total = len(split.scenarios) * len(args.policy) * len(seeds)
+    names = [*args.policy, *[p for p in FAST_BASELINES if args.all_baselines]]
+    if not names:
+        raise ValueError("benchmark needs a policy: --policy NAME or --all-baselines")
+    policies = with_references(list(dict.fromkeys(names)), split)
+    total = len(split.scenarios) * len(policies) * len(seeds)
     console = Console(width=max(Console().width, 120))
     t0 = time.perf_counter()
     with Progress(console=console, disable=args.no_progress, transient=True) as bar:
@@ -88,14 +98,16 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
 
         results = run_split(
             split,
-            args.policy,
+            policies,
             quick=args.quick,
             backend=args.backend,
             address=args.address,
             decision_interval_s=args.decision_interval,
             progress=progress,
         )
-    res = score_split(split, results, args.policy, quick=args.quick)
+    res = score_split(
+        split, results, policies, quick=args.quick, references=recorded_references(split)
+    )
     report.write(out, res)
     print(report.markdown(res))
     print(f"wall time {time.perf_counter() - t0:.0f} s; wrote {out}/results.md, results.json, tb/")

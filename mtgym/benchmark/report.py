@@ -3,7 +3,8 @@ and TensorBoard scalars (``tb/<policy>/``).
 
 Per scenario, one row per policy: the headline (``normalized_throughput``, best-node
 equivalents) mean [95 % interval]; its paired ratio to the scenario's best baseline
-[interval]; the mean JCT of the jobs every policy that ran completed, and its ratio to the
+[interval]; its fraction of the episode's hindsight bound (``mtgym.hindsight``; n/a when not
+computed) [interval]; the mean JCT of the jobs every policy that ran completed, and its ratio to the
 reference's; the jobs completed. A policy that could not run shows its one-line reason
 instead. Then the suite table: each policy's geometric mean of ratios [interval], or why it
 has none. Then the aggregates (``mtgym.benchmark.aggregates``): per policy the IQM of its
@@ -65,17 +66,19 @@ def markdown(res: BenchmarkResult) -> str:
         span = "its own horizon" if sc.horizon_s is None else f"first {sc.horizon_s / 3600:g} h"
         seeds = f"seeds {sc.seeds[0]}-{sc.seeds[-1]}" if sc.seeds else "no seeds"
         ref = sc.reference or "none (no baseline ran)"
+        how = "best tuned baseline, recorded" if sc.recorded else "best baseline that ran"
         lines += [
             f"## {sc.scenario}",
             "",
-            f"{seeds}, {span}, reference (best baseline): `{ref}`, {sc.wall_s:.0f} s",
+            f"{seeds}, {span}, reference ({how}): `{ref}`, {sc.wall_s:.0f} s",
             "",
-            "| policy | headline | ratio to best baseline | JCT common s (x ref) | done |",
-            "| --- | --- | --- | --- | --- |",
+            "| policy | headline | ratio to best baseline | of hindsight bound "
+            "| JCT common s (x ref) | done |",
+            "| --- | --- | --- | --- | --- | --- |",
         ]
         for name, ps in sc.policies.items():
             if ps.unsupported is not None:
-                lines.append(f"| {_cell(name)} | {_cell(ps.unsupported)} | | | |")
+                lines.append(f"| {_cell(name)} | {_cell(ps.unsupported)} | | | | |")
                 continue
             h = ps.headline
             r = ps.ratio
@@ -85,8 +88,10 @@ def markdown(res: BenchmarkResult) -> str:
             if math.isfinite(j.mean) and math.isfinite(ps.jct_common_ratio):
                 jct += f" ({ps.jct_common_ratio:.2f}x)"
             d = ps.jobs_completed
+            b = ps.bound_fraction
             lines.append(
-                f"| {_cell(name)} | {_iv(h.mean, h.ci_low, h.ci_high)} | {ratio} | {jct} | "
+                f"| {_cell(name)} | {_iv(h.mean, h.ci_low, h.ci_high)} | {ratio} | "
+                f"{_iv(b.mean, b.ci_low, b.ci_high)} | {jct} | "
                 f"{_num(d.mean, 1) if abs(d.mean) < 100 else _num(d.mean)} |"
             )
         lines.append("")
@@ -161,6 +166,10 @@ def _f(v: float) -> float | None:
     return v if v is not None and math.isfinite(v) else None
 
 
+def _iv_json(iv: Any) -> dict[str, Any]:
+    return {k: _f(v) if k != "n" else v for k, v in iv.as_dict().items()}
+
+
 def to_json(res: BenchmarkResult) -> dict[str, Any]:
     """``results.json``: JSON-safe (undefined numbers are null)."""
     scen = []
@@ -189,6 +198,9 @@ def to_json(res: BenchmarkResult) -> dict[str, Any]:
                 "jobs_completed": {
                     k: _f(v) if k != "n" else v for k, v in ps.jobs_completed.as_dict().items()
                 },
+                "hindsight_bound": _iv_json(ps.hindsight_bound),
+                "bound_fraction": _iv_json(ps.bound_fraction),
+                "per_seed": {HEADLINE: [_f(v) for v in ps.per_seed]},
             }
         scen.append(
             {
@@ -196,6 +208,7 @@ def to_json(res: BenchmarkResult) -> dict[str, Any]:
                 "seeds": sc.seeds,
                 "horizon_s": sc.horizon_s,
                 "reference": sc.reference,
+                "reference_recorded": sc.recorded,
                 "wall_s": sc.wall_s,
                 "policies": pol,
             }

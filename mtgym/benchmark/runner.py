@@ -4,7 +4,8 @@
 instance for every policy) through the pieces ``mtgym.evaluate`` and the Ray backend use:
 ``configure_policy`` with the scenario's defaults, ``play``, ``episode_row`` and
 ``add_common_metrics``, so a row here is an ``evaluate`` row (the headline among its
-``RESULT_KEYS``). A quick run passes
+``RESULT_KEYS``), with the (scenario, seed)'s hindsight bound computed once for all policies
+(``bound_one``; ``mtgym.evaluate.add_bound``). A quick run passes
 ``until`` to ``play``. ``backend="ray"`` runs one Ray task per (scenario, policy, seed) in
 ``mtgym.backends.ray_backend.ray_session`` (same rows; only timings differ).
 
@@ -46,10 +47,9 @@ from mtgym.benchmark import aggregates
 from mtgym.benchmark.aggregates import Aggregates
 from mtgym.benchmark.splits import Split
 from mtgym.core.errors import PolicyUnsupportedError
-from mtgym.evaluate import PolicyRun, add_common_metrics, episode_row
+from mtgym.evaluate import PolicyRun, add_bound, add_common_metrics, episode_bound, episode_row
+from mtgym.metrics import HEADLINE
 
-#: the headline metric (model-neutral: best-node equivalents of training, docs/metrics.md)
-HEADLINE = "normalized_throughput"
 #: registry names of learned policies (never a scenario's reference); ``agent:PATH`` too
 LEARNED = frozenset({"agent"})
 BACKENDS = ("local", "ray")
@@ -108,6 +108,28 @@ def run_one(
     return episode_row(instance, res, seed)
 
 
+#: the pseudo-policy name of the hindsight-bound tasks of the Ray path
+_BOUND = "(hindsight bound)"
+
+
+def bound_one(scenario: str, seed: int, horizon_s: float | None = None) -> float:
+    """The hindsight bound of one (scenario, seed) for the run ``run_one`` plays (the body
+    of a Ray task, one per (scenario, seed), shared by every policy; ``episode_bound``).
+    """
+    from mtgym.scenario.registry import get_generator
+
+    instance = get_generator(scenario)(seed)
+    return episode_bound(instance, _until(instance, horizon_s))
+
+
+def _add_bounds(rows: dict[str, list[dict[str, Any] | None]], bounds: list[float | None]) -> None:
+    """Each policy's row of seed k gets ``bounds[k]`` and its ``bound_fraction``."""
+    for per_seed in rows.values():
+        for row, bound in zip(per_seed, bounds, strict=False):
+            if row is not None:
+                add_bound(row, bound)
+
+
 def _finish(
     scenario: str,
     seeds: list[int],
@@ -146,6 +168,7 @@ def run_scenario_local(
     gen = get_generator(scenario)
     defaults = scenario_defaults(gen)
     instances: dict[int, Any] = {}
+    bounds: dict[int, float] = {}  # the hindsight bound, once per seed for every policy
     rows: dict[str, list[dict[str, Any] | None]] = {}
     unsupported: dict[str, str] = {}
     for name in policies:
@@ -155,6 +178,7 @@ def run_scenario_local(
                 progress(f"{scenario}: {name} seed {seed}")
             if seed not in instances:
                 instances[seed] = gen(seed)
+                bounds[seed] = episode_bound(instances[seed], _until(instances[seed], horizon_s))
             inst = instances[seed]
             try:
                 pol = configure_policy(make_policy(name), defaults)
@@ -167,7 +191,7 @@ def run_scenario_local(
             except PolicyUnsupportedError as exc:
                 unsupported[name] = str(exc.with_scenario(scenario))
                 break
-            rows[name].append(episode_row(inst, res, seed))
+            rows[name].append(add_bound(episode_row(inst, res, seed), bounds[seed]))
     return _finish(scenario, seeds, horizon_s, policies, rows, unsupported, t0)
 
 
@@ -193,7 +217,9 @@ def run_split_ray(
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[ScenarioRuns]:
-    """The whole split as Ray tasks, one per (scenario, policy, seed) (``ray_session``)."""
+    """The whole split as Ray tasks, one per (scenario, policy, seed) (``ray_session``), and
+    one per (scenario, seed) for its hindsight bound (``bound_one``).
+    """
     from mtgym.backends.ray_backend import ray_session
 
     seeds = split.seeds(quick=quick)
@@ -201,15 +227,21 @@ def run_split_ray(
     results: list[ScenarioRuns] = []
     with ray_session(address, num_cpus=num_cpus) as ray:
         task = ray.remote(num_cpus=1)(run_one)
+        bound_task = ray.remote(num_cpus=1)(bound_one)
         pending: dict[Any, tuple[str, str, int]] = {}
         for sc in split.scenarios:
             h = split.horizon_s(sc, quick=quick)
+            for k, seed in enumerate(seeds):
+                pending[bound_task.remote(sc.name, seed, h)] = (sc.name, _BOUND, k)
             for name in policies:
                 for k, seed in enumerate(seeds):
                     ref = task.remote(sc.name, _portable(name), seed, h, decision_interval_s)
                     pending[ref] = (sc.name, name, k)
         rows = {sc.name: {p: [None] * len(seeds) for p in policies} for sc in split.scenarios}
         unsupported: dict[str, dict[str, str]] = {sc.name: {} for sc in split.scenarios}
+        bounds: dict[str, list[float | None]] = {
+            sc.name: [None] * len(seeds) for sc in split.scenarios
+        }
         refs = list(pending)
         try:
             while refs:
@@ -217,6 +249,9 @@ def run_split_ray(
                 for ref in done:
                     scn, name, k = pending[ref]
                     try:
+                        if name == _BOUND:
+                            bounds[scn][k] = ray.get(ref)
+                            continue
                         rows[scn][name][k] = ray.get(ref)
                     except Exception as exc:
                         cause = getattr(exc, "cause", exc)
@@ -234,6 +269,7 @@ def run_split_ray(
                 ray.cancel(ref, force=True)
             raise
     for sc in split.scenarios:
+        _add_bounds(rows[sc.name], bounds[sc.name])
         results.append(
             _finish(
                 sc.name,
@@ -301,6 +337,9 @@ def run_split(
 
 
 # -- scoring ------------------------------------------------------------------------------
+_NAN_IV = stats.Interval(math.nan, math.nan, math.nan, 0)
+
+
 @dataclass(frozen=True)
 class PolicyScore:
     """One policy on one scenario (all NaN and ``unsupported`` set when it could not run)."""
@@ -311,11 +350,18 @@ class PolicyScore:
     jct_common_ratio: float  # mean JCT of common jobs / the reference's
     jobs_completed: stats.Interval
     unsupported: str | None = None
+    #: the headline seed by seed (the split's seeds, NaN where undefined)
+    per_seed: tuple[float, ...] = ()
+    #: the episode's hindsight bound and the headline's fraction of it (NaN when not computed)
+    hindsight_bound: stats.Interval = field(default_factory=lambda: _NAN_IV)
+    bound_fraction: stats.Interval = field(default_factory=lambda: _NAN_IV)
 
 
 @dataclass(frozen=True)
 class ScenarioScore:
-    """One scenario's scores and its reference (best baseline; None if no baseline ran)."""
+    """One scenario's scores and its reference (None if no baseline ran); ``recorded``: the
+    reference is the tuning record's (fixed in advance), not the best of those that ran.
+    """
 
     scenario: str
     seeds: list[int]
@@ -323,6 +369,7 @@ class ScenarioScore:
     reference: str | None
     policies: dict[str, PolicyScore]
     wall_s: float
+    recorded: bool = False
 
 
 @dataclass(frozen=True)
@@ -357,9 +404,6 @@ class BenchmarkResult:
     aggregates: Aggregates | None = None
 
 
-_NAN_IV = stats.Interval(math.nan, math.nan, math.nan, 0)
-
-
 def best_baseline(runs: Sequence[PolicyRun], key: str = HEADLINE) -> str | None:
     """The baseline with the highest mean ``key`` over seeds (first on ties; None if none)."""
     best, best_v = None, -math.inf
@@ -380,10 +424,15 @@ def score_scenario(
     level: float = stats.LEVEL,
     n_boot: int = stats.N_BOOT,
     seed: int = stats.SEED,
+    reference: str | None = None,
 ) -> ScenarioScore:
-    """Intervals and paired ratios of one scenario (module docstring)."""
+    """Intervals and paired ratios of one scenario (module docstring). ``reference``: the
+    scenario's recorded reference (``mtgym.benchmark.references``) when it ran, else the
+    best baseline among those that ran.
+    """
     by_name = {r.name: r for r in sr.runs}
-    ref_name = best_baseline(sr.runs)
+    ref_name = reference if reference in by_name else best_baseline(sr.runs)
+    recorded = ref_name is not None and ref_name == reference
     ref = by_name.get(ref_name) if ref_name is not None else None
     kw = {"level": level, "n_boot": n_boot, "seed": seed}
     out: dict[str, PolicyScore] = {}
@@ -404,14 +453,22 @@ def score_scenario(
                 reference=ref.name,
                 **kw,
             ).ratio
+        bound = run.values("bound_fraction")
         out[name] = PolicyScore(
             headline=stats.mean_ci(run.values(HEADLINE), **kw),
             ratio=ratio,
             jct_common=stats.mean_ci(run.values("jct_common_mean"), **kw),
             jct_common_ratio=math.nan if jct_ratio is None else jct_ratio,
             jobs_completed=stats.mean_ci(run.values("jobs_completed"), **kw),
+            per_seed=tuple(run.values(HEADLINE).tolist()),
+            hindsight_bound=stats.mean_ci(run.values("hindsight_bound"), **kw)
+            if not np.isnan(bound).all()
+            else _NAN_IV,
+            bound_fraction=stats.mean_ci(bound, **kw) if not np.isnan(bound).all() else _NAN_IV,
         )
-    return ScenarioScore(sr.scenario, sr.seeds, sr.horizon_s, ref_name, out, sr.wall_s)
+    return ScenarioScore(
+        sr.scenario, sr.seeds, sr.horizon_s, ref_name, out, sr.wall_s, recorded=recorded
+    )
 
 
 def suite_scores(
@@ -475,12 +532,15 @@ def score_split(
     n_boot: int = stats.N_BOOT,
     seed: int = stats.SEED,
     agg_reps: int = aggregates.REPS,
+    references: dict[str, str] | None = None,
 ) -> BenchmarkResult:
     """Per-scenario scores, the suite score of every policy and its aggregates
-    (``mtgym.benchmark.aggregates``, ``agg_reps`` bootstrap replications).
+    (``mtgym.benchmark.aggregates``, ``agg_reps`` bootstrap replications). ``references``:
+    scenario -> its recorded reference (``mtgym.benchmark.references``).
     """
     kw = {"level": level, "n_boot": n_boot, "seed": seed}
-    scores = [score_scenario(sr, policies, **kw) for sr in results]
+    refs = references or {}
+    scores = [score_scenario(sr, policies, reference=refs.get(sr.scenario), **kw) for sr in results]
     return BenchmarkResult(
         split=split.name,
         quick=quick,

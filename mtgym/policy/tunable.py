@@ -7,7 +7,7 @@ comes from, first to last:
 1. the constructor (``make_policy("freetrain", max_jobs=32)``): always wins;
 2. the scenario's ``episode.baselines[<policy name>]``: set by hand in the scenario file, or,
    for the policies the file does not name, the ``mtgym tune`` record of that scenario
-   (``mtgym.tuning.record``; ``mtgym.evaluate.scenario_defaults`` merges it in);
+   (``mtgym.scenario.tuning``; ``mtgym.evaluate.scenario_defaults`` merges it in);
 3. the policy's own default, which may scale with the machine (``admission_cap``).
 
 ``tuned=False`` skips 2 (the untuned defaults stay reachable by argument). ``mtgym tune``

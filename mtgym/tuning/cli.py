@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from mtgym.tuning.record import (
+from mtgym.scenario.tuning import (
     PolicyTuning,
     TuningRecord,
     load_record,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.tuning.record import Point, PolicyTuning
+from mtgym.scenario.tuning import Point, PolicyTuning
 
 #: relative gain of the mean headline a knob's new value must beat to be taken
 MIN_GAIN = 0.01

@@ -18,11 +18,11 @@ from mtgym.policy.tunable import (
     admit,
     cap_grid,
 )
+from mtgym.scenario import tuning as rec_mod
 from mtgym.scenario.registry import get_generator
 from mtgym.scenario.schema import EpisodeSpec
-from mtgym.tuning import record as rec_mod
+from mtgym.scenario.tuning import PolicyTuning, TuningRecord, load_record, save_record
 from mtgym.tuning import sweep
-from mtgym.tuning.record import PolicyTuning, TuningRecord, load_record, save_record
 
 
 def _view(n_idle: int, min_nodes: list[int], running: list[int] = ()) -> SimpleNamespace:

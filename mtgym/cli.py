@@ -161,6 +161,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             table=True,
             reference=args.reference,
+            hindsight=not args.no_bound,
         )
         return 0
     evaluate(

@@ -221,6 +221,7 @@ def evaluate_ray(
     progress: bool = False,
     table: bool = False,
     reference: str | None = None,
+    hindsight: bool = True,
 ) -> list[PolicyRun]:
     """Run every policy on every seed as Ray tasks; the same ``PolicyRun``s as ``evaluate``.
 
@@ -229,9 +230,16 @@ def evaluate_ray(
     ``FileNotFoundError`` as in the local backend). ``num_cpus`` sizes a local cluster (one
     CPU per task). ``out`` writes ``results.json`` and TensorBoard runs like ``evaluate``;
     ``progress`` shows a progress bar and ``table`` prints the comparison table (the CLI
-    turns both on).
+    turns both on). ``hindsight``: each seed's hindsight bound as one more task per seed
+    (``mtgym.evaluate.episode_bound``), set in every row of that seed (``add_bound``).
     """
-    from mtgym.evaluate import PolicyRun, add_common_metrics, print_table, write_results
+    from mtgym.evaluate import (
+        PolicyRun,
+        add_bound,
+        add_common_metrics,
+        print_table,
+        write_results,
+    )
     from mtgym.policy.registry import make_policy
     from mtgym.scenario.registry import get_generator
 
@@ -245,12 +253,19 @@ def evaluate_ray(
     runs = [PolicyRun(name, [None] * len(seeds)) for name in policy_names]  # type: ignore[list-item]
     with ray_session(address, num_cpus=num_cpus) as ray:
         task = ray.remote(num_cpus=1)(run_one)
+        bound_task = ray.remote(num_cpus=1)(_bound_one)
         pending = {
             task.remote(scenario_arg, name, seed, decision_interval_s): (i, k)
             for i, name in enumerate(names)
             for k, seed in enumerate(seeds)
         }
+        bounds = [bound_task.remote(scenario_arg, s) for s in seeds] if hindsight else []
         _collect(ray, pending, runs, seeds, progress)
+        for k, ref in enumerate(bounds):
+            bound = ray.get(ref)
+            for run in runs:
+                if run.per_seed[k] is not None:
+                    add_bound(run.per_seed[k], bound)
     add_common_metrics(runs)
     elapsed = time.perf_counter() - t_start
     if out is not None:
@@ -266,6 +281,14 @@ def evaluate_ray(
             reference=reference,
         )
     return runs
+
+
+def _bound_one(scenario: str, seed: int) -> float:
+    """The hindsight bound of one seed's episode (the body of a Ray task)."""
+    from mtgym.evaluate import episode_bound
+    from mtgym.scenario.registry import get_generator
+
+    return episode_bound(get_generator(scenario)(seed))
 
 
 def _collect(

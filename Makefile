@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(BIN)/ruff check mtgym baselines agents tests scripts
 	# root with apt (CI): Slurm was installed above, so its tests must run, not skip
 	MTGYM_REQUIRE_SLURM=$$([ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && echo 1 || echo 0) \
-		$(BIN)/python -m pytest -q -n 2 -m "not serial"
+		$(BIN)/python -m pytest -q -n 2 -m "not serial and not benchmark"
 	# tests that measure real scaling run alone, with the cores to themselves
 	$(BIN)/python -m pytest -q -m serial
 

@@ -317,7 +317,9 @@ def test_imitation__clones_freetrain_on_the_default_scenario(tmp_path, net):
     after = slot_accuracy()
     assert losses[-1] < 0.5 * losses[0]
     print(f"slot accuracy {before:.3f} -> {after:.3f}")
-    assert after > 0.9 and after > before + 0.1, (before, after)
+    # BC removes more than half of the untrained policy's error (the slot net starts near
+    # the expert: its learned keep-count bonus already matches a sticky expert most steps)
+    assert after > 0.9 and (1 - after) < 0.5 * (1 - before), (before, after)
     if not pooled:
         assert before < 0.5
     if pooled:
@@ -377,9 +379,10 @@ def test_compare_plot__bars_carry_the_95_percent_intervals(tmp_path):
 
 
 def test_imitation__expert_runs_with_the_scenarios_t_fwd(monkeypatch):
-    """The cloned expert is the one ``evaluate`` runs: FreeTrain at the scenario's T_fwd."""
+    """The cloned expert is the one ``evaluate`` runs: FreeTrain with the scenario's knobs
+    (its tuned T_fwd, else the scenario's)."""
     import agents.imitation as imitation
-    from mtgym.evaluate import scenario_defaults
+    from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.policy.registry import make_policy as real_make
     from mtgym.scenario.registry import get_generator
 
@@ -391,5 +394,9 @@ def test_imitation__expert_runs_with_the_scenarios_t_fwd(monkeypatch):
 
     monkeypatch.setattr(imitation, "make_policy", spy)
     imitation.collect("default", "freetrain", [3], {"horizon_s": 600.0})
-    want = scenario_defaults(get_generator("default")).t_fwd_s
-    assert want != 10.0 and made and all(p.t_fwd == want for p in made)
+    want = configure_policy(real_make("freetrain"), scenario_defaults(get_generator("default")))
+    assert want.t_fwd != 10.0 and made
+    assert all(
+        (p.t_fwd, p.max_jobs, p.objective) == (want.t_fwd, want.max_jobs, want.objective)
+        for p in made
+    )

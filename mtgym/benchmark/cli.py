@@ -47,8 +47,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--quick",
         action="store_true",
-        help=f"the first {QUICK_SEEDS} seeds and each scenario's quick horizon (a prefix; "
-        "pal-philly-64gpu whole: mtgym.benchmark.splits)",
+        help=f"the full run's first {QUICK_SEEDS} seeds, each episode whole "
+        "(mtgym.benchmark.splits; its agreement with the full run: docs/benchmark.md)",
     )
     b.add_argument(
         "--out",

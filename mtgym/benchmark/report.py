@@ -57,7 +57,9 @@ def markdown(res: BenchmarkResult) -> str:
         "",
         f"Headline: `{HEADLINE}` (best-node equivalents of training, higher is better), "
         f"mean over seeds [{pct} bootstrap interval]. Ratio: paired, mean / the scenario's "
-        "best baseline's mean (learned agents are never the reference). JCT common: mean JCT "
+        "reference's mean (its best tuned baseline, recorded by `mtgym tune` before any test "
+        "seed; else the best baseline that ran; never a learned agent). Of hindsight bound: "
+        "the headline / the episode's hindsight bound. JCT common: mean JCT "
         "(s) of the jobs every policy that ran completed (x the reference's). Done: jobs "
         "completed.",
         "",
@@ -72,7 +74,7 @@ def markdown(res: BenchmarkResult) -> str:
             "",
             f"{seeds}, {span}, reference ({how}): `{ref}`, {sc.wall_s:.0f} s",
             "",
-            "| policy | headline | ratio to best baseline | of hindsight bound "
+            "| policy | headline | ratio to reference | of hindsight bound "
             "| JCT common s (x ref) | done |",
             "| --- | --- | --- | --- | --- | --- |",
         ]
@@ -99,7 +101,7 @@ def markdown(res: BenchmarkResult) -> str:
         "## Suite score",
         "",
         f"Geometric mean over the {len(res.scenarios)} scenarios of each policy's ratio to the "
-        f"scenario's best baseline [{pct} interval: seeds resampled within each scenario, "
+        f"scenario's reference [{pct} interval: seeds resampled within each scenario, "
         f"{res.n_boot:,} resamples]. Defined only for a policy that ran on every scenario.",
         "",
         "| policy | suite score |",

@@ -35,17 +35,15 @@ def test_splits__test_split_is_the_issues_scenarios_and_each_is_shipped():
     }
     assert set(TEST.names) <= set(preset_names())
     assert all(s.quick_horizon_s is None or s.quick_horizon_s > 0 for s in TEST.scenarios)
-    # a finite trace is played whole even when quick: its prefix hid starvation
-    whole = [s.name for s in TEST.scenarios if s.quick_horizon_s is None]
-    assert whole == ["pal-philly-64gpu"]
-    pal = next(s for s in TEST.scenarios if s.name == "pal-philly-64gpu")
-    assert TEST.horizon_s(pal, quick=True) is None
+    # the quick run plays whole episodes: prefixes ranked baselines unlike the full run
+    # (docs/benchmark.md) and a prefix of pal-philly-64gpu hid starvation
+    assert all(TEST.horizon_s(s, quick=True) is None for s in TEST.scenarios)
     assert all(TEST.horizon_s(s) is None for s in TEST.scenarios)  # full run: own horizon
 
 
 def test_splits__test_seeds_are_disjoint_from_used_and_training_seeds():
     full, quick = TEST.seeds(), TEST.seeds(quick=True)
-    assert full == list(range(9000, 9010)) and quick == full[:3]
+    assert full == list(range(9000, 9010)) and quick == full[:2]
     for lo, hi in USED_SEEDS:
         assert not set(full) & set(range(lo, hi + 1))
     assert max(full) < TRAIN_SEED_MIN

@@ -416,7 +416,7 @@ def compute(
 
 # -- the plot -------------------------------------------------------------------------------
 _XLABEL = {
-    "reference": "normalised score tau (headline / the scenario's best baseline, same seed)",
+    "reference": "normalised score tau (headline / the scenario's reference, same seed)",
     "bound": "normalised score tau (headline / hindsight bound)",
 }
 
@@ -430,10 +430,12 @@ def plot_performance_profile(agg: Aggregates) -> bytes:
     fig = Figure(figsize=(12, 4.5), layout="constrained")
     axes = fig.subplots(1, len(NORMALISATIONS), squeeze=False)[0]
     pct = f"{agg.level:.0%}"
-    colors = {p: f"C{k % 10}" for k, p in enumerate(agg.policies)}  # the same in both panels
+    # the same colour in both panels; past ten policies the dashes tell them apart
+    colors = {p: f"C{k % 10}" for k, p in enumerate(agg.policies)}
+    dashes = {p: "-" if k < 10 else "--" for k, p in enumerate(agg.policies)}
     for ax, norm in zip(axes, NORMALISATIONS, strict=True):
         prof = agg.profiles[norm]
-        ax.set_title(f"by {'best baseline' if norm == 'reference' else 'hindsight bound'}")
+        ax.set_title(f"by {'reference' if norm == 'reference' else 'hindsight bound'}")
         ax.set_xlabel(_XLABEL[norm], fontsize=8)
         ax.set_ylabel("fraction of episodes with score > tau")
         ax.set_ylim(-0.02, 1.02)
@@ -444,7 +446,7 @@ def plot_performance_profile(agg: Aggregates) -> bytes:
             continue
         for p, c in prof.curves.items():
             color = colors[p]
-            ax.plot(prof.taus, c.fraction, color=color, label=p, lw=1.5)
+            ax.plot(prof.taus, c.fraction, color=color, ls=dashes[p], label=p, lw=1.5)
             ax.fill_between(prof.taus, c.ci_low, c.ci_high, color=color, alpha=0.2, lw=0)
         if norm == "reference":
             ax.axvline(1.0, color="0.5", ls="--", lw=0.8)

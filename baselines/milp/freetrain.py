@@ -50,7 +50,7 @@ from baselines.milp.problem import (
 from baselines.milp.solvers import SolveResult, solve_counts_dp, solve_node_milp
 from mtgym.core.types import Allocation
 from mtgym.model.placement import pack_targets
-from mtgym.policy.tunable import MAX_JOBS_PAPER, Tunable, admit, cap_grid, records_knobs, scaled
+from mtgym.policy.tunable import MAX_JOBS_PAPER, Tunable, admit, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
 
 OBJECTIVES = ("throughput", "speedup", "normalized")
@@ -137,25 +137,18 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
         self.last = None
         self.fallbacks = 0
 
-    def scenario_hook(self, episode: object) -> None:
-        """The scenario's T_fwd unless one was given or tuned (``ScenarioTfwd``)."""
-        ScenarioTfwd.use_scenario_defaults(self, episode)
-
     @property
     def knobs(self) -> dict[str, object]:
         """Knob values; ``t_fwd`` as given or tuned (None: the scenario's)."""
-        out = super().knobs
-        out["t_fwd"] = self.t_fwd if self.t_fwd_explicit else None
-        return out
+        return {**super().knobs, "t_fwd": self.t_fwd_knob}
 
     def tuning_grid(self, episode: object) -> dict[str, list[object]]:
         """MaxJ (default, 10, the scenario's slots x 1, 2, 4, 8), then T_fwd (the scenario's,
         x 1/4, 1/2, 2, 4 of it), then the objective (the policy's, then the others).
         """
-        t = float(getattr(episode, "t_fwd_s", T_FWD_PAPER))
         return {
             "max_jobs": list(cap_grid(None, episode)),
-            "t_fwd": [None, *scaled([0.25, 0.5, 2.0, 4.0], t)],
+            "t_fwd": list(self.t_fwd_grid(episode)),
             "objective": [self.objective, *[o for o in OBJECTIVES if o != self.objective]],
         }
 

@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from baselines.milp.freetrain import realise
-from baselines.milp.problem import T_FWD_PAPER, ScenarioTfwd, build_problem, dedupe_curve
+from baselines.milp.problem import ScenarioTfwd, build_problem, dedupe_curve
 from baselines.milp.solvers import SolveResult, solve_counts_dp
 from mtgym.core.types import Allocation, JobStatus, RescaleMode
-from mtgym.policy.tunable import Tunable, admit, cap_grid, records_knobs, scaled
+from mtgym.policy.tunable import Tunable, admit, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
 
 
@@ -115,22 +115,14 @@ class MalleTrainPolicy(Tunable, ScenarioTfwd):
         self.last = None
         self.probes_issued = 0
 
-    def scenario_hook(self, episode: object) -> None:
-        """The scenario's T_fwd unless one was given or tuned (``ScenarioTfwd``)."""
-        ScenarioTfwd.use_scenario_defaults(self, episode)
-
     @property
     def knobs(self) -> dict[str, object]:
         """Knob values; ``t_fwd`` as given or tuned (None: the scenario's)."""
-        return {"max_jobs": self.max_jobs, "t_fwd": self.t_fwd if self.t_fwd_explicit else None}
+        return {"max_jobs": self.max_jobs, "t_fwd": self.t_fwd_knob}
 
     def tuning_grid(self, episode: object) -> dict[str, list[object]]:
         """maxJ, then T_fwd, as for FreeTrain (``FreeTrainPolicy.tuning_grid``)."""
-        t = float(getattr(episode, "t_fwd_s", T_FWD_PAPER))
-        return {
-            "max_jobs": list(cap_grid(None, episode)),
-            "t_fwd": [None, *scaled([0.25, 0.5, 2.0, 4.0], t)],
-        }
+        return {"max_jobs": list(cap_grid(None, episode)), "t_fwd": list(self.t_fwd_grid(episode))}
 
     # -- the Job Profiling Advisor ---------------------------------------------------
     def observe(self, view: SchedulerView) -> None:

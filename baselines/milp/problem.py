@@ -47,6 +47,23 @@ class ScenarioTfwd:
             if t is not None:
                 self.t_fwd = float(t)
 
+    def scenario_hook(self, episode: object) -> None:
+        """The scenario's T_fwd unless one was given or tuned (``Tunable``'s hook)."""
+        ScenarioTfwd.use_scenario_defaults(self, episode)
+
+    @property
+    def t_fwd_knob(self) -> float | None:
+        """T_fwd as a knob: given or tuned, else None (the scenario's)."""
+        return self.t_fwd if self.t_fwd_explicit else None
+
+    @staticmethod
+    def t_fwd_grid(episode: object) -> list[float | None]:
+        """T_fwd values ``mtgym tune`` tries: the scenario's, then x 1/4, 1/2, 2 and 4 of it."""
+        from mtgym.policy.tunable import scaled
+
+        t = float(getattr(episode, "t_fwd_s", T_FWD_PAPER))
+        return [None, *scaled([0.25, 0.5, 2.0, 4.0], t)]
+
 
 def dedupe_curve(nodes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Drop padding repeats and NaNs; keep breakpoints sorted by node count."""

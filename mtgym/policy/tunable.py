@@ -104,7 +104,12 @@ class Tunable:
         self.scenario_hook(episode)
 
     def scenario_hook(self, episode: object) -> None:
-        """Read other scenario defaults (e.g. T_fwd); nothing by default."""
+        """Read other scenario defaults: the next class's hook in the MRO (e.g. a T_fwd
+        mixin's), else nothing.
+        """
+        nxt = getattr(super(), "scenario_hook", None)
+        if nxt is not None:
+            nxt(episode)
 
     def tuning_grid(self, episode: object) -> dict[str, list[Any]]:
         """Knob -> values ``mtgym tune`` tries on a scenario (first = the default)."""

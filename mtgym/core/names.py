@@ -11,9 +11,10 @@ modes'.
 from __future__ import annotations
 
 #: ``counts``: node count per job slot; ``assign``: the slot of each node; ``delta``:
-#: shrink / keep / grow per slot. Each is the module of its codec, ``mtgym.env.actions.<name>``
-#: (its ``CODEC``), imported by name: adding a mode is its module and its name here.
-ACTION_MODES = ("counts", "assign", "delta")
+#: shrink / keep / grow per slot; ``shares``: keep, stop or a level of each job's own range
+#: (scale-free). Each is the module of its codec, ``mtgym.env.actions.<name>`` (its
+#: ``CODEC``), imported by name: adding a mode is its module and its name here.
+ACTION_MODES = ("counts", "assign", "delta", "shares")
 #: See ``mtgym.env.reward.REWARDS``. The index is the reward kernel's id.
 REWARD_NAMES = ("progress", "throughput", "jct", "normalized")
 #: What a policy is told about jobs (``mtgym.sim.view.InfoMode``).

@@ -15,7 +15,7 @@ from mtgym.env.actions import make_codec
 from mtgym.env.args import check_keywords, check_reset_options, resolve_max_count
 from mtgym.env.observation import ObservationBuilder
 from mtgym.env.render import History, render_ansi, render_gantt
-from mtgym.env.slots import JobSlots
+from mtgym.env.slots import JobSlots, slot_rule
 from mtgym.env.step import Step, step_info
 from mtgym.generate.base import Generator
 from mtgym.sim.dynamics import initial_state
@@ -50,21 +50,30 @@ class ScavengeEnv(gym.Env):
     | ``job_curve`` | (S, P) | log1p(samples/s) / 20 at 1, 2, 4, ..., cap nodes*: declared (``user``), measured (``profiled``), true (``oracle``) |
     | ``job_curve_known`` | (S, P) | 1 where ``job_curve`` holds a value |
     | ``global`` | (6,) | time / horizon, idle nodes / N, free nodes / N, queued jobs / S, occupied slots / S, log time |
+    | ``job_scale`` | (S, 5) | scale-free: nodes held, min and max / idle nodes; position in the job's own range ((n - min + 1) / (max - min + 1), 0 when not running); shown rate / the shown curve's rate at the job's max* |
+    | ``job_shape`` | (S, 8) | scale-free: the shown curve at min + f (max - min), f = 0, 1/7, ..., 1, / its rate at max* |
+    | ``global_scale`` | (3,) | scale-free: unheld idle nodes, the present slots' summed min and summed max, / idle nodes |
     | ``action_mask`` | (M,) int8 | the legal actions (as ``action_masks()``) |
 
     (*) zero in ``profiled`` mode: MalleTrain-style schedulers are told nothing up front.
     Hidden values (true curves in non-oracle modes, true slowdowns, unknown window ends)
     never appear.
-    The columns of ``nodes``, ``jobs`` and ``global`` are named in ``env.unwrapped.features``
-    (key -> feature -> slice, e.g. ``features["jobs"]["nodes"]``): read them by name.
+    The columns of ``nodes``, ``jobs``, ``global``, ``job_scale`` and ``global_scale`` are
+    named in ``env.unwrapped.features`` (key -> feature -> slice, e.g.
+    ``features["jobs"]["nodes"]``): read them by name. The ``*_scale`` and ``job_shape`` keys
+    mean the same on any machine (no N, S or cap in them): one set of weights reads all.
 
     ## Action
     ``action_mode="counts"`` (default): ``MultiDiscrete([cap + 1] * S)``, the node count of
     each slot's job; nodes are placed sticky, topology- and speed-aware. ``"assign"``:
     ``MultiDiscrete([S + 1] * N)``, the slot (1-based) each node runs, 0 = none.
-    ``"delta"``: ``MultiDiscrete([3] * S)``: shrink (halve) / keep / grow (double). No-op:
-    all zeros (``counts`` keeps nothing running! use the current counts to keep), all zeros
-    in ``assign`` frees every node, all ones in ``delta`` keeps everything. Masks follow
+    ``"delta"``: ``MultiDiscrete([3] * S)``: shrink (halve) / keep / grow (double).
+    ``"shares"`` (scale-free): ``MultiDiscrete([34] * S)``: 0 = keep the current count, 1 =
+    stop, 1 + k = the k-th of 32 counts spread over the job's own [min, max] (exact for
+    ranges of up to 32 counts, geometric above; ``mtgym.env.actions.shares``): no count cap,
+    the same meaning on every machine. No-op: all zeros (``counts`` keeps nothing running!
+    use the current counts to keep), all zeros in ``assign`` frees every node, all ones in
+    ``delta`` and all zeros in ``shares`` keep everything. Masks follow
     sb3-contrib's MultiDiscrete layout. Out-of-space actions raise ``ValueError`` naming the
     entry and its value as given (``1e300``, a uint64, a Python int >= 2**63); in-space
     infeasible ones are repaired deterministically (``mtgym.env.actions``), reported in
@@ -72,6 +81,8 @@ class ScavengeEnv(gym.Env):
 
     Masks (``action_masks()``, ``obs["action_mask"]``) are per dimension and guarantee only
     per-slot bounds: ``counts``: 0, or min..min(max, cap, idle nodes) for a present slot;
+    ``shares``: keep always, stop a running job, a level whose count is new and at most the
+    idle nodes;
     ``delta``: keep always, shrink a running job, grow a job below its cap when enough nodes are
     free for that slot alone; ``assign``: none always, any present slot on an idle node. They
     cannot express the shared node budget: an action drawn from them per slot can ask for more
@@ -128,12 +139,12 @@ class ScavengeEnv(gym.Env):
     | name | default | meaning |
     | --- | --- | --- |
     | ``scenario`` | ``"default"`` | a built-in or preset name, a scenario file path, a ``Generator`` or a fixed ``Instance`` |
-    | ``action_mode`` | ``"counts"`` | ``"counts"``, ``"assign"`` or ``"delta"`` |
+    | ``action_mode`` | ``"counts"`` | ``"counts"``, ``"assign"``, ``"delta"`` or ``"shares"`` |
     | ``reward`` | ``"normalized"`` | ``"normalized"``, ``"throughput"``, ``"progress"`` or ``"jct"`` |
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
-    | ``max_jobs`` | 16 | job slots S, 1..1024 (jobs beyond wait in a FCFS queue) |
+    | ``max_jobs`` | None | job slots S, 1..1024 (jobs beyond wait in a FCFS queue); None: the scenario's, else ``2 ceil(peak idle nodes / median job max)`` within 16..256 (``mtgym.env.slots.slot_rule``) |
     | ``max_count`` | None | count cap of the action space, 1..N (None: the largest max_nodes, capped at N) |
     | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (640 x 480 Gantt) |
     | ``debug`` | False | check every invariant after each step |
@@ -152,12 +163,14 @@ class ScavengeEnv(gym.Env):
     >>> obs, info = env.reset(seed=0)
     >>> obs, reward, terminated, truncated, info = env.step(env.unwrapped.noop())
     >>> sorted(obs)[:3]
-    ['action_mask', 'global', 'job_curve']
+    ['action_mask', 'global', 'global_scale']
 
     ## Version history
     - v0: initial release. Before 1.0 the id stays v0; changes that alter results:
       the default reward became ``normalized`` and ``nodes`` has one topology column for
-      any depth (2026-12).
+      any depth (2026-12); the ``shares`` mode and the scale-free keys ``job_scale``,
+      ``job_shape``, ``global_scale`` were added, and ``max_jobs`` left unset scales with the
+      machine (``slot_rule``) instead of 16 (2026-12).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
@@ -206,7 +219,7 @@ class ScavengeEnv(gym.Env):
             info_mode=pick(info_mode, "info_mode", "user"),
             horizon_s=pick(horizon_s, "horizon_s", None),
             decision_interval_s=pick(decision_interval_s, "decision_interval_s", None),
-            max_jobs=pick(max_jobs, "max_jobs", 16),
+            max_jobs=pick(max_jobs, "max_jobs", None),
             max_count=max_count,
             render_mode=render_mode,
             debug=debug,
@@ -219,7 +232,8 @@ class ScavengeEnv(gym.Env):
         self.num_nodes = probe.num_nodes
         cap = int(probe.jobs.max_nodes.max()) if probe.num_jobs else 1
         self.max_count = resolve_max_count(kw["max_count"], cap, self.num_nodes)
-        self.num_slots = int(max_jobs)
+        # None: the slots scale with the machine (``mtgym.env.slots.slot_rule``)
+        self.num_slots = int(max_jobs) if max_jobs is not None else slot_rule(probe)
         self.action_mode = action_mode
         self.reward_name = reward
         self.horizon_s = horizon_s

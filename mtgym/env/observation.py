@@ -85,9 +85,28 @@ JOB_FEATURES = _columns(
 GLOBAL_FEATURES = _columns(
     ("time", 1), ("idle", 1), ("free", 1), ("queued", 1), ("slots", 1), ("log_time", 1)
 )
+#: ``job_scale`` columns, scale-free (the same meaning on 64 nodes as on 4,734): nodes held,
+#: min and max as fractions of the idle pool; the position of the held count in the job's own
+#: range ((n - min + 1) / (max - min + 1), 0 when not running); the shown rate as a fraction
+#: of the shown curve's rate at the job's maximum (0 in ``profiled``).
+JOB_SCALE_FEATURES = _columns(
+    ("held_idle", 1), ("min_idle", 1), ("max_idle", 1), ("range_pos", 1), ("rate_rel", 1)
+)
+#: ``global_scale`` entries, scale-free: unheld idle nodes / idle nodes; the present slots'
+#: summed minimum and maximum / idle nodes.
+GLOBAL_SCALE_FEATURES = _columns(("free_idle", 1), ("demand_min", 1), ("demand_max", 1))
+#: ``job_shape``'s points: the shown curve at min + f (max - min), f = 0, 1/7, ..., 1, over
+#: its rate at the maximum (0 in ``profiled``): the job's scaling, whatever its size.
+SHAPE_POINTS = 8
 #: The observation's features by name: key -> feature -> its columns (``ScavengeEnv.features``;
 #: consumers index through this, never by position).
-FEATURES = {"nodes": NODE_FEATURES, "jobs": JOB_FEATURES, "global": GLOBAL_FEATURES}
+FEATURES = {
+    "nodes": NODE_FEATURES,
+    "jobs": JOB_FEATURES,
+    "global": GLOBAL_FEATURES,
+    "job_scale": JOB_SCALE_FEATURES,
+    "global_scale": GLOBAL_SCALE_FEATURES,
+}
 
 # The columns as the kernels' compile-time constants.
 NODE_AVAILABLE = NODE_FEATURES["available"].start
@@ -113,6 +132,16 @@ G_TIME, G_IDLE = GLOBAL_FEATURES["time"].start, GLOBAL_FEATURES["idle"].start
 G_FREE, G_QUEUED = GLOBAL_FEATURES["free"].start, GLOBAL_FEATURES["queued"].start
 G_SLOTS, G_LOG_TIME = GLOBAL_FEATURES["slots"].start, GLOBAL_FEATURES["log_time"].start
 GLOBAL_DIM = GLOBAL_FEATURES["log_time"].stop
+S_HELD, S_MIN = JOB_SCALE_FEATURES["held_idle"].start, JOB_SCALE_FEATURES["min_idle"].start
+S_MAX, S_POS = JOB_SCALE_FEATURES["max_idle"].start, JOB_SCALE_FEATURES["range_pos"].start
+S_RATE = JOB_SCALE_FEATURES["rate_rel"].start
+SCALE_DIM = JOB_SCALE_FEATURES["rate_rel"].stop
+GS_FREE, GS_MIN = (
+    GLOBAL_SCALE_FEATURES["free_idle"].start,
+    GLOBAL_SCALE_FEATURES["demand_min"].start,
+)
+GS_MAX = GLOBAL_SCALE_FEATURES["demand_max"].start
+GLOBAL_SCALE_DIM = GLOBAL_SCALE_FEATURES["demand_max"].stop
 #: ``log_arguments``' per-slot arguments, in order (a stride of ``L_SLOT`` per slot, after
 #: the nodes' two per node): shown rate, age, progress, remaining work.
 L_RATE, L_AGE, L_PROGRESS, L_REMAINING = range(4)
@@ -138,11 +167,14 @@ FROM_INSTANCE = {
     "end_s": "supply.end_s",
     "end_known": "supply.end_known",
     "submit_s": "jobs.submit_s",
+    "min_nodes": "jobs.min_nodes",
+    "max_nodes": "jobs.max_nodes",
     "t_start": "t_start",
 }
 #: the slots' jobs, the horizon, and the builder's own (bound per instance): the buffer of
 #: log-scaled arguments and their divisors, the work shown, the static job rows, curves and
-#: known flags, and the node-count cap
+#: known flags, the node-count cap, each job's reference rate (the shown curve's at its
+#: maximum; 0: unknown) and its shape (``SHAPE_POINTS``)
 OWN = (
     "slot_job",
     "t_end",
@@ -153,6 +185,8 @@ OWN = (
     "curve_static",
     "known_static",
     "max_count",
+    "ref_rate",
+    "shape_static",
 )
 FRAME_FIELDS = (*FROM_STATE, *FROM_INSTANCE, *OWN)
 _STATE = attrgetter(*FROM_STATE)
@@ -229,6 +263,9 @@ class ObservationBuilder:
                 "job_curve": spaces.Box(0.0, OBS_HIGH, (self.S, self.P), f32),
                 "job_curve_known": spaces.Box(0.0, 1.0, (self.S, self.P), f32),
                 "global": spaces.Box(-1.0, OBS_HIGH, (self.global_dim,), f32),
+                "job_scale": spaces.Box(-1.0, OBS_HIGH, (self.S, SCALE_DIM), f32),
+                "job_shape": spaces.Box(0.0, OBS_HIGH, (self.S, SHAPE_POINTS), f32),
+                "global_scale": spaces.Box(-1.0, OBS_HIGH, (GLOBAL_SCALE_DIM,), f32),
                 "action_mask": spaces.Box(0, 1, (mask_size,), np.int8),
             }
         )
@@ -254,8 +291,11 @@ class ObservationBuilder:
         js[:, JOB_MAX] = np.minimum(jobs.max_nodes, C) / C
         curve = np.zeros((J, self.P), dtype=np.float32)
         known = np.zeros((J, self.P), dtype=np.float32)
+        self._ref_rate = np.zeros(J)
+        self._shape = np.zeros((J, SHAPE_POINTS), dtype=np.float32)
         self._work = None
         if self.mode is not InfoMode.PROFILED and J:
+            self._bind_shape(jobs, self.mode is InfoMode.ORACLE)
             oracle = self.mode is InfoMode.ORACLE
             tput = jobs.curve_tput if oracle else jobs.declared_curve_tput
             pts = np.broadcast_to(self.points, (J, self.P))
@@ -283,6 +323,23 @@ class ObservationBuilder:
         self._work_arr = jobs.work if self._work is not None else np.zeros(0)
         self._x = np.zeros(2 * N + L_SLOT * S + 1)  # ``log_arguments``' output, reused
 
+    def _bind_shape(self, jobs: Any, oracle: bool) -> None:
+        """Each job's reference rate (its shown curve at its maximum) and its curve at
+        ``SHAPE_POINTS`` fractions of its own range over that rate.
+        """
+        J = jobs.min_nodes.shape[0]
+        tput = jobs.curve_tput if oracle else jobs.declared_curve_tput
+        lo = np.maximum(jobs.min_nodes, 1).astype(np.float64)
+        hi = np.maximum(jobs.max_nodes, lo).astype(np.float64)
+        f = np.linspace(0.0, 1.0, SHAPE_POINTS)
+        pts = np.round(lo[:, None] + f[None, :] * (hi - lo)[:, None])
+        rows = np.repeat(np.arange(J), SHAPE_POINTS)
+        vals = interp_rows(pts.ravel(), jobs.curve_nodes[rows], tput[rows]).reshape(J, -1)
+        ref = vals[:, -1]
+        self._ref_rate = np.where(ref > 0, ref, 0.0)
+        shape = np.where(ref[:, None] > 0, vals / np.where(ref > 0, ref, 1.0)[:, None], 0.0)
+        self._shape = np.clip(shape, 0.0, OBS_HIGH).astype(np.float32)
+
     def frame(self, state: Any, instance: Any, slot_job: np.ndarray, t_end: float) -> ObsFrame:
         """The kernels' view of ``state`` on ``instance`` (after ``bind``): the same arrays,
         so an ``ObsFrame`` kept across in-place steps stays current (``mtgym.env.step``).
@@ -297,6 +354,8 @@ class ObservationBuilder:
             self._curve,
             self._known,
             self.C,
+            self._ref_rate,
+            self._shape,
         )
         return ObsFrame(*_STATE(state), *_INSTANCE(instance), *own)
 
@@ -320,8 +379,8 @@ class ObservationBuilder:
         """Fresh output arrays for ``fill``.
 
         In order: nodes (a copy of the static part), node_job, node_mask, jobs, job_mask,
-        job_curve, job_curve_known, global. Allocated here: numba would box each array it
-        returned, slower than this.
+        job_curve, job_curve_known, global, job_scale, job_shape, global_scale. Allocated
+        here: numba would box each array it returned, slower than this.
         """
         N, S, f32 = self.N, self.S, np.float32
         return (
@@ -333,6 +392,9 @@ class ObservationBuilder:
             np.zeros((S, self.P), dtype=f32),
             np.zeros((S, self.P), dtype=f32),
             np.empty(self.global_dim, dtype=f32),
+            np.zeros((S, SCALE_DIM), dtype=f32),
+            np.zeros((S, SHAPE_POINTS), dtype=f32),
+            np.empty(GLOBAL_SCALE_DIM, dtype=f32),
         )
 
     def complete(
@@ -347,7 +409,7 @@ class ObservationBuilder:
         ``log_arguments`` returned (idle nodes, active jobs, held nodes, occupied slots); in
         ``profiled`` mode the measured curves are added here.
         """
-        nodes, node_job, node_mask, jf, job_mask, curve, known_c, g = out
+        nodes, node_job, node_mask, jf, job_mask, curve, known_c, g, js, shape, gs = out
         n_present = counts[3]
         self.queued = counts[1] - n_present  # JobSlots.queued(state), for the env's info
         if self._work is None and n_present:  # profiled: only what was measured
@@ -368,6 +430,9 @@ class ObservationBuilder:
             "job_curve": curve,
             "job_curve_known": known_c,
             "global": g,
+            "job_scale": js,
+            "job_shape": shape,
+            "global_scale": gs,
             "action_mask": action_mask.copy(),
         }
 
@@ -438,7 +503,7 @@ def fill(
     time ``t`` from the static parts, the features (``log1p`` of ``log_arguments``' output,
     divided by ``frame.log_scale``) and the ``counts`` it returned.
     """
-    nodes, node_slot, node_mask, job_rows, job_mask, curve, known, global_row = out
+    nodes, node_slot, node_mask, job_rows, job_mask, curve, known, global_row = out[:8]
     n_avail, n_active, n_held, n_present = counts
     x, scale, available, node_job = frame.log_args, frame.log_scale, frame.available, frame.node_job
     window, end_known, slot_job, n_nodes = (
@@ -500,3 +565,41 @@ def fill(
     global_row[G_QUEUED] = _clip32((n_active - n_present) / max(S, 1), -1.0)  # slots.queued(state)
     global_row[G_SLOTS] = _clip32(n_present / max(S, 1), -1.0)
     global_row[G_LOG_TIME] = _clip32(np.log1p(x[o + L_SLOT * S]) / scale[o + L_SLOT * S], -1.0)
+    _fill_scale(frame, n_avail, n_held, out[8], out[9], out[10])
+
+
+@njit(cache=True)
+def _fill_scale(
+    frame: Any, n_avail: int, n_held: int, rows: np.ndarray, shape: np.ndarray, g: np.ndarray
+) -> None:  # pragma: no cover - jit
+    """The scale-free parts (``job_scale``, ``job_shape``, ``global_scale``; zeros in):
+    counts over the idle pool and the job's own range, rates over the job's reference.
+    """
+    slot_job, n_nodes, x = frame.slot_job, frame.n_nodes, frame.log_args
+    lo_of, hi_of, ref, shape_static = (
+        frame.min_nodes,
+        frame.max_nodes,
+        frame.ref_rate,
+        frame.shape_static,
+    )
+    pool = max(n_avail, 1)
+    o = 2 * frame.available.shape[0]
+    d_min = d_max = 0
+    for s in range(slot_job.shape[0]):
+        j = slot_job[s]
+        if j < 0:
+            continue
+        lo, hi, n = max(lo_of[j], 1), max(hi_of[j], 1), n_nodes[j]
+        d_min += lo
+        d_max += hi
+        rows[s, S_HELD] = _clip32(n / pool, -1.0)
+        rows[s, S_MIN] = _clip32(lo / pool, -1.0)
+        rows[s, S_MAX] = _clip32(hi / pool, -1.0)
+        rows[s, S_POS] = _clip32((n - lo + 1) / max(hi - lo + 1, 1), 0.0) if n > 0 else 0.0
+        if ref[j] > 0:
+            rows[s, S_RATE] = _clip32(x[o + L_SLOT * s + L_RATE] / ref[j], 0.0)
+        for k in range(shape.shape[1]):
+            shape[s, k] = shape_static[j, k]
+    g[GS_FREE] = _clip32((n_avail - n_held) / pool, -1.0)
+    g[GS_MIN] = _clip32(d_min / pool, -1.0)
+    g[GS_MAX] = _clip32(d_max / pool, -1.0)

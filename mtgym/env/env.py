@@ -144,7 +144,7 @@ class ScavengeEnv(gym.Env):
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
-    | ``max_jobs`` | None | job slots S, 1..1024 (jobs beyond wait in a FCFS queue); None: the scenario's, else ``2 ceil(peak idle nodes / median job max)`` within 16..256 (``mtgym.env.slots.slot_rule``) |
+    | ``max_jobs`` | None | job slots S, 1..1024 (jobs beyond wait in a FCFS queue); None: the scenario's, else one per node, at most 256 (``mtgym.env.slots.slot_rule``) |
     | ``max_count`` | None | count cap of the action space, 1..N (None: the largest max_nodes, capped at N) |
     | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (640 x 480 Gantt) |
     | ``debug`` | False | check every invariant after each step |
@@ -233,7 +233,7 @@ class ScavengeEnv(gym.Env):
         cap = int(probe.jobs.max_nodes.max()) if probe.num_jobs else 1
         self.max_count = resolve_max_count(kw["max_count"], cap, self.num_nodes)
         # None: the slots scale with the machine (``mtgym.env.slots.slot_rule``)
-        self.num_slots = int(max_jobs) if max_jobs is not None else slot_rule(probe)
+        self.num_slots = int(max_jobs) if max_jobs is not None else slot_rule(probe.num_nodes)
         self.action_mode = action_mode
         self.reward_name = reward
         self.horizon_s = horizon_s

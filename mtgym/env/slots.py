@@ -7,40 +7,25 @@ queue (BFTrainer's ``maxJ`` admission). Only jobs in slots can hold nodes.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numba import njit
 
 from mtgym.core.types import JobStatus
 from mtgym.sim.state import ClusterState
 
-#: ``slot_rule``'s bounds: at least BFTrainer's default of 16 slots, at most 256
-MIN_AUTO_SLOTS, MAX_AUTO_SLOTS = 16, 256
+#: ``slot_rule``'s ceiling: per-slot work (observation rows, mask, network) stays bounded
+MAX_AUTO_SLOTS = 256
 
 
-def peak_idle(supply: Any) -> int:
-    """The most nodes lent at one time by ``supply`` (its windows swept in time order; a
-    window that ends when another starts is not counted twice).
+def slot_rule(num_nodes: int) -> int:
+    """The job slots S when ``max_jobs`` is not set: one per node, at most
+    ``MAX_AUTO_SLOTS``. A job holds at least one node, so up to 256 nodes every set of jobs
+    a policy can run at once fits in the slots (``packed`` runs 37 one-node jobs at once on
+    ``default``; ``freetrain`` backfills small rigid jobs past waiting 24-GPU ones on
+    ``pal-philly-64gpu``). The machine, not its idle pool, sets it: a live scavenger knows
+    the one and not the other.
     """
-    t = np.concatenate([supply.start_s, supply.end_s])
-    step = np.concatenate([np.ones(supply.start_s.shape[0]), -np.ones(supply.end_s.shape[0])])
-    if not t.size:
-        return 0
-    order = np.lexsort((step, t))  # at equal times the ends (-1) first
-    return int(np.cumsum(step[order]).max())
-
-
-def slot_rule(instance: Any) -> int:
-    """The job slots S of a scenario whose ``max_jobs`` is not set: enough for twice the
-    peak idle pool at the jobs' median maximum size, ``2 ceil(peak / median max)``, within
-    ``MIN_AUTO_SLOTS``..``MAX_AUTO_SLOTS`` (on the scenario's instance 0: 16 on ``default``,
-    58 on ``default-512``, 90 on ``summit-replay-2d``). Twice: jobs often run below their
-    maximum, and a slot a job leaves is filled only at the next decision.
-    """
-    med = float(np.median(instance.jobs.max_nodes)) if instance.num_jobs else 1.0
-    want = 2 * int(np.ceil(peak_idle(instance.supply) / max(med, 1.0)))
-    return int(np.clip(want, MIN_AUTO_SLOTS, MAX_AUTO_SLOTS))
+    return int(min(max(int(num_nodes), 1), MAX_AUTO_SLOTS))
 
 
 class JobSlots:

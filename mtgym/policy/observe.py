@@ -31,7 +31,7 @@ import numpy as np
 from mtgym.core.types import JobStatus
 from mtgym.env.actions import ActionCodec, make_codec
 from mtgym.env.observation import ObservationBuilder
-from mtgym.env.slots import JobSlots
+from mtgym.env.slots import JobSlots, slot_rule
 from mtgym.sim.view import InfoMode, SchedulerView
 
 _FUTURE = int(JobStatus.FUTURE)
@@ -41,10 +41,16 @@ class ViewObserver:
     """Observations and action decoding for one agent's env settings (module docstring)."""
 
     def __init__(
-        self, *, action_mode: str, max_jobs: int, max_count: int | None, info_mode: InfoMode | str
+        self,
+        *,
+        action_mode: str,
+        max_jobs: int | None,
+        max_count: int | None,
+        info_mode: InfoMode | str,
     ) -> None:
         self.action_mode = action_mode
-        self.num_slots = int(max_jobs)
+        self.max_jobs = max_jobs  # None: ``slot_rule`` of each view's cluster (at ``reset``)
+        self.num_slots = int(max_jobs) if max_jobs is not None else 0
         self.max_count_arg = max_count
         self.info_mode = InfoMode(info_mode)
         if self.info_mode is InfoMode.PROFILED:
@@ -52,7 +58,7 @@ class ViewObserver:
                 "info_mode 'profiled' cannot be observed from views (the passive profiler "
                 "needs the jobs' redo debts); use 'user' or 'oracle'"
             )
-        self.slots = JobSlots(self.num_slots)
+        self.slots = JobSlots(max(self.num_slots, 1))
         self.codec: ActionCodec | None = None
         self.builder: ObservationBuilder | None = None
         self.mask = np.zeros(0, dtype=np.int8)
@@ -64,6 +70,9 @@ class ViewObserver:
                 "the view carries no idle_since (build views with mtgym.sim.view.ViewBuilder)"
             )
         N, J = view.num_nodes, view.num_jobs
+        if self.max_jobs is None:
+            self.num_slots = slot_rule(N)
+            self.slots = JobSlots(self.num_slots)
         cap = int(view.max_nodes.max()) if J else 1
         max_count = int(min(self.max_count_arg if self.max_count_arg is not None else cap, N))
         self.codec = make_codec(self.action_mode, N, self.num_slots, max_count)

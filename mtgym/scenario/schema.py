@@ -383,7 +383,13 @@ class EpisodeSpec(Strict):
     reward: Literal[REWARD_NAMES] = _d("reward function", DEFAULT_REWARD)  # type: ignore[valid-type]
     info_mode: Literal[INFO_MODES] = _d("what the agent is told", DEFAULT_INFO_MODE)  # type: ignore[valid-type]
     action_mode: Literal[ACTION_MODES] = _d("action encoding", DEFAULT_ACTION_MODE)  # type: ignore[valid-type]
-    max_jobs: Int = _d(f"job slots S (1..{MAX_SLOTS})", 16, ge=1, le=MAX_SLOTS)
+    max_jobs: Int | None = _d(
+        f"job slots S (1..{MAX_SLOTS}; None: one per node, at most 256: "
+        "mtgym.env.slots.slot_rule)",
+        None,
+        ge=1,
+        le=MAX_SLOTS,
+    )
     t_fwd_s: Pos = _d(
         "BFTrainer's forward-looking time T_fwd, s (the T_fwd-based allocators' default)",
         10.0,

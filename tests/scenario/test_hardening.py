@@ -137,8 +137,8 @@ def test_build_estimate_ceiling_and_allow_large(tmp_path):
         ("[A100, V100]", "[A100, V101]", ["cluster.gpu_types.1", "'V101'", "'H100'"]),
         ("model: resnet18", "model: resnet81", ["campaigns.0.model", "'resnet81'"]),
         (
-            "max_jobs: 16,",
-            "max_jobs: 16, decision_interval_s: 1.0e-9,",
+            "action_mode: counts,",
+            "action_mode: counts, decision_interval_s: 1.0e-9,",
             ["episode.decision_interval_s", "0.001"],
         ),
         ("horizon_s: 21600.0", "horizon_s: 1.0e300", ["generator.horizon_s", "'1.0e300'"]),

@@ -43,6 +43,7 @@ def _train(ns: argparse.Namespace) -> int:
         gamma=ns.gamma,
         ent_coef=ns.ent_coef,
         ent_coef_final=None if ns.ent_coef_final < 0 else ns.ent_coef_final,
+        target_kl=ns.target_kl,
         norm_reward=not ns.no_norm_reward,
         observation="dict" if ns.net == "set" else "pooled",
         net=ns.net,
@@ -154,6 +155,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--gamma", type=float, default=0.99, help="per-step discount (%(default)s)")
     t.add_argument("--ent-coef", type=float, default=0.003, help="initial entropy bonus")
+    t.add_argument(
+        "--target-kl",
+        type=float,
+        default=None,
+        help="stop an update's epochs past this approximate KL (default: never)",
+    )
     t.add_argument(
         "--ent-coef-final",
         type=float,

@@ -68,7 +68,7 @@ def collect(
         if pooled:
             from agents.pooled import PooledLayout
 
-            layout = PooledLayout.of(env.observation_space, env.max_count)
+            layout = PooledLayout.for_env(env)
             obs = layout.pool(obs)
         policy = configure_policy(make_policy(expert), defaults)
         views = ViewBuilder(env.instance, policy.info_mode)

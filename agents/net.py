@@ -78,6 +78,7 @@ class SlotFeatures(BaseFeaturesExtractor):
         d = embed_dim
         super().__init__(observation_space, features_dim=num_slots * d + d + num_slots)
         self.num_slots, self.slot_dim, self.embed_dim = num_slots, slot_dim, d
+        self.glob_dim = glob  # the global part's width: S is read from a vector's length
         self.max_count = max_count
         self.slot_net = mlp([slot_dim, d, d])
         self.ctx_net = mlp([d + glob, d, d])
@@ -100,7 +101,8 @@ class SlotFeatures(BaseFeaturesExtractor):
         (B, S), without the flat row's concatenation (``SlotPolicy``'s own passes). The
         per-slot layers run on (B*S, .) matrices: one fused product-plus-bias each.
         """
-        S, D, d = self.num_slots, self.slot_dim, self.embed_dim
+        D, d = self.slot_dim, self.embed_dim
+        S = (obs.shape[1] - self.glob_dim) // D  # any S: the weights are per slot
         table = obs[:, : S * D].reshape(-1, D)  # (B*S, D)
         glob = obs[:, S * D :]
         mask = table[:, SLOT_MASK : SLOT_MASK + 1]  # job_mask (1 for a slot holding a job)
@@ -143,9 +145,19 @@ class SlotHead(nn.Module):
     scheduler, and PPO learns which sizes and which re-sizes pay.
     """
 
-    def __init__(self, num_slots: int, embed_dim: int, choices: int, stay_init: float) -> None:
+    def __init__(
+        self,
+        num_slots: int,
+        embed_dim: int,
+        choices: int,
+        stay_init: float,
+        keep_at_zero: bool = False,
+    ) -> None:
         super().__init__()
         self.num_slots, self.embed_dim, self.choices = num_slots, embed_dim, choices
+        # True: choice 0 keeps a running job's allocation (``shares``), else choice c keeps
+        # a count of c (``counts``)
+        self.keep_at_zero = keep_at_zero
         # one linear map of [slot embedding, context], split as in ``SlotFeatures``
         w = torch.empty(choices, 2 * embed_dim)
         nn.init.orthogonal_(w, gain=0.01)  # near-uniform apart from the bonus
@@ -161,16 +173,19 @@ class SlotHead(nn.Module):
         )
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        S, d = self.num_slots, self.embed_dim
+        d = self.embed_dim
+        S = (features.shape[1] - d) // (d + 1)  # ``SlotFeatures.forward``'s row: any S
         z = features[:, : S * d].reshape(-1, S, d)
         return self.logits(z, features[:, S * d : S * d + d], features[:, S * d + d :])
 
     def logits(self, z: torch.Tensor, ctx: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
         """(B, S*K) logits from ``SlotFeatures.encode``'s parts."""
-        S, d, K = self.num_slots, self.embed_dim, self.choices
+        S, d, K = z.shape[1], self.embed_dim, self.choices
         idx = current.long().clamp(0, K - 1).unsqueeze(-1)
         # a running job keeps its count; a job without nodes gets no bonus for staying idle
         bonus = self.stay * (idx > 0).to(z.dtype)
+        if self.keep_at_zero:
+            idx = torch.zeros_like(idx)
         slot = linear(self.head_slot, z.reshape(-1, d)).view(-1, S, K)
         logits = (slot + linear(self.head_ctx, ctx).unsqueeze(1)).scatter_add(2, idx, bonus)
         return logits.flatten(1)
@@ -185,7 +200,8 @@ class SlotValue(nn.Module):
         self.net = nn.Sequential(mlp([2 * embed_dim, 64]), nn.Linear(64, 1))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        S, d = self.num_slots, self.embed_dim
+        d = self.embed_dim
+        S = (features.shape[1] - d) // (d + 1)  # ``SlotFeatures.forward``'s row: any S
         return self.value(features[:, : S * d].reshape(-1, S, d), features[:, S * d : S * d + d])
 
     def value(self, z: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
@@ -222,9 +238,11 @@ class SlotPolicy(MaskableActorCriticPolicy):
         action_space: spaces.Space,
         *a: Any,
         stay_init: float = 5.0,
+        keep_at_zero: bool = False,
         **kw: Any,
     ):
         self.stay_init = stay_init
+        self.keep_at_zero = keep_at_zero
         self._numpy_pass: NumpySlotPass | None = None
         kw.setdefault("features_extractor_class", SlotFeatures)
         kw.setdefault("ortho_init", False)  # the heads initialise themselves
@@ -246,7 +264,9 @@ class SlotPolicy(MaskableActorCriticPolicy):
         super()._build(lr_schedule)
         fx = self.features_extractor
         choices = int(self.action_space.nvec[0])
-        self.action_net = SlotHead(fx.num_slots, fx.embed_dim, choices, self.stay_init)
+        self.action_net = SlotHead(
+            fx.num_slots, fx.embed_dim, choices, self.stay_init, self.keep_at_zero
+        )
         self.value_net = SlotValue(fx.num_slots, fx.embed_dim)
         self.optimizer = self.optimizer_class(
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
@@ -292,6 +312,7 @@ class SlotPolicy(MaskableActorCriticPolicy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data["stay_init"] = self.stay_init
+        data["keep_at_zero"] = self.keep_at_zero
         return data
 
     # The passes below compute what MaskableActorCriticPolicy's do through
@@ -321,7 +342,7 @@ class SlotPolicy(MaskableActorCriticPolicy):
             action_masks = action_masks.numpy()
         actions, values, log_prob = self._numpy()(_as_numpy(obs), action_masks, deterministic)
         return (
-            torch.from_numpy(actions).reshape((-1, *self.action_space.shape)),
+            torch.from_numpy(actions).reshape(obs.shape[0], -1),
             torch.from_numpy(values),
             torch.from_numpy(log_prob),
         )
@@ -346,7 +367,7 @@ class SlotPolicy(MaskableActorCriticPolicy):
         dist = self._distribution(parts, action_masks)
         actions = dist.get_actions(deterministic=deterministic)
         log_prob = dist.log_prob(actions)
-        return actions.reshape((-1, *self.action_space.shape)), values, log_prob
+        return actions.reshape(obs.shape[0], -1), values, log_prob
 
     def evaluate_actions(  # noqa: D102
         self, obs: torch.Tensor, actions: torch.Tensor, action_masks: Any = None
@@ -426,7 +447,7 @@ class SlotCategorical(MaskableDistribution):
         return nn.Linear(latent_dim, self.S * self.K)
 
     def proba_distribution(self, action_logits: torch.Tensor) -> SlotCategorical:  # noqa: D102
-        self._raw = action_logits.reshape(-1, self.S, self.K)
+        self._raw = action_logits.reshape(action_logits.shape[0], -1, self.K)  # any S
         self.masks = self._logp = self._parts = self._neg = self._top = None
         return self
 
@@ -493,7 +514,7 @@ class SlotCategorical(MaskableDistribution):
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         """Summed over the slots; an illegal choice's is about -1e8, as sb3-contrib's."""
         y, _e, _t, log_t = self._normalise()
-        a = actions.long().reshape(-1, self.S, 1)
+        a = actions.long().reshape(self._raw.shape[0], -1, 1)
         lp = y.gather(-1, a).squeeze(-1) - log_t
         if self.masks is not None:
             lp = lp + (self.masks.gather(-1, a).squeeze(-1) - 1.0) * 1e8

@@ -37,7 +37,7 @@ class AgentConfig:
     action_mode: str = "counts"
     reward: str = "throughput"
     info_mode: str = "user"
-    max_jobs: int = 16
+    max_jobs: int | None = 16  # None: ``mtgym.env.slots.slot_rule`` of each cluster
     max_count: int = 16
     decision_interval_s: float | None = None
     scenario: str = "default"
@@ -139,6 +139,9 @@ class AgentPolicy:
             info_mode=self.info_mode,
         )
         self._torch = torch
+        from agents.pooled import SCALE_FREE_MODES
+
+        self._scale_free = self.config.action_mode in SCALE_FREE_MODES
         self.layout = None  # the pooled layout (``observation == "pooled"``), per reset
 
     def reset(self, view: SchedulerView) -> None:
@@ -151,9 +154,20 @@ class AgentPolicy:
         if self.config.observation == "pooled":
             from agents.pooled import PooledLayout
 
-            self.layout = PooledLayout.of(self.observer.builder.space, self.observer.codec.C)
+            self.layout = PooledLayout.of(
+                self.observer.builder.space, self.observer.codec.C, scale_free=self._scale_free
+            )
             want = self.model.observation_space.shape
-            if want is not None and (self.layout.size,) != tuple(want):
+            if self._scale_free:  # any S: the slot rows and the global part must match
+                fx = self.model.policy.features_extractor
+                have = (self.layout.slot_dim, self.layout.global_dim)
+                if have != (fx.slot_dim, fx.glob_dim):
+                    raise PolicyUnsupportedError(
+                        self.name,
+                        f"its slot rows and global part have {have} values, its network "
+                        f"takes {(fx.slot_dim, fx.glob_dim)}",
+                    )
+            elif want is not None and (self.layout.size,) != tuple(want):
                 raise PolicyUnsupportedError(
                     self.name,
                     f"its pooled observation has {self.layout.size} values on this cluster, "
@@ -171,6 +185,8 @@ class AgentPolicy:
         have = getattr(self.model.action_space, "nvec", None)
         if codec is None or have is None or self.config.action_mode == "assign":
             return  # (assign: one head per node; nothing fixed to compare)
+        if self._scale_free and int(np.asarray(have).reshape(-1)[0]) == int(codec.nvec[0]):
+            return  # (a scale-free head serves any number of slots)
         have = np.asarray(have).reshape(-1)
         if have.shape == codec.nvec.shape and np.array_equal(have, codec.nvec):
             return
@@ -213,7 +229,9 @@ class AgentPolicy:
                     from agents.pooled import PooledLayout
 
                     space = _dict_space(obs)
-                    self.layout = PooledLayout.of(space, self.config.max_count)
+                    self.layout = PooledLayout.of(
+                        space, self.config.max_count, scale_free=self._scale_free
+                    )
                 t = torch.from_numpy(self.layout.pool(obs)).unsqueeze(0)
             else:
                 t = {
@@ -244,7 +262,7 @@ class AgentPolicy:
             dist = policy.action_dist.proba_distribution(action_logits=logits)
             dist.apply_masking(mask)
             return dist.get_actions(deterministic=True).numpy().reshape(-1).astype(np.int64)
-        logits = logits.reshape(len(nvec), int(nvec[0]))
+        logits = logits.reshape(-1, int(nvec[0]))  # (a scale-free head: any number of slots)
         legal = torch.from_numpy(mask.reshape(logits.shape))
         logits = logits.masked_fill(~legal, float("-inf"))
         return logits.argmax(dim=1).numpy().astype(np.int64)
@@ -255,7 +273,7 @@ class AgentPolicy:
         features = policy.extract_features(t, policy.pi_features_extractor)
         logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
         nvec = policy.action_space.nvec
-        logits = logits.reshape(len(nvec), int(nvec[0]))
+        logits = logits.reshape(-1, int(nvec[0]))
         legal = torch.from_numpy(mask.reshape(logits.shape))
         logits = logits.masked_fill(~legal, float("-inf"))
         if self.config.temperature != 1.0:

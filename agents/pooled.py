@@ -10,6 +10,14 @@ through their pools: which nodes each job holds and what the idle pool looks lik
 - global: ``global``, the mean and max features of the lent nodes and of the idle ones
   (lent and unheld), and the lent and idle node counts / ``max_count`` (clipped at 8).
 
+For a scale-free action mode (``SCALE_FREE_MODES``: ``shares``) the layout is
+*scale-free* (``PooledLayout.scale_free``): the job row drops its columns divided by the
+count cap (nodes, min, max, info) and adds ``job_scale`` and ``job_shape``; there is no
+``job_curve`` (its points run to the cap); the global part adds ``global_scale``; the held
+count becomes a running flag and the lent and idle counts fractions of the node count. Its
+slot rows and global part then have the same width and meaning on any machine and for any
+S, so one network reads them all (``agents/net.py`` takes S from the vector's length).
+
 One float32 vector of ``S * slot_dim + global_dim`` values, the same size for any node
 count: the first ``S * slot_dim`` values are the slots' rows in slot order, so a network
 can read them as an (S, slot_dim) table (``agents/net.py``). Pooling is a sum over nodes,
@@ -27,6 +35,8 @@ import numpy as np
 from gymnasium import spaces
 from numba import njit
 
+from mtgym.env.observation import JOB_FEATURES
+
 COUNT_CLIP = 8.0  # node counts / max_count are clipped here (the env clips its features at 8)
 #: A slot row's parts, in order (``PooledLayout.slot_features`` gives their columns). The
 #: first and the last are one value each whatever the sizes: a network reads them by these
@@ -36,9 +46,27 @@ SLOT_MASK = 0  # ``job_mask``'s column: 1 for a slot holding a job
 SLOT_COUNT = -1  # ``held_count``'s column: the nodes the slot's job holds / max_count
 
 
+#: Action modes whose agents read the scale-free layout (module docstring).
+SCALE_FREE_MODES = ("shares",)
+#: ``jobs`` columns the scale-free layout zeroes: divided by the count cap
+CAP_COLUMNS = ("nodes", "min", "max", "info")
+_CAP_COLS = [JOB_FEATURES[c].start for c in CAP_COLUMNS]
+
+
 @dataclass(frozen=True)
 class PooledLayout:
-    """Sizes of the pooled vector, read from the env's Dict observation space."""
+    """Sizes of the pooled vector, read from the env's Dict observation space.
+
+    Args:
+        num_slots: job slots S.
+        node_dim: columns of a node row (``nodes``).
+        job_dim: columns of a job row as pooled (scale-free: ``jobs``, ``job_scale`` and
+            ``job_shape`` side by side).
+        points: curve points per slot (0 when scale-free).
+        env_global_dim: the env's global entries pooled (scale-free: with ``global_scale``).
+        max_count: the count cap (1 when scale-free: the held column is a flag).
+        scale_free: the scale-free layout (module docstring).
+    """
 
     num_slots: int
     node_dim: int
@@ -46,21 +74,41 @@ class PooledLayout:
     points: int
     env_global_dim: int
     max_count: int
+    scale_free: bool = False
 
     @classmethod
-    def of(cls, space: spaces.Dict, max_count: int) -> PooledLayout:
-        """The layout for an env observation space and its count cap."""
+    def of(cls, space: spaces.Dict, max_count: int, *, scale_free: bool = False) -> PooledLayout:
+        """The layout for an env observation space and its count cap (``scale_free``: the
+        scale-free layout, which needs the ``job_scale``, ``job_shape`` and
+        ``global_scale`` keys).
+        """
         if not isinstance(space, spaces.Dict) or "nodes" not in space.spaces:
             raise TypeError(f"expected ScavengeEnv's Dict observation space, got {space!r}")
         slots, job_dim = space["jobs"].shape
+        glob = int(space["global"].shape[0])
+        points = int(space["job_curve"].shape[-1])
+        if scale_free:
+            job_dim += space["job_scale"].shape[-1] + space["job_shape"].shape[-1]
+            glob += space["global_scale"].shape[0]
+            points, max_count = 0, 1
         return cls(
             num_slots=int(slots),
             node_dim=int(space["nodes"].shape[-1]),
             job_dim=int(job_dim),
-            points=int(space["job_curve"].shape[-1]),
-            env_global_dim=int(space["global"].shape[0]),
+            points=points,
+            env_global_dim=glob,
             max_count=int(max_count),
+            scale_free=scale_free,
         )
+
+    @classmethod
+    def for_env(cls, env: gym.Env) -> PooledLayout:
+        """The layout of a ``ScavengeEnv`` (possibly wrapped): scale-free for the modes in
+        ``SCALE_FREE_MODES``.
+        """
+        inner = env.unwrapped
+        free = inner.action_mode in SCALE_FREE_MODES
+        return cls.of(inner.observation_space, inner.max_count, scale_free=free)
 
     @property
     def slot_dim(self) -> int:
@@ -97,16 +145,27 @@ class PooledLayout:
         """
         if out is None:
             out = np.empty(self.size, dtype=np.float32)
+        jobs = np.asarray(obs["jobs"], dtype=np.float32)
+        curve = np.asarray(obs["job_curve"], dtype=np.float32)
+        known = np.asarray(obs["job_curve_known"], dtype=np.float32)
+        glob = np.asarray(obs["global"], dtype=np.float32)
+        if self.scale_free:
+            jobs = np.concatenate((jobs, obs["job_scale"], obs["job_shape"]), axis=1)
+            jobs[:, _CAP_COLS] = 0.0
+            curve = known = np.zeros((jobs.shape[0], 0), dtype=np.float32)
+            glob = np.concatenate((glob, obs["global_scale"])).astype(np.float32)
+        nodes = np.asarray(obs["nodes"], dtype=np.float32)
         _pool(
-            np.asarray(obs["nodes"], dtype=np.float32),
+            nodes,
             np.asarray(obs["node_mask"], dtype=np.float32),
             np.asarray(obs["node_job"], dtype=np.float32),
             np.asarray(obs["job_mask"], dtype=np.float32),
-            np.asarray(obs["jobs"], dtype=np.float32),
-            np.asarray(obs["job_curve"], dtype=np.float32),
-            np.asarray(obs["job_curve_known"], dtype=np.float32),
-            np.asarray(obs["global"], dtype=np.float32),
-            float(self.max_count),
+            jobs,
+            curve,
+            known,
+            glob,
+            # scale-free: the held column a flag, the lent and idle counts fractions of N
+            -float(nodes.shape[0]) if self.scale_free else float(self.max_count),
             out,
         )
         return out
@@ -116,7 +175,10 @@ class PooledLayout:
 def _pool(
     nodes, lent, node_job, job_mask, jobs, curve, known, glob, C, out
 ):  # pragma: no cover - jit
-    """Fill ``out`` with the pooled vector (``PooledLayout``'s order); sums in float64."""
+    """Fill ``out`` with the pooled vector (``PooledLayout``'s order); sums in float64.
+    ``C`` > 0: counts / C (clipped at ``COUNT_CLIP``); ``C`` < 0: the scale-free layout,
+    the held column 1 for a running slot and the lent and idle counts / -C.
+    """
     N, D = nodes.shape
     S, J = jobs.shape
     P = curve.shape[1]
@@ -152,7 +214,7 @@ def _pool(
             out[o + 1 + J + P + k] = known[s, k]
         for k in range(D):
             out[o + 1 + J + 2 * P + k] = acc[s, k] / held[s] if held[s] > 0 else 0.0
-        out[o + W - 1] = min(held[s] / C, COUNT_CLIP)
+        out[o + W - 1] = (1.0 if held[s] > 0 else 0.0) if C < 0 else min(held[s] / C, COUNT_CLIP)
     o = S * W
     for k in range(E):
         out[o + k] = glob[k]
@@ -161,7 +223,7 @@ def _pool(
             has = pool_n[q] > 0
             out[o + E + 2 * q * D + k] = pool_sum[q, k] / pool_n[q] if has else 0.0
             out[o + E + (2 * q + 1) * D + k] = pool_max[q, k] if has else 0.0
-        out[o + E + 4 * D + q] = min(pool_n[q] / C, COUNT_CLIP)
+        out[o + E + 4 * D + q] = pool_n[q] / -C if C < 0 else min(pool_n[q] / C, COUNT_CLIP)
 
 
 class PooledObservation(gym.ObservationWrapper):
@@ -169,7 +231,7 @@ class PooledObservation(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self.layout = PooledLayout.of(env.observation_space, env.unwrapped.max_count)
+        self.layout = PooledLayout.for_env(env)
         self.observation_space = self.layout.space()
 
     def observation(self, observation: dict[str, np.ndarray]) -> np.ndarray:  # noqa: D102

@@ -83,14 +83,17 @@ class NumpySlotPass:
         self.mix_slot, self.mix_ctx = _linear_view(fx.mix_slot), _linear_view(fx.mix_ctx)
         self.head_slot, self.head_ctx = _linear_view(head.head_slot), _linear_view(head.head_ctx)
         self.stay = head.stay.detach().numpy()
+        self.keep_at_zero = bool(getattr(head, "keep_at_zero", False))
+        self.glob_dim = fx.glob_dim
         self.value_net = _layer_views(policy.value_net.net)
 
     def encode(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``SlotFeatures.encode``: slot embeddings (B, S, d), context (B, d), the slot
         table (B*S, slot_dim, a view of ``obs``).
         """
-        S, D, d = self.S, self.D, self.d
+        D, d = self.D, self.d
         B = obs.shape[0]
+        S = (obs.shape[1] - self.glob_dim) // D  # any S, as ``SlotFeatures.encode``
         table = obs[:, : S * D].reshape(B * S, D)
         mask = table[:, SLOT_MASK : SLOT_MASK + 1]
         h = _apply(self.slot_net, table)
@@ -113,9 +116,10 @@ class NumpySlotPass:
         """(actions (B, S) int64, values (B, 1), log-probabilities (B,)) for float32
         observations (B, size) and masks (B, S*K) of 0/1 (or ``None``: all legal).
         """
-        S, d, K = self.S, self.d, self.K
+        d, K = self.d, self.K
         B = obs.shape[0]
         z, ctx, table = self.encode(obs)
+        S = z.shape[1]
         values = self.value(z, ctx)
         logits = _dense(z.reshape(B * S, d), self.head_slot).reshape(B, S, K)
         logits += (ctx @ self.head_ctx[0])[:, None]
@@ -128,7 +132,7 @@ class NumpySlotPass:
         actions = np.empty((B, S), dtype=np.int64)
         log_prob = np.empty(B, dtype=np.float32)
         _draw(logits, current, float(self.stay), legal.reshape(B, S, K), u, deterministic,
-              actions, log_prob)  # fmt: skip
+              actions, log_prob, self.keep_at_zero)  # fmt: skip
         return actions, values, log_prob
 
 
@@ -142,6 +146,7 @@ def _draw(
     deterministic: bool,
     actions: np.ndarray,
     log_prob: np.ndarray,
+    keep_at_zero: bool = False,
 ) -> None:  # pragma: no cover - jit
     """Per slot (one loop, where numpy took some 25 small operations): the keep bonus on
     the current count (``SlotHead.logits``), the masked log-probabilities
@@ -156,7 +161,7 @@ def _draw(
             row, ok = logits[b, s], legal[b, s]
             c = min(max(current[b, s], 0), K - 1)
             if c > 0:  # a running job keeps its count; none for staying without nodes
-                row[c] += stay
+                row[0 if keep_at_zero else c] += stay
             any_legal = False
             for k in range(K):
                 any_legal = any_legal or ok[k]

@@ -51,6 +51,9 @@ class Args:
     gae_lambda: float = 0.95
     ent_coef: float = 0.003
     ent_coef_final: float | None = 0.0  # linear entropy schedule to this (None: constant)
+    # stop a PPO update's epochs once the approximate KL to the rollout policy passes this
+    # (None: never); fine-tuning a clone blew up at the first update without it
+    target_kl: float | None = None
     norm_reward: bool = True  # VecNormalize's running return scale for the rewards
     observation: str = "pooled"  # "pooled" (agents/pooled.py) or "dict" (every node)
     net: str = "slot"  # "slot": agents/net.py's per-slot head; "set": agents/features.py
@@ -74,6 +77,19 @@ class Args:
     num_nodes: tuple[int, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def scale_free(self) -> bool:
+        """The action mode's agent reads the scale-free layout (``agents.pooled``)."""
+        from agents.pooled import SCALE_FREE_MODES
+
+        return self.action_mode in SCALE_FREE_MODES
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """The training envs' keywords: the agent's, with ``max_jobs`` slots (one S for
+        every env of the vector env, even where the agent's config leaves S to each cluster).
+        """
+        return {**self.config().env_kwargs(), "max_jobs": self.max_jobs}
+
     def config(self) -> AgentConfig:
         """The agent.json written beside the model."""
         return AgentConfig(
@@ -81,13 +97,18 @@ class Args:
             action_mode=self.action_mode,
             reward=self.reward,
             info_mode=self.info_mode,
-            max_jobs=self.max_jobs,
+            # a scale-free agent serves any number of slots: each cluster's own (slot_rule)
+            max_jobs=None if self.scale_free else self.max_jobs,
             max_count=self.max_count,
             decision_interval_s=self.decision_interval_s,
             scenario=self.scenario,
             observation=self.observation,
             sample=self.sample,
         )
+
+
+#: action modes with one equal-size choice per slot, which the per-slot net heads
+SLOT_NET_MODES = ("counts", "shares")
 
 
 def make_env_fn(args: Args, rank: int, *, bare: bool = False):  # a thunk for the vec env
@@ -102,7 +123,7 @@ def make_env_fn(args: Args, rank: int, *, bare: bool = False):  # a thunk for th
         from mtgym.env.wrappers import SeedOffset
 
         # training instances never coincide with the evaluator's (seed s -> instance s)
-        env = SeedOffset(ScavengeEnv(scenario_of(args, rank), **args.config().env_kwargs()))
+        env = SeedOffset(ScavengeEnv(scenario_of(args, rank), **args.env_kwargs()))
         if bare:
             env.reset(seed=args.seed * 1000 + rank)
             return env
@@ -174,8 +195,12 @@ def _check(args: Args) -> None:
             f"net {args.net!r} needs observation {'pooled' if args.net == 'slot' else 'dict'!r}"
             f", got {args.observation!r}"
         )
-    if args.net == "slot" and (args.algo != "maskable_ppo" or args.action_mode != "counts"):
-        raise ValueError("net 'slot' needs algo 'maskable_ppo' and action_mode 'counts'")
+    if args.net == "slot" and (
+        args.algo != "maskable_ppo" or args.action_mode not in SLOT_NET_MODES
+    ):
+        raise ValueError(
+            f"net 'slot' needs algo 'maskable_ppo' and an action_mode in {SLOT_NET_MODES}"
+        )
     if args.lr_schedule not in ("linear", "constant"):
         raise ValueError(f"lr_schedule {args.lr_schedule!r} is not 'linear' or 'constant'")
 
@@ -199,6 +224,7 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
                 "embed_dim": args.embed_dim,
             },
             "stay_init": args.stay_init,
+            "keep_at_zero": args.scale_free,  # (``shares``: choice 0 keeps the allocation)
             # SB3's Adam (eps 1e-5) as one fused kernel over the parameter list: 4x faster
             # than Adam's default per-tensor loop on CPU, the same update
             "optimizer_kwargs": {"eps": 1e-5, "fused": True},
@@ -242,6 +268,7 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
             batch_size=args.batch_size,
             n_epochs=args.n_epochs,
             gae_lambda=args.gae_lambda,
+            target_kl=args.target_kl,
             **common,
         )
     if args.algo == "ppo":
@@ -302,7 +329,7 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
 
     from agents.imitation import collect, merge, pretrain
 
-    kw = args.config().env_kwargs()
+    kw = args.env_kwargs()
     pooled = args.observation == "pooled"
     data = collect(args.scenario, args.bc_expert, list(args.bc_seeds), kw, pooled=pooled)
     pretrain(model, data, epochs=args.bc_epochs, lr=3e-3, seed=args.seed)

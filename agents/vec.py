@@ -33,7 +33,7 @@ class PooledVecEnv(VecEnv):
         inner = [e.unwrapped for e in self.envs]
         self._inner = inner
         first = inner[0]
-        self.layout = PooledLayout.of(first.observation_space, first.max_count)
+        self.layout = PooledLayout.for_env(first)
         super().__init__(len(self.envs), self.layout.space(), first.action_space)
         n = self.num_envs
         self._obs = np.zeros((n, self.layout.size), dtype=np.float32)

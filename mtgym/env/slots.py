@@ -10,20 +10,22 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mtgym.core.limits import MAX_SLOTS
 from mtgym.core.types import JobStatus
 from mtgym.sim.state import ClusterState
 
-#: ``slot_rule``'s ceiling: per-slot work (observation rows, mask, network) stays bounded
-MAX_AUTO_SLOTS = 256
+#: ``slot_rule``'s ceiling (the env's ``MAX_SLOTS``): per-slot work (observation rows, mask,
+#: network) stays bounded
+MAX_AUTO_SLOTS = MAX_SLOTS
 
 
 def slot_rule(num_nodes: int) -> int:
     """The job slots S when ``max_jobs`` is not set: one per node, at most
-    ``MAX_AUTO_SLOTS``. A job holds at least one node, so up to 256 nodes every set of jobs
-    a policy can run at once fits in the slots (``packed`` runs 37 one-node jobs at once on
-    ``default``; ``freetrain`` backfills small rigid jobs past waiting 24-GPU ones on
-    ``pal-philly-64gpu``). The machine, not its idle pool, sets it: a live scavenger knows
-    the one and not the other.
+    ``MAX_AUTO_SLOTS`` (1,024). A job holds at least one node, so up to 1,024 nodes every set
+    of jobs a policy can run at once fits in the slots (``packed`` runs 37 one-node jobs at
+    once on ``default`` and 707 on ``summit-hps``; ``freetrain`` backfills small rigid jobs
+    past waiting 24-GPU ones on ``pal-philly-64gpu``). The machine, not its idle pool, sets
+    it: a live scavenger knows the one and not the other.
     """
     return int(min(max(int(num_nodes), 1), MAX_AUTO_SLOTS))
 

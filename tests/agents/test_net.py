@@ -94,8 +94,8 @@ def test_pooled__slot_parts_by_name():
 
 
 def test_pooled__same_size_on_any_cluster_and_wrapper_space():
-    small = PooledObservation(ScavengeEnv("default"))
-    big_env = ScavengeEnv(replace(default_generator(), num_nodes=256)(1))
+    small = PooledObservation(ScavengeEnv("default", max_jobs=16))
+    big_env = ScavengeEnv(replace(default_generator(), num_nodes=256)(1), max_jobs=16)
     big = PooledObservation(big_env)
     assert small.observation_space.shape == big.observation_space.shape
     obs, _ = big.reset(seed=1)

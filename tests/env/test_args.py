@@ -76,7 +76,7 @@ def test_env__reset_options_unknown_key_raises():
     ],
 )
 def test_env__out_of_range_action_reports_the_real_value(action, shown):
-    env = ScavengeEnv("default")
+    env = ScavengeEnv("default", max_jobs=16)
     env.reset(seed=0)
     with pytest.raises(ValueError) as err:
         env.step(action)
@@ -84,7 +84,7 @@ def test_env__out_of_range_action_reports_the_real_value(action, shown):
 
 
 def test_env__nan_action_is_refused():
-    env = ScavengeEnv("default")
+    env = ScavengeEnv("default", max_jobs=16)
     env.reset(seed=0)
     with pytest.raises(ValueError, match="not a finite number"):
         env.step(np.array([np.nan] + [0.0] * 15))

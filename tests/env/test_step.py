@@ -104,7 +104,7 @@ def test_step__timers_intervals_and_cost_modes_agree():
     ],
 )
 def test_step__invalid_actions_raise_before_anything_changes(action, match):
-    env = ScavengeEnv("default")
+    env = ScavengeEnv("default", max_jobs=16)
     env.reset(seed=0)
     env.step(env.noop())
     s = env.state.copy()

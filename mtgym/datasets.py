@@ -749,13 +749,29 @@ def fetch(
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     show = sys.stderr.isatty() if progress is None else progress
+    tmp, digest, size = _download_retrying(url, dest, src, timeout_s, show, retries, backoff_s)
+    _install(tmp, dest, src, url, digest, size)
+    return dest
 
+
+def _download_retrying(
+    url: str,
+    dest: Path,
+    src: DataSource,
+    timeout_s: float,
+    show: bool,
+    retries: int,
+    backoff_s: float,
+) -> tuple[Path, str, int]:
+    """``_download_once`` with up to ``retries`` further attempts on retryable errors,
+    waiting ``backoff_s * 2**k`` (or the server's ``Retry-After``); returns the temporary
+    file, its SHA-256 and size.
+    """
     attempt = 0
     while True:
         attempt += 1
         try:
-            tmp, digest, size = _download_once(url, dest.parent, dest, src, timeout_s, show)
-            break
+            return _download_once(url, dest.parent, dest, src, timeout_s, show)
         except _RetryableError as exc:
             if attempt > retries:
                 raise DownloadError(url, exc.reason, status=exc.status, attempts=attempt) from exc
@@ -765,6 +781,11 @@ def fetch(
             exc.attempts = attempt
             raise
 
+
+def _install(tmp: Path, dest: Path, src: DataSource, url: str, digest: str, size: int) -> None:
+    """Move the download ``tmp`` to ``dest`` if its size and SHA-256 match the record;
+    else delete it and raise ``DataError``.
+    """
     try:
         if src.size_bytes is not None and size != src.size_bytes:
             raise DataError(
@@ -785,4 +806,3 @@ def fetch(
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
-    return dest

@@ -30,7 +30,13 @@ from mtgym.reproduce.common import (
     make_progress,
     workers_ctx,
 )
-from mtgym.reproduce.pal_analyse import LOCALITY_TRACE, analyse, class_a_stats, rows_for
+from mtgym.reproduce.pal_analyse import (
+    LOCALITY_TRACE,
+    Setup,
+    analyse,
+    class_a_stats,
+    rows_for,
+)
 from mtgym.reproduce.pal_report import plot, section
 from mtgym.reproduce.pal_run import (
     ARTIFACT,
@@ -123,20 +129,23 @@ def run(
         x: class_a_stats(philly_instance(d, z.traces[0], LOCALITY, x).cluster.slowdown[:, 0])
         for x in (draw, *others)
     }
-    a = analyse(
-        ep.records,
-        ep.locality,
-        ep.synergy,
+    setup = Setup(
         head_draw=draw,
         traces=z.traces,
         draws=others,
         lambdas=z.lambdas,
         growth=z.growth,
+        whole_traces=z.max_jobs is None,
+        completion_at_round=at_round,
+    )
+    a = analyse(
+        ep.records,
+        ep.locality,
+        ep.synergy,
+        setup,
         class_a=class_a,
         set_wall_s=ep.set_wall_s,
         synergy_wall_s=ep.synergy_wall_s,
-        whole_traces=z.max_jobs is None,
-        completion_at_round=at_round,
     )
     rows = rows_for(a)
     figs = plot(a, ep.records, Path(out_dir))

@@ -258,23 +258,42 @@ class Analysis:
     completion_at_round: bool = False  # completions recorded at the next round boundary
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What the experiment played, as ``analyse`` needs it.
+
+    Attributes:
+        head_draw: the headline variability draw.
+        traces: the Sia-Philly traces of the set.
+        draws: the other draws (the spread).
+        lambdas: the locality sweep's lambdas.
+        growth: host-count-dependent locality of the sensitivity run (0 = none).
+        whole_traces: False when traces were cut (max_jobs): no artifact comparison.
+        completion_at_round: completions recorded at the next round boundary.
+    """
+
+    head_draw: str
+    traces: tuple[int, ...]
+    draws: tuple[str, ...]
+    lambdas: tuple[float, ...]
+    growth: float
+    whole_traces: bool = True
+    completion_at_round: bool = False
+
+
 def analyse(
     records: list[dict[str, Any]],
     sweep: list[dict[str, Any]],
     synergy: list[dict[str, Any]],
+    setup: Setup,
     *,
-    head_draw: str,
-    traces: tuple[int, ...],
-    draws: tuple[str, ...],
-    lambdas: tuple[float, ...],
-    growth: float,
     class_a: dict[str, dict[str, float]],
     set_wall_s: float,
     synergy_wall_s: float,
-    whole_traces: bool = True,
-    completion_at_round: bool = False,
 ) -> Analysis:
     """Compute every summary the rows and the section need."""
+    head_draw, traces, draws = setup.head_draw, setup.traces, setup.draws
+    lambdas, growth = setup.lambdas, setup.growth
     head = {ref: set_gains(records, traces, head_draw, ref) for ref in (SET_REF, SWEEP_REF)}
     w1 = {
         r["policy"]: r
@@ -295,8 +314,8 @@ def analyse(
         synergy=synergy_summary(synergy) if synergy else {},
         set_wall_s=set_wall_s,
         synergy_wall_s=synergy_wall_s,
-        whole_traces=whole_traces,
-        completion_at_round=completion_at_round,
+        whole_traces=setup.whole_traces,
+        completion_at_round=setup.completion_at_round,
     )
 
 

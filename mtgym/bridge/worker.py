@@ -38,6 +38,7 @@ What it guarantees (tested in ``tests/bridge``):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -356,22 +357,22 @@ def _checkpoint_module() -> Any:
 
 
 def _sibling(stem: str) -> Any:
-    """``mtgym.bridge.<stem>``, loaded by path when this file runs as a script."""
+    """``mtgym.bridge.<stem>``, loaded by path when this file runs as a script
+    (``siblings.load``).
+    """
     if __package__:
         import importlib
 
         return importlib.import_module(f"mtgym.bridge.{stem}")
-    import importlib.util
+    return _path_loader()(stem)
 
-    name = f"_mtgym_bridge_{stem}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+
+@functools.cache
+def _path_loader() -> Any:
+    """``mtgym.bridge.siblings.load``, reached by path."""
+    import runpy
+
+    return runpy.run_path(str(Path(__file__).with_name("siblings.py")))["load"]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

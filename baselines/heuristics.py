@@ -16,7 +16,7 @@ import numpy as np
 
 from baselines.milp.problem import dedupe_curve
 from mtgym.core.types import Allocation
-from mtgym.model.placement import pack_targets
+from mtgym.model.placement import pack_view
 from mtgym.policy.equal_share import EqualShare
 from mtgym.policy.tunable import Tunable, admit, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
@@ -86,14 +86,4 @@ class GreedyPolicy(Tunable):
             g, k2 = step(i)
             if g > 0:
                 heapq.heappush(heap, (-g, i, k2))
-        return Allocation(
-            pack_targets(
-                view.available,
-                view.node_job,
-                view.slowdown,
-                view.app_class,
-                view.topology_coords,
-                jobs,
-                count,
-            )
-        )
+        return Allocation(pack_view(view, jobs, count))

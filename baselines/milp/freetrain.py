@@ -49,7 +49,7 @@ from baselines.milp.problem import (
 )
 from baselines.milp.solvers import SolveResult, solve_counts_dp, solve_node_milp
 from mtgym.core.types import Allocation
-from mtgym.model.placement import pack_targets
+from mtgym.model.placement import pack_view
 from mtgym.policy.tunable import MAX_JOBS_PAPER, Tunable, admit, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
 
@@ -58,15 +58,7 @@ OBJECTIVES = ("throughput", "speedup", "normalized")
 
 def realise(view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Node map for the counts: no migration, shrinking jobs keep their fastest nodes."""
-    return pack_targets(
-        view.available,
-        view.node_job,
-        view.slowdown,
-        view.app_class,
-        view.topology_coords,
-        jobs,
-        counts,
-    )
+    return pack_view(view, jobs, counts)
 
 
 class FreeTrainPolicy(Tunable, ScenarioTfwd):

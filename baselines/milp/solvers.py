@@ -64,9 +64,7 @@ def solve_counts_dp(p: AllocProblem) -> SolveResult:
     pk = p.packed()
     if not pk.ok or (p.jobs.size > 0 and pk.ys.size == 0):  # (the latter raises there)
         return _solve_counts_dp_numpy(p)
-    scale = 1.0 + float(
-        np.max(np.abs(p.t_fwd * np.concatenate([b for b in p.bp_obj] or [np.zeros(1)])))
-    )
+    scale = _tie_scale(p)
     counts, objective, status = dp_kernel.count_dp(
         pk.off, pk.xs, pk.ys, pk.jmin, pk.jmax, pk.C, pk.r_up, pk.r_down, pk.rate,
         pk.t_fwd, KEEP_TIE_BONUS * scale, int(p.cap),
@@ -75,6 +73,13 @@ def solve_counts_dp(p: AllocProblem) -> SolveResult:
         return _solve_counts_dp_numpy(p)
     # objective: p.objective(counts), computed in the kernel
     return SolveResult(counts, float(objective), "optimal", time.perf_counter() - t0)
+
+
+def _tie_scale(p: AllocProblem) -> float:
+    """1 + the largest |T_fwd x curve value|: ``KEEP_TIE_BONUS`` is relative to it."""
+    return 1.0 + float(
+        np.max(np.abs(p.t_fwd * np.concatenate([b for b in p.bp_obj] or [np.zeros(1)])))
+    )
 
 
 def _solve_counts_dp_numpy(p: AllocProblem) -> SolveResult:
@@ -86,9 +91,7 @@ def _solve_counts_dp_numpy(p: AllocProblem) -> SolveResult:
     best[0] = 0.0  # best[c]: value with exactly c nodes used by the jobs so far
     choice = np.zeros((J, N + 1), dtype=np.int64)
     C = p.counts
-    scale = 1.0 + float(
-        np.max(np.abs(p.t_fwd * np.concatenate([b for b in p.bp_obj] or [np.zeros(1)])))
-    )
+    scale = _tie_scale(p)
     for j in range(J):
         opts = p.feasible_counts(j)
         if opts.size == 0:

@@ -1,6 +1,7 @@
 """House rules a newcomer can rely on (issue 37): no function that needs scrolling (over
 ``MAX_LINES`` lines) and none with more than ``MAX_PARAMS`` parameters, outside compiled
-numba kernels.
+numba kernels; and enough documentation: at least ``MIN_DOC_DENSITY`` docstring lines per
+code line in the packages of ``DOCUMENTED``.
 
 Everything is read with ``ast`` (nothing is imported), so the test takes about a second.
 """
@@ -8,6 +9,8 @@ Everything is read with ``ast`` (nothing is imported), so the test takes about a
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,10 @@ WALKED = ("mtgym", "baselines", "scripts")
 #: Folders left out for now: issue 35 is rewriting them, and must clear them (then remove
 #: them from here and add ``agents`` to ``WALKED``).
 EXCLUDED = ("mtgym/env", "agents")
+#: Docstring lines per code line (``doc_density``) each package of ``DOCUMENTED`` keeps.
+MIN_DOC_DENSITY = 0.45
+#: Packages held to ``MIN_DOC_DENSITY`` (``mtgym`` and ``agents`` to follow, issue 37).
+DOCUMENTED = ("baselines",)
 #: Public signatures that keep more than ``MAX_PARAMS`` parameters for now, with why. An
 #: entry that no longer breaks a rule fails the test: remove it when its function is fixed.
 KNOWN_PARAMS = {
@@ -116,3 +123,59 @@ def test_the_rules_see_what_they_should():
     k, f = tree.body
     assert _compiled(k) and not _compiled(f)
     assert _parameters(f) == ["a", "b"]
+
+
+def doc_density(paths: list[Path]) -> tuple[int, int]:
+    """Docstring lines and code lines of ``paths``.
+
+    Docstring lines: every line of a module's, class's or function's docstring. Code lines:
+    the other lines that are neither blank nor only a comment.
+    """
+    doc = code = 0
+    for path in paths:
+        src = path.read_text()
+        lines = src.splitlines()
+        in_doc: set[int] = set()
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                first = node.body[0] if node.body else None
+                if (
+                    isinstance(first, ast.Expr)
+                    and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)
+                ):
+                    in_doc.update(range(first.lineno, first.end_lineno + 1))
+        comments = {
+            tok.start[0]
+            for tok in tokenize.generate_tokens(io.StringIO(src).readline)
+            if tok.type == tokenize.COMMENT and lines[tok.start[0] - 1].lstrip().startswith("#")
+        }
+        for i, line in enumerate(lines, start=1):
+            if not line.strip() or (i in comments and i not in in_doc):
+                continue
+            if i in in_doc:
+                doc += 1
+            else:
+                code += 1
+    return doc, code
+
+
+def test_docstring_density():
+    low = []
+    for top in DOCUMENTED:
+        doc, code = doc_density(sorted((ROOT / top).rglob("*.py")))
+        if doc < MIN_DOC_DENSITY * code:
+            low.append(f"{top}: {doc} docstring lines / {code} code lines = {doc / code:.3f}")
+    assert not low, f"document the public functions' arguments (>= {MIN_DOC_DENSITY}):\n" + (
+        "\n".join(low)
+    )
+
+
+def test_doc_density_counts_docstrings_code_and_skips_comments(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(
+        '"""Module.\n\nMore."""\n\n# a comment\nx = 1  # trailing\n\n\ndef f():\n'
+        '    """One line."""\n    return x\n'
+    )
+    # docstrings: 2 + 1 (blank lines never count); code: x = 1, def, return
+    assert doc_density([f]) == (3, 3)

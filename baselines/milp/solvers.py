@@ -36,7 +36,18 @@ KEEP_TIE_BONUS = 1e-9
 
 @dataclass
 class SolveResult:
-    """A solver's answer: counts per admitted job, the objective, and how it went."""
+    """A solver's answer: counts per admitted job, the objective, and how it went.
+
+    Attributes:
+        counts: (J,) node count per admitted job.
+        objective: the solution's value (``AllocProblem.objective``).
+        status: "optimal", "feasible" (time limit), "infeasible", "unavailable" or
+            "failed: ...".
+        solve_s: wall seconds the solve took.
+        node_map: (J, N) bool, the node-level MILP's map (None from the DP).
+        gap: the MILP's relative gap when only feasible, else 0.
+        solver: which solver answered.
+    """
 
     counts: np.ndarray  # (J,) node count per job
     objective: float
@@ -59,6 +70,12 @@ def solve_counts_dp(p: AllocProblem) -> SolveResult:
     same floating-point operations and tie-breaks (the first maximum, as ``np.argmax``) as
     the NumPy recurrence ``_solve_counts_dp_numpy``, which answers the inputs the kernel
     does not take (breakpoints not finite and increasing, non-integer bounds).
+
+    Args:
+        p: the decision's problem.
+
+    Returns:
+        An optimal count vector (ties go to no change).
     """
     t0 = time.perf_counter()
     pk = p.packed()
@@ -130,6 +147,17 @@ def solve_node_milp(
     job by more than about half the idle nodes in one decision; and for the min-or-zero rows
     when ``jmin > |N| + 1``. We use ``M = max(|N|, jmin, jmax) + 1`` and ``2M`` in the
     no-migration rows; ``bigm_quirk=True`` reproduces the artifact.
+
+    Args:
+        p: the decision's problem.
+        solver: ``"highs"`` or ``"cbc"`` (through PuLP).
+        time_limit_s: the solver's time limit.
+        gap_rel: the relative MIP gap to stop at (None: the solver's default).
+        bigm_quirk: the artifact's Big-M (see above).
+
+    Returns:
+        The counts and node map when a solution was found, else the current counts with
+        the status.
     """
     t0 = time.perf_counter()
     J, N = p.jobs.size, p.nodes.size

@@ -51,6 +51,7 @@ whose set is unchanged is not touched.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -238,25 +239,13 @@ def pal_place(
     *,
     lxv: LxV,
     reorder: bool = True,
+    rule: str = "pal",
 ) -> np.ndarray:
     """One PAL round: a node map placing ``jobs`` (priority order) on all available units.
 
     Every available unit is a candidate (non-sticky); with ``reorder`` the fitting prefix is
     sorted by class first; the round stops at the first job that cannot be placed. Jobs with
     demand 0 are skipped. Returns (N,) int32, -1 = idle.
-    """
-    return _place(pal_select, view, jobs, demands, lxv, reorder)
-
-
-def pm_first_place(
-    view: SchedulerView,
-    jobs: np.ndarray,
-    demands: np.ndarray,
-    *,
-    lxv: LxV,
-    reorder: bool = True,
-) -> np.ndarray:
-    """One PM-First round (as ``pal_place``, with the PM-First rule for every job).
 
     Args:
         view: the current view.
@@ -264,8 +253,15 @@ def pm_first_place(
         demands: units each job asks for.
         lxv: the cluster's L x V tables.
         reorder: apply PAL's class-priority reorder to the fitting prefix.
+        rule: ``"pal"`` (``pal_select``) or ``"pm-first"`` (``pm_first_unit_select`` for
+            every job: ``pm_first_place``).
     """
-    return _place(pm_first_unit_select, view, jobs, demands, lxv, reorder)
+    return _place(_RULES[rule], view, jobs, demands, lxv, reorder)
+
+
+_RULES = {"pal": pal_select, "pm-first": pm_first_unit_select}
+#: One PM-First round: ``pal_place`` with the PM-First rule for every job.
+pm_first_place = functools.partial(pal_place, rule="pm-first")
 
 
 # ---------------------------------------------------------------------------------------

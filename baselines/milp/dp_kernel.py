@@ -299,14 +299,9 @@ def count_dp(
     with ``np.argmax``'s rules.
 
     Args:
-        off, xs, ys: the jobs' curves (``problem.Packed``).
-        jmin, jmax: (J,) node-count bounds.
-        C: (J,) current counts.
-        r_up, r_down: (J,) rescale costs in seconds.
-        rate: (J,) what a rescale of each job loses per second.
-        t_fwd: seconds a new allocation is expected to last.
+        off, xs, ys, jmin, jmax, C, r_up, r_down, rate, t_fwd: as for ``objective_sum``.
         bonus: the tie bonus for keeping a job's current count.
-        cap: nodes to share.
+        cap: the nodes to share.
     """
     J = off.shape[0] - 1
     counts = np.zeros(J, dtype=np.int64)

@@ -184,17 +184,8 @@ def pal_select(
 def pm_first_unit_select(
     free: np.ndarray, cls: int, g: int, lxv: LxV, cluster: _Cluster
 ) -> np.ndarray | None:
-    """PM-First's choice: the PM-First rule on all free units (arguments as ``pal_select``).
-
-    Args:
-        free: the free units' ids, ascending.
-        cls: the job's application class (a column of ``lxv.sf``).
-        g: units wanted.
-        lxv: the cluster's L x V tables.
-        cluster: the cluster's hosts, groups and group capacities.
-
-    Returns:
-        The chosen units, or None when no g units qualify.
+    """PM-First's choice: the PM-First rule on all free units; arguments and result as
+    ``pal_select``'s.
     """
     if g <= 0 or free.size < g:
         return None

@@ -149,18 +149,21 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         )
     check_backend(args)
     if args.backend == "ray":
-        from mtgym.backends.ray_backend import evaluate_ray
+        from mtgym.backends.ray_backend import RayOutput, evaluate_ray
 
+        output = RayOutput(
+            out=Path(args.out) if args.out else None,
+            progress=not args.no_progress,
+            table=True,
+            reference=args.reference,
+        )
         evaluate_ray(
             args.scenario,
             names,
             seeds,
             address=args.address,
             decision_interval_s=args.decision_interval,
-            out=Path(args.out) if args.out else None,
-            progress=not args.no_progress,
-            table=True,
-            reference=args.reference,
+            output=output,
             hindsight=not args.no_bound,
         )
         return 0

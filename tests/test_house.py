@@ -30,7 +30,6 @@ DOCUMENTED = ("baselines",)
 #: entry that no longer breaks a rule fails the test: remove it when its function is fixed.
 KNOWN_PARAMS = {
     "mtgym/evaluate.py:evaluate": "agents/compare.py calls it by keyword (issue 35's files)",
-    "mtgym/backends/ray_backend.py:evaluate_ray": "mirrors evaluate's keywords",
     "mtgym/datasets.py:fetch": "the documented download API, called by keyword",
     "mtgym/generate/uniform.py:uniform_instance": "test-kit builder, one keyword per knob",
     "mtgym/testing/kit.py:linear_job": "test-kit builder, one keyword per knob",

@@ -476,8 +476,7 @@ def train(argv: Sequence[str] | None = None) -> int:
         t_import=t_import,
         t_pg=t_pg,
     )
-    reason = run.loop()
-    _finish(run, reason)
+    run.finish(run.loop())
     return run.step
 
 
@@ -539,6 +538,7 @@ class _Run:
         self.step = 0
         self.samples = 0
         self.committed = 0
+        self.sampler: Any = None  # rank 0 on CUDA: the GPU's sampler (set by ``loop``)
 
     def resume(self) -> None:
         """Load the newest valid checkpoint (if any) and build the model and optimiser."""
@@ -643,6 +643,28 @@ class _Run:
             if step % max(1, args.sync_every) == 0 and self._stop_agreed(flag):
                 return "stop_file"
 
+    def finish(self, reason: str) -> None:
+        """Checkpoint the last step, report ``stop`` and leave the process group."""
+        import torch.distributed as dist
+
+        if self.sampler is not None:
+            self._report_gpu()
+            self.sampler.close()
+        if self.committed != self.step:
+            self.checkpoint(self.step)
+        # A teardown that hangs (rare, seen once in gloo's destroy) shows its stack in the log;
+        # the launcher kills a generation that has reported "stop" but not exited.
+        import faulthandler
+
+        faulthandler.dump_traceback_later(20.0, exit=False)
+        dist.barrier()
+        self.rep.emit(
+            event="stop", step=self.step, samples=self.samples, gen=self.args.gen, reason=reason
+        )
+        self.rep.close()
+        dist.destroy_process_group()
+        faulthandler.cancel_dump_traceback_later()
+
     def _train_step(self, data: SyntheticData, loss_fn: Any) -> Any:
         """One optimiser step on this rank's batch of ``self.step``; returns the loss."""
         import torch
@@ -695,27 +717,6 @@ class _Run:
             gpu=self.place.physical,
             **self.sampler.take(),
         )
-
-
-def _finish(run: _Run, reason: str) -> None:
-    """Checkpoint the last step, report ``stop`` and leave the process group."""
-    import torch.distributed as dist
-
-    if run.sampler is not None:
-        run._report_gpu()
-        run.sampler.close()
-    if run.committed != run.step:
-        run.checkpoint(run.step)
-    # A teardown that hangs (rare, seen once in gloo's destroy) shows its stack in the log;
-    # the launcher kills a generation that has reported "stop" but not exited.
-    import faulthandler
-
-    faulthandler.dump_traceback_later(20.0, exit=False)
-    dist.barrier()
-    run.rep.emit(event="stop", step=run.step, samples=run.samples, gen=run.args.gen, reason=reason)
-    run.rep.close()
-    dist.destroy_process_group()
-    faulthandler.cancel_dump_traceback_later()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ default: the cap scaled with the machine, ``mtgym.policy.tunable.admission_cap``
 idle nodes one step at a time to the job whose declared curve gains the most throughput per
 node from the step (a job at 0 nodes must take ``min_nodes`` at once; a running job one
 node), until nodes run out or no step gains anything. Rescale costs are ignored (that is
-what the MILP adds). Realised sticky and speed-aware by ``pack_targets``.
+what the MILP adds). Realised sticky and speed-aware by ``pack_view``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from baselines.milp.problem import dedupe_curve
 from mtgym.core.types import Allocation
-from mtgym.model.placement import pack_targets
+from mtgym.model.placement import pack_view
 from mtgym.policy.equal_share import EqualShare
 from mtgym.policy.tunable import Tunable, admit, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
@@ -44,14 +44,32 @@ class GreedyPolicy(Tunable):
         self.tuned = bool(tuned)
 
     def reset(self, view: SchedulerView) -> None:
-        """Stateless."""
+        """Stateless: nothing to forget.
+
+        Args:
+            view: the episode's first view (unused).
+        """
 
     def tuning_grid(self, episode: object) -> dict[str, list[object]]:
-        """The admission caps of ``cap_grid``."""
+        """The admission caps ``mtgym tune`` tries (``cap_grid``).
+
+        Args:
+            episode: the scenario's ``EpisodeSpec``, whose slots scale the caps.
+
+        Returns:
+            ``{"max_jobs": [...]}``.
+        """
         return {"max_jobs": list(cap_grid(None, episode))}
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """Marginal-gain greedy over the declared curves."""
+        """Marginal-gain greedy over the declared curves.
+
+        Args:
+            view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+
+        Returns:
+            The node map giving each admitted job its greedy count, without migration.
+        """
         jobs = admit(view, self.max_jobs)
         free = int(np.count_nonzero(view.available))
         curves = [dedupe_curve(view.curve_nodes[j], view.curve_tput[j]) for j in jobs]
@@ -86,14 +104,4 @@ class GreedyPolicy(Tunable):
             g, k2 = step(i)
             if g > 0:
                 heapq.heappush(heap, (-g, i, k2))
-        return Allocation(
-            pack_targets(
-                view.available,
-                view.node_job,
-                view.slowdown,
-                view.app_class,
-                view.topology_coords,
-                jobs,
-                count,
-            )
-        )
+        return Allocation(pack_view(view, jobs, count))

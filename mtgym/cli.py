@@ -149,18 +149,21 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         )
     check_backend(args)
     if args.backend == "ray":
-        from mtgym.backends.ray_backend import evaluate_ray
+        from mtgym.backends.ray_backend import RayOutput, evaluate_ray
 
+        output = RayOutput(
+            out=Path(args.out) if args.out else None,
+            progress=not args.no_progress,
+            table=True,
+            reference=args.reference,
+        )
         evaluate_ray(
             args.scenario,
             names,
             seeds,
             address=args.address,
             decision_interval_s=args.decision_interval,
-            out=Path(args.out) if args.out else None,
-            progress=not args.no_progress,
-            table=True,
-            reference=args.reference,
+            output=output,
             hindsight=not args.no_bound,
         )
         return 0
@@ -275,6 +278,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_run(sub)
+    _add_info(sub)
+    _add_evaluate(sub)
+    _add_scenario(sub)
+    _add_data(sub)
+
+    from mtgym.benchmark.cli import add as add_benchmark
+
+    add_benchmark(sub)  # the generalisation suite (mtgym.benchmark)
+    from mtgym.tuning.cli import add as add_tune
+
+    add_tune(sub)  # baselines tuned per scenario (mtgym.tuning)
+
+    _plugin_commands(sub)  # bridge, scavenge, reproduce, train, compare, ...
+
+    pol = sub.add_parser("policies", help="list the registered policies")
+    pol.set_defaults(func=_cmd_policies)
+    return p
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    """``mtgym run``: one episode of a policy, its metrics."""
     r = sub.add_parser("run", help="simulate a scenario with a policy and print the metrics")
     _scenario_args(r)
     r.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
@@ -292,11 +317,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the metrics as JSON")
     r.set_defaults(func=_cmd_run)
 
+
+def _add_info(sub: argparse._SubParsersAction) -> None:
+    """``mtgym info``: describe a scenario's instance."""
     i = sub.add_parser("info", help="describe a scenario's instance")
     _scenario_args(i)
     i.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
     i.set_defaults(func=_cmd_info)
 
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    """``mtgym evaluate``: policies on the same seeds, tables and results."""
     e = sub.add_parser(
         "evaluate",
         help="run policies on the same seeds; tables (normalised throughput first), "
@@ -346,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.set_defaults(func=_cmd_evaluate)
 
+
+def _add_scenario(sub: argparse._SubParsersAction) -> None:
+    """``mtgym scenario``: validate, list, show scenario files; their JSON Schema."""
     sc = sub.add_parser(
         "scenario", help="validate, list, show scenario files; export the JSON Schema"
     )
@@ -369,6 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     for p_ in (sc, *sc_sub.choices.values()):
         p_.set_defaults(func=_cmd_scenario)
 
+
+def _add_data(sub: argparse._SubParsersAction) -> None:
+    """``mtgym data``: list the public data sets, fetch one."""
     d = sub.add_parser("data", help="the public data sets mtgym reads: list them, fetch one")
     d_sub = d.add_subparsers(dest="action", required=True, metavar="ACTION")
     d_sub.add_parser("list", help="known sources with URL, licence and size")
@@ -383,19 +420,6 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--force", action="store_true", help="download even if a verified copy exists")
     for p_ in (d, *d_sub.choices.values()):
         p_.set_defaults(func=_cmd_data)
-
-    from mtgym.benchmark.cli import add as add_benchmark
-
-    add_benchmark(sub)  # the generalisation suite (mtgym.benchmark)
-    from mtgym.tuning.cli import add as add_tune
-
-    add_tune(sub)  # baselines tuned per scenario (mtgym.tuning)
-
-    _plugin_commands(sub)  # bridge, scavenge, reproduce, train, compare, ...
-
-    pol = sub.add_parser("policies", help="list the registered policies")
-    pol.set_defaults(func=_cmd_policies)
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -221,31 +221,47 @@ def _bftrainer_workload(
     ]
 
 
-def _pal_var(name: str, path: str, size: int, sha: str, blob: str, what: str) -> DataSource:
+def _pal(
+    name: str,
+    description: str,
+    url: str,
+    filename: str,
+    used_by: tuple[str, ...],
+    size: int,
+    sha: str,
+    blob: str,
+) -> DataSource:
+    """A file of hal-uw/blox-pal (MIT), with its size and digests."""
     return DataSource(
         name=name,
-        description=f"PAL GPU variability: {what}",
-        url=f"{_PAL_MAIN}/{path}",
+        description=description,
+        url=url,
         licence=_LIC_PAL,
         size_bytes=size,
         sha256=sha,
-        filename=f"gpu-variability/{path}",
-        used_by=_USE_VAR,
+        filename=filename,
+        used_by=used_by,
         git_blob=blob,
     )
 
 
+def _pal_var(name: str, path: str, size: int, sha: str, blob: str, what: str) -> DataSource:
+    """A PAL GPU-variability CSV under ``aggregated_data/``."""
+    url, filename = f"{_PAL_MAIN}/{path}", f"gpu-variability/{path}"
+    return _pal(name, f"PAL GPU variability: {what}", url, filename, _USE_VAR, size, sha, blob)
+
+
 def _pal_philly(k: int, size: int, sha: str, blob: str) -> DataSource:
-    return DataSource(
-        name=f"pal-philly-{k}",
-        description=f"Sia-Philly job trace {k} of 8 (160 jobs) from PAL's 64-GPU experiment",
-        url=f"{_PAL_ARTIFACT}/workload-{k}.csv",
-        licence=_LIC_PAL,
-        size_bytes=size,
-        sha256=sha,
-        filename=f"pal-philly/workload-{k}.csv",
-        used_by=("mtgym.readers.read_philly_trace", "mtgym.generate.pal_philly.PALPhilly"),
-        git_blob=blob,
+    """Sia-Philly job trace ``k`` of PAL's 64-GPU experiment (its artifact)."""
+    return _pal(
+        f"pal-philly-{k}",
+        f"Sia-Philly job trace {k} of 8 (160 jobs) from PAL's 64-GPU experiment",
+        f"{_PAL_ARTIFACT}/workload-{k}.csv",
+        f"pal-philly/workload-{k}.csv",
+        ("mtgym.readers.read_philly_trace", "mtgym.generate.pal_philly.PALPhilly"),
+        size,
+        sha,
+        blob,
     )
 
 
@@ -263,7 +279,19 @@ def _pwa(name: str, folder: str, file: str, what: str) -> DataSource:
 
 
 def _catalogue() -> list[DataSource]:
-    out: list[DataSource] = [
+    """Every known source, in listing order."""
+    return [
+        *_bftrainer_sources(),
+        *_pal_variability_sources(),
+        _gavel_source(),
+        *_pal_philly_sources(),
+        *_swf_sources(),
+    ]
+
+
+def _bftrainer_sources() -> list[DataSource]:
+    """BFTrainer/Replayer's Summit trace and job workloads."""
+    return [
         _replayer(
             "summit-trace",
             "ndstat-10sdn6-evt.tar.gz",
@@ -298,6 +326,12 @@ def _catalogue() -> list[DataSource]:
             (1_153, "4310bd4e468e23069b8be89464c5ee9d251f2b35"),
             "HPS workload, 10 ShuffleNet jobs",
         ),
+    ]
+
+
+def _pal_variability_sources() -> list[DataSource]:
+    """PAL's per-GPU variability measurements."""
+    return [
         _pal_var(
             "gpu-variability-32gpu",
             "32gpu-variability.csv",
@@ -370,19 +404,27 @@ def _catalogue() -> list[DataSource]:
             "ad15d3ad504cfaef9d27e8f41ce1d50b4d16fac3",
             "SGEMM on Longhorn, per-GPU runs (uncompressed; shared/data keeps it gzipped)",
         ),
-        DataSource(
-            name="gavel-throughputs",
-            description="Gavel's measured steps/s of 26 job types on K80/P100/V100, alone "
-            "and packed in pairs (scheduler/simulation_throughputs.json)",
-            url=f"{_GAVEL}/scheduler/simulation_throughputs.json",
-            licence=_LIC_GAVEL,
-            size_bytes=1_240_176,
-            sha256="17111f7295f03265fd9e5118d7eba31e3dd9d6e50a2e215c13ad3d3f91f74381",
-            filename="gavel-throughputs.json",
-            used_by=("mtgym.readers.read_gavel_throughputs",),
-            git_blob="b8a07356c9ac9ab55c826361d4b8fa219f448ab8",
-        ),
     ]
+
+
+def _gavel_source() -> DataSource:
+    """Gavel's measured throughputs."""
+    return DataSource(
+        name="gavel-throughputs",
+        description="Gavel's measured steps/s of 26 job types on K80/P100/V100, alone "
+        "and packed in pairs (scheduler/simulation_throughputs.json)",
+        url=f"{_GAVEL}/scheduler/simulation_throughputs.json",
+        licence=_LIC_GAVEL,
+        size_bytes=1_240_176,
+        sha256="17111f7295f03265fd9e5118d7eba31e3dd9d6e50a2e215c13ad3d3f91f74381",
+        filename="gavel-throughputs.json",
+        used_by=("mtgym.readers.read_gavel_throughputs",),
+        git_blob="b8a07356c9ac9ab55c826361d4b8fa219f448ab8",
+    )
+
+
+def _pal_philly_sources() -> list[DataSource]:
+    """The eight Sia-Philly traces of PAL's 64-GPU experiment."""
     philly = [
         (4_030, "6ef7d9db14c49d79c98125d4c6961fe540b677da5027a7296a9636cf9dff0941",
          "79b2c2e19a9090cf7c6f5466ed2de331ddd4ee77"),
@@ -401,8 +443,12 @@ def _catalogue() -> list[DataSource]:
         (4_055, "3a4a115326b8831279e79b9a69e6a5f28a1c759a96723abc2100ddf57957af01",
          "de4efadae2641a1f7b55e6d35c9b28b9b6758f20"),
     ]  # fmt: skip
-    out += [_pal_philly(k, *row) for k, row in enumerate(philly, start=1)]
-    out.append(
+    return [_pal_philly(k, *row) for k, row in enumerate(philly, start=1)]
+
+
+def _swf_sources() -> list[DataSource]:
+    """SWF job logs: the Lublin-model log and Parallel Workloads Archive logs."""
+    return [
         DataSource(
             name="lublin-256",
             description="Synthetic SWF log from the Lublin-Feitelson model: 10,000 jobs on a "
@@ -414,9 +460,7 @@ def _catalogue() -> list[DataSource]:
             filename="swf/lublin_256.swf",
             used_by=_USE_SWF,
             git_blob="987d0c33984e8f6c71134a6156efe6780de027b4",
-        )
-    )
-    out += [
+        ),
         _pwa("sdsc-sp2", "l_sdsc_sp2", "SDSC-SP2-1998-4.2-cln.swf.gz", "SDSC IBM SP2"),
         _pwa("ctc-sp2", "l_ctc_sp2", "CTC-SP2-1996-3.1-cln.swf.gz", "Cornell CTC IBM SP2"),
         _pwa("kth-sp2", "l_kth_sp2", "KTH-SP2-1996-2.1-cln.swf.gz", "KTH (Stockholm) IBM SP2"),
@@ -425,7 +469,6 @@ def _catalogue() -> list[DataSource]:
         _pwa("hpc2n", "l_hpc2n", "HPC2N-2002-2.2-cln.swf.gz", "HPC2N (Umeå) Linux cluster"),
         _pwa("anl-intrepid", "l_anl_int", "ANL-Intrepid-2009-1.swf.gz", "ANL Intrepid Blue Gene/P"),
     ]  # fmt: skip
-    return out
 
 
 #: Every known source, by name (insertion order is the listing order).
@@ -706,13 +749,29 @@ def fetch(
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     show = sys.stderr.isatty() if progress is None else progress
+    tmp, digest, size = _download_retrying(url, dest, src, timeout_s, show, retries, backoff_s)
+    _install(tmp, dest, src, url, digest, size)
+    return dest
 
+
+def _download_retrying(
+    url: str,
+    dest: Path,
+    src: DataSource,
+    timeout_s: float,
+    show: bool,
+    retries: int,
+    backoff_s: float,
+) -> tuple[Path, str, int]:
+    """``_download_once`` with up to ``retries`` further attempts on retryable errors,
+    waiting ``backoff_s * 2**k`` (or the server's ``Retry-After``); returns the temporary
+    file, its SHA-256 and size.
+    """
     attempt = 0
     while True:
         attempt += 1
         try:
-            tmp, digest, size = _download_once(url, dest.parent, dest, src, timeout_s, show)
-            break
+            return _download_once(url, dest.parent, dest, src, timeout_s, show)
         except _RetryableError as exc:
             if attempt > retries:
                 raise DownloadError(url, exc.reason, status=exc.status, attempts=attempt) from exc
@@ -722,6 +781,11 @@ def fetch(
             exc.attempts = attempt
             raise
 
+
+def _install(tmp: Path, dest: Path, src: DataSource, url: str, digest: str, size: int) -> None:
+    """Move the download ``tmp`` to ``dest`` if its size and SHA-256 match the record;
+    else delete it and raise ``DataError``.
+    """
     try:
         if src.size_bytes is not None and size != src.size_bytes:
             raise DataError(
@@ -742,4 +806,3 @@ def fetch(
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
-    return dest

@@ -51,6 +51,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -58,6 +59,10 @@ from mtgym.core.errors import MtgymError
 from mtgym.core.instance import Instance
 from mtgym.metrics import reference_rate
 from mtgym.sim.episode import throughput_model
+
+if TYPE_CHECKING:
+    from mtgym.core.instance import Jobs
+    from mtgym.model.throughput import ThroughputModel
 
 #: Default size of the LP, about this many nonzeros (bins are chosen to fit it): with one GPU
 #: type (``summit-replay-2d``: 11 bins, 1-3 s per solve) and with several, whose LP is slower
@@ -200,43 +205,16 @@ def envelope(instance: Instance, candidates: np.ndarray) -> Curves:
     the candidates, at the best spread level that a group of the candidates can hold for n
     nodes, divided by the reference rate (``mtgym.metrics.reference_rate``).
     """
-    jobs, cl = instance.jobs, instance.cluster
-    model = throughput_model(instance)
+    jobs = instance.jobs
     ref = reference_rate(instance)
     J = jobs.num_jobs
-    cand = np.asarray(candidates, dtype=np.int64)
-    types = np.unique(cl.gpu_type[cand]) if cand.size else np.zeros(0, dtype=np.int64)
-    coords = cl.topology.coords[cand]
-    L = coords.shape[1]
-    # largest group of candidates at each level; a set's spread is the lowest level where
-    # all its nodes share a group (level 0 also when none does: the kernel's default)
-    cap = np.array(
-        [np.bincount(coords[:, k]).max() if cand.size else 0 for k in range(L)], dtype=np.int64
-    )
-    none_shared = cand.size > 0 and np.unique(coords[:, -1]).size > 1
+    cand = _Candidates.of(instance, np.asarray(candidates, dtype=np.int64))
     m = np.minimum(jobs.max_nodes.astype(np.int64), cand.size)
     seg_a: list[np.ndarray] = []
     seg_len: list[np.ndarray] = []
-    kappa = np.ones((J, types.size))
+    kappa = np.ones((J, cand.types.size))
     pi = np.zeros(J)
-    sf = cl.slowdown[cand]  # (C, classes)
-    gt = cl.gpu_type[cand]
     cache: dict[tuple, np.ndarray] = {}
-
-    def best_rate(j: int, n: np.ndarray, slow: np.ndarray) -> np.ndarray:
-        out = np.full(n.size, 0.0)
-        for lvl in range(L):
-            ok = (cap[lvl] >= n) | ((lvl == 0) & none_shared & (n >= 2))
-            if lvl == 0:
-                ok |= n <= 1
-            if not ok.any():
-                continue
-            r = model.formula(
-                np.full(int(ok.sum()), j), n[ok], slow[ok], np.full(int(ok.sum()), lvl)
-            )
-            out[ok] = np.maximum(out[ok], r)
-        return out
-
     for j in range(J):
         mj = int(m[j])
         lo = max(int(jobs.min_nodes[j]), 1)  # a job runs on 0 or min..max nodes
@@ -245,30 +223,17 @@ def envelope(instance: Instance, candidates: np.ndarray) -> Curves:
             seg_a.append(np.zeros(0))
             seg_len.append(np.zeros(0))
             continue
-        cls = int(jobs.app_class[j])
-        key = (cls, jobs.type_rate[j].tobytes())
-        slow_sorted = cache.get(key)
-        if slow_sorted is None:
-            with np.errstate(divide="ignore"):
-                slow_sorted = np.sort(sf[:, cls] / jobs.type_rate[j, gt])
-            cache[key] = slow_sorted
         n = np.arange(lo, mj + 1)
-        slow_n = slow_sorted[n - 1]  # the n-th smallest slowness
-        rate = best_rate(j, n, slow_n)
+        slow_n = cand.sorted_slowness(jobs, j, cache)[n - 1]  # the n-th smallest slowness
+        rate = cand.best_rate(j, n, slow_n)
         h = np.concatenate(([0.0], rate / ref[j]))
         vn, vh = upper_hull(np.concatenate(([0], n)), h)
         a, length = majorant(vn, vh)
         seg_a.append(a)
         seg_len.append(length)
         pi[j] = a[0] if a.size else 0.0
-        if types.size > 1:
-            for ti, t in enumerate(types):
-                with np.errstate(divide="ignore"):
-                    s_t = float(np.min(sf[gt == t, cls] / jobs.type_rate[j, t]))
-                r_t = best_rate(j, n, np.maximum(slow_n, s_t))
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ratio = np.where(rate > 0, r_t / rate, 0.0)
-                kappa[j, ti] = min(1.0, float(ratio.max()))
+        if cand.types.size > 1:
+            kappa[j] = cand.type_factors(jobs, j, n, slow_n, rate)
     starts = np.concatenate(([0], np.cumsum([a.size for a in seg_a]))).astype(np.int64)
     return Curves(
         np.concatenate(seg_a) if seg_a else np.zeros(0),
@@ -278,6 +243,90 @@ def envelope(instance: Instance, candidates: np.ndarray) -> Curves:
         pi,
         m,
     )
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """What ``envelope`` needs of the candidate nodes: their slowdowns, GPU types and the
+    largest group of them at each topology level, and the cluster's throughput model.
+    """
+
+    model: ThroughputModel
+    size: int  # number of candidates
+    types: np.ndarray  # the candidates' GPU types (sorted, unique)
+    cap: np.ndarray  # (L,) largest group of candidates at each level
+    none_shared: bool  # no group at the last level holds every candidate
+    sf: np.ndarray  # (C, classes) the candidates' slowdowns
+    gt: np.ndarray  # (C,) the candidates' GPU types
+
+    @staticmethod
+    def of(instance: Instance, cand: np.ndarray) -> _Candidates:
+        """The facts of the candidate nodes ``cand`` of ``instance``."""
+        cl = instance.cluster
+        coords = cl.topology.coords[cand]
+        L = coords.shape[1]
+        # largest group of candidates at each level; a set's spread is the lowest level where
+        # all its nodes share a group (level 0 also when none does: the kernel's default)
+        cap = np.array(
+            [np.bincount(coords[:, k]).max() if cand.size else 0 for k in range(L)],
+            dtype=np.int64,
+        )
+        return _Candidates(
+            model=throughput_model(instance),
+            size=int(cand.size),
+            types=np.unique(cl.gpu_type[cand]) if cand.size else np.zeros(0, dtype=np.int64),
+            cap=cap,
+            none_shared=bool(cand.size > 0 and np.unique(coords[:, -1]).size > 1),
+            sf=cl.slowdown[cand],
+            gt=cl.gpu_type[cand],
+        )
+
+    def best_rate(self, j: int, n: np.ndarray, slow: np.ndarray) -> np.ndarray:
+        """Job j's rate on ``n`` nodes of slowness ``slow``, at the best spread level a
+        group of the candidates can hold.
+        """
+        out = np.full(n.size, 0.0)
+        for lvl in range(self.cap.size):
+            ok = (self.cap[lvl] >= n) | ((lvl == 0) & self.none_shared & (n >= 2))
+            if lvl == 0:
+                ok |= n <= 1
+            if not ok.any():
+                continue
+            r = self.model.formula(
+                np.full(int(ok.sum()), j), n[ok], slow[ok], np.full(int(ok.sum()), lvl)
+            )
+            out[ok] = np.maximum(out[ok], r)
+        return out
+
+    def sorted_slowness(self, jobs: Jobs, j: int, cache: dict[tuple, np.ndarray]) -> np.ndarray:
+        """Job j's slowness on each candidate, ascending (shared by jobs of one class and
+        type rates through ``cache``).
+        """
+        cls = int(jobs.app_class[j])
+        key = (cls, jobs.type_rate[j].tobytes())
+        slow_sorted = cache.get(key)
+        if slow_sorted is None:
+            with np.errstate(divide="ignore"):
+                slow_sorted = np.sort(self.sf[:, cls] / jobs.type_rate[j, self.gt])
+            cache[key] = slow_sorted
+        return slow_sorted
+
+    def type_factors(
+        self, jobs: Jobs, j: int, n: np.ndarray, slow_n: np.ndarray, rate: np.ndarray
+    ) -> np.ndarray:
+        """Job j's factor per candidate type: its best rate on nodes of that type only,
+        over its rate ``rate`` on the fastest candidates, at most 1.
+        """
+        cls = int(jobs.app_class[j])
+        out = np.ones(self.types.size)
+        for ti, t in enumerate(self.types):
+            with np.errstate(divide="ignore"):
+                s_t = float(np.min(self.sf[self.gt == t, cls] / jobs.type_rate[j, t]))
+            r_t = self.best_rate(j, n, np.maximum(slow_n, s_t))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(rate > 0, r_t / rate, 0.0)
+            out[ti] = min(1.0, float(ratio.max()))
+        return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -803,15 +852,13 @@ def hindsight_bound(
     K = int(bins) if bins is not None else _bins_for(p, nnz)
     total_work = float(p.work[p.jobs].sum())
     layout = p.layout(end, K)
-    K0, nrow0, nvar0, nnz0 = layout.K, *layout.A.shape, layout.nnz
     session = Session(layout, solver)
     res = session.solve(layout.vectors(), deadline - time.perf_counter())
-    statuses = [res]
+    search = _EndSearch(end, [res], True, session.solver)
     work_bound = min(res.value, total_work)
     value = work_bound / horizon if horizon > 0 else 0.0
     form = "horizon"
     makespan: float | None = None
-    converged = True
     # A run can end before `end` only once every job arrived and did its least work.
     need = float(p.min_work.sum())
     if (
@@ -819,46 +866,15 @@ def hindsight_bound(
         and work_bound >= need * (1 - 1e-12)
         and horizon > 0
     ):
-        # the least-work LP: every job's work by E counts up to its least work only
-        layout = p.layout(end, K, floor=True)
-        session = Session(layout, solver)
-        first = session.solve(layout.vectors(), deadline - time.perf_counter())
-        statuses.append(first)
-        lo, hi = _end_lower_bound(p), end
-        if first.value < need * (1 - 1e-9):
-            lo = end  # proved: no run finishes before the end
-        f_lo, f_hi = math.nan, first.value - need
-        lo_prev, f_prev = math.nan, math.nan
-        last_width = math.inf
-        while hi - lo > END_TOL * (hi - t0) and time.perf_counter() < deadline:
-            if layout.B[-1] - t0 > 2.0 * (hi - t0):  # re-bin on the shorter span
-                layout = p.layout(hi, K, floor=True)
-                session = Session(layout, solver)
-            mid = _next_end(lo, hi, f_lo, f_hi, lo_prev, f_prev, last_width, END_TOL * (hi - t0))
-            last_width = hi - lo
-            r = session.solve(layout.vectors(mid), deadline - time.perf_counter())
-            statuses.append(r)
-            f = r.value - need
-            if f < -1e-9 * need:  # proved: no run does its least work by mid
-                lo_prev, f_prev = lo, f_lo
-                lo, f_lo = mid, f
-            else:
-                hi, f_hi = mid, f
-        converged = hi - lo <= END_TOL * (hi - t0)
-        if lo < end:
-            makespan = lo - t0
+        search = _earliest_end(p, end, K, solver, deadline, search)
+        if search.lo < end:
+            makespan = search.lo - t0
             alt = work_bound / makespan if makespan > 0 else math.inf
             if alt > value:
                 value, form = alt, "makespan"
-    optimal = all(s.optimal for s in statuses) and converged
-    failed = [s.status for s in statuses if s.status.startswith("failed")]
-    status = "optimal" if optimal else (failed[0] if failed else "time-limit")
-    if strict and not optimal:
-        raise HindsightError(
-            f"hindsight bound of {instance.name!r}: not every LP was solved to optimality, "
-            f"or the search for the earliest end was cut short ({status}) within "
-            f"{time_limit_s:g} s; raise time_limit_s or lower nnz/bins"
-        )
+    status = _overall_status(search)
+    if strict and status != "optimal":
+        raise _not_optimal(instance, status, time_limit_s)
     return HindsightBound(
         value=float(value),
         form=form,
@@ -866,14 +882,81 @@ def hindsight_bound(
         total_work=total_work,
         horizon_s=float(horizon),
         makespan_lb_s=None if makespan is None else float(makespan),
-        bins=K0,
-        variables=nvar0,
-        rows=nrow0,
-        nonzeros=nnz0,
-        solves=len(statuses),
+        bins=layout.K,
+        variables=layout.A.shape[1],
+        rows=layout.A.shape[0],
+        nonzeros=layout.nnz,
+        solves=len(search.statuses),
         status=status,
-        solver=session.solver,
+        solver=search.solver,
         wall_s=time.perf_counter() - t_wall,
+    )
+
+
+@dataclass
+class _EndSearch:
+    """The search for the earliest end E_min of a run: ``lo``, the latest end proved too
+    early (a lower bound of E_min), every LP solved so far, whether the bracket closed,
+    and the solver that the last LP used.
+    """
+
+    lo: float
+    statuses: list[Solved]
+    converged: bool
+    solver: str
+
+
+def _earliest_end(
+    p: _Problem, end: float, K: int, solver: str, deadline: float, search: _EndSearch
+) -> _EndSearch:
+    """Bracket E_min in [lo, end] by least-work LPs (every job's work by E counts up to
+    its least work only) until the bracket is narrow or ``deadline`` passes; ``search``
+    holds the solves before this one.
+    """
+    t0, need = p.t0, float(p.min_work.sum())
+    layout = p.layout(end, K, floor=True)
+    session = Session(layout, solver)
+    first = session.solve(layout.vectors(), deadline - time.perf_counter())
+    statuses = [*search.statuses, first]
+    lo, hi = _end_lower_bound(p), end
+    if first.value < need * (1 - 1e-9):
+        lo = end  # proved: no run finishes before the end
+    f_lo, f_hi = math.nan, first.value - need
+    lo_prev, f_prev = math.nan, math.nan
+    last_width = math.inf
+    while hi - lo > END_TOL * (hi - t0) and time.perf_counter() < deadline:
+        if layout.B[-1] - t0 > 2.0 * (hi - t0):  # re-bin on the shorter span
+            layout = p.layout(hi, K, floor=True)
+            session = Session(layout, solver)
+        mid = _next_end(lo, hi, f_lo, f_hi, lo_prev, f_prev, last_width, END_TOL * (hi - t0))
+        last_width = hi - lo
+        r = session.solve(layout.vectors(mid), deadline - time.perf_counter())
+        statuses.append(r)
+        f = r.value - need
+        if f < -1e-9 * need:  # proved: no run does its least work by mid
+            lo_prev, f_prev = lo, f_lo
+            lo, f_lo = mid, f
+        else:
+            hi, f_hi = mid, f
+    return _EndSearch(lo, statuses, hi - lo <= END_TOL * (hi - t0), session.solver)
+
+
+def _overall_status(search: _EndSearch) -> str:
+    """The bound's status: "optimal" when every LP was solved to optimality and the end
+    search converged, else the first failure or "time-limit".
+    """
+    if all(s.optimal for s in search.statuses) and search.converged:
+        return "optimal"
+    failed = [s.status for s in search.statuses if s.status.startswith("failed")]
+    return failed[0] if failed else "time-limit"
+
+
+def _not_optimal(instance: Instance, status: str, time_limit_s: float) -> HindsightError:
+    """The error of ``strict=True`` when the bound is not optimal (``status``)."""
+    return HindsightError(
+        f"hindsight bound of {instance.name!r}: not every LP was solved to optimality, "
+        f"or the search for the earliest end was cut short ({status}) within "
+        f"{time_limit_s:g} s; raise time_limit_s or lower nnz/bins"
     )
 
 

@@ -28,7 +28,9 @@ import math  # noqa: E402
 import re  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -69,14 +71,7 @@ def same(a: dict, b: dict) -> bool:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scenarios", nargs="+", default=SCENARIOS)
-    ap.add_argument("--policies", nargs="+", default=POLICIES)
-    ap.add_argument("--seeds", type=int, default=8)
-    ap.add_argument("--num-cpus", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--horizon-h", type=float, default=None, help="shorten the scenarios")
-    ap.add_argument("--noop-tasks", type=int, default=200)
-    a = ap.parse_args()
+    a = _parse_args()
     console = Console(width=max(Console().width, 110))
     seeds = list(range(a.seeds))
     n_tasks = len(a.scenarios) * len(a.policies) * len(seeds)
@@ -89,48 +84,99 @@ def main() -> None:
         names = {s: (shorten(s, a.horizon_h, Path(tmp)) if a.horizon_h else s) for s in a.scenarios}
         for s in names.values():
             get_generator(s)
+        local, t_local = _run_local(a, names, seeds, console)
+        ray_times = _run_ray(a, names, seeds, console)
+    L = _print_walls(a, seeds, local, t_local, ray_times, console)
+    _print_overheads(a, n_tasks, L, ray_times, console)
 
-        # local: the real `mtgym evaluate` loop, one process (its table is swallowed)
-        local, t_local = {}, {}
+
+def _parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenarios", nargs="+", default=SCENARIOS)
+    ap.add_argument("--policies", nargs="+", default=POLICIES)
+    ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--num-cpus", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--horizon-h", type=float, default=None, help="shorten the scenarios")
+    ap.add_argument("--noop-tasks", type=int, default=200)
+    return ap.parse_args()
+
+
+def _run_local(
+    a: argparse.Namespace, names: dict[str, str], seeds: list[int], console: Console
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """The real `mtgym evaluate` loop, one process (its table is swallowed): runs and walls."""
+    local, t_local = {}, {}
+    for s, arg in names.items():
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            runs = evaluate(
+                get_generator(arg),
+                [(p, lambda p=p: make_policy(p)) for p in a.policies],
+                seeds,
+                progress=False,
+                scenario_name=s,
+            )
+        t_local[s] = time.perf_counter() - t0
+        local[s] = runs
+        console.print(f"local {s}: {t_local[s]:.1f} s")
+    return local, t_local
+
+
+@dataclass
+class _RayTimes:
+    """What the Ray backend measured: runs and walls per scenario, and its overheads."""
+
+    remote: dict[str, Any] = field(default_factory=dict)
+    wall: dict[str, float] = field(default_factory=dict)
+    init: float = 0.0
+    first: float = 0.0
+    noop_latency: float = 0.0
+    noop_per_task: float = 0.0
+    shutdown: float = 0.0
+    identical: bool = True  # rows equal to the local ones (timing aside)
+
+
+def _run_ray(
+    a: argparse.Namespace, names: dict[str, str], seeds: list[int], console: Console
+) -> _RayTimes:
+    """Start Ray once, a cold task (worker start-up + imports), the sweep, no-op tasks."""
+    rt = _RayTimes()
+    t0 = time.perf_counter()
+    with ray_session(num_cpus=a.num_cpus) as ray:
+        rt.init = time.perf_counter() - t0
+        noop = ray.remote(num_cpus=1)(_noop)
+        t0 = time.perf_counter()
+        ray.get([noop.remote() for _ in range(a.num_cpus)])
+        rt.first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(20):
+            ray.get(noop.remote())
+        rt.noop_latency = (time.perf_counter() - t0) / 20
+        t0 = time.perf_counter()
+        ray.get([noop.remote() for _ in range(a.noop_tasks)])
+        rt.noop_per_task = (time.perf_counter() - t0) / a.noop_tasks
         for s, arg in names.items():
             t0 = time.perf_counter()
-            with contextlib.redirect_stdout(io.StringIO()):
-                runs = evaluate(
-                    get_generator(arg),
-                    [(p, lambda p=p: make_policy(p)) for p in a.policies],
-                    seeds,
-                    progress=False,
-                    scenario_name=s,
-                )
-            t_local[s] = time.perf_counter() - t0
-            local[s] = runs
-            console.print(f"local {s}: {t_local[s]:.1f} s")
-
-        # ray: start once, a cold task (worker start-up + imports), the sweep, no-op tasks
+            rt.remote[s] = evaluate_ray(arg, a.policies, seeds)
+            rt.wall[s] = time.perf_counter() - t0
+            console.print(f"ray   {s}: {rt.wall[s]:.1f} s")
         t0 = time.perf_counter()
-        with ray_session(num_cpus=a.num_cpus) as ray:
-            t_init = time.perf_counter() - t0
-            noop = ray.remote(num_cpus=1)(_noop)
-            t0 = time.perf_counter()
-            ray.get([noop.remote() for _ in range(a.num_cpus)])
-            t_first = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            for _ in range(20):
-                ray.get(noop.remote())
-            t_noop_lat = (time.perf_counter() - t0) / 20
-            t0 = time.perf_counter()
-            ray.get([noop.remote() for _ in range(a.noop_tasks)])
-            t_noop_tput = (time.perf_counter() - t0) / a.noop_tasks
-            remote, t_ray = {}, {}
-            for s, arg in names.items():
-                t0 = time.perf_counter()
-                remote[s] = evaluate_ray(arg, a.policies, seeds)
-                t_ray[s] = time.perf_counter() - t0
-                console.print(f"ray   {s}: {t_ray[s]:.1f} s")
-            t0 = time.perf_counter()
-        t_shutdown = time.perf_counter() - t0
+    rt.shutdown = time.perf_counter() - t0
+    return rt
 
-    # figures
+
+def _print_walls(
+    a: argparse.Namespace,
+    seeds: list[int],
+    local: dict[str, Any],
+    t_local: dict[str, float],
+    rt: _RayTimes,
+    console: Console,
+) -> float:
+    """The wall-time table per scenario; returns the local total and records whether the
+    rows were identical in ``rt``.
+    """
+    remote, t_ray = rt.remote, rt.wall
     tab = Table(title="wall time per scenario (s)")
     for h in ("scenario", "episodes", "local", "sum of episode wall_s", "ray", "speed-up"):
         tab.add_column(h, justify="right" if h != "scenario" else "left")
@@ -151,27 +197,36 @@ def main() -> None:
                 same(x, y) for x, y in zip(lr.per_seed, rr.per_seed, strict=True)
             )
     L, R = sum(t_local.values()), sum(t_ray.values())
+    n_tasks = len(a.scenarios) * len(a.policies) * len(seeds)
     tab.add_row("all", str(n_tasks), f"{L:.1f}", "", f"{R:.1f}", f"{L / R:.2f}x", style="bold")
     console.print(tab)
+    rt.identical = identical
+    return L
 
+
+def _print_overheads(
+    a: argparse.Namespace, n_tasks: int, L: float, rt: _RayTimes, console: Console
+) -> None:
+    """The table of Ray's overheads against the local wall ``L``."""
+    R = sum(rt.wall.values())
     over = Table(title="Ray overheads")
     over.add_column("item")
     over.add_column("value", justify="right")
     ideal = L / a.num_cpus
     rows = [
-        ("ray.init (local, private)", f"{t_init:.2f} s"),
-        (f"first {a.num_cpus} no-op tasks (worker start)", f"{t_first:.2f} s"),
-        ("no-op task round trip (sequential)", f"{t_noop_lat * 1e3:.2f} ms"),
-        (f"no-op task, {a.noop_tasks} in flight", f"{t_noop_tput * 1e3:.2f} ms/task"),
-        ("ray.shutdown", f"{t_shutdown:.2f} s"),
+        ("ray.init (local, private)", f"{rt.init:.2f} s"),
+        (f"first {a.num_cpus} no-op tasks (worker start)", f"{rt.first:.2f} s"),
+        ("no-op task round trip (sequential)", f"{rt.noop_latency * 1e3:.2f} ms"),
+        (f"no-op task, {a.noop_tasks} in flight", f"{rt.noop_per_task * 1e3:.2f} ms/task"),
+        ("ray.shutdown", f"{rt.shutdown:.2f} s"),
         (f"ideal sweep wall (local / {a.num_cpus})", f"{ideal:.1f} s"),
         ("sweep overhead vs ideal (ray - ideal)", f"{R - ideal:.1f} s"),
         (
             "  per task, in CPU time ((ray - ideal) x CPUs / tasks)",
             f"{(R - ideal) / n_tasks * a.num_cpus * 1e3:.0f} ms",
         ),
-        ("end to end incl. init + shutdown", f"{t_init + t_first + R + t_shutdown:.1f} s"),
-        ("rows identical to local (timing aside)", "yes" if identical else "[red]NO[/]"),
+        ("end to end incl. init + shutdown", f"{rt.init + rt.first + R + rt.shutdown:.1f} s"),
+        ("rows identical to local (timing aside)", "yes" if rt.identical else "[red]NO[/]"),
     ]
     for k, v in rows:
         over.add_row(k, v)

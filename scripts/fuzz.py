@@ -53,26 +53,10 @@ def _action(env: ScavengeEnv, strategy: str, rng: np.random.Generator) -> np.nda
 
 def main() -> int:
     """Run the fuzz loop; print a JSON summary."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--minutes", type=float, default=3.0)
-    ap.add_argument("--steps", type=int, default=None, help="stop after this many steps")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--episode-steps", type=int, default=400, help="steps per episode at most")
-    ap.add_argument("--horizon-s", type=float, default=4 * 3600.0)
-    args = ap.parse_args()
+    args = _parse_args()
     rng = np.random.default_rng(args.seed)
-    envs: dict[tuple[str, str], ScavengeEnv] = {}
-    skipped: dict[str, str] = {}
     presets = [p for p in preset_names() if not p.startswith("toy")]
-    for name, mode in itertools.product(presets, MODES):
-        if name in skipped:
-            continue
-        try:
-            envs[name, mode] = ScavengeEnv(
-                name, action_mode=mode, horizon_s=args.horizon_s, debug=True
-            )
-        except (ScenarioError, OSError) as exc:
-            skipped[name] = str(exc).splitlines()[0]
+    envs, skipped = _make_envs(presets, args.horizon_s)
     # the preset changes fastest, then the mode, then the strategy: a short run covers all
     combos = [
         ((name, mode), s)
@@ -93,28 +77,10 @@ def main() -> int:
         env = envs[name, mode]
         env.reset(seed=int(rng.integers(2**31)))
         episodes += 1
-        for _ in range(args.episode_steps):
-            a = _action(env, strategy, rng)
-            try:
-                obs, r, term, trunc, info = env.step(a)
-            except InvariantError as exc:
-                breaks.append({"where": [name, mode, strategy], "invariant": str(exc)})
-                break
-            except Exception as exc:  # every other failure is a finding
-                breaks.append(
-                    {"where": [name, mode, strategy], "error": traceback.format_exception(exc)[-1]}
-                )
-                break
-            steps += 1
-            per[name] = per.get(name, 0) + 1
-            if not env.observation_space.contains(obs):
-                breaks.append({"where": [name, mode, strategy], "obs": "outside the space"})
-            if not math.isfinite(r):
-                breaks.append({"where": [name, mode, strategy], "reward": r})
-            if strategy == "valid" and info["repaired"]:
-                breaks.append({"where": [name, mode, strategy], "repaired": info["repair"]})
-            if term or trunc:
-                break
+        n = _episode(env, [name, mode, strategy], rng, args.episode_steps, breaks)
+        steps += n
+        if n:
+            per[name] = per.get(name, 0) + n
     wall = time.perf_counter() - t0
     rate = steps / wall if wall > 0 else 0.0
     print(
@@ -134,6 +100,62 @@ def main() -> int:
         )
     )
     return 1 if breaks else 0
+
+
+def _parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=3.0)
+    ap.add_argument("--steps", type=int, default=None, help="stop after this many steps")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--episode-steps", type=int, default=400, help="steps per episode at most")
+    ap.add_argument("--horizon-s", type=float, default=4 * 3600.0)
+    return ap.parse_args()
+
+
+def _make_envs(
+    presets: list[str], horizon_s: float
+) -> tuple[dict[tuple[str, str], ScavengeEnv], dict[str, str]]:
+    """A debug env per (preset, action mode), and the presets skipped (with why)."""
+    envs: dict[tuple[str, str], ScavengeEnv] = {}
+    skipped: dict[str, str] = {}
+    for name, mode in itertools.product(presets, MODES):
+        if name in skipped:
+            continue
+        try:
+            envs[name, mode] = ScavengeEnv(name, action_mode=mode, horizon_s=horizon_s, debug=True)
+        except (ScenarioError, OSError) as exc:
+            skipped[name] = str(exc).splitlines()[0]
+    return envs, skipped
+
+
+def _episode(
+    env: ScavengeEnv, where: list[str], rng: np.random.Generator, max_steps: int, breaks: list
+) -> int:
+    """Step a reset env with ``where``'s strategy until the episode ends, ``max_steps`` or
+    a break (appended to ``breaks``); returns the steps taken.
+    """
+    strategy = where[2]
+    steps = 0
+    for _ in range(max_steps):
+        a = _action(env, strategy, rng)
+        try:
+            obs, r, term, trunc, info = env.step(a)
+        except InvariantError as exc:
+            breaks.append({"where": where, "invariant": str(exc)})
+            break
+        except Exception as exc:  # every other failure is a finding
+            breaks.append({"where": where, "error": traceback.format_exception(exc)[-1]})
+            break
+        steps += 1
+        if not env.observation_space.contains(obs):
+            breaks.append({"where": where, "obs": "outside the space"})
+        if not math.isfinite(r):
+            breaks.append({"where": where, "reward": r})
+        if strategy == "valid" and info["repaired"]:
+            breaks.append({"where": where, "repaired": info["repair"]})
+        if term or trunc:
+            break
+    return steps
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ ray = pytest.importorskip("ray")
 from mtgym.backends.ray_backend import (  # noqa: E402
     AUTH_ENV,
     TIMING_KEYS,
+    RayOutput,
     RayUnavailableError,
     evaluate_ray,
     import_ray,
@@ -175,7 +176,7 @@ def test_missing_ray_is_a_clear_error(monkeypatch):
 
 def test_evaluate_ray__toy_rows_identical_to_local(ray_cluster, tmp_path):
     local = _local_rows("toy-two-jobs", POLICIES, SEEDS)
-    runs = evaluate_ray("toy-two-jobs", POLICIES, SEEDS, out=tmp_path / "ev")
+    runs = evaluate_ray("toy-two-jobs", POLICIES, SEEDS, output=RayOutput(out=tmp_path / "ev"))
     _assert_identical("toy-two-jobs", runs, local)
     assert (tmp_path / "ev" / "results.json").is_file()
     assert ray.is_initialized()  # an already running Ray is reused and left running

@@ -28,7 +28,12 @@ DP_OK, DP_UNSUPPORTED = 0, 1
 
 @njit(cache=True, error_model="numpy")
 def breakpoints_ok(off: np.ndarray, xs: np.ndarray) -> bool:  # pragma: no cover - jit
-    """Every job's breakpoint nodes are finite and strictly increasing."""
+    """Every job's breakpoint nodes are finite and strictly increasing.
+
+    Args:
+        off: (J + 1,) offsets: job j's breakpoints are ``xs[off[j]:off[j + 1]]``.
+        xs: every job's breakpoint node counts, concatenated.
+    """
     for j in range(off.shape[0] - 1):
         a, b = off[j], off[j + 1]
         for i in range(a, b):
@@ -84,7 +89,13 @@ def _interp(
 def interp_each(
     off: np.ndarray, xs: np.ndarray, ys: np.ndarray, q: np.ndarray
 ) -> np.ndarray:  # pragma: no cover - jit
-    """``np.interp(q[j], xs_j, ys_j)`` per job (NaN for a job without breakpoints)."""
+    """``np.interp(q[j], xs_j, ys_j)`` per job (NaN for a job without breakpoints).
+
+    Args:
+        off: (J + 1,) offsets of each job's breakpoints in ``xs`` and ``ys``.
+        xs, ys: the breakpoints' node counts and values, concatenated.
+        q: (J,) the node count to read each job's curve at.
+    """
     J = off.shape[0] - 1
     out = np.full(J, np.nan)
     for j in range(J):
@@ -137,7 +148,20 @@ def objective_sum(
     rate: np.ndarray,
     t_fwd: float,
 ) -> float:  # pragma: no cover - jit
-    """``AllocProblem.objective``'s loop over the jobs (its capacity check is the caller's)."""
+    """``AllocProblem.objective``'s loop over the jobs (its capacity check is the caller's).
+
+    Args:
+        n: (J,) the count vector to value.
+        off, xs, ys: the jobs' curves (``problem.Packed``).
+        jmin, jmax: (J,) node-count bounds.
+        C: (J,) current counts.
+        r_up, r_down: (J,) rescale costs in seconds.
+        rate: (J,) what a rescale of each job loses per second.
+        t_fwd: seconds a new allocation is expected to last.
+
+    Returns:
+        The objective, ``-inf`` when a count is outside {0} U [jmin, jmax].
+    """
     total = 0.0
     for j in range(off.shape[0] - 1):
         nj = n[j]
@@ -273,6 +297,11 @@ def count_dp(
     ``k = 0`` and ``-inf`` too), and only the ``c`` whose ``best[c - opts[k]]`` can be above
     ``-inf`` (the live range of ``best``) are visited. Otherwise the job is scanned c by c
     with ``np.argmax``'s rules.
+
+    Args:
+        off, xs, ys, jmin, jmax, C, r_up, r_down, rate, t_fwd: as for ``objective_sum``.
+        bonus: the tie bonus for keeping a job's current count.
+        cap: the nodes to share.
     """
     J = off.shape[0] - 1
     counts = np.zeros(J, dtype=np.int64)

@@ -49,7 +49,7 @@ from baselines.milp.problem import (
 )
 from baselines.milp.solvers import SolveResult, solve_counts_dp, solve_node_milp
 from mtgym.core.types import Allocation
-from mtgym.model.placement import pack_targets
+from mtgym.model.placement import pack_view
 from mtgym.policy.tunable import MAX_JOBS_PAPER, Tunable, admit, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
 
@@ -57,16 +57,14 @@ OBJECTIVES = ("throughput", "speedup", "normalized")
 
 
 def realise(view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Node map for the counts: no migration, shrinking jobs keep their fastest nodes."""
-    return pack_targets(
-        view.available,
-        view.node_job,
-        view.slowdown,
-        view.app_class,
-        view.topology_coords,
-        jobs,
-        counts,
-    )
+    """Node map for the counts: no migration, shrinking jobs keep their fastest nodes.
+
+    Args:
+        view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+        jobs: the jobs' indices.
+        counts: the node count of each of ``jobs``.
+    """
+    return pack_view(view, jobs, counts)
 
 
 class FreeTrainPolicy(Tunable, ScenarioTfwd):
@@ -133,7 +131,11 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
         self.fallbacks = 0  # decisions that kept the previous map (no proven optimum)
 
     def reset(self, view: SchedulerView) -> None:
-        """Forget the last solve."""
+        """Forget the last solve.
+
+        Args:
+            view: the episode's first view (unused).
+        """
         self.last = None
         self.fallbacks = 0
 
@@ -145,6 +147,12 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
     def tuning_grid(self, episode: object) -> dict[str, list[object]]:
         """MaxJ (default, 10, the scenario's slots x 1, 2, 4, 8), then T_fwd (the scenario's,
         x 1/4, 1/2, 2, 4 of it), then the objective (the policy's, then the others).
+
+        Args:
+            episode: the scenario's ``EpisodeSpec``.
+
+        Returns:
+            knob -> the values ``mtgym tune`` sweeps, in that order.
         """
         return {
             "max_jobs": list(cap_grid(None, episode)),
@@ -158,6 +166,13 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
 
         A declared curve is made once per job and kept while the job's rows of the view's
         curves stay the same (``problem.CurveMemo``); the arrays are shared, read-only.
+
+        Args:
+            view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+            jobs: the admitted jobs' indices.
+
+        Returns:
+            One (nodes, values) curve per job.
         """
         if self.information == "none":
             out = []
@@ -184,20 +199,36 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
         return memo.get(view, np.asarray(jobs, dtype=np.int64), self.objective, make)
 
     def problem(self, view: SchedulerView) -> AllocProblem:
-        """The MILP's data for this view."""
+        """The MILP's data for this view: the admitted jobs, their curves and costs.
+
+        Args:
+            view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+        """
         jobs = admit(view, self.max_jobs)
         up, down = self.costs(view, jobs)
         return build_problem(view, jobs, self.curves(view, jobs), up, down, self.t_fwd)
 
     def costs(self, view: SchedulerView, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Declared (up, down) rescale costs, or the common guess with ``information="none"``."""
+        """Declared (up, down) rescale costs, or the common guess with ``information="none"``.
+
+        Args:
+            view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+            jobs: the admitted jobs' indices.
+
+        Returns:
+            (up, down), seconds per job.
+        """
         if self.information == "none":
             guess = np.full(jobs.size, self.guess_cost_s)
             return guess, guess.copy()
         return view.r_up_s[jobs], view.r_down_s[jobs]
 
     def solve(self, p: AllocProblem) -> SolveResult:
-        """Run the configured solver."""
+        """Run the configured solver (the node MILP falls back from HiGHS to CBC).
+
+        Args:
+            p: the decision's problem.
+        """
         if self.solver == "count":
             return solve_counts_dp(p)
         res = solve_node_milp(p, solver=self.milp_solver, time_limit_s=self.time_limit_s)
@@ -206,7 +237,14 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
         return res
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """Solve and realise."""
+        """Solve and realise; with the MILP and no proven optimum, keep the previous map.
+
+        Args:
+            view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+
+        Returns:
+            The node map of the solution.
+        """
         p = self.problem(view)
         res = self.solve(p)
         self.last = res
@@ -229,7 +267,12 @@ class FreeTrainAware(FreeTrainPolicy):
     name = "freetrain-aware"
 
     def curves(self, view: SchedulerView, jobs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Declared curves divided by the slowest of the n fastest idle nodes for the class."""
+        """Declared curves divided by the slowest of the n fastest idle nodes for the class.
+
+        Args:
+            view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+            jobs: the admitted jobs' indices.
+        """
         base = super().curves(view, jobs)
         idle = np.flatnonzero(view.available)
         out = []

@@ -51,7 +51,16 @@ from mtgym.sim.view import InfoMode, SchedulerView
 
 @dataclass
 class JobProfile:
-    """What the JPA knows about one job."""
+    """What the JPA knows about one job.
+
+    Attributes:
+        measured: node count -> measured samples/s.
+        probes: sizes still to probe, largest first (None: not planned yet).
+        probing: (size, time its steady rate was first seen) of the probe under way.
+        cost_up, cost_down: measured rescale pauses in seconds (None: not measured).
+        change: (t, progress, count, "up"/"down", rate before) of a resize whose cost is
+            being measured.
+    """
 
     measured: dict[int, float] = field(default_factory=dict)  # node count -> samples/s
     probes: list[int] | None = None  # sizes still to probe, largest first (None = not planned)
@@ -63,9 +72,19 @@ class JobProfile:
 
 
 class MalleTrainPolicy(Tunable, ScenarioTfwd):
-    """MalleTrain: JPA + FreeTrain's allocator; ``t_fwd=None``: the scenario's T_fwd;
-    ``max_jobs=None``: the admission cap scaled with the machine (``admission_cap``); knobs
-    ``max_jobs`` and ``t_fwd`` take the scenario's tuned values unless given or ``tuned=False``.
+    """MalleTrain: JPA + FreeTrain's allocator (see the module docstring).
+
+    Args:
+        t_fwd: seconds a new allocation is expected to last; None: the scenario's.
+        max_jobs: the admission cap; None: scaled with the machine (``admission_cap``).
+        probe_fractions: probe sizes as fractions of a job's maximum, each in (0, 1].
+        probe_s: seconds each probe is held after its pause ends.
+        default_cost_s: rescale cost assumed before any is measured or declared.
+        prior: ``"none"`` (measure everything) or ``"declared"`` (start from the users'
+            declarations, as MalleTrain's ``main`` branch).
+        probe: issue active probes (False needs ``prior="declared"``).
+        cap_at_measured: no count beyond a job's largest measured size (the SOS2 bound).
+        tuned: take the scenario's recorded ``max_jobs`` and ``t_fwd`` unless given.
     """
 
     name = "malletrain"
@@ -110,7 +129,11 @@ class MalleTrainPolicy(Tunable, ScenarioTfwd):
         self.probes_issued = 0  # probes started (a probe retried after losing its nodes counts)
 
     def reset(self, view: SchedulerView) -> None:
-        """Forget every profile."""
+        """Forget every profile.
+
+        Args:
+            view: the episode's first view (unused).
+        """
         self.jobs = {}
         self.last = None
         self.probes_issued = 0
@@ -121,12 +144,23 @@ class MalleTrainPolicy(Tunable, ScenarioTfwd):
         return {"max_jobs": self.max_jobs, "t_fwd": self.t_fwd_knob}
 
     def tuning_grid(self, episode: object) -> dict[str, list[object]]:
-        """maxJ, then T_fwd, as for FreeTrain (``FreeTrainPolicy.tuning_grid``)."""
+        """maxJ, then T_fwd, as for FreeTrain (``FreeTrainPolicy.tuning_grid``).
+
+        Args:
+            episode: the scenario's ``EpisodeSpec``.
+
+        Returns:
+            knob -> the values ``mtgym tune`` sweeps.
+        """
         return {"max_jobs": list(cap_grid(None, episode)), "t_fwd": list(self.t_fwd_grid(episode))}
 
     # -- the Job Profiling Advisor ---------------------------------------------------
     def observe(self, view: SchedulerView) -> None:
-        """Passive measurement of rates and of rescale pauses from progress reports."""
+        """Passive measurement of rates and of rescale pauses from progress reports.
+
+        Args:
+            view: the current view (its measured rates, counts and progress).
+        """
         t = view.time
         for j in np.flatnonzero(view.status == JobStatus.ACTIVE):
             prof = self.jobs.setdefault(int(j), JobProfile())
@@ -202,7 +236,14 @@ class MalleTrainPolicy(Tunable, ScenarioTfwd):
 
     # -- decision -----------------------------------------------------------------------
     def decide(self, view: SchedulerView) -> Allocation:
-        """Probe new jobs, then share the rest by FreeTrain's DP on measured curves."""
+        """Probe new jobs, then share the rest by FreeTrain's DP on measured curves.
+
+        Args:
+            view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+
+        Returns:
+            The node map: probing jobs at their probe size, the others at the DP's counts.
+        """
         self.observe(view)
         t = view.time
         admitted = admit(view, self.max_jobs)

@@ -41,14 +41,22 @@ class ScenarioTfwd:
         self.t_fwd = T_FWD_PAPER if t_fwd is None else float(t_fwd)
 
     def use_scenario_defaults(self, episode: object) -> None:
-        """Take ``episode.t_fwd_s`` (a scenario's ``EpisodeSpec``) unless t_fwd was given."""
+        """Take ``episode.t_fwd_s`` unless t_fwd was given.
+
+        Args:
+            episode: the scenario's ``EpisodeSpec`` (any object with ``t_fwd_s``).
+        """
         if not self.t_fwd_explicit:
             t = getattr(episode, "t_fwd_s", None)
             if t is not None:
                 self.t_fwd = float(t)
 
     def scenario_hook(self, episode: object) -> None:
-        """The scenario's T_fwd unless one was given or tuned (``Tunable``'s hook)."""
+        """The scenario's T_fwd unless one was given or tuned (``Tunable``'s hook).
+
+        Args:
+            episode: the scenario's ``EpisodeSpec``.
+        """
         ScenarioTfwd.use_scenario_defaults(self, episode)
 
     @property
@@ -58,7 +66,15 @@ class ScenarioTfwd:
 
     @staticmethod
     def t_fwd_grid(episode: object) -> list[float | None]:
-        """T_fwd values ``mtgym tune`` tries: the scenario's, then x 1/4, 1/2, 2 and 4 of it."""
+        """T_fwd values ``mtgym tune`` tries: the scenario's, then x 1/4, 1/2, 2 and 4 of it.
+
+        Args:
+            episode: the scenario's ``EpisodeSpec`` (its ``t_fwd_s``; the paper's 10 s
+                without one).
+
+        Returns:
+            None (the scenario's own), then the scaled values in seconds.
+        """
         from mtgym.policy.tunable import scaled
 
         t = float(getattr(episode, "t_fwd_s", T_FWD_PAPER))
@@ -66,7 +82,15 @@ class ScenarioTfwd:
 
 
 def dedupe_curve(nodes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Drop padding repeats and NaNs; keep breakpoints sorted by node count."""
+    """Drop padding repeats and NaNs; keep breakpoints sorted by node count.
+
+    Args:
+        nodes: a curve row's node counts (``view.curve_nodes[j]``), padded by repeats.
+        values: its values (``view.curve_tput[j]``).
+
+    Returns:
+        (nodes, values) of the distinct breakpoints, increasing in nodes.
+    """
     ok = ~np.isnan(values) & ~np.isnan(nodes)
     nodes, values = nodes[ok], values[ok]
     keep = np.concatenate(([True], np.diff(nodes) > 0)) if nodes.size else np.zeros(0, bool)
@@ -100,7 +124,18 @@ class CurveMemo:
     def get(
         self, view: SchedulerView, jobs: np.ndarray, key: Hashable, make: Callable[[int], Curve]
     ) -> list[Curve]:
-        """``[make(j) for j in jobs]``, made only for jobs not met with these rows and key."""
+        """``[make(j) for j in jobs]``, made only for jobs not met with these rows and key.
+
+        Args:
+            view: the view whose curve rows the results depend on.
+            jobs: the job indices, in the order of the results.
+            key: what else the results depend on (an objective's name); a new key drops
+                every result.
+            make: job index -> its (nodes, values) curve.
+
+        Returns:
+            One read-only curve per job of ``jobs``.
+        """
         nodes, tput = self._bits(view.curve_nodes), self._bits(view.curve_tput)
         if key != self.key or nodes.shape != self.nodes.shape or tput.shape != self.tput.shape:
             self.key, self.nodes, self.tput, self.out = key, nodes.copy(), tput.copy(), {}
@@ -154,7 +189,19 @@ def _flat(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[int]]:
 
 @dataclass
 class AllocProblem:
-    """One FreeTrain decision: admitted jobs x idle nodes."""
+    """One FreeTrain decision: admitted jobs x idle nodes (``build_problem`` makes it).
+
+    Attributes:
+        jobs: (J,) the admitted jobs' indices in the view.
+        nodes: (N,) the idle nodes' indices.
+        current: (J, N) bool, which idle node each job holds now (c[j, n]).
+        jmin, jmax: (J,) node-count bounds.
+        bp_nodes, bp_obj: per job, the breakpoints N_ji and objective values O_ji.
+        r_up, r_down: (J,) rescale costs in seconds.
+        rate: (J,) r_j = O_j(C_j) when C_j >= jmin, else 0 (what a rescale loses per second).
+        t_fwd: seconds a new allocation is expected to last.
+        capacity: nodes the jobs may use (None: every idle node).
+    """
 
     jobs: np.ndarray  # (J,) job indices in the view
     nodes: np.ndarray  # (N,) idle node indices
@@ -180,7 +227,12 @@ class AllocProblem:
         return self.current.sum(axis=1)
 
     def obj_at(self, j: int, n: np.ndarray | float) -> np.ndarray:
-        """O_j(n) by linear interpolation of the breakpoints (-inf outside them)."""
+        """O_j(n) by linear interpolation of the breakpoints (-inf outside them).
+
+        Args:
+            j: the job's position in ``jobs``.
+            n: node counts.
+        """
         x, y = self.bp_nodes[j], self.bp_obj[j]
         n = np.asarray(n, dtype=np.float64)
         if x.size == 0:
@@ -189,7 +241,14 @@ class AllocProblem:
         return np.where((n < x[0]) | (n > x[-1]), -np.inf, v)
 
     def feasible_counts(self, j: int) -> np.ndarray:
-        """Counts job j may get: {0} U [jmin, jmax], within its breakpoints and the nodes."""
+        """Counts job j may get: {0} U [jmin, jmax], within its breakpoints and the nodes.
+
+        Args:
+            j: the job's position in ``jobs``.
+
+        Returns:
+            The counts, increasing (int64).
+        """
         x = self.bp_nodes[j]
         hi = int(min(self.jmax[j], self.cap, x[-1] if x.size else 0))
         lo = int(max(self.jmin[j], x[0] if x.size else 1, 1))
@@ -198,7 +257,12 @@ class AllocProblem:
         return np.array(out, dtype=np.int64)
 
     def job_values(self, j: int, n: np.ndarray) -> np.ndarray:
-        """The objective term of job j at counts n: T_fwd O_j(n) - rescale loss."""
+        """The objective term of job j at counts n: T_fwd O_j(n) - rescale loss.
+
+        Args:
+            j: the job's position in ``jobs``.
+            n: node counts (an array).
+        """
         C = self.counts[j]
         loss = np.where(n > C, self.r_up[j], np.where(n < C, self.r_down[j], 0.0)) * self.rate[j]
         return self.t_fwd * self.obj_at(j, n) - loss
@@ -258,7 +322,19 @@ def build_problem(
     r_down: np.ndarray,
     t_fwd: float,
 ) -> AllocProblem:
-    """Assemble the problem for ``jobs`` with the given objective curves and costs."""
+    """Assemble the problem for ``jobs`` with the given objective curves and costs.
+
+    Args:
+        view: the decision's view (idle nodes, the current map, node-count bounds).
+        jobs: the admitted jobs' indices, in priority order.
+        curves: per job, its objective curve (nodes, values).
+        r_up, r_down: per job, the rescale costs in seconds (NaN and infinities are
+            replaced as ``np.nan_to_num`` does).
+        t_fwd: seconds a new allocation is expected to last.
+
+    Returns:
+        The ``AllocProblem`` over every idle node.
+    """
     nodes = np.flatnonzero(view.available)
     current = view.node_job[nodes][None, :] == jobs[:, None]
     bp_nodes = [c[0] for c in curves]

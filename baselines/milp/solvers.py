@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,18 @@ KEEP_TIE_BONUS = 1e-9
 
 @dataclass
 class SolveResult:
-    """A solver's answer: counts per admitted job, the objective, and how it went."""
+    """A solver's answer: counts per admitted job, the objective, and how it went.
+
+    Attributes:
+        counts: (J,) node count per admitted job.
+        objective: the solution's value (``AllocProblem.objective``).
+        status: "optimal", "feasible" (time limit), "infeasible", "unavailable" or
+            "failed: ...".
+        solve_s: wall seconds the solve took.
+        node_map: (J, N) bool, the node-level MILP's map (None from the DP).
+        gap: the MILP's relative gap when only feasible, else 0.
+        solver: which solver answered.
+    """
 
     counts: np.ndarray  # (J,) node count per job
     objective: float
@@ -58,14 +70,18 @@ def solve_counts_dp(p: AllocProblem) -> SolveResult:
     same floating-point operations and tie-breaks (the first maximum, as ``np.argmax``) as
     the NumPy recurrence ``_solve_counts_dp_numpy``, which answers the inputs the kernel
     does not take (breakpoints not finite and increasing, non-integer bounds).
+
+    Args:
+        p: the decision's problem.
+
+    Returns:
+        An optimal count vector (ties go to no change).
     """
     t0 = time.perf_counter()
     pk = p.packed()
     if not pk.ok or (p.jobs.size > 0 and pk.ys.size == 0):  # (the latter raises there)
         return _solve_counts_dp_numpy(p)
-    scale = 1.0 + float(
-        np.max(np.abs(p.t_fwd * np.concatenate([b for b in p.bp_obj] or [np.zeros(1)])))
-    )
+    scale = _tie_scale(p)
     counts, objective, status = dp_kernel.count_dp(
         pk.off, pk.xs, pk.ys, pk.jmin, pk.jmax, pk.C, pk.r_up, pk.r_down, pk.rate,
         pk.t_fwd, KEEP_TIE_BONUS * scale, int(p.cap),
@@ -74,6 +90,13 @@ def solve_counts_dp(p: AllocProblem) -> SolveResult:
         return _solve_counts_dp_numpy(p)
     # objective: p.objective(counts), computed in the kernel
     return SolveResult(counts, float(objective), "optimal", time.perf_counter() - t0)
+
+
+def _tie_scale(p: AllocProblem) -> float:
+    """1 + the largest |T_fwd x curve value|: ``KEEP_TIE_BONUS`` is relative to it."""
+    return 1.0 + float(
+        np.max(np.abs(p.t_fwd * np.concatenate([b for b in p.bp_obj] or [np.zeros(1)])))
+    )
 
 
 def _solve_counts_dp_numpy(p: AllocProblem) -> SolveResult:
@@ -85,9 +108,7 @@ def _solve_counts_dp_numpy(p: AllocProblem) -> SolveResult:
     best[0] = 0.0  # best[c]: value with exactly c nodes used by the jobs so far
     choice = np.zeros((J, N + 1), dtype=np.int64)
     C = p.counts
-    scale = 1.0 + float(
-        np.max(np.abs(p.t_fwd * np.concatenate([b for b in p.bp_obj] or [np.zeros(1)])))
-    )
+    scale = _tie_scale(p)
     for j in range(J):
         opts = p.feasible_counts(j)
         if opts.size == 0:
@@ -126,30 +147,83 @@ def solve_node_milp(
     job by more than about half the idle nodes in one decision; and for the min-or-zero rows
     when ``jmin > |N| + 1``. We use ``M = max(|N|, jmin, jmax) + 1`` and ``2M`` in the
     no-migration rows; ``bigm_quirk=True`` reproduces the artifact.
-    """
-    import pulp
 
+    Args:
+        p: the decision's problem.
+        solver: ``"highs"`` or ``"cbc"`` (through PuLP).
+        time_limit_s: the solver's time limit.
+        gap_rel: the relative MIP gap to stop at (None: the solver's default).
+        bigm_quirk: the artifact's Big-M (see above).
+
+    Returns:
+        The counts and node map when a solution was found, else the current counts with
+        the status.
+    """
     t0 = time.perf_counter()
     J, N = p.jobs.size, p.nodes.size
     if J == 0:
         return SolveResult(
             np.zeros(0, dtype=np.int64), 0.0, "optimal", 0.0, np.zeros((0, N), bool), solver=solver
         )
-    M = N + 1 if bigm_quirk else int(max(N, p.jmin.max(), p.jmax.max())) + 1
-    M2 = M if bigm_quirk else 2 * M  # no-migration rows
     C = p.counts
-    prob = pulp.LpProblem("freetrain", pulp.LpMaximize)
-    x = {(j, n): prob.add_variable(f"x_{j}_{n}", cat="Binary") for j in range(J) for n in range(N)}
-    z = {(j, n): prob.add_variable(f"z_{j}_{n}", cat="Binary") for j in range(J) for n in range(N)}
-    a = [prob.add_variable(f"a_{j}", cat="Binary") for j in range(J)]
-    b = [prob.add_variable(f"b_{j}", cat="Binary") for j in range(J)]
-    m = [prob.add_variable(f"m_{j}", cat="Binary") for j in range(J)]
-    u = [prob.add_variable(f"u_{j}", cat="Binary") for j in range(J)]
-    d = [prob.add_variable(f"d_{j}", cat="Binary") for j in range(J)]
-    S = []
-    for j in range(J):
+    milp = _NodeMilp(p, bigm_quirk)
+    status, gap = _solve_pulp(milp.prob, solver, time_limit_s, gap_rel)
+    elapsed = time.perf_counter() - t0
+    if status not in ("optimal", "feasible"):
+        return SolveResult(C.copy(), p.objective(C), status, elapsed, solver=solver)
+    x = milp.x
+    xm = np.array([[round(x[j, n].value() or 0) for n in range(N)] for j in range(J)], dtype=bool)
+    counts = xm.sum(axis=1).astype(np.int64)
+    return SolveResult(
+        counts,
+        p.objective(counts),
+        status,
+        elapsed,
+        xm,
+        gap if status == "feasible" else 0.0,
+        solver,
+    )
+
+
+class _NodeMilp:
+    """FreeTrain's node-level MILP of ``p`` as a PuLP problem (``prob``); ``x[j, n]`` is 1
+    when node n runs job j.
+    """
+
+    def __init__(self, p: AllocProblem, bigm_quirk: bool) -> None:
+        import pulp
+
+        self.p = p
+        J, N = p.jobs.size, p.nodes.size
+        self.N = N
+        self.M = N + 1 if bigm_quirk else int(max(N, p.jmin.max(), p.jmax.max())) + 1
+        self.M2 = self.M if bigm_quirk else 2 * self.M  # no-migration rows
+        self.prob = prob = pulp.LpProblem("freetrain", pulp.LpMaximize)
+        binary = lambda name: prob.add_variable(name, cat="Binary")  # noqa: E731
+        self.x = {(j, n): binary(f"x_{j}_{n}") for j in range(J) for n in range(N)}
+        self.z = {(j, n): binary(f"z_{j}_{n}") for j in range(J) for n in range(N)}
+        self.a = [binary(f"a_{j}") for j in range(J)]
+        self.b = [binary(f"b_{j}") for j in range(J)]
+        self.m = [binary(f"m_{j}") for j in range(J)]
+        self.u = [binary(f"u_{j}") for j in range(J)]
+        self.d = [binary(f"d_{j}") for j in range(J)]
+        S = [self._add_job(j) for j in range(J)]
+        # 3: one job per node
+        for n in range(N):
+            prob += pulp.lpSum(self.x[j, n] for j in range(J)) <= 1
+        prob += pulp.lpSum(p.t_fwd * S[j] for j in range(J)) - pulp.lpSum(
+            (float(p.r_up[j]) * self.u[j] + float(p.r_down[j]) * self.d[j]) * float(p.rate[j])
+            for j in range(J)
+        )
+
+    def _add_job(self, j: int) -> Any:
+        """Job j's rows; returns its objective term (the curve at its node count)."""
+        import pulp
+
+        p, prob, x, z, M, N = self.p, self.prob, self.x, self.z, self.M, self.N
+        a, b, m, u, d = self.a, self.b, self.m, self.u, self.d
         nj = pulp.lpSum(x[j, n] for n in range(N))
-        cj = int(C[j])
+        cj = int(p.counts[j])
         # 1-2: min-or-zero, max-or-zero
         prob += nj >= int(p.jmin[j]) - M * a[j]
         prob += nj <= M * (1 - a[j])
@@ -164,38 +238,48 @@ def solve_node_milp(
             prob += z[j, n] <= 2 - x[j, n] - c
         zs = pulp.lpSum(z[j, n] for n in range(N))
         # 5: no migration: every changed cell is an addition, or every one a removal
-        prob += nj - cj >= zs - M2 * m[j]
-        prob += nj - cj <= -zs + M2 * (1 - m[j])
-        # 6: piecewise-linear curve (SOS2 as segment binaries)
-        xs, ys = p.bp_nodes[j], p.bp_obj[j]
-        if xs.size == 0:
-            prob += nj == 0
-            S.append(0)
-        elif xs.size == 1:
-            prob += nj == int(xs[0])
-            S.append(float(ys[0]))
-        else:
-            K = xs.size
-            w = [prob.add_variable(f"w_{j}_{i}", lowBound=0, upBound=1) for i in range(K)]
-            s = [prob.add_variable(f"s_{j}_{i}", cat="Binary") for i in range(K - 1)]
-            prob += pulp.lpSum(w) == 1
-            prob += pulp.lpSum(s) == 1
-            for i in range(K):
-                adj = ([s[i - 1]] if i > 0 else []) + ([s[i]] if i < K - 1 else [])
-                prob += w[i] <= pulp.lpSum(adj)
-            prob += nj == pulp.lpSum(float(xs[i]) * w[i] for i in range(K))
-            S.append(pulp.lpSum(float(ys[i]) * w[i] for i in range(K)))
+        prob += nj - cj >= zs - self.M2 * m[j]
+        prob += nj - cj <= -zs + self.M2 * (1 - m[j])
+        s_j = self._add_curve(j, nj)
         # 7-8: up/down indicators
         prob += nj <= cj + (M - cj) * u[j]
         prob += nj >= (cj + 1) * u[j]
         prob += nj <= (cj - 1) + (M - cj + 1) * (1 - d[j])
         prob += nj >= cj * (1 - d[j])
-    # 3: one job per node
-    for n in range(N):
-        prob += pulp.lpSum(x[j, n] for j in range(J)) <= 1
-    prob += pulp.lpSum(p.t_fwd * S[j] for j in range(J)) - pulp.lpSum(
-        (float(p.r_up[j]) * u[j] + float(p.r_down[j]) * d[j]) * float(p.rate[j]) for j in range(J)
-    )
+        return s_j
+
+    def _add_curve(self, j: int, nj: Any) -> Any:
+        """6: job j's piecewise-linear curve (SOS2 as segment binaries) at ``nj`` nodes."""
+        import pulp
+
+        prob = self.prob
+        xs, ys = self.p.bp_nodes[j], self.p.bp_obj[j]
+        if xs.size == 0:
+            prob += nj == 0
+            return 0
+        if xs.size == 1:
+            prob += nj == int(xs[0])
+            return float(ys[0])
+        K = xs.size
+        w = [prob.add_variable(f"w_{j}_{i}", lowBound=0, upBound=1) for i in range(K)]
+        s = [prob.add_variable(f"s_{j}_{i}", cat="Binary") for i in range(K - 1)]
+        prob += pulp.lpSum(w) == 1
+        prob += pulp.lpSum(s) == 1
+        for i in range(K):
+            adj = ([s[i - 1]] if i > 0 else []) + ([s[i]] if i < K - 1 else [])
+            prob += w[i] <= pulp.lpSum(adj)
+        prob += nj == pulp.lpSum(float(xs[i]) * w[i] for i in range(K))
+        return pulp.lpSum(float(ys[i]) * w[i] for i in range(K))
+
+
+def _solve_pulp(
+    prob: Any, solver: str, time_limit_s: float, gap_rel: float | None
+) -> tuple[str, float]:
+    """Solve ``prob`` with HiGHS or CBC: the status ("optimal", "feasible", "infeasible",
+    "unavailable" or "failed...") and HiGHS's relative MIP gap (NaN otherwise).
+    """
+    import pulp
+
     status, gap = "failed", float("nan")
     try:
         if solver == "highs":
@@ -205,9 +289,7 @@ def solve_node_milp(
         else:
             raise ValueError(f"solver {solver!r} is not 'highs' or 'cbc'")
         if not sv.available():
-            return SolveResult(
-                C.copy(), p.objective(C), "unavailable", time.perf_counter() - t0, solver=solver
-            )
+            return "unavailable", gap
         prob.solve(sv)
         # PuLP reports "Optimal" for any feasible solution under a time limit: read sol_status.
         if prob.sol_status == pulp.LpSolutionOptimal:
@@ -223,17 +305,4 @@ def solve_node_milp(
                 gap = float("nan")
     except Exception as exc:  # a broken solver must not break the episode
         status = f"failed: {type(exc).__name__}"
-    elapsed = time.perf_counter() - t0
-    if status not in ("optimal", "feasible"):
-        return SolveResult(C.copy(), p.objective(C), status, elapsed, solver=solver)
-    xm = np.array([[round(x[j, n].value() or 0) for n in range(N)] for j in range(J)], dtype=bool)
-    counts = xm.sum(axis=1).astype(np.int64)
-    return SolveResult(
-        counts,
-        p.objective(counts),
-        status,
-        elapsed,
-        xm,
-        gap if status == "feasible" else 0.0,
-        solver,
-    )
+    return status, gap

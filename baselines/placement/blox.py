@@ -39,7 +39,17 @@ ORDERS = ("fifo", "las", "srtf")
 
 
 def packed_select(free: np.ndarray, host: np.ndarray, g: int) -> np.ndarray | None:
-    """Blox's packer: g of the ``free`` units (ascending ids) with hosts ``host``."""
+    """Blox's packer: g of the ``free`` units (ascending ids) with hosts ``host``.
+
+    Args:
+        free: the free units' ids, ascending.
+        host: (len(free),) each free unit's host.
+        g: units wanted.
+
+    Returns:
+        The chosen units (an exact-fit host, else the best-fit host, else the fullest
+        hosts), or None when fewer than g are free.
+    """
     if g <= 0 or free.size < g:
         return None
     hosts, counts = np.unique(host, return_counts=True)
@@ -78,7 +88,11 @@ class _BloxPolicy(Tunable):
         self.tuned = bool(tuned)
 
     def tuning_grid(self, episode: object) -> dict[str, list[object]]:
-        """Stickiness, then the job order (Blox's two knobs; defaults first)."""
+        """Stickiness, then the job order (Blox's two knobs; defaults first).
+
+        Args:
+            episode: the scenario's ``EpisodeSpec`` (unused: the grid is fixed).
+        """
         return {"sticky": [True, False], "order": list(ORDERS)}
 
     @property
@@ -90,10 +104,21 @@ class _BloxPolicy(Tunable):
         raise NotImplementedError
 
     def reset(self, view: SchedulerView) -> None:
-        """Nothing to reset (Random re-seeds)."""
+        """Nothing to reset (Random re-seeds).
+
+        Args:
+            view: the episode's first view (unused).
+        """
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """Place the active jobs in order (see the module docstring)."""
+        """Place the active jobs in order (see the module docstring).
+
+        Args:
+            view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+
+        Returns:
+            The node map; a job that does not fit waits.
+        """
         jobs = job_order(view, self.order)
         need = demands(view, jobs)
         hosts = host_of(view.topology_coords)
@@ -162,7 +187,11 @@ class RandomPolicy(_BloxPolicy):
         self._rng = np.random.default_rng(seed)
 
     def reset(self, view: SchedulerView) -> None:
-        """Restart the generator, so every episode draws the same way."""
+        """Restart the generator, so every episode draws the same way.
+
+        Args:
+            view: the episode's first view (unused).
+        """
         self._rng = np.random.default_rng(self.seed)
 
     def _select(self, free: np.ndarray, host: np.ndarray, g: int) -> np.ndarray | None:

@@ -17,7 +17,14 @@ ORDERS = ("fifo", "las", "srtf")
 
 
 def check_order(order: str) -> str:
-    """Validate an ``order`` argument (raises ``ValueError``)."""
+    """Validate an ``order`` argument (raises ``ValueError``).
+
+    Args:
+        order: ``"fifo"``, ``"las"`` or ``"srtf"``.
+
+    Returns:
+        ``order``, when valid.
+    """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     return order
@@ -29,6 +36,13 @@ def job_order(view: SchedulerView, order: str = "fifo") -> np.ndarray:
     ``fifo``: by submission time; ``las``: least attained service (``progress``) first;
     ``srtf``: shortest remaining work (``work - progress``) first. Ties: submission time,
     then index.
+
+    Args:
+        view: the current view.
+        order: ``"fifo"``, ``"las"`` or ``"srtf"`` (which needs the jobs' work).
+
+    Returns:
+        The active jobs' indices in that order.
     """
     active = np.flatnonzero(view.status == JobStatus.ACTIVE)
     if active.size == 0:
@@ -49,18 +63,31 @@ def job_order(view: SchedulerView, order: str = "fifo") -> np.ndarray:
 
 
 def demands(view: SchedulerView, jobs: np.ndarray) -> np.ndarray:
-    """GPUs (units) each job asks for: its ``min_nodes`` (rigid jobs have min == max)."""
+    """GPUs (units) each job asks for: its ``min_nodes`` (rigid jobs have min == max).
+
+    Args:
+        view: the current view.
+        jobs: the jobs' indices.
+    """
     return view.min_nodes[jobs].astype(np.int64)
 
 
 def host_of(topology_coords: np.ndarray) -> np.ndarray:
-    """(N,) host id of every unit: the level-1 group, or the unit itself without one."""
+    """(N,) host id of every unit: the level-1 group, or the unit itself without one.
+
+    Args:
+        topology_coords: (N, L) each unit's group at every topology level.
+    """
     c = np.asarray(topology_coords)
     return c[:, 1] if c.shape[1] >= 3 else c[:, 0]
 
 
 def running_sets(view: SchedulerView) -> dict[int, np.ndarray]:
-    """Units each running job holds now (available units only), by job."""
+    """Units each running job holds now (available units only), by job.
+
+    Args:
+        view: the current view.
+    """
     held = np.flatnonzero(view.available & (view.node_job >= 0))
     owners = view.node_job[held]
     return {int(j): held[owners == j] for j in np.unique(owners)}
@@ -74,6 +101,12 @@ def class_priority_reorder(
     The prefix of ``jobs`` whose cumulative demand fits in ``capacity`` is stable-sorted by
     class (A, B, C, D: the most variability-sensitive pick first); the rest follows in the
     original order.
+
+    Args:
+        jobs: the jobs' indices, in priority order.
+        demand: units each job asks for.
+        app_class: (J,) every job's class.
+        capacity: the free units.
 
     Returns:
         The reordered jobs and their demands.

@@ -150,7 +150,15 @@ def silhouette_1d(x: np.ndarray, labels: np.ndarray) -> float:
 
 
 def outlier_mask(x: np.ndarray, threshold: float = OUTLIER_SD) -> np.ndarray:
-    """PAL's outliers: ``x > mean + threshold x sd`` (sample sd, ddof = 1, as pandas)."""
+    """PAL's outliers: ``x > mean + threshold x sd`` (sample sd, ddof = 1, as pandas).
+
+    Args:
+        x: the values (slowdown factors).
+        threshold: how many standard deviations above the mean make an outlier.
+
+    Returns:
+        A bool mask of ``x``'s shape (none with fewer than two values).
+    """
     x = np.asarray(x, dtype=np.float64)
     if x.size < 2:
         return np.zeros(x.shape, dtype=bool)
@@ -203,7 +211,11 @@ def class_slowdown_levels(
 # The L x V matrix
 # ---------------------------------------------------------------------------------------
 def locality_levels(locality_factor: np.ndarray) -> list[tuple[int, float]]:
-    """(spread level, lambda) for every level >= 1 of a topology (the rows of L)."""
+    """(spread level, lambda) for every level >= 1 of a topology (the rows of L).
+
+    Args:
+        locality_factor: (L,) the slowdown of a job spread at each topology level.
+    """
     lf = np.asarray(locality_factor, dtype=np.float64)
     return [(lvl, float(lf[lvl])) for lvl in range(1, lf.size)]
 

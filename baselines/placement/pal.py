@@ -51,6 +51,7 @@ whose set is unchanged is not touched.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -145,7 +146,19 @@ class _Cluster:
 def pal_select(
     free: np.ndarray, cls: int, g: int, lxv: LxV, cluster: _Cluster
 ) -> np.ndarray | None:
-    """PAL's choice of g units among ``free`` (ascending unit ids) for a class-``cls`` job."""
+    """PAL's choice of g units among ``free`` (ascending unit ids) for a class-``cls`` job:
+    the first (slowdown level, spread level) of the L x V order that can hold them.
+
+    Args:
+        free: the free units' ids, ascending.
+        cls: the job's application class (a column of ``lxv.sf``).
+        g: units wanted.
+        lxv: the cluster's L x V tables.
+        cluster: the cluster's hosts, groups and group capacities.
+
+    Returns:
+        The chosen units, or None when no g units qualify.
+    """
     if g <= 0 or free.size < g:
         return None
     sf = lxv.sf[free, cls]
@@ -171,7 +184,9 @@ def pal_select(
 def pm_first_unit_select(
     free: np.ndarray, cls: int, g: int, lxv: LxV, cluster: _Cluster
 ) -> np.ndarray | None:
-    """PM-First's choice: the PM-First rule on all free units."""
+    """PM-First's choice: the PM-First rule on all free units; arguments and result as
+    ``pal_select``'s.
+    """
     if g <= 0 or free.size < g:
         return None
     return pm_first_select(free, lxv.sf[free, cls], cluster.host[free], g)
@@ -215,26 +230,29 @@ def pal_place(
     *,
     lxv: LxV,
     reorder: bool = True,
+    rule: str = "pal",
 ) -> np.ndarray:
     """One PAL round: a node map placing ``jobs`` (priority order) on all available units.
 
     Every available unit is a candidate (non-sticky); with ``reorder`` the fitting prefix is
     sorted by class first; the round stops at the first job that cannot be placed. Jobs with
     demand 0 are skipped. Returns (N,) int32, -1 = idle.
+
+    Args:
+        view: the current view.
+        jobs: the jobs to place, in priority order.
+        demands: units each job asks for.
+        lxv: the cluster's L x V tables.
+        reorder: apply PAL's class-priority reorder to the fitting prefix.
+        rule: ``"pal"`` (``pal_select``) or ``"pm-first"`` (``pm_first_unit_select`` for
+            every job: ``pm_first_place``).
     """
-    return _place(pal_select, view, jobs, demands, lxv, reorder)
+    return _place(_RULES[rule], view, jobs, demands, lxv, reorder)
 
 
-def pm_first_place(
-    view: SchedulerView,
-    jobs: np.ndarray,
-    demands: np.ndarray,
-    *,
-    lxv: LxV,
-    reorder: bool = True,
-) -> np.ndarray:
-    """One PM-First round (as ``pal_place``, with the PM-First rule for every job)."""
-    return _place(pm_first_unit_select, view, jobs, demands, lxv, reorder)
+_RULES = {"pal": pal_select, "pm-first": pm_first_unit_select}
+#: One PM-First round: ``pal_place`` with the PM-First rule for every job.
+pm_first_place = functools.partial(pal_place, rule="pm-first")
 
 
 # ---------------------------------------------------------------------------------------
@@ -270,7 +288,11 @@ class _Placer:
         self._cache = _LxVCache(pal_k_quirk=pal_k_quirk, seed=seed)
 
     def lxv(self, view: SchedulerView) -> LxV:
-        """The (cached) L x V tables of the view's cluster."""
+        """The (cached) L x V tables of the view's cluster.
+
+        Args:
+            view: a view of the cluster.
+        """
         return self._cache.get(view)
 
     def place(self, view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -278,6 +300,11 @@ class _Placer:
 
         Non-sticky (PAL re-places every job each round); the class-priority reorder decides
         who picks first. Raises ``ValueError`` when the counts exceed the available units.
+
+        Args:
+            view: the current view.
+            jobs: the jobs' indices, in priority order.
+            counts: units for each of ``jobs``.
         """
         counts = np.asarray(counts, dtype=np.int64)
         total, n_free = int(counts.sum()), int(np.count_nonzero(view.available))
@@ -287,13 +314,22 @@ class _Placer:
 
 
 class PALPlacer(_Placer):
-    """PAL's placement for an allocator that decides the counts (``pack_targets``' role)."""
+    """PAL's placement for an allocator that decides the counts (``pack_targets``' role).
+
+    Args:
+        pal_k_quirk: K1 = 2 as in PAL's code (else a silhouette scan over 2..10).
+        seed: the K-means seed (PAL: ``random_state=1``).
+    """
 
     _place = staticmethod(pal_place)
 
 
 class PMFirstPlacer(_Placer):
-    """PM-First's placement for an allocator that decides the counts."""
+    """PM-First's placement for an allocator that decides the counts.
+
+    Args:
+        pal_k_quirk, seed: as for ``PALPlacer`` (they shape the L x V tables).
+    """
 
     _place = staticmethod(pm_first_place)
 
@@ -329,6 +365,9 @@ class _RoundPolicy(Tunable):
     def tuning_grid(self, episode: object) -> dict[str, list[object]]:
         """The round length (PAL's 360 s, 60, 120, 900, 1,800 s, every event), then the job
         order (FIFO, LAS, SRTF: the orders of PAL's simulator).
+
+        Args:
+            episode: the scenario's ``EpisodeSpec`` (unused: the grid is fixed).
         """
         return {
             "round_s": [ROUND_S, 60.0, 120.0, 900.0, 1800.0, None],
@@ -336,20 +375,35 @@ class _RoundPolicy(Tunable):
         }
 
     def reset(self, view: SchedulerView) -> None:
-        """Build the L x V tables (PAL: at GPU registration); the round grid starts now."""
+        """Build the L x V tables (PAL: at GPU registration); the round grid starts now.
+
+        Args:
+            view: the episode's first view.
+        """
         self._cache.get(view)
         self._t0 = float(view.time)
         self._next_round = 0
 
     def in_round(self, time: float) -> bool:
-        """Whether a new round has started by ``time`` (always, without ``round_s``)."""
+        """Whether a new round has started by ``time`` (always, without ``round_s``).
+
+        Args:
+            time: the simulated time, seconds.
+        """
         if self.round_s is None or self._t0 is None:
             return True
         # 1e-9 rounds: a driver stepping t0 + round_s at a time may land a hair short of k
         return (time - self._t0) / self.round_s >= self._next_round - 1e-9
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """Re-place every active job at a round boundary; keep the allocation in between."""
+        """Re-place every active job at a round boundary; keep the allocation in between.
+
+        Args:
+            view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
+
+        Returns:
+            The node map of the round (rigid jobs: each gets its demand or waits).
+        """
         if self._t0 is None:
             self._t0 = float(view.time)
         if not self.in_round(view.time):
@@ -378,7 +432,11 @@ class PALPolicy(_RoundPolicy):
 
 
 class PMFirstPolicy(_RoundPolicy):
-    """PM-First: PAL's round with the PM-First rule (fastest sf level, best-fit host)."""
+    """PM-First: PAL's round with the PM-First rule (fastest sf level, best-fit host).
+
+    Args:
+        order, round_s, pal_k_quirk, seed: as for ``PALPolicy``.
+    """
 
     name = "pm-first"
     _place = staticmethod(pm_first_place)

@@ -53,6 +53,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -209,6 +210,24 @@ def run_one(
     return episode_row(instance, res, seed)
 
 
+@dataclass(frozen=True)
+class RayOutput:
+    """What ``evaluate_ray`` writes and shows.
+
+    Attributes:
+        out: folder for ``results.json`` and TensorBoard runs, as ``evaluate`` writes them
+            (None: nothing is written).
+        progress: show a progress bar.
+        table: print the comparison table.
+        reference: the policy the others are compared with (the table's and the results').
+    """
+
+    out: Path | None = None
+    progress: bool = False
+    table: bool = False
+    reference: str | None = None
+
+
 def evaluate_ray(
     scenario: str,
     policy_names: Sequence[str],
@@ -217,10 +236,7 @@ def evaluate_ray(
     address: str | None = None,
     decision_interval_s: float | None = None,
     num_cpus: int | None = None,
-    out: Path | None = None,
-    progress: bool = False,
-    table: bool = False,
-    reference: str | None = None,
+    output: RayOutput | None = None,
     hindsight: bool = True,
 ) -> list[PolicyRun]:
     """Run every policy on every seed as Ray tasks; the same ``PolicyRun``s as ``evaluate``.
@@ -228,11 +244,13 @@ def evaluate_ray(
     ``policy_names`` are registry names (``agent:PATH`` too) and ``scenario`` a scenario name
     or file, both checked here before any task starts (``KeyError``, ``ScenarioError``,
     ``FileNotFoundError`` as in the local backend). ``num_cpus`` sizes a local cluster (one
-    CPU per task). ``out`` writes ``results.json`` and TensorBoard runs like ``evaluate``;
-    ``progress`` shows a progress bar and ``table`` prints the comparison table (the CLI
-    turns both on). ``hindsight``: each seed's hindsight bound as one more task per seed
-    (``mtgym.evaluate.episode_bound``), set in every row of that seed (``add_bound``).
+    CPU per task). ``output`` says what is written and shown (``RayOutput``; nothing by
+    default; the CLI shows the progress bar and the table). ``hindsight``: each seed's
+    hindsight bound as one more task per seed (``mtgym.evaluate.episode_bound``), set in
+    every row of that seed (``add_bound``).
     """
+    o = output or RayOutput()
+    out, progress, table, reference = o.out, o.progress, o.table, o.reference
     from mtgym.evaluate import (
         PolicyRun,
         add_bound,

@@ -522,22 +522,39 @@ def suite_scores(
     return out
 
 
+@dataclass(frozen=True)
+class Bootstrap:
+    """The bootstrap settings of ``score_split``.
+
+    Attributes:
+        level: confidence level of the intervals.
+        n_boot: replications of the per-scenario and suite intervals.
+        seed: seed of every bootstrap.
+        agg_reps: replications of the aggregates (``mtgym.benchmark.aggregates``).
+    """
+
+    level: float = stats.LEVEL
+    n_boot: int = stats.N_BOOT
+    seed: int = stats.SEED
+    agg_reps: int = aggregates.REPS
+
+
 def score_split(
     split: Split,
     results: Sequence[ScenarioRuns],
     policies: Sequence[str],
     *,
     quick: bool = False,
-    level: float = stats.LEVEL,
-    n_boot: int = stats.N_BOOT,
-    seed: int = stats.SEED,
-    agg_reps: int = aggregates.REPS,
+    bootstrap: Bootstrap | None = None,
     references: dict[str, str] | None = None,
 ) -> BenchmarkResult:
     """Per-scenario scores, the suite score of every policy and its aggregates
-    (``mtgym.benchmark.aggregates``, ``agg_reps`` bootstrap replications). ``references``:
-    scenario -> its recorded reference (``mtgym.benchmark.references``).
+    (``mtgym.benchmark.aggregates``), with the ``bootstrap`` settings (the defaults when
+    None). ``references``: scenario -> its recorded reference
+    (``mtgym.benchmark.references``).
     """
+    b = bootstrap or Bootstrap()
+    level, n_boot, seed = b.level, b.n_boot, b.seed
     kw = {"level": level, "n_boot": n_boot, "seed": seed}
     refs = references or {}
     scores = [score_scenario(sr, policies, reference=refs.get(sr.scenario), **kw) for sr in results]
@@ -551,6 +568,6 @@ def score_split(
         n_boot=n_boot,
         boot_seed=seed,
         aggregates=aggregates.compute(
-            results, scores, policies, level=level, reps=agg_reps, seed=seed
+            results, scores, policies, level=level, reps=b.agg_reps, seed=seed
         ),
     )

@@ -28,25 +28,21 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import importlib.util
 import os
+import runpy
 import sys
 from pathlib import Path
 
 
 def _sibling(stem: str):
     """The bridge's ``<stem>.py`` loaded by path (once per process), without importing the
-    ``mtgym`` package and its heavy dependencies into the workers.
+    ``mtgym`` package and its heavy dependencies into the workers (``siblings.load``).
     """
-    name = f"_mtgym_bridge_{stem}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return _load_sibling(stem)
+
+
+#: ``mtgym.bridge.siblings.load``, reached by path (this file runs as a script).
+_load_sibling = runpy.run_path(str(Path(__file__).with_name("siblings.py")))["load"]
 
 
 def _worker_module():

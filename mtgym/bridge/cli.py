@@ -321,6 +321,15 @@ def add_bridge_commands(subparsers: Any) -> None:
             else group.add_subparsers(dest="bridge_command", required=True, metavar="ACTION")
         )
 
+    _add_record(subparsers)
+    _add_replay(subparsers)
+    _add_report(subparsers)
+    _add_calibrate(subparsers)
+    _add_slurm_commands(subparsers)
+
+
+def _add_record(subparsers: Any) -> None:
+    """``bridge record``: run a policy and write its decisions as a trace."""
     r = subparsers.add_parser(
         "record",
         help="run a policy on a scenario and write its decisions as a trace (JSON lines)",
@@ -337,6 +346,9 @@ def add_bridge_commands(subparsers: Any) -> None:
     )
     r.set_defaults(func=_cmd_record)
 
+
+def _add_replay(subparsers: Any) -> None:
+    """``bridge replay``: replay a trace on real torch jobs, report and calibrate."""
     p = subparsers.add_parser(
         "replay",
         help="replay a trace on real torch training jobs; report and calibrate",
@@ -366,6 +378,34 @@ def add_bridge_commands(subparsers: Any) -> None:
     p.add_argument("--jobs", default=None, help="comma-separated trace job ids (default: all)")
     p.add_argument("--until", type=float, default=None, metavar="T", help="stop at simulated T s")
     p.add_argument("--max-world-size", type=int, default=None, help="cap on nodes per job")
+    _add_worker_options(p)
+    p.add_argument(
+        "--reclaim-deadline",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="wall seconds a job has to release a reclaimed node (default: %(default)s)",
+    )
+    p.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="graceful window of a voluntary stop before SIGTERM (default: %(default)s)",
+    )
+    p.add_argument("--max-restarts", type=int, default=3, help="restarts after crashes, per job")
+    p.add_argument(
+        "--calibration",
+        default=None,
+        metavar="CAL",
+        help="also predict with this calibration file (report-calibrated.md/json)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no live event lines")
+    p.set_defaults(func=_cmd_replay)
+
+
+def _add_worker_options(p: argparse.ArgumentParser) -> None:
+    """``bridge replay``'s options of the torch workers and how they are launched."""
     p.add_argument(
         "--model",
         default=None,
@@ -400,30 +440,10 @@ def add_bridge_commands(subparsers: Any) -> None:
         "and the workers use gloo (NCCL refuses two ranks on one GPU)",
     )
     p.add_argument("--seed", type=int, default=0, help="data/model seed")
-    p.add_argument(
-        "--reclaim-deadline",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="wall seconds a job has to release a reclaimed node (default: %(default)s)",
-    )
-    p.add_argument(
-        "--stop-timeout",
-        type=float,
-        default=30.0,
-        metavar="S",
-        help="graceful window of a voluntary stop before SIGTERM (default: %(default)s)",
-    )
-    p.add_argument("--max-restarts", type=int, default=3, help="restarts after crashes, per job")
-    p.add_argument(
-        "--calibration",
-        default=None,
-        metavar="CAL",
-        help="also predict with this calibration file (report-calibrated.md/json)",
-    )
-    p.add_argument("--quiet", action="store_true", help="no live event lines")
-    p.set_defaults(func=_cmd_replay)
 
+
+def _add_report(subparsers: Any) -> None:
+    """``bridge report``: measure a replay folder again and rewrite its report."""
     rp = subparsers.add_parser(
         "report",
         help="measure a replay folder again and rewrite its report (and calibration)",
@@ -433,6 +453,9 @@ def add_bridge_commands(subparsers: Any) -> None:
     rp.add_argument("--no-calibration", action="store_true", help="do not rewrite calibration")
     rp.set_defaults(func=_cmd_report)
 
+
+def _add_calibrate(subparsers: Any) -> None:
+    """``bridge calibrate``: write a calibration file from a replay folder."""
     c = subparsers.add_parser(
         "calibrate", help="write a calibration file (throughput table + rescale costs)"
     )
@@ -441,6 +464,9 @@ def add_bridge_commands(subparsers: Any) -> None:
     c.add_argument("--csv", default=None, help="also a BFTrainer-format job table (scenarios)")
     c.set_defaults(func=_cmd_calibrate)
 
+
+def _add_slurm_commands(subparsers: Any) -> None:
+    """``bridge slurm-commands``: print a Slurm replay's commands for one trace job."""
     s = subparsers.add_parser(
         "slurm-commands",
         help="print the srun/torchrun commands a Slurm replay of one trace job issues",

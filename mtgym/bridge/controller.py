@@ -380,14 +380,7 @@ def replay(
         raise FileExistsError(f"{out} already holds a replay (events.jsonl); use a new folder")
     launcher = launcher or LocalLauncher(workers_per_node=cfg.workers_per_node)
     specs = {j: _spec(tr, j, out, cfg) for j in tr.jobs}
-    caps = capped_jobs(tr, cfg.max_world_size)
-    # Fail before anything starts: every job's largest generation must fit the GPUs.
-    for j, s in specs.items():
-        most = max((len(e.nodes) for e in tr.events if e.job == j), default=0)
-        if cfg.max_world_size:
-            most = min(most, cfg.max_world_size)
-        if most:
-            launcher.check_fits(j, most, s.device)
+    _check_fits(tr, specs, launcher, cfg)
     devices = {j: launcher.resolve_device(s.device) for j, s in specs.items()}
     out.mkdir(parents=True, exist_ok=True)
     write_trace(out / "trace.jsonl", tr)
@@ -396,21 +389,87 @@ def replay(
     sim0 = tr.header.t_start
     if tr.events:
         sim0 = min(sim0, tr.events[0].t) if tr.events[0].t < sim0 else sim0
-    t0 = time.time() + 0.2
-    to_wall = lambda t_sim: t0 + (t_sim - sim0) / cfg.time_scale  # noqa: E731
-    meta = {
+    clock = _Clock(time.time() + 0.2, sim0, cfg.time_scale)
+    meta = _replay_meta(out, cfg, tr, launcher, specs, devices, clock)
+    atomic_write_json(out / "replay.json", meta, default=str)
+    log.emit(event="replay_start", t0_wall=clock.t0, sim0=sim0, time_scale=cfg.time_scale)
+    for d in drivers.values():
+        d.start()
+    ok = False
+    try:
+        ok = _drive(tr, drivers, hooks, cfg, clock, log)
+    finally:
+        if not ok:  # an error, Ctrl-C or SIGTERM: no driver may start anything any more
+            launcher.refuse_new()
+        for d in drivers.values():
+            d.kill_all()
+        launcher.kill_all()  # whatever a driver started that it no longer tracks
+        log.emit(event="replay_end", ok=ok)
+        log.close()
+    errors = {j: d.error for j, d in drivers.items() if d.error is not None}
+    if errors:
+        raise RuntimeError(f"replay drivers failed: {errors}")
+    return ReplayResult(
+        out_dir=out,
+        t0_wall=clock.t0,
+        sim0=sim0,
+        t_end_wall=clock.to_wall(tr.t_end),
+        wall_s=time.time() - clock.t0,
+        jobs={
+            j: {"generations": d.gen + 1, "restarts": d.restarts, "coalesced": d.coalesced}
+            for j, d in drivers.items()
+        },
+    )
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """Simulated time ``sim0`` plays at wall time ``t0``, ``time_scale`` times faster."""
+
+    t0: float
+    sim0: float
+    time_scale: float
+
+    def to_wall(self, t_sim: float) -> float:
+        """The wall time at which simulated time ``t_sim`` plays."""
+        return self.t0 + (t_sim - self.sim0) / self.time_scale
+
+
+def _check_fits(
+    tr: Trace, specs: dict[str, JobSpec], launcher: LocalLauncher, cfg: ReplayConfig
+) -> None:
+    """Fail before anything starts: every job's largest generation must fit the GPUs."""
+    for j, s in specs.items():
+        most = max((len(e.nodes) for e in tr.events if e.job == j), default=0)
+        if cfg.max_world_size:
+            most = min(most, cfg.max_world_size)
+        if most:
+            launcher.check_fits(j, most, s.device)
+
+
+def _replay_meta(
+    out: Path,
+    cfg: ReplayConfig,
+    tr: Trace,
+    launcher: LocalLauncher,
+    specs: dict[str, JobSpec],
+    devices: dict[str, str],
+    clock: _Clock,
+) -> dict[str, Any]:
+    """``replay.json``: the configuration, the clock, the launcher and each job's spec."""
+    return {
         "format": "mtgym-bridge-replay",
         "version": 1,
         "config": asdict(cfg),
-        "t0_wall": t0,
-        "sim0": sim0,
+        "t0_wall": clock.t0,
+        "sim0": clock.sim0,
         "t_end_sim": tr.t_end,
-        "t_end_wall": to_wall(tr.t_end),
+        "t_end_wall": clock.to_wall(tr.t_end),
         "workers_per_node": launcher.workers_per_node,
         "launch": launcher.launch,
         "share_gpus": launcher.share_gpus,
         "gpus": launcher.gpus if "cuda" in devices.values() else [],
-        "capped": caps,
+        "capped": capped_jobs(tr, cfg.max_world_size),
         "jobs": {
             j: {
                 "name": s.name,
@@ -426,46 +485,32 @@ def replay(
             for j, s in specs.items()
         },
     }
-    atomic_write_json(out / "replay.json", meta, default=str)
-    log.emit(event="replay_start", t0_wall=t0, sim0=sim0, time_scale=cfg.time_scale)
+
+
+def _drive(
+    tr: Trace,
+    drivers: dict[str, JobDriver],
+    hooks: Callable[[float, dict[str, JobDriver]], None] | None,
+    cfg: ReplayConfig,
+    clock: _Clock,
+    log: EventLog,
+) -> bool:
+    """Hand each trace event to its job's driver at its wall time, then the final stop;
+    wait for the drivers; True when every one ended without an error.
+    """
+    to_wall = clock.to_wall
+    for ev in tr.events:
+        _sleep_until(to_wall(ev.t), drivers, hooks, cfg, clock)
+        nodes = ev.nodes[: cfg.max_world_size] if cfg.max_world_size else ev.nodes
+        drivers[ev.job].submit(_Target(to_wall(ev.t), ev.t, tuple(nodes), ev.reason))
+    _sleep_until(to_wall(tr.t_end), drivers, hooks, cfg, clock)
+    log.emit(event="trace_end", t_sim=tr.t_end)
     for d in drivers.values():
-        d.start()
-    ok = False
-    try:
-        for ev in tr.events:
-            _sleep_until(to_wall(ev.t), tr, drivers, hooks, sim0, cfg, t0)
-            nodes = ev.nodes[: cfg.max_world_size] if cfg.max_world_size else ev.nodes
-            drivers[ev.job].submit(_Target(to_wall(ev.t), ev.t, tuple(nodes), ev.reason))
-        _sleep_until(to_wall(tr.t_end), tr, drivers, hooks, sim0, cfg, t0)
-        log.emit(event="trace_end", t_sim=tr.t_end)
-        for d in drivers.values():
-            d.submit(_Target(to_wall(tr.t_end), tr.t_end, (), "final", final=True))
-        limit = time.time() + cfg.stop_timeout_s + 4 * cfg.term_grace_s + 30.0
-        for d in drivers.values():
-            d.join(timeout=max(0.1, limit - time.time()))
-        ok = all(not d.is_alive() and d.error is None for d in drivers.values())
-    finally:
-        if not ok:  # an error, Ctrl-C or SIGTERM: no driver may start anything any more
-            launcher.refuse_new()
-        for d in drivers.values():
-            d.kill_all()
-        launcher.kill_all()  # whatever a driver started that it no longer tracks
-        log.emit(event="replay_end", ok=ok)
-        log.close()
-    errors = {j: d.error for j, d in drivers.items() if d.error is not None}
-    if errors:
-        raise RuntimeError(f"replay drivers failed: {errors}")
-    return ReplayResult(
-        out_dir=out,
-        t0_wall=t0,
-        sim0=sim0,
-        t_end_wall=to_wall(tr.t_end),
-        wall_s=time.time() - t0,
-        jobs={
-            j: {"generations": d.gen + 1, "restarts": d.restarts, "coalesced": d.coalesced}
-            for j, d in drivers.items()
-        },
-    )
+        d.submit(_Target(to_wall(tr.t_end), tr.t_end, (), "final", final=True))
+    limit = time.time() + cfg.stop_timeout_s + 4 * cfg.term_grace_s + 30.0
+    for d in drivers.values():
+        d.join(timeout=max(0.1, limit - time.time()))
+    return all(not d.is_alive() and d.error is None for d in drivers.values())
 
 
 def capped_jobs(trace: Trace, max_world_size: int | None) -> dict[str, int]:
@@ -480,17 +525,18 @@ def capped_jobs(trace: Trace, max_world_size: int | None) -> dict[str, int]:
 
 def _sleep_until(
     t_wall: float,
-    tr: Trace,
     drivers: dict[str, JobDriver],
     hooks: Callable[[float, dict[str, JobDriver]], None] | None,
-    sim0: float,
     cfg: ReplayConfig,
-    t0: float,
+    clock: _Clock,
 ) -> None:
+    """Wait for wall time ``t_wall``, calling ``hooks`` about every ``poll_s``; raise if a
+    driver stopped early.
+    """
     while True:
         now = time.time()
         if hooks is not None:
-            hooks(sim0 + (now - t0) * cfg.time_scale, drivers)
+            hooks(clock.sim0 + (now - clock.t0) * cfg.time_scale, drivers)
         dead = [j for j, d in drivers.items() if not d.is_alive()]
         if dead:
             raise RuntimeError(f"job drivers stopped early: {dead}")

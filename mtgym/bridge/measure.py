@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,80 +148,110 @@ class Measurements:
         return d
 
 
+@dataclass(frozen=True)
+class MeasureOptions:
+    """How ``measure_job`` reads a job's reports.
+
+    Attributes:
+        workers_per_node: worker processes per simulator node (world size / node count).
+        t_end_wall: wall time the replay ended; samples reported later do not count.
+        skip_first: step intervals left out at the start of each generation (warm-up).
+        skip_last: step intervals left out at its end.
+        foreign_busy: wall-time windows (start, end) in which another job was starting or
+            stopping; step intervals that overlap one are left out of the throughput.
+    """
+
+    workers_per_node: int = 1
+    t_end_wall: float | None = None
+    skip_first: int = 3
+    skip_last: int = 1
+    foreign_busy: Sequence[tuple[float, float]] = ()
+
+
 def measure_job(
     job: str,
     records: list[dict[str, Any]],
     events: list[dict[str, Any]],
+    options: MeasureOptions | None = None,
     *,
-    workers_per_node: int = 1,
-    t_end_wall: float | None = None,
-    skip_first: int = 3,
-    skip_last: int = 1,
-    foreign_busy: list[tuple[float, float]] = (),  # type: ignore[assignment]
     name: str = "",
     model: str = "",
     bad_lines: int = 0,
 ) -> JobMeasurement:
-    """Measure one job from its progress records and the controller's events for it."""
+    """Measure one job from its progress records and the controller's events for it
+    (``options``: how to read them; the defaults when None).
+    """
+    options = options or MeasureOptions()
     steps = [r for r in records if r.get("event") == "step"]
-    by_gen: dict[int, list[dict[str, Any]]] = {}
-    for r in steps:
-        by_gen.setdefault(int(r["gen"]), []).append(r)
-    gens = sorted(by_gen)
-    starts = {int(e["gen"]): e for e in events if e.get("event") in ("start", "restart")}
-    stops = {int(e["gen"]): e for e in events if e.get("event") == "stopped"}
-    crashed = {int(e["gen"]) for e in events if e.get("event") in ("crash", "stall")}
+    log = _GenerationLog(steps, events)
+    tput, gen_step_s = _throughput(log, options)
+    trans = log.transitions(gen_step_s)
+    useful = [r for r in steps if not r.get("redo")]
+    if options.t_end_wall is not None:
+        useful_end = [r for r in useful if float(r["t"]) <= options.t_end_wall]
+    else:
+        useful_end = useful
+    total = max((int(r["samples"]) for r in useful_end), default=0)
+    committed = sorted({int(r["step"]) for r in records if r.get("event") == "ckpt"})
+    devices = [str(r.get("device", "")) for r in records if r.get("event") == "start"]
+    return JobMeasurement(
+        job=job,
+        name=name,
+        model=model,
+        throughput=dict(sorted(tput.items())),
+        transitions=trans,
+        total_samples=total,
+        total_steps=max((int(r["step"]) for r in useful), default=0),
+        redone_steps=sum(1 for r in steps if r.get("redo")),
+        committed_steps=committed,
+        crashes=len({int(e["gen"]) for e in events if e.get("event") in ("crash", "stall")}),
+        invalid_checkpoints=sum(1 for r in records if r.get("event") == "ckpt_invalid"),
+        bad_lines=bad_lines,
+        launches=len(log.starts),
+        gave_up=any(e.get("event") == "gave_up" for e in events),
+        device=devices[-1] if devices else "",
+        gpu=gpu_stats(records),
+    )
 
-    # -- throughput per generation ---------------------------------------------------
-    tput: dict[int, Throughput] = {}
-    gen_step_s: dict[int, float] = {}
-    for g in gens:
-        rs = [r for r in by_gen[g] if not r.get("redo")]
-        rs.sort(key=lambda r: r["t"])
-        ws = int(rs[0]["world_size"]) if rs else int(by_gen[g][0]["world_size"])
-        keep = rs[skip_first : len(rs) - skip_last if skip_last else None]
-        secs = samples = n = 0
-        gaps = []
-        for a, b in itertools.pairwise(keep):
-            dt = float(b["t"]) - float(a["t"])
-            if dt <= 0:
-                continue
-            gaps.append(dt)
-            if any(lo - 0.5 <= b["t"] and a["t"] <= hi for lo, hi in foreign_busy):
-                continue
-            secs += dt
-            samples += int(b["batch"])
-            n += 1
-        if gaps:
-            gen_step_s[g] = statistics.median(gaps)
-        if n == 0 or secs <= 0:
-            continue
-        nodes = max(1, ws // workers_per_node)
-        t = tput.setdefault(nodes, Throughput(ws, nodes, 0.0, 0.0, 0, 0))
-        t.seconds += secs
-        t.samples += samples
-        t.intervals += n
-        t.generations.append(g)
-        t.per_gen[g] = samples / secs
-    for t in tput.values():
-        t.samples_per_s = t.samples / t.seconds
-        med = [gen_step_s[g] for g in t.generations if g in gen_step_s]
-        t.step_s_median = statistics.median(med) if med else float("nan")
 
-    # -- transitions -----------------------------------------------------------------
-    ordered = lambda g: sorted(by_gen.get(g, []), key=lambda r: r["t"])  # noqa: E731
-    trans: list[Transition] = []
-    prev: int | None = None
-    for g in sorted(set(gens) | set(starts)):
-        ev = starts.get(g)
-        recs_g = ordered(g)
+class _GenerationLog:
+    """A job's step reports by generation, and the controller's events for it."""
+
+    def __init__(self, steps: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        self.by_gen: dict[int, list[dict[str, Any]]] = {}
+        for r in steps:
+            self.by_gen.setdefault(int(r["gen"]), []).append(r)
+        self.gens = sorted(self.by_gen)
+        self.events = events
+        self.starts = {int(e["gen"]): e for e in events if e.get("event") in ("start", "restart")}
+        self.stops = {int(e["gen"]): e for e in events if e.get("event") == "stopped"}
+
+    def ordered(self, g: int | None) -> list[dict[str, Any]]:
+        """Generation g's step reports in time order (none for None)."""
+        return sorted(self.by_gen.get(g, []), key=lambda r: r["t"]) if g is not None else []
+
+    def transitions(self, gen_step_s: dict[int, float]) -> list[Transition]:
+        """Every launch of the job, in generation order, and what it cost."""
+        trans: list[Transition] = []
+        prev: int | None = None
+        for g in sorted(set(self.gens) | set(self.starts)):
+            trans.append(self._transition(g, prev, gen_step_s.get(g)))
+            prev = g
+        return trans
+
+    def _transition(self, g: int, prev: int | None, normal: float | None) -> Transition:
+        """The launch of generation g after generation ``prev`` (None: the first);
+        ``normal`` is g's median step time.
+        """
+        ev = self.starts.get(g)
+        recs_g = self.ordered(g)
         first_new = next((r for r in recs_g if not r.get("redo")), None)
         ws = int(ev["world_size"]) if ev else int(recs_g[0]["world_size"])
-        prev_recs = ordered(prev) if prev is not None else []
+        prev_recs = self.ordered(prev)
         prev_last = prev_recs[-1] if prev_recs else None
         prev_ws = (
-            int(starts[prev]["world_size"])
-            if prev in starts
+            int(self.starts[prev]["world_size"])
+            if prev in self.starts
             else int(prev_last["world_size"])
             if prev_last
             else 0
@@ -239,65 +270,73 @@ def measure_job(
             t_ref = t_last
         t_first = float(first_new["t"]) if first_new else None
         gap = (t_first - t_ref) if (t_first is not None and t_ref is not None) else None
-        normal = gen_step_s.get(g)
         cost = (gap - normal) if (gap is not None and normal is not None) else None
-        stop_info = stops.get(prev, {}) if (prev is not None and kind != "start") else {}
-        req = [e for e in events if e.get("event") == "stop_request" and e.get("gen") == prev]
-        trans.append(
-            Transition(
-                kind=kind,
-                from_gen=prev if kind != "start" else None,
-                to_gen=g,
-                from_world_size=prev_ws if kind != "start" else 0,
-                to_world_size=ws,
-                t_request=(
-                    float(req[0]["t"])
-                    if (req and kind != "start")
-                    else float(ev["t"])
-                    if ev
-                    else None
-                ),
-                t_last=t_last,
-                t_first=t_first,
-                gap_s=gap,
-                normal_step_s=normal,
-                cost_s=max(cost, 0.0) if cost is not None else None,
-                stop_latency_s=stop_info.get("latency_s"),
-                reclaim=bool(stop_info.get("reclaim", False)),
-                deadline_met=stop_info.get("deadline_met"),
-                release_s=stop_info.get("release_s"),
-                signalled=str(stop_info.get("signalled", "")),
-            )
+        stop_info = self.stops.get(prev, {}) if (prev is not None and kind != "start") else {}
+        req = [e for e in self.events if e.get("event") == "stop_request" and e.get("gen") == prev]
+        return Transition(
+            kind=kind,
+            from_gen=prev if kind != "start" else None,
+            to_gen=g,
+            from_world_size=prev_ws if kind != "start" else 0,
+            to_world_size=ws,
+            t_request=(
+                float(req[0]["t"]) if (req and kind != "start") else float(ev["t"]) if ev else None
+            ),
+            t_last=t_last,
+            t_first=t_first,
+            gap_s=gap,
+            normal_step_s=normal,
+            cost_s=max(cost, 0.0) if cost is not None else None,
+            stop_latency_s=stop_info.get("latency_s"),
+            reclaim=bool(stop_info.get("reclaim", False)),
+            deadline_met=stop_info.get("deadline_met"),
+            release_s=stop_info.get("release_s"),
+            signalled=str(stop_info.get("signalled", "")),
         )
-        prev = g
 
-    # -- totals ----------------------------------------------------------------------
-    useful = [r for r in steps if not r.get("redo")]
-    if t_end_wall is not None:
-        useful_end = [r for r in useful if float(r["t"]) <= t_end_wall]
-    else:
-        useful_end = useful
-    total = max((int(r["samples"]) for r in useful_end), default=0)
-    committed = sorted({int(r["step"]) for r in records if r.get("event") == "ckpt"})
-    devices = [str(r.get("device", "")) for r in records if r.get("event") == "start"]
-    return JobMeasurement(
-        job=job,
-        name=name,
-        model=model,
-        throughput=dict(sorted(tput.items())),
-        transitions=trans,
-        total_samples=total,
-        total_steps=max((int(r["step"]) for r in useful), default=0),
-        redone_steps=sum(1 for r in steps if r.get("redo")),
-        committed_steps=committed,
-        crashes=len(crashed),
-        invalid_checkpoints=sum(1 for r in records if r.get("event") == "ckpt_invalid"),
-        bad_lines=bad_lines,
-        launches=len(starts),
-        gave_up=any(e.get("event") == "gave_up" for e in events),
-        device=devices[-1] if devices else "",
-        gpu=gpu_stats(records),
-    )
+
+def _throughput(
+    log: _GenerationLog, options: MeasureOptions
+) -> tuple[dict[int, Throughput], dict[int, float]]:
+    """Throughput per simulator node count over every generation's steady steps, and
+    each generation's median step time.
+    """
+    tput: dict[int, Throughput] = {}
+    gen_step_s: dict[int, float] = {}
+    skip_first, skip_last = options.skip_first, options.skip_last
+    for g in log.gens:
+        rs = [r for r in log.by_gen[g] if not r.get("redo")]
+        rs.sort(key=lambda r: r["t"])
+        ws = int(rs[0]["world_size"]) if rs else int(log.by_gen[g][0]["world_size"])
+        keep = rs[skip_first : len(rs) - skip_last if skip_last else None]
+        secs = samples = n = 0
+        gaps = []
+        for a, b in itertools.pairwise(keep):
+            dt = float(b["t"]) - float(a["t"])
+            if dt <= 0:
+                continue
+            gaps.append(dt)
+            if any(lo - 0.5 <= b["t"] and a["t"] <= hi for lo, hi in options.foreign_busy):
+                continue
+            secs += dt
+            samples += int(b["batch"])
+            n += 1
+        if gaps:
+            gen_step_s[g] = statistics.median(gaps)
+        if n == 0 or secs <= 0:
+            continue
+        nodes = max(1, ws // options.workers_per_node)
+        t = tput.setdefault(nodes, Throughput(ws, nodes, 0.0, 0.0, 0, 0))
+        t.seconds += secs
+        t.samples += samples
+        t.intervals += n
+        t.generations.append(g)
+        t.per_gen[g] = samples / secs
+    for t in tput.values():
+        t.samples_per_s = t.samples / t.seconds
+        med = [gen_step_s[g] for g in t.generations if g in gen_step_s]
+        t.step_s_median = statistics.median(med) if med else float("nan")
+    return tput, gen_step_s
 
 
 def gpu_stats(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -367,11 +406,13 @@ def measure_replay(
             j,
             recs,
             [e for e in events if str(e.get("job")) == j],
-            workers_per_node=wpn,
-            t_end_wall=float(meta["t_end_wall"]),
-            skip_first=skip_first,
-            skip_last=skip_last,
-            foreign_busy=foreign,
+            MeasureOptions(
+                workers_per_node=wpn,
+                t_end_wall=float(meta["t_end_wall"]),
+                skip_first=skip_first,
+                skip_last=skip_last,
+                foreign_busy=foreign,
+            ),
             name=info.get("name", ""),
             model=info.get("model", ""),
             bad_lines=bad,

@@ -21,7 +21,7 @@ from typing import Any
 
 from mtgym.bridge import predict
 from mtgym.bridge.controller import capped_jobs, load_replay_meta
-from mtgym.bridge.measure import Measurements, measure_replay
+from mtgym.bridge.measure import JobMeasurement, Measurements, measure_replay
 from mtgym.bridge.trace import Trace, read_trace
 from mtgym.core.io import atomic_write_json, atomic_write_text
 
@@ -98,107 +98,12 @@ def build_report(
     else:
         preds = predict.from_trace(trace, scale)
         source = "trace"
-    try:
-        sim_samples = predict.simulate_replay(
-            trace,
-            preds,
-            time_scale=scale,
-            sim0=float(meta["sim0"]),
-            max_world_size=meta["config"].get("max_world_size"),
-        )
-    except Exception as exc:  # a prediction problem must not hide the measurements
-        sim_samples = {j: float("nan") for j in trace.jobs}
-        sim_error = repr(exc)
-    else:
-        sim_error = None
+    sim_samples, sim_error = _simulated_samples(trace, preds, scale, meta)
     jobs: dict[str, Any] = {}
     all_err: list[float] = []
     for j, jm in meas.jobs.items():
-        p = preds.get(j)
-        ws: dict[str, Any] = {}
-        measured = {n: t.samples_per_s for n, t in jm.throughput.items()}
-        predicted = {n: (p.rate(n) if p else None) for n in measured}
-        ref = min(measured) if measured else None
-        for n, t in jm.throughput.items():
-            pr = predicted[n]
-            e = _err(pr, t.samples_per_s)
-            if e is not None:
-                all_err.append(e)
-            sp_m = t.samples_per_s / measured[ref] if ref else None
-            pref = predicted.get(ref) if ref else None
-            sp_p = pr / pref if (pr is not None and pref) else None
-            ws[str(n)] = {
-                "nodes": n,
-                "workers": t.world_size,
-                "predicted": pr,
-                "measured": t.samples_per_s,
-                "error": e,
-                "predicted_speedup": sp_p,
-                "measured_speedup": sp_m,
-                "speedup_error": _err(sp_p, sp_m),
-                "seconds": t.seconds,
-                "intervals": t.intervals,
-                "generations": t.generations,
-                "per_generation": {str(g): v for g, v in t.per_gen.items()},
-                "step_s_median": t.step_s_median,
-            }
-        trans = [asdict(t) for t in jm.transitions]
-        rescale = {
-            kind: {
-                "measured_s": jm.costs(kind),
-                "mean_s": jm.mean_cost(kind),
-                "predicted_s": (
-                    None
-                    if p is None
-                    else {"up": p.r_up_s, "down": p.r_down_s, "start": p.startup_s}.get(kind)
-                ),
-            }
-            for kind in ("up", "down", "start", "restart", "same")
-        }
-        reclaims = [
-            {
-                "to_gen": t.to_gen,
-                "release_s": t.release_s,
-                "stop_latency_s": t.stop_latency_s,
-                "deadline_met": t.deadline_met,
-                "signalled": t.signalled,
-            }
-            for t in jm.transitions
-            if t.reclaim
-        ]
-        ps = sim_samples.get(j)
-        jobs[j] = {
-            "name": jm.name,
-            "torch_model": jm.model,
-            "world_sizes": ws,
-            "monotone_violations": check_monotone(measured, predicted),
-            "rescale": rescale,
-            "transitions": trans,
-            "reclaims": reclaims,
-            "samples": {
-                "measured": jm.total_samples,
-                "predicted": ps,
-                "error": _err(ps, float(jm.total_samples)),
-            },
-            "steps": jm.total_steps,
-            "redone_steps": jm.redone_steps,
-            "committed_steps": jm.committed_steps,
-            "crashes": jm.crashes,
-            "launches": jm.launches,
-            "gave_up": jm.gave_up,
-            "invalid_checkpoints": jm.invalid_checkpoints,
-            "capped_from": caps.get(j),
-            "device": jm.device,
-            "gpu": jm.gpu,
-        }
-    ms = sum(jb["samples"]["measured"] for jb in jobs.values())
-    pss = [jb["samples"]["predicted"] for jb in jobs.values()]
-    ps_total = sum(pss) if pss and all(v is not None and not math.isnan(v) for v in pss) else None
-    costs = {k: [c for jm in meas.jobs.values() for c in jm.costs(k)] for k in ("up", "down")}
-    deadlines = [r["deadline_met"] for jb in jobs.values() for r in jb["reclaims"]]
+        jobs[j] = _job_report(jm, preds.get(j), sim_samples.get(j), caps.get(j), all_err)
     fails = failures(meas, meta["config"].get("max_restarts"))
-    gpus = [jb["gpu"] for jb in jobs.values() if jb["gpu"]]
-    utils = [g["util_mean"] for g in gpus if g["util_mean"] is not None]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -220,24 +125,158 @@ def build_report(
         "workers_per_node": meas.workers_per_node,
         "wall_s": meas.t_end_wall - meas.t0_wall,
         "jobs": jobs,
-        "totals": {
-            "measured_samples": ms,
-            "predicted_samples": ps_total,
-            "samples_error": _err(ps_total, float(ms)) if ms else None,
-            "mean_abs_throughput_error": statistics.fmean(map(abs, all_err)) if all_err else None,
-            "max_abs_throughput_error": max(map(abs, all_err)) if all_err else None,
-            "rescales_up": len(costs["up"]),
-            "rescales_down": len(costs["down"]),
-            "mean_r_up_s": statistics.fmean(costs["up"]) if costs["up"] else None,
-            "mean_r_down_s": statistics.fmean(costs["down"]) if costs["down"] else None,
-            "reclaims": len(deadlines),
-            "reclaim_deadlines_met": all(d is True for d in deadlines) if deadlines else None,
-            "crashes": sum(jb["crashes"] for jb in jobs.values()),
-            "monotone_violations": sum(len(jb["monotone_violations"]) for jb in jobs.values()),
-            "failed_jobs": len(fails),
-            "gpu_util_mean": statistics.fmean(utils) if utils else None,
-            "gpu_mem_peak_gib": max(g["mem_peak_gib"] for g in gpus) if gpus else None,
+        "totals": _totals(meas, jobs, all_err, fails),
+    }
+
+
+def _simulated_samples(
+    trace: Trace, preds: dict[str, predict.JobPrediction], scale: float, meta: dict[str, Any]
+) -> tuple[dict[str, float], str | None]:
+    """Samples per job that the prediction simulates over the replay, and the error
+    (``repr``) that stopped the simulation, if any (then every job's samples are NaN).
+    """
+    try:
+        sim_samples = predict.simulate_replay(
+            trace,
+            preds,
+            time_scale=scale,
+            sim0=float(meta["sim0"]),
+            max_world_size=meta["config"].get("max_world_size"),
+        )
+    except Exception as exc:  # a prediction problem must not hide the measurements
+        return {j: float("nan") for j in trace.jobs}, repr(exc)
+    return sim_samples, None
+
+
+def _job_report(
+    jm: JobMeasurement,
+    p: predict.JobPrediction | None,
+    ps: float | None,
+    capped_from: Any,
+    all_err: list[float],
+) -> dict[str, Any]:
+    """One job's entry: ``jm`` its measurements, ``p`` its prediction (or None), ``ps`` its
+    simulated samples, ``capped_from`` its uncapped world size; appends the job's
+    throughput errors to ``all_err``.
+    """
+    measured = {n: t.samples_per_s for n, t in jm.throughput.items()}
+    predicted = {n: (p.rate(n) if p else None) for n in measured}
+    ws = _world_sizes(jm, measured, predicted, all_err)
+    return {
+        "name": jm.name,
+        "torch_model": jm.model,
+        "world_sizes": ws,
+        "monotone_violations": check_monotone(measured, predicted),
+        "rescale": _rescale_costs(jm, p),
+        "transitions": [asdict(t) for t in jm.transitions],
+        "reclaims": [
+            {
+                "to_gen": t.to_gen,
+                "release_s": t.release_s,
+                "stop_latency_s": t.stop_latency_s,
+                "deadline_met": t.deadline_met,
+                "signalled": t.signalled,
+            }
+            for t in jm.transitions
+            if t.reclaim
+        ],
+        "samples": {
+            "measured": jm.total_samples,
+            "predicted": ps,
+            "error": _err(ps, float(jm.total_samples)),
         },
+        "steps": jm.total_steps,
+        "redone_steps": jm.redone_steps,
+        "committed_steps": jm.committed_steps,
+        "crashes": jm.crashes,
+        "launches": jm.launches,
+        "gave_up": jm.gave_up,
+        "invalid_checkpoints": jm.invalid_checkpoints,
+        "capped_from": capped_from,
+        "device": jm.device,
+        "gpu": jm.gpu,
+    }
+
+
+def _world_sizes(
+    jm: JobMeasurement,
+    measured: dict[int, float],
+    predicted: dict[int, float | None],
+    all_err: list[float],
+) -> dict[str, Any]:
+    """Per node count: predicted and measured throughput and speed-up, and their errors."""
+    ws: dict[str, Any] = {}
+    ref = min(measured) if measured else None
+    for n, t in jm.throughput.items():
+        pr = predicted[n]
+        e = _err(pr, t.samples_per_s)
+        if e is not None:
+            all_err.append(e)
+        sp_m = t.samples_per_s / measured[ref] if ref else None
+        pref = predicted.get(ref) if ref else None
+        sp_p = pr / pref if (pr is not None and pref) else None
+        ws[str(n)] = {
+            "nodes": n,
+            "workers": t.world_size,
+            "predicted": pr,
+            "measured": t.samples_per_s,
+            "error": e,
+            "predicted_speedup": sp_p,
+            "measured_speedup": sp_m,
+            "speedup_error": _err(sp_p, sp_m),
+            "seconds": t.seconds,
+            "intervals": t.intervals,
+            "generations": t.generations,
+            "per_generation": {str(g): v for g, v in t.per_gen.items()},
+            "step_s_median": t.step_s_median,
+        }
+    return ws
+
+
+def _rescale_costs(jm: JobMeasurement, p: predict.JobPrediction | None) -> dict[str, Any]:
+    """Measured rescale costs per kind of transition, their mean and the predicted cost."""
+    return {
+        kind: {
+            "measured_s": jm.costs(kind),
+            "mean_s": jm.mean_cost(kind),
+            "predicted_s": (
+                None
+                if p is None
+                else {"up": p.r_up_s, "down": p.r_down_s, "start": p.startup_s}.get(kind)
+            ),
+        }
+        for kind in ("up", "down", "start", "restart", "same")
+    }
+
+
+def _totals(
+    meas: Measurements, jobs: dict[str, Any], all_err: list[float], fails: list[str]
+) -> dict[str, Any]:
+    """The replay's totals over the job entries ``jobs``."""
+    ms = sum(jb["samples"]["measured"] for jb in jobs.values())
+    pss = [jb["samples"]["predicted"] for jb in jobs.values()]
+    ps_total = sum(pss) if pss and all(v is not None and not math.isnan(v) for v in pss) else None
+    costs = {k: [c for jm in meas.jobs.values() for c in jm.costs(k)] for k in ("up", "down")}
+    deadlines = [r["deadline_met"] for jb in jobs.values() for r in jb["reclaims"]]
+    gpus = [jb["gpu"] for jb in jobs.values() if jb["gpu"]]
+    utils = [g["util_mean"] for g in gpus if g["util_mean"] is not None]
+    return {
+        "measured_samples": ms,
+        "predicted_samples": ps_total,
+        "samples_error": _err(ps_total, float(ms)) if ms else None,
+        "mean_abs_throughput_error": statistics.fmean(map(abs, all_err)) if all_err else None,
+        "max_abs_throughput_error": max(map(abs, all_err)) if all_err else None,
+        "rescales_up": len(costs["up"]),
+        "rescales_down": len(costs["down"]),
+        "mean_r_up_s": statistics.fmean(costs["up"]) if costs["up"] else None,
+        "mean_r_down_s": statistics.fmean(costs["down"]) if costs["down"] else None,
+        "reclaims": len(deadlines),
+        "reclaim_deadlines_met": all(d is True for d in deadlines) if deadlines else None,
+        "crashes": sum(jb["crashes"] for jb in jobs.values()),
+        "monotone_violations": sum(len(jb["monotone_violations"]) for jb in jobs.values()),
+        "failed_jobs": len(fails),
+        "gpu_util_mean": statistics.fmean(utils) if utils else None,
+        "gpu_mem_peak_gib": max(g["mem_peak_gib"] for g in gpus) if gpus else None,
     }
 
 

@@ -376,6 +376,52 @@ def read_trace(path: str | Path, *, allow_truncated: bool = False) -> Trace:
     if not path.is_file():
         raise TraceError(path, "file", str(path), "an existing trace file")
     it = _lines(path)
+    header = _read_header(path, _header_object(path, it))
+    events: list[TraceEvent] = []
+    held: dict[str, tuple[int, ...]] = {}
+    t_prev = -math.inf
+    t_end: float | None = None
+    group_t: float | None = None
+    lineno = 1
+    for lineno, line in it:
+        if t_end is not None:
+            raise TraceError(path, "line", line[:60], "nothing after the end line", row=lineno)
+        try:
+            d = json.loads(line)
+        except ValueError:
+            raise TraceError(path, "line", line[:60], "a JSON object", row=lineno) from None
+        if (
+            not isinstance(d, dict)
+            or not isinstance(d.get("t"), int | float)
+            or isinstance(d.get("t"), bool)
+        ):
+            raise TraceError(path, "t", line[:60], "an object with a numeric 't'", row=lineno)
+        t = float(d["t"])
+        if not math.isfinite(t) or t < t_prev:
+            raise TraceError(path, "t", t, f"finite and >= the previous time {t_prev}", row=lineno)
+        if group_t is not None and t > group_t:
+            _check_exclusive(path, held, lineno - 1)
+        group_t = t
+        t_prev = t
+        if d.get("end") is True:
+            t_end = t
+            continue
+        ev = _read_event(path, d, t, header, lineno)
+        held[ev.job] = ev.nodes
+        events.append(ev)
+    if group_t is not None:
+        _check_exclusive(path, held, lineno)
+    if t_end is None:
+        if not allow_truncated:
+            raise TraceError(
+                path, "end", "missing", 'a last line {"t": ..., "end": true} (truncated trace?)'
+            )
+        t_end = max(t_prev, header.t_start) if events else header.t_start
+    return Trace(header, events, t_end)
+
+
+def _header_object(path: Path, it: Iterator[tuple[int, str]]) -> dict[str, Any]:
+    """The trace's first line as a JSON object of this format and version."""
     try:
         lineno, first = next(it)
     except StopIteration:
@@ -396,102 +442,66 @@ def read_trace(path: str | Path, *, allow_truncated: bool = False) -> Trace:
             "with this mtgym or read it with the mtgym that wrote it",
             row=lineno,
         )
-    header = _read_header(path, h)
+    return h
+
+
+def _check_exclusive(path: Path, held: dict[str, tuple[int, ...]], row: int) -> None:
+    """Raise unless every node in ``held`` (job -> nodes) is held by one job only."""
+    owners: dict[int, str] = {}
+    for job, nodes in held.items():
+        for n in nodes:
+            if n in owners:
+                raise TraceError(
+                    path,
+                    "nodes",
+                    n,
+                    f"a node held by one job at a time ({owners[n]}, {job})",
+                    row=row,
+                )
+            owners[n] = job
+
+
+def _read_event(
+    path: Path, d: dict[str, Any], t: float, header: TraceHeader, lineno: int
+) -> TraceEvent:
+    """The event of line ``lineno`` (``d``, at time ``t``), its fields checked."""
     jobs = header.jobs
-    events: list[TraceEvent] = []
-    holder: dict[int, str] = {}
-    held: dict[str, tuple[int, ...]] = {}
-    t_prev = -math.inf
-    t_end: float | None = None
-    group_t: float | None = None
-
-    def check_exclusive(row: int) -> None:
-        owners: dict[int, str] = {}
-        for job, nodes in held.items():
-            for n in nodes:
-                if n in owners:
-                    raise TraceError(
-                        path,
-                        "nodes",
-                        n,
-                        f"a node held by one job at a time ({owners[n]}, {job})",
-                        row=row,
-                    )
-                owners[n] = job
-        holder.clear()
-        holder.update(owners)
-
-    for lineno, line in it:
-        if t_end is not None:
-            raise TraceError(path, "line", line[:60], "nothing after the end line", row=lineno)
-        try:
-            d = json.loads(line)
-        except ValueError:
-            raise TraceError(path, "line", line[:60], "a JSON object", row=lineno) from None
-        if (
-            not isinstance(d, dict)
-            or not isinstance(d.get("t"), int | float)
-            or isinstance(d.get("t"), bool)
-        ):
-            raise TraceError(path, "t", line[:60], "an object with a numeric 't'", row=lineno)
-        t = float(d["t"])
-        if not math.isfinite(t) or t < t_prev:
-            raise TraceError(path, "t", t, f"finite and >= the previous time {t_prev}", row=lineno)
-        if group_t is not None and t > group_t:
-            check_exclusive(lineno - 1)
-        group_t = t
-        t_prev = t
-        if d.get("end") is True:
-            t_end = t
-            continue
-        job = str(d.get("job"))
-        if job not in jobs:
-            raise TraceError(path, "job", d.get("job"), f"one of {sorted(jobs)}", row=lineno)
-        nodes = d.get("nodes")
-        if not isinstance(nodes, list) or not all(
-            isinstance(n, int) and not isinstance(n, bool) for n in nodes
-        ):
-            raise TraceError(path, "nodes", nodes, "a list of node indices", row=lineno)
-        if len(set(nodes)) != len(nodes) or any(not 0 <= n < header.num_nodes for n in nodes):
-            raise TraceError(
-                path, "nodes", nodes, f"distinct indices in 0..{header.num_nodes - 1}", row=lineno
-            )
-        if len(nodes) > jobs[job].max_nodes:
-            raise TraceError(
-                path,
-                "nodes",
-                nodes,
-                f"at most job {job}'s max_nodes = {jobs[job].max_nodes} nodes",
-                row=lineno,
-            )
-        if d.get("world_size", len(nodes)) != len(nodes):
-            raise TraceError(
-                path, "world_size", d.get("world_size"), f"len(nodes) = {len(nodes)}", row=lineno
-            )
-        reason = d.get("reason", "decision")
-        if reason not in REASONS:
-            raise TraceError(path, "reason", reason, f"one of {REASONS}", row=lineno)
-        rate = d.get("rate")
-        if rate is not None and (
-            isinstance(rate, bool)
-            or not isinstance(rate, int | float)
-            or not math.isfinite(rate)
-            or rate < 0
-        ):
-            raise TraceError(path, "rate", rate, "a finite number >= 0 (samples/s)", row=lineno)
-        held[job] = tuple(nodes)
-        events.append(
-            TraceEvent(t, job, tuple(nodes), reason, None if rate is None else float(rate))
+    job = str(d.get("job"))
+    if job not in jobs:
+        raise TraceError(path, "job", d.get("job"), f"one of {sorted(jobs)}", row=lineno)
+    nodes = d.get("nodes")
+    if not isinstance(nodes, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) for n in nodes
+    ):
+        raise TraceError(path, "nodes", nodes, "a list of node indices", row=lineno)
+    if len(set(nodes)) != len(nodes) or any(not 0 <= n < header.num_nodes for n in nodes):
+        raise TraceError(
+            path, "nodes", nodes, f"distinct indices in 0..{header.num_nodes - 1}", row=lineno
         )
-    if group_t is not None:
-        check_exclusive(lineno)
-    if t_end is None:
-        if not allow_truncated:
-            raise TraceError(
-                path, "end", "missing", 'a last line {"t": ..., "end": true} (truncated trace?)'
-            )
-        t_end = max(t_prev, header.t_start) if events else header.t_start
-    return Trace(header, events, t_end)
+    if len(nodes) > jobs[job].max_nodes:
+        raise TraceError(
+            path,
+            "nodes",
+            nodes,
+            f"at most job {job}'s max_nodes = {jobs[job].max_nodes} nodes",
+            row=lineno,
+        )
+    if d.get("world_size", len(nodes)) != len(nodes):
+        raise TraceError(
+            path, "world_size", d.get("world_size"), f"len(nodes) = {len(nodes)}", row=lineno
+        )
+    reason = d.get("reason", "decision")
+    if reason not in REASONS:
+        raise TraceError(path, "reason", reason, f"one of {REASONS}", row=lineno)
+    rate = d.get("rate")
+    if rate is not None and (
+        isinstance(rate, bool)
+        or not isinstance(rate, int | float)
+        or not math.isfinite(rate)
+        or rate < 0
+    ):
+        raise TraceError(path, "rate", rate, "a finite number >= 0 (samples/s)", row=lineno)
+    return TraceEvent(t, job, tuple(nodes), reason, None if rate is None else float(rate))
 
 
 def _read_header(path: Path, h: dict[str, Any]) -> TraceHeader:

@@ -38,11 +38,13 @@ What it guarantees (tested in ``tests/bridge``):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -355,22 +357,22 @@ def _checkpoint_module() -> Any:
 
 
 def _sibling(stem: str) -> Any:
-    """``mtgym.bridge.<stem>``, loaded by path when this file runs as a script."""
+    """``mtgym.bridge.<stem>``, loaded by path when this file runs as a script
+    (``siblings.load``).
+    """
     if __package__:
         import importlib
 
         return importlib.import_module(f"mtgym.bridge.{stem}")
-    import importlib.util
+    return _path_loader()(stem)
 
-    name = f"_mtgym_bridge_{stem}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+
+@functools.cache
+def _path_loader() -> Any:
+    """``mtgym.bridge.siblings.load``, reached by path."""
+    import runpy
+
+    return runpy.run_path(str(Path(__file__).with_name("siblings.py")))["load"]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -439,14 +441,61 @@ def train(argv: Sequence[str] | None = None) -> int:
     import torch
     import torch.distributed as dist
 
-    ck = _checkpoint_module()
     t_import = time.time()
     torch.set_num_threads(max(1, args.threads))
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if args.batch is None:
         args.batch = default_batch(args.model)
+    place = _place(args, int(os.environ.get("LOCAL_RANK", "0")))
+    if os.environ.get("MTGYM_FAULT") == "crash-at-start":  # fault injection (tests)
+        raise SystemExit("MTGYM_FAULT=crash-at-start: failing on purpose")
+    job_dir: Path = args.job_dir
+    (job_dir / "pids").mkdir(parents=True, exist_ok=True)
+    (job_dir / "pids" / f"g{args.gen}-r{rank}.pid").write_text(f"{os.getpid()}\n")
+    procs.bind_stores_from_env()  # a store this worker hosts listens on 127.0.0.1 only
+    dist.init_process_group(place.backend, timeout=timedelta(seconds=args.pg_timeout))
+    t_pg = time.time()
+    rep = Reporter(job_dir / "progress.jsonl" if rank == 0 else None)
+    run = _Run(args, rank, world, place, rep)
+    run.resume()
+    rep.emit(
+        event="start",
+        gen=args.gen,
+        world_size=world,
+        step=run.step,
+        samples=run.samples,
+        committed=run.committed,
+        model=args.model,
+        batch=args.batch,
+        device=str(place.device),
+        gpu=place.physical,
+        backend=place.backend,
+        amp=place.amp,
+        t_process=T_PROCESS,
+        t_import=t_import,
+        t_pg=t_pg,
+    )
+    run.finish(run.loop())
+    return run.step
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """Where a rank trains: its torch device and what follows from it."""
+
+    device: Any  # torch.device
+    physical: str | None  # the GPU's id as CUDA_VISIBLE_DEVICES names it (None on CPU)
+    use_cuda: bool
+    backend: str  # process group backend: "nccl" or "gloo"
+    amp: bool  # forward pass in bf16 autocast
+    channels_last: bool  # ResNets on CUDA: NHWC memory format
+
+
+def _place(args: argparse.Namespace, local_rank: int) -> _Placement:
+    """Pick this rank's device (and make it current) from ``--device`` and ``--backend``."""
+    import torch
+
     gpu = _sibling("gpu")
     # Under LocalLauncher this worker sees only its own GPU (set before CUDA starts, so
     # before any torch.cuda call); under Slurm (one torchrun per node) local rank k takes
@@ -467,164 +516,207 @@ def train(argv: Sequence[str] | None = None) -> int:
         torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels once
     else:
         device = torch.device("cpu")
-    backend = args.backend if args.backend != "auto" else ("nccl" if use_cuda else "gloo")
-    amp = use_cuda and bool(MODELS[args.model].get("amp"))
-    channels_last = use_cuda and MODELS[args.model]["kind"] == "resnet"
-    if os.environ.get("MTGYM_FAULT") == "crash-at-start":  # fault injection (tests)
-        raise SystemExit("MTGYM_FAULT=crash-at-start: failing on purpose")
-    job_dir: Path = args.job_dir
-    ckpt_dir = job_dir / "ckpt"
-    (job_dir / "pids").mkdir(parents=True, exist_ok=True)
-    (job_dir / "pids" / f"g{args.gen}-r{rank}.pid").write_text(f"{os.getpid()}\n")
-    procs.bind_stores_from_env()  # a store this worker hosts listens on 127.0.0.1 only
-    dist.init_process_group(backend, timeout=timedelta(seconds=args.pg_timeout))
-    t_pg = time.time()
-    rep = Reporter(job_dir / "progress.jsonl" if rank == 0 else None)
-
-    # Resume: rank 0 picks the newest valid checkpoint, every rank loads that very file.
-    pick = torch.zeros(1, dtype=torch.int64, device=device)
-    if rank == 0:
-        ck.remove_stale_tmp(ckpt_dir)
-        info, bad = ck.latest_valid(ckpt_dir)
-        for path, why in bad:
-            rep.emit(event="ckpt_invalid", path=str(path), reason=why, gen=args.gen)
-        pick.fill_(info.step if info is not None else -1)
-    dist.broadcast(pick, 0)
-    start_step = int(pick.item())
-    model = build_model(args.model)
-    opt_state = None
-    samples = 0
-    if start_step >= 0:
-        state = ck.load_checkpoint(ck.checkpoint_path(ckpt_dir, start_step))
-        model.load_state_dict(state["model"])
-        opt_state = state["opt"]
-        samples = int(state["samples"])
-    else:
-        start_step = 0
-    model.to(device)
-    if channels_last:
-        model.to(memory_format=torch.channels_last)
-    params = list(model.parameters())
-    if args.dp == "ddp":
-        from torch.nn.parallel import DistributedDataParallel
-
-        net = DistributedDataParallel(model, device_ids=[device.index] if use_cuda else None)
-    else:
-        net = model
-        for p_ in params:
-            dist.broadcast(p_.data, 0)
-    opt = torch.optim.SGD(params, lr=args.lr, momentum=0.9)
-    if opt_state is not None:
-        opt.load_state_dict(opt_state)
-    data = SyntheticData(args.model, args.batch, args.seed, device)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    redo_until = last_reported_step(job_dir / "progress.jsonl") if rank == 0 else 0
-    committed = start_step
-    rep.emit(
-        event="start",
-        gen=args.gen,
-        world_size=world,
-        step=start_step,
-        samples=samples,
-        committed=committed,
-        model=args.model,
-        batch=args.batch,
-        device=str(device),
-        gpu=physical,
-        backend=backend,
-        amp=amp,
-        t_process=T_PROCESS,
-        t_import=t_import,
-        t_pg=t_pg,
+    return _Placement(
+        device=device,
+        physical=physical,
+        use_cuda=use_cuda,
+        backend=args.backend if args.backend != "auto" else ("nccl" if use_cuda else "gloo"),
+        amp=use_cuda and bool(MODELS[args.model].get("amp")),
+        channels_last=use_cuda and MODELS[args.model]["kind"] == "resnet",
     )
 
-    def checkpoint(step: int) -> None:
-        nonlocal committed
-        if rank == 0:
-            state = {
-                "step": step,
-                "samples": samples,
-                "model": model.state_dict(),
-                "opt": opt.state_dict(),
-                "world_size": world,
-                "gen": args.gen,
-            }
-            path = ck.save_checkpoint(
-                ckpt_dir, step, state, keep=args.keep, fsync=not args.no_fsync
-            )
-            committed = step
-            rep.emit(event="ckpt", step=step, samples=samples, gen=args.gen, path=path.name)
 
-    step = start_step
-    flag = torch.zeros(1, dtype=torch.int64, device=device)
-    reason = "max_steps"
-    sampler = gpu.GpuSampler(device, physical) if (use_cuda and rank == 0) else None
-    t_gpu = time.time()
-    while True:
-        x, y = data.get(step, rank)
-        if channels_last:
+class _Run:
+    """One rank's training run: the model, its optimiser and the counters it reports."""
+
+    def __init__(
+        self, args: argparse.Namespace, rank: int, world: int, place: _Placement, rep: Reporter
+    ) -> None:
+        self.args, self.rank, self.world, self.place, self.rep = args, rank, world, place, rep
+        self.ck = _checkpoint_module()
+        self.ckpt_dir = args.job_dir / "ckpt"
+        self.step = 0
+        self.samples = 0
+        self.committed = 0
+        self.sampler: Any = None  # rank 0 on CUDA: the GPU's sampler (set by ``loop``)
+
+    def resume(self) -> None:
+        """Load the newest valid checkpoint (if any) and build the model and optimiser."""
+        import torch
+        import torch.distributed as dist
+
+        args, place, ck = self.args, self.place, self.ck
+        # Rank 0 picks the newest valid checkpoint, every rank loads that very file.
+        pick = torch.zeros(1, dtype=torch.int64, device=place.device)
+        if self.rank == 0:
+            ck.remove_stale_tmp(self.ckpt_dir)
+            info, bad = ck.latest_valid(self.ckpt_dir)
+            for path, why in bad:
+                self.rep.emit(event="ckpt_invalid", path=str(path), reason=why, gen=args.gen)
+            pick.fill_(info.step if info is not None else -1)
+        dist.broadcast(pick, 0)
+        start_step = int(pick.item())
+        self.model = build_model(args.model)
+        opt_state = None
+        if start_step >= 0:
+            state = ck.load_checkpoint(ck.checkpoint_path(self.ckpt_dir, start_step))
+            self.model.load_state_dict(state["model"])
+            opt_state = state["opt"]
+            self.samples = int(state["samples"])
+        else:
+            start_step = 0
+        self.model.to(place.device)
+        if place.channels_last:
+            self.model.to(memory_format=torch.channels_last)
+        self.params = list(self.model.parameters())
+        if args.dp == "ddp":
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [place.device.index] if place.use_cuda else None
+            self.net = DistributedDataParallel(self.model, device_ids=ids)
+        else:
+            self.net = self.model
+            for p_ in self.params:
+                dist.broadcast(p_.data, 0)
+        self.opt = torch.optim.SGD(self.params, lr=args.lr, momentum=0.9)
+        if opt_state is not None:
+            self.opt.load_state_dict(opt_state)
+        self.step = self.committed = start_step
+
+    def checkpoint(self, step: int) -> None:
+        """Rank 0 writes a durable checkpoint of ``step`` and reports it committed."""
+        if self.rank != 0:
+            return
+        state = {
+            "step": step,
+            "samples": self.samples,
+            "model": self.model.state_dict(),
+            "opt": self.opt.state_dict(),
+            "world_size": self.world,
+            "gen": self.args.gen,
+        }
+        keep, fsync = self.args.keep, not self.args.no_fsync
+        path = self.ck.save_checkpoint(self.ckpt_dir, step, state, keep=keep, fsync=fsync)
+        self.committed = step
+        self.rep.emit(
+            event="ckpt", step=step, samples=self.samples, gen=self.args.gen, path=path.name
+        )
+
+    def loop(self) -> str:
+        """Train step after step until ``--max-steps`` or an agreed stop; returns why."""
+        import torch
+
+        args, place, rep = self.args, self.place, self.rep
+        data = SyntheticData(args.model, args.batch, args.seed, place.device)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        redo_until = last_reported_step(args.job_dir / "progress.jsonl") if self.rank == 0 else 0
+        flag = torch.zeros(1, dtype=torch.int64, device=place.device)
+        gpu = _sibling("gpu")
+        on_gpu = place.use_cuda and self.rank == 0
+        self.sampler = gpu.GpuSampler(place.device, place.physical) if on_gpu else None
+        t_gpu = time.time()
+        while True:
+            loss = self._train_step(data, loss_fn)
+            self.step += 1
+            step = self.step
+            batch = args.batch * self.world
+            self.samples += batch
+            if self.rank == 0:
+                rep.emit(
+                    event="step",
+                    step=step,
+                    world_size=self.world,
+                    samples=self.samples,
+                    batch=batch,
+                    gen=args.gen,
+                    committed=self.committed,
+                    redo=step <= redo_until,
+                    loss=round(float(loss.detach()), 5),
+                )
+            if self.sampler is not None and time.time() - t_gpu >= args.gpu_every:
+                t_gpu = time.time()
+                self._report_gpu()
+            if args.ckpt_every > 0 and step % args.ckpt_every == 0:
+                self.checkpoint(step)
+            if args.max_steps and step >= args.max_steps:
+                return "max_steps"
+            if step % max(1, args.sync_every) == 0 and self._stop_agreed(flag):
+                return "stop_file"
+
+    def finish(self, reason: str) -> None:
+        """Checkpoint the last step, report ``stop`` and leave the process group."""
+        import torch.distributed as dist
+
+        if self.sampler is not None:
+            self._report_gpu()
+            self.sampler.close()
+        if self.committed != self.step:
+            self.checkpoint(self.step)
+        # A teardown that hangs (rare, seen once in gloo's destroy) shows its stack in the log;
+        # the launcher kills a generation that has reported "stop" but not exited.
+        import faulthandler
+
+        faulthandler.dump_traceback_later(20.0, exit=False)
+        dist.barrier()
+        self.rep.emit(
+            event="stop", step=self.step, samples=self.samples, gen=self.args.gen, reason=reason
+        )
+        self.rep.close()
+        dist.destroy_process_group()
+        faulthandler.cancel_dump_traceback_later()
+
+    def _train_step(self, data: SyntheticData, loss_fn: Any) -> Any:
+        """One optimiser step on this rank's batch of ``self.step``; returns the loss."""
+        import torch
+
+        place = self.place
+        x, y = data.get(self.step, self.rank)
+        if place.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
-            loss = loss_fn(net(x), y)
+        self.opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=place.device.type, dtype=torch.bfloat16, enabled=place.amp):
+            loss = loss_fn(self.net(x), y)
         loss.backward()
-        if args.dp == "allreduce" and world > 1:
-            flat = torch.cat([p_.grad.reshape(-1) for p_ in params])
-            dist.all_reduce(flat)
-            flat.div_(world)
-            off = 0
-            for p_ in params:
-                n = p_.numel()
-                p_.grad.copy_(flat[off : off + n].view_as(p_.grad))
-                off += n
-        opt.step()
-        step += 1
-        batch = args.batch * world
-        samples += batch
-        if rank == 0:
-            rep.emit(
-                event="step",
-                step=step,
-                world_size=world,
-                samples=samples,
-                batch=batch,
-                gen=args.gen,
-                committed=committed,
-                redo=step <= redo_until,
-                loss=round(float(loss.detach()), 5),
-            )
-        if sampler is not None and time.time() - t_gpu >= args.gpu_every:
-            t_gpu = time.time()
-            rep.emit(event="gpu", step=step, gen=args.gen, gpu=physical, **sampler.take())
-        if args.ckpt_every > 0 and step % args.ckpt_every == 0:
-            checkpoint(step)
-        if args.max_steps and step >= args.max_steps:
-            break
-        if step % max(1, args.sync_every) == 0:
-            want = 0
-            if args.stop_file is not None and not args.ignore_stop and args.stop_file.exists():
-                want = 1
-            flag.fill_(want)
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            if int(flag.item()):
-                reason = "stop_file"
-                break
-    if sampler is not None:
-        rep.emit(event="gpu", step=step, gen=args.gen, gpu=physical, **sampler.take())
-        sampler.close()
-    if committed != step:
-        checkpoint(step)
-    # A teardown that hangs (rare, seen once in gloo's destroy) shows its stack in the log;
-    # the launcher kills a generation that has reported "stop" but not exited.
-    import faulthandler
+        if self.args.dp == "allreduce" and self.world > 1:
+            self._average_gradients()
+        self.opt.step()
+        return loss
 
-    faulthandler.dump_traceback_later(20.0, exit=False)
-    dist.barrier()
-    rep.emit(event="stop", step=step, samples=samples, gen=args.gen, reason=reason)
-    rep.close()
-    dist.destroy_process_group()
-    faulthandler.cancel_dump_traceback_later()
-    return step
+    def _average_gradients(self) -> None:
+        """``--dp allreduce``: average the gradients over ranks in one flat all_reduce."""
+        import torch
+        import torch.distributed as dist
+
+        flat = torch.cat([p_.grad.reshape(-1) for p_ in self.params])
+        dist.all_reduce(flat)
+        flat.div_(self.world)
+        off = 0
+        for p_ in self.params:
+            n = p_.numel()
+            p_.grad.copy_(flat[off : off + n].view_as(p_.grad))
+            off += n
+
+    def _stop_agreed(self, flag: Any) -> bool:
+        """Whether any rank sees the stop file (every rank learns the same answer)."""
+        import torch.distributed as dist
+
+        stop_file = self.args.stop_file
+        want = 0
+        if stop_file is not None and not self.args.ignore_stop and stop_file.exists():
+            want = 1
+        flag.fill_(want)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(int(flag.item()))
+
+    def _report_gpu(self) -> None:
+        """Rank 0 on CUDA: report the GPU's utilisation and memory since the last report."""
+        self.rep.emit(
+            event="gpu",
+            step=self.step,
+            gen=self.args.gen,
+            gpu=self.place.physical,
+            **self.sampler.take(),
+        )
 
 
 if __name__ == "__main__":

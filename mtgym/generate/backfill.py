@@ -194,99 +194,140 @@ def _simulate(
     arrivals for backfilling: free nodes, shadow time and extra nodes are as the last pass
     left them, and time has moved on, so every older queued job is still refused.
     """
-    nan = float("nan")
+    sim = _Backfill(need, run_for, req, num_nodes)
     J = len(submit)
-    start = [nan] * J
-    assigned: list[np.ndarray] = [np.zeros(0, np.int64)] * J
-    reserved = [nan] * J
-    reserved_at = [nan] * J
-    known = [nan] * J
-    cur_res = nan  # the blocked head's current reservation, and since when it has held
-    cur_since = nan
-
-    free = np.ones(num_nodes, dtype=bool)
-    n_free = num_nodes
-    ends: list[tuple[float, int]] = []  # heap of (real end, job)
-    by_req_end: list[tuple[float, int]] = []  # running jobs sorted by (requested end, job)
-    queue: list[int] = []
-    head = -1  # the job whose reservation cur_res is
-    shadow = 0.0
-    extra = 0
     nxt = 0
     inf = float("inf")
-
-    def launch(j: int, t: float) -> None:
-        nonlocal n_free
-        k = need[j]
-        got = np.flatnonzero(free)[:k]
-        free[got] = False
-        n_free -= k
-        assigned[j] = got
-        start[j] = t
-        heapq.heappush(ends, (t + run_for[j], j))
-        bisect.insort(by_req_end, (t + req[j], j))
-
+    ends = sim.ends
     while nxt < J or ends:
         t = min(submit[nxt] if nxt < J else inf, ends[0][0] if ends else inf)
+        completed = sim.complete_until(t)
+        first_new = len(sim.queue)
+        while nxt < J and submit[nxt] <= t:
+            sim.queue.append(nxt)
+            nxt += 1
+        if not sim.queue:
+            continue
+        scan_from = 1
+        if completed or first_new == 0 or sim.queue[0] != sim.head:
+            if not sim.start_heads(t):
+                continue
+        else:
+            scan_from = first_new
+        sim.backfill(t, scan_from)
+    return sim.start, sim.assigned, sim.reserved, sim.reserved_at, sim.known
+
+
+class _Backfill:
+    """The state of ``_simulate``'s EASY-backfilling pass: free nodes, running jobs (by
+    real end in a heap, by requested end sorted), the queue, and the blocked head's
+    reservation; per job its start, nodes, first reservation and when its final start
+    became known.
+    """
+
+    def __init__(
+        self, need: list[int], run_for: list[float], req: list[float], num_nodes: int
+    ) -> None:
+        nan = float("nan")
+        J = len(need)
+        self.need, self.run_for, self.req = need, run_for, req
+        self.start = [nan] * J
+        self.assigned: list[np.ndarray] = [np.zeros(0, np.int64)] * J
+        self.reserved = [nan] * J
+        self.reserved_at = [nan] * J
+        self.known = [nan] * J
+        self.cur_res = nan  # the blocked head's current reservation, and since when it has held
+        self.cur_since = nan
+        self.free = np.ones(num_nodes, dtype=bool)
+        self.n_free = num_nodes
+        self.ends: list[tuple[float, int]] = []  # heap of (real end, job)
+        self.by_req_end: list[tuple[float, int]] = []  # running jobs by (requested end, job)
+        self.queue: list[int] = []
+        self.head = -1  # the job whose reservation cur_res is
+        self.shadow = 0.0
+        self.extra = 0
+
+    def launch(self, j: int, t: float) -> None:
+        """Start job j at time t on the first free nodes."""
+        k = self.need[j]
+        got = np.flatnonzero(self.free)[:k]
+        self.free[got] = False
+        self.n_free -= k
+        self.assigned[j] = got
+        self.start[j] = t
+        heapq.heappush(self.ends, (t + self.run_for[j], j))
+        bisect.insort(self.by_req_end, (t + self.req[j], j))
+
+    def complete_until(self, t: float) -> bool:
+        """Release the nodes of every job that ends by t; whether any did."""
+        ends, by_req_end, need, start, req = (
+            self.ends,
+            self.by_req_end,
+            self.need,
+            self.start,
+            self.req,
+        )
         completed = False
         while ends and ends[0][0] <= t:
             _, j = heapq.heappop(ends)
-            free[assigned[j]] = True
-            n_free += need[j]
+            self.free[self.assigned[j]] = True
+            self.n_free += need[j]
             del by_req_end[bisect.bisect_left(by_req_end, (start[j] + req[j], j))]
             completed = True
-        first_new = len(queue)
-        while nxt < J and submit[nxt] <= t:
-            queue.append(nxt)
-            nxt += 1
+        return completed
+
+    def start_heads(self, t: float) -> bool:
+        """Start heads while they fit; then reserve for the blocked head. False when the
+        queue emptied.
+        """
+        need, queue = self.need, self.queue
+        q = 0
+        while q < len(queue) and need[queue[q]] <= self.n_free:
+            j = queue[q]
+            if j == self.head and t == self.cur_res:
+                self.known[j] = self.cur_since
+            self.launch(j, t)
+            q += 1
+        self.queue = queue = queue[q:]
         if not queue:
-            continue
-        scan_from = 1
-        if completed or first_new == 0 or queue[0] != head:
-            # Start heads while they fit; then reserve for the blocked head.
-            q = 0
-            while q < len(queue) and need[queue[q]] <= n_free:
-                j = queue[q]
-                if j == head and t == cur_res:
-                    known[j] = cur_since
-                launch(j, t)
-                q += 1
-            queue = queue[q:]
-            if not queue:
-                head = -1
-                continue
-            j = queue[0]
-            shadow, extra = _shadow(by_req_end, need, n_free, need[j])
-            if j != head:
-                head = j
-                reserved[j] = shadow
-                reserved_at[j] = t
-                cur_res, cur_since = shadow, t
-            elif shadow != cur_res:
-                cur_res, cur_since = shadow, t
-        else:
-            scan_from = first_new
-        # Backfill later jobs that fit now and do not delay the head's reservation.
-        if n_free == 0:
-            continue
+            self.head = -1
+            return False
+        j = queue[0]
+        self.shadow, self.extra = _shadow(self.by_req_end, need, self.n_free, need[j])
+        if j != self.head:
+            self.head = j
+            self.reserved[j] = self.shadow
+            self.reserved_at[j] = t
+            self.cur_res, self.cur_since = self.shadow, t
+        elif self.shadow != self.cur_res:
+            self.cur_res, self.cur_since = self.shadow, t
+        return True
+
+    def backfill(self, t: float, scan_from: int) -> None:
+        """Start queued jobs from ``scan_from`` on that fit now and do not delay the head's
+        reservation.
+        """
+        if self.n_free == 0:
+            return
+        need, req, queue, shadow = self.need, self.req, self.queue, self.shadow
         started = False
         for q in range(scan_from, len(queue)):
             j = queue[q]
             k = need[j]
-            if k > n_free:
+            if k > self.n_free:
                 continue
             if t + req[j] <= shadow:
-                launch(j, t)
+                self.launch(j, t)
                 started = True
-            elif k <= extra:
-                launch(j, t)
-                extra -= k
+            elif k <= self.extra:
+                self.launch(j, t)
+                self.extra -= k
                 started = True
-            if n_free == 0:
+            if self.n_free == 0:
                 break
         if started:
-            queue = [j for j in queue if start[j] != start[j]]
-    return start, assigned, reserved, reserved_at, known
+            start = self.start
+            self.queue = [j for j in queue if start[j] != start[j]]
 
 
 def _shadow(

@@ -14,6 +14,20 @@ from mtgym.generate.synthetic import SyntheticGenerator
 from mtgym.generate.workload import Campaign, JobMix
 
 DEFAULT_SEED = 0
+#: The default scenario's HPO campaign (``default-family`` varies its kind, model, size and
+#: start).
+DEFAULT_CAMPAIGN = Campaign(
+    kind="hpo",
+    model="resnet18",
+    num_trials=8,
+    start_s=3600.0,
+    interarrival_s=120.0,
+    eta=2.0,
+    rungs=(0.25, 0.5),
+    work_hours=(0.5, 1.0),
+    work_ref_nodes=2,
+    max_nodes=8,
+)
 
 
 def default_generator() -> SyntheticGenerator:
@@ -28,18 +42,5 @@ def default_generator() -> SyntheticGenerator:
         supply=SyntheticSupply(idle_fraction=0.35, drains_per_hour=1.0, drain_nodes_median=6.0),
         horizon_s=6 * 3600.0,
         jobs=JobMix(num_jobs=22, arrival_rate_per_h=7.0, work_hours=(0.5, 2.0), work_ref_nodes=4),
-        campaigns=(
-            Campaign(
-                kind="hpo",
-                model="resnet18",
-                num_trials=8,
-                start_s=3600.0,
-                interarrival_s=120.0,
-                eta=2.0,
-                rungs=(0.25, 0.5),
-                work_hours=(0.5, 1.0),
-                work_ref_nodes=2,
-                max_nodes=8,
-            ),
-        ),
+        campaigns=(DEFAULT_CAMPAIGN,),
     )

@@ -25,13 +25,14 @@ its seeds); ``mtgym.benchmark`` keeps the test split (other presets, other seeds
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from mtgym.core.errors import ConfigError
 from mtgym.core.instance import Instance
 from mtgym.core.rng import stream
+from mtgym.generate.default import DEFAULT_CAMPAIGN
 from mtgym.generate.supply import SyntheticSupply
 from mtgym.generate.synthetic import SyntheticGenerator
 from mtgym.generate.workload import Campaign, JobMix
@@ -93,17 +94,12 @@ class DefaultFamily:
         campaigns: tuple[Campaign, ...] = ()
         if rng.random() < 0.5:
             campaigns = (
-                Campaign(
+                replace(
+                    DEFAULT_CAMPAIGN,
                     kind=str(rng.choice(("hpo", "nas"))),
                     model=str(rng.choice(("resnet18", "resnet50", "transformer"))),
                     num_trials=int(rng.choice((8, 16))),
                     start_s=float(rng.uniform(0.0, 2 * 3600.0)),
-                    interarrival_s=120.0,
-                    eta=2.0,
-                    rungs=(0.25, 0.5),
-                    work_hours=(0.5, 1.0),
-                    work_ref_nodes=2,
-                    max_nodes=8,
                 ),
             )
         supply = SyntheticSupply(

@@ -74,35 +74,15 @@ class TwoJobToy:
         N = self.num_nodes
         cl = uniform_cluster(N)
         n = np.arange(N + 1, dtype=float)
-        big = 1e12
-        rows = [
-            JobRow(
-                "linear",
-                "toy",
-                AppClass.D,
-                0.0,
-                1,
-                N,
-                work=big,
-                r_up_s=0,
-                r_down_s=0,
-                curve_nodes=n,
-                curve_tput=100.0 * n,
-            ),
-            JobRow(
-                "flat",
-                "toy",
-                AppClass.D,
-                0.0,
-                1,
-                N,
-                work=big,
-                r_up_s=0,
-                r_down_s=0,
-                curve_nodes=n,
-                curve_tput=np.where(n > 0, 100.0, 0.0),
-            ),
-        ]
+
+        def row(name: str, tput: np.ndarray) -> JobRow:
+            """A job on 1..N nodes with the curve ``tput`` at 0..N nodes, free rescales."""
+            return JobRow(
+                name, "toy", AppClass.D, 0.0, 1, N, work=1e12, r_up_s=0, r_down_s=0,
+                curve_nodes=n, curve_tput=tput,
+            )  # fmt: skip
+
+        rows = [row("linear", 100.0 * n), row("flat", np.where(n > 0, 100.0, 0.0))]
         jobs = build_jobs(rows, cl)
         supply = always_idle(N, 0.0, self.horizon_s)
         return Instance(

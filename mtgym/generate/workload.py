@@ -122,43 +122,96 @@ def build_jobs(
     rows = sorted(rows, key=lambda r: r.submit_s)
     J = len(rows)
     types = cluster.gpu_type_names
-    T = len(types)
-    curves: list[tuple[np.ndarray, np.ndarray]] = []
-    kind = np.zeros(J, dtype=np.int8)
-    type_rate = np.ones((J, T))
-    local_batch = np.zeros(J)
-    grad = np.zeros(J)
-    overlap = np.zeros(J)
+    perf = _performance_columns(rows, types)
+    curve_nodes, curve_tput = _padded_curves(perf.curves, J)
+    jobs = _jobs_table(rows, perf, curve_nodes, curve_tput, _rungs(rows))
+    # Tabulate parametric curves and size work, with the model of this very cluster.
+    work = _tabulate_and_size(rows, cluster, jobs, perf, curve_nodes, curve_tput)
+    d_curve, d_up, d_down = _declared(jobs, curve_nodes, curve_tput, declaration, rng)
+    jobs = replace(
+        jobs,
+        work=work,
+        ckpt_every=_checkpoint_samples(jobs.ckpt_every, curve_nodes, curve_tput),
+        curve_tput=curve_tput,
+        declared_curve_tput=np.array(d_curve, copy=True),
+        declared_r_up_s=np.array(d_up, copy=True),
+        declared_r_down_s=np.array(d_down, copy=True),
+    )
+    for f in jobs.__dataclass_fields__:
+        v = getattr(jobs, f)
+        if isinstance(v, np.ndarray):
+            frozen(v)
+    jobs.validate(len(types))
+    return jobs
+
+
+@dataclass(frozen=True)
+class _Performance:
+    """Per-job performance columns of ``build_jobs``, before the curves are padded.
+
+    ``curves`` holds each job's (nodes, throughput) breakpoints; a parametric job's
+    throughputs are empty until the model tabulates them.
+    """
+
+    kind: np.ndarray
+    type_rate: np.ndarray
+    local_batch: np.ndarray
+    grad: np.ndarray
+    overlap: np.ndarray
+    curves: list[tuple[np.ndarray, np.ndarray]]
+
+
+def _performance_columns(rows: Sequence[JobRow], types: Sequence[str]) -> _Performance:
+    """Check each row's node range and curve or profile, and read its performance."""
+    J, T = len(rows), len(types)
+    perf = _Performance(
+        kind=np.zeros(J, dtype=np.int8),
+        type_rate=np.ones((J, T)),
+        local_batch=np.zeros(J),
+        grad=np.zeros(J),
+        overlap=np.zeros(J),
+        curves=[],
+    )
     for j, r in enumerate(rows):
         if r.min_nodes < 1 or r.max_nodes < r.min_nodes:
             raise ConfigError(
                 f"jobs[{j}] ({r.name}).min/max_nodes", (r.min_nodes, r.max_nodes), "1 <= min <= max"
             )
         if r.profile is None:
-            if r.curve_nodes is None or r.curve_tput is None:
-                raise ConfigError(f"jobs[{j}] ({r.name})", "no curve and no profile", "one of them")
-            kind[j] = _TABLE
-            cn = np.asarray(r.curve_nodes, dtype=np.float64)
-            ct = np.asarray(r.curve_tput, dtype=np.float64)
-            if cn.shape != ct.shape or cn.ndim != 1 or cn.size == 0:
-                raise ConfigError(
-                    f"jobs[{j}] ({r.name}).curve", (cn.shape, ct.shape), "equal 1-D shapes"
-                )
-            if cn[0] != 0:
-                cn, ct = np.r_[0.0, cn], np.r_[0.0, ct]
-            curves.append((cn, ct))
-            if r.type_speed is not None:
-                for t, name in enumerate(types):
-                    type_rate[j, t] = float(r.type_speed.get(name, 1.0))
+            _read_table_row(j, r, types, perf)
         else:
-            kind[j] = _PARAMETRIC
+            perf.kind[j] = _PARAMETRIC
             p = r.profile
             for t, name in enumerate(types):
-                type_rate[j, t] = p.rate_on(name) * r.rate_scale
-            local_batch[j] = p.local_batch if r.local_batch is None else r.local_batch
-            grad[j] = p.grad_bytes * r.params_scale
-            overlap[j] = p.overlap
-            curves.append((_breakpoints(r.max_nodes), np.zeros(0)))
+                perf.type_rate[j, t] = p.rate_on(name) * r.rate_scale
+            perf.local_batch[j] = p.local_batch if r.local_batch is None else r.local_batch
+            perf.grad[j] = p.grad_bytes * r.params_scale
+            perf.overlap[j] = p.overlap
+            perf.curves.append((_breakpoints(r.max_nodes), np.zeros(0)))
+    return perf
+
+
+def _read_table_row(j: int, r: JobRow, types: Sequence[str], perf: _Performance) -> None:
+    """Row ``j``, a table job: its measured curve (from 0 nodes) and per-type speeds."""
+    if r.curve_nodes is None or r.curve_tput is None:
+        raise ConfigError(f"jobs[{j}] ({r.name})", "no curve and no profile", "one of them")
+    perf.kind[j] = _TABLE
+    cn = np.asarray(r.curve_nodes, dtype=np.float64)
+    ct = np.asarray(r.curve_tput, dtype=np.float64)
+    if cn.shape != ct.shape or cn.ndim != 1 or cn.size == 0:
+        raise ConfigError(f"jobs[{j}] ({r.name}).curve", (cn.shape, ct.shape), "equal 1-D shapes")
+    if cn[0] != 0:
+        cn, ct = np.r_[0.0, cn], np.r_[0.0, ct]
+    perf.curves.append((cn, ct))
+    if r.type_speed is not None:
+        for t, name in enumerate(types):
+            perf.type_rate[j, t] = float(r.type_speed.get(name, 1.0))
+
+
+def _padded_curves(
+    curves: Sequence[tuple[np.ndarray, np.ndarray]], J: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The curves as (J, K) arrays, each padded by repeating its last breakpoint."""
     K = max((c[0].size for c in curves), default=1)
     curve_nodes = np.zeros((J, K))
     curve_tput = np.zeros((J, K))
@@ -168,8 +221,13 @@ def build_jobs(
         if ct.size:
             curve_tput[j, : ct.size] = ct
             curve_tput[j, ct.size :] = ct[-1]
+    return curve_nodes, curve_tput
+
+
+def _rungs(rows: Sequence[JobRow]) -> np.ndarray:
+    """Campaign rungs as a (J, R) array of increasing fractions, NaN-padded."""
     R = max((len(r.rungs) for r in rows), default=0)
-    rungs = np.full((J, max(R, 1)), np.nan)
+    rungs = np.full((len(rows), max(R, 1)), np.nan)
     for j, r in enumerate(rows):
         if len(r.rungs):
             rs = [float(x) for x in r.rungs]  # (a few values: cheaper than numpy's checks)
@@ -178,26 +236,37 @@ def build_jobs(
                     f"jobs[{j}] ({r.name}).rungs", rs, "increasing fractions in (0, 1)"
                 )
             rungs[j, : len(rs)] = rs
+    return rungs
+
+
+def _jobs_table(
+    rows: Sequence[JobRow],
+    perf: _Performance,
+    curve_nodes: np.ndarray,
+    curve_tput: np.ndarray,
+    rungs: np.ndarray,
+) -> Jobs:
+    """The ``Jobs`` table of the rows, with unit work and exact declarations (for now)."""
     col = lambda attr, dt=np.float64: np.array([getattr(r, attr) for r in rows], dtype=dt)  # noqa: E731
-    jobs = Jobs(
+    return Jobs(
         name=tuple(r.name for r in rows),
         model=tuple(r.model for r in rows),
         app_class=col("app_class", np.int8),
         submit_s=col("submit_s"),
         min_nodes=col("min_nodes", np.int32),
         max_nodes=col("max_nodes", np.int32),
-        work=np.ones(J),
+        work=np.ones(len(rows)),
         r_up_s=col("r_up_s"),
         r_down_s=col("r_down_s"),
         startup_s=col("startup_s"),
         ckpt_every=col("ckpt_every"),
-        perf_kind=kind,
+        perf_kind=perf.kind,
         curve_nodes=curve_nodes,
         curve_tput=curve_tput,
-        type_rate=type_rate,
-        local_batch=local_batch,
-        grad_bytes=grad,
-        overlap=overlap,
+        type_rate=perf.type_rate,
+        local_batch=perf.local_batch,
+        grad_bytes=perf.grad,
+        overlap=perf.overlap,
         declared_curve_tput=curve_tput,
         declared_r_up_s=col("r_up_s"),
         declared_r_down_s=col("r_down_s"),
@@ -205,7 +274,21 @@ def build_jobs(
         rungs=rungs,
         quality=col("quality"),
     )
-    # Tabulate parametric curves and size work, with the model of this very cluster.
+
+
+def _tabulate_and_size(
+    rows: Sequence[JobRow],
+    cluster: Cluster,
+    jobs: Jobs,
+    perf: _Performance,
+    curve_nodes: np.ndarray,
+    curve_tput: np.ndarray,
+) -> np.ndarray:
+    """Fill the parametric jobs' curves in ``curve_tput`` (in place) and return each job's
+    work in samples (``work``, or ``work_hours`` at its rate on ``work_ref_nodes``).
+    """
+    J = len(rows)
+    kind, type_rate = perf.kind, perf.type_rate
     model = ThroughputModel(cluster, jobs)
     param = np.flatnonzero(kind == PerfKind.PARAMETRIC)
     slow = np.zeros(J)  # (parametric jobs: their best device's slowness)
@@ -240,6 +323,18 @@ def build_jobs(
             work[j] = r.work_hours * 3600.0 * ref
         else:
             raise ConfigError(f"jobs[{j}] ({r.name}).work", None, "work (samples) or work_hours")
+    return work
+
+
+def _declared(
+    jobs: Jobs,
+    curve_nodes: np.ndarray,
+    curve_tput: np.ndarray,
+    declaration: Declaration | None,
+    rng: np.random.Generator | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What users declare: the curves and rescale costs with ``declaration``'s noise."""
+    J = curve_tput.shape[0]
     decl = declaration or Declaration()
     d_curve, d_up, d_down = curve_tput, jobs.r_up_s, jobs.r_down_s
     if decl != Declaration():
@@ -258,28 +353,22 @@ def build_jobs(
         )
         cost_noise = decl.cost_bias * np.exp(decl.cost_sigma * rng.standard_normal((2, J)))
         d_up, d_down = jobs.r_up_s * cost_noise[0], jobs.r_down_s * cost_noise[1]
-    # Checkpoint periods given in seconds (stored negative by the generators) become samples
-    # at the job's one-node rate.
-    ckpt = np.array(jobs.ckpt_every, copy=True)
+    return d_curve, d_up, d_down
+
+
+def _checkpoint_samples(
+    ckpt_every: np.ndarray, curve_nodes: np.ndarray, curve_tput: np.ndarray
+) -> np.ndarray:
+    """Checkpoint periods given in seconds (stored negative by the generators) become
+    samples at the job's one-node rate.
+    """
+    ckpt = np.array(ckpt_every, copy=True)
     neg = ckpt < 0
     if neg.any():
+        J = ckpt.shape[0]
         one_node = np.array([np.interp(1.0, curve_nodes[j], curve_tput[j]) for j in range(J)])
         ckpt[neg] = -ckpt[neg] * np.maximum(one_node[neg], 1e-12)
-    jobs = replace(
-        jobs,
-        work=work,
-        ckpt_every=ckpt,
-        curve_tput=curve_tput,
-        declared_curve_tput=np.array(d_curve, copy=True),
-        declared_r_up_s=np.array(d_up, copy=True),
-        declared_r_down_s=np.array(d_down, copy=True),
-    )
-    for f in jobs.__dataclass_fields__:
-        v = getattr(jobs, f)
-        if isinstance(v, np.ndarray):
-            frozen(v)
-    jobs.validate(T)
-    return jobs
+    return ckpt
 
 
 # ---------------------------------------------------------------------------------------

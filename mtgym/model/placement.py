@@ -17,12 +17,32 @@ cheap at 4,734 nodes.
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
+if TYPE_CHECKING:
+    from mtgym.sim.view import SchedulerView
+
 # Static free-node order per (slowdown, coords) pair of read-only arrays (an instance's).
 _ORDER_CACHE: dict[tuple[int, int], tuple[weakref.ref, weakref.ref, tuple[np.ndarray, ...]]] = {}
+
+
+def pack_view(view: SchedulerView, jobs: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """``pack_targets`` on a scheduler view: a node map giving ``jobs[i]`` exactly
+    ``targets[i]`` of the view's idle nodes, without migration (shrinking jobs keep their
+    fastest nodes).
+    """
+    return pack_targets(
+        view.available,
+        view.node_job,
+        view.slowdown,
+        view.app_class,
+        view.topology_coords,
+        jobs,
+        targets,
+    )
 
 
 def pack_targets(

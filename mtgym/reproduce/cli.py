@@ -9,11 +9,28 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 EXPERIMENTS = ("freetrain", "malletrain", "pal")
 CHOICES = (*EXPERIMENTS, "all")
+
+
+@dataclass(frozen=True)
+class ExperimentOptions:
+    """Options of single experiments.
+
+    Attributes:
+        draw: PAL's headline per-GPU draw: ``"artifact"`` or ``"seed:N"``.
+        seeds: MalleTrain's number of paired seeds (None: its sizes' own).
+        completion_at_round: PAL records completions at the next round boundary, as its
+            artifact does.
+    """
+
+    draw: str = "artifact"
+    seeds: int | None = None
+    completion_at_round: bool = False
 
 
 def run_experiments(
@@ -24,16 +41,13 @@ def run_experiments(
     data_dir: Path | None = None,
     workers: int | None = None,
     progress: bool = True,
-    draw: str = "artifact",
-    seeds: int | None = None,
-    completion_at_round: bool = False,
+    options: ExperimentOptions | None = None,
 ) -> list[Any]:
     """Run the named experiments, write the report into ``out_dir``, return their results.
 
-    ``draw`` is PAL's headline per-GPU draw: ``"artifact"`` or ``"seed:N"``; ``seeds``:
-    MalleTrain's number of paired seeds (default: its sizes' own); ``completion_at_round``:
-    PAL records completions at the next round boundary, as its artifact does.
+    ``options``: the experiments' own options (the defaults when None).
     """
+    opt = options or ExperimentOptions()
     from mtgym.reproduce import freetrain, malletrain, pal
     from mtgym.reproduce.common import Workers, default_data_dir, default_workers
     from mtgym.reproduce.report import write_report
@@ -47,9 +61,9 @@ def run_experiments(
         for name in names:
             extra: dict[str, Any] = {}
             if name == "pal":
-                extra = {"draw": draw, "completion_at_round": completion_at_round}
-            if name == "malletrain" and seeds is not None:
-                extra["seeds"] = seeds
+                extra = {"draw": opt.draw, "completion_at_round": opt.completion_at_round}
+            if name == "malletrain" and opt.seeds is not None:
+                extra["seeds"] = opt.seeds
             res = modules[name].run(
                 data, out, quick=quick, workers=pool, progress=progress, **extra
             )
@@ -73,9 +87,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             data_dir=Path(args.data) if args.data else None,
             workers=args.workers,
             progress=not args.no_progress,
-            draw=args.draw,
-            seeds=args.seeds,
-            completion_at_round=args.completion_at_round,
+            options=ExperimentOptions(
+                draw=args.draw, seeds=args.seeds, completion_at_round=args.completion_at_round
+            ),
         )
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

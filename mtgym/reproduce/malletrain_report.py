@@ -127,6 +127,22 @@ def section(
     linearity: dict[str, float],
 ) -> str:
     """The experiment's detail section of report.md."""
+    lines = [
+        *_setup_lines(sizes, source),
+        *_reading_lines(table),
+        *_cell_lines(table, info),
+        *_diagnostic_lines(diag),
+        *_raw_lines(results),
+        *_linearity_lines(table, info, linearity),
+        *_mean_lines(results),
+        "",
+        "![MalleTrain gain against declaration quality](malletrain_gain.png)",
+    ]
+    return "\n".join(lines)
+
+
+def _setup_lines(sizes: Sizes, source: str) -> list[str]:
+    """The claim, where the figures come from, the workloads, declarations and verdicts."""
     c = sizes.campaign
     lines = [
         "## MalleTrain vs FreeTrain: NAS/HPO campaigns and the ImageNet replay",
@@ -159,12 +175,24 @@ def section(
         "### Headline readings",
         "",
     ]
+    return lines
+
+
+def _reading_lines(table: list[Gain]) -> list[str]:
+    """The headline readings (a) and (b)."""
+    lines: list[str] = []
     for key, text in (("a", "users provide nothing"), ("b", "users provide what they can measure")):
         v, cells = reading(table, key)
         lines.append(
             f"- **({key}) {text}: {v.upper()}.** "
             + "; ".join(f"{g.workload.upper()} {fmt_gain(g)} ({g.verdict})" for g in cells)
         )
+    return lines
+
+
+def _cell_lines(table: list[Gain], info: list[Gain]) -> list[str]:
+    """Every cell's gain, the declaration errors, and FreeTrain's gain from declarations."""
+    lines: list[str] = []
     lines += [
         "",
         "### Every cell (gain of MalleTrain over FreeTrain told that model)",
@@ -197,6 +225,12 @@ def section(
         "| --- | --- | ---: |",
     ]
     lines += [f"| {g.workload} | {g.declaration} | {fmt_gain(g)} |" for g in info]
+    return lines
+
+
+def _diagnostic_lines(diag: dict[str, dict[str, float]]) -> list[str]:
+    """The measurements behind the verdicts, per workload."""
+    lines: list[str] = []
     lines += [
         "",
         "### Measurements behind the verdicts",
@@ -215,6 +249,12 @@ def section(
             f"{d['utilisation_ft']:.3f} | {d['eff8_p10']:.2f} / {d['eff8_mean']:.2f} / "
             f"{d['eff8_p90']:.2f} |"
         )
+    return lines
+
+
+def _raw_lines(results: list[dict[str, Any]]) -> list[str]:
+    """The campaign cells in raw samples/s (context, not a verdict)."""
+    lines: list[str] = []
     raw = [g for g in gains(results, "throughput") if g.workload in CAMPAIGN_WORKLOADS]
     if raw:
         lines += [
@@ -232,6 +272,12 @@ def section(
                 g = next((x for x in raw if (x.workload, x.declaration) == (wl, d.key)), None)
                 cells.append("n/a" if g is None else fmt_gain(g))
             lines.append(f"| {wl} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _linearity_lines(table: list[Gain], info: list[Gain], linearity: dict[str, float]) -> list[str]:
+    """Probe cost against idle windows, and how linear BFTrainer's ImageNet curves are."""
+    lines: list[str] = []
     lin = ", ".join(f"{m} {e:.2f}" for m, e in linearity.items())
     worth = {g.declaration: g for g in info if g.workload == "imagenet"}
     lin_err = [g.decl_error for g in table if (g.workload, g.declaration) == ("imagenet", "linear")]
@@ -262,6 +308,12 @@ def section(
         "| workload | policy | declarations | metric | utilisation | rescales | probes |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
+    return lines
+
+
+def _mean_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Metric means per workload, policy and declaration."""
+    lines: list[str] = []
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in results:
         groups.setdefault((r["workload"], r["policy"], r["declaration"]), []).append(r)
@@ -272,8 +324,7 @@ def section(
             f"| {wl} | {pol} | {dec} | {m(METRIC[wl]):,.2f} ({METRIC[wl]}) | "
             f"{m('utilisation'):.3f} | {m('rescales'):,.0f} | {probes:,.0f} |"
         )
-    lines += ["", "![MalleTrain gain against declaration quality](malletrain_gain.png)"]
-    return "\n".join(lines)
+    return lines
 
 
 def plot(table: list[Gain], out_dir: Path) -> list[Path]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mtgym.reproduce.common import (
     PAL_TRACE,
@@ -29,7 +30,13 @@ from mtgym.reproduce.common import (
     make_progress,
     workers_ctx,
 )
-from mtgym.reproduce.pal_analyse import LOCALITY_TRACE, analyse, class_a_stats, rows_for
+from mtgym.reproduce.pal_analyse import (
+    LOCALITY_TRACE,
+    Setup,
+    analyse,
+    class_a_stats,
+    rows_for,
+)
 from mtgym.reproduce.pal_report import plot, section
 from mtgym.reproduce.pal_run import (
     ARTIFACT,
@@ -109,6 +116,62 @@ def run(
     """
     parse_draw(draw)
     z = sizes or (QUICK if quick else FULL)
+    _check_pal_data(data_dir)
+    plan = _Plan(
+        z, draw, tuple(x for x in z.draws if x != draw), str(data_dir), bool(completion_at_round)
+    )
+    t0 = time.perf_counter()
+    with workers_ctx(workers) as pool, make_progress(progress) as bar:
+        ep = _run_episodes(plan, pool, bar)
+    wall = time.perf_counter() - t0
+    d, others, at_round = plan.data, plan.others, plan.at_round
+    class_a = {
+        x: class_a_stats(philly_instance(d, z.traces[0], LOCALITY, x).cluster.slowdown[:, 0])
+        for x in (draw, *others)
+    }
+    setup = Setup(
+        head_draw=draw,
+        traces=z.traces,
+        draws=others,
+        lambdas=z.lambdas,
+        growth=z.growth,
+        whole_traces=z.max_jobs is None,
+        completion_at_round=at_round,
+    )
+    a = analyse(
+        ep.records,
+        ep.locality,
+        ep.synergy,
+        setup,
+        class_a=class_a,
+        set_wall_s=ep.set_wall_s,
+        synergy_wall_s=ep.synergy_wall_s,
+    )
+    rows = rows_for(a)
+    figs = plot(a, ep.records, Path(out_dir))
+    sections = [section(a, rows, ep.records, list(others))]
+    res = ExperimentResult(NAME, rows, wall, quick, figs, sections)
+    res.raw = {
+        "sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in z.__dict__.items()},
+        "draw": draw,
+        "completion_at_round": at_round,
+        "set_wall_s": ep.set_wall_s,
+        "synergy_wall_s": ep.synergy_wall_s,
+        "episodes": ep.records,
+        "locality_episodes": ep.locality,
+        "synergy_episodes": ep.synergy,
+        "headline": a.head,
+        "spread": a.spread,
+        "class_a": class_a,
+        "locality": a.locality,
+        "sensitivity": a.sensitivity,
+        "synergy": a.synergy,
+    }
+    return res
+
+
+def _check_pal_data(data_dir: Path) -> None:
+    """Raise ``FileNotFoundError`` unless the eight traces and the variability files exist."""
     check_data(
         data_dir,
         [PAL_TRACE.format(k=k) for k in range(1, 9)]
@@ -121,109 +184,96 @@ def run(
             )
         ],
     )
-    d = str(data_dir)
-    others = tuple(x for x in z.draws if x != draw)
-    at_round = bool(completion_at_round)
-    pols = tuple(POLICIES)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What ``run`` plays: the sizes, the headline draw and the others, the data folder,
+    and whether completions are recorded at round boundaries.
+    """
+
+    sizes: Sizes
+    draw: str
+    others: tuple[str, ...]
+    data: str
+    at_round: bool
+
+
+@dataclass(frozen=True)
+class _Episodes:
+    """The episodes' records: the set (headline and other draws), the locality sweep and
+    Synergy, with the wall times of the headline set and of Synergy.
+    """
+
+    records: list[dict[str, Any]]
+    locality: list[dict[str, Any]]
+    synergy: list[dict[str, Any]]
+    set_wall_s: float
+    synergy_wall_s: float
+
+
+def _run_episodes(plan: _Plan, pool: Any, bar: Any) -> _Episodes:
+    """Play the set, the other draws, the locality sweep and Synergy on ``pool``."""
+    z, d, at_round, pols = plan.sizes, plan.data, plan.at_round, tuple(POLICIES)
     t0 = time.perf_counter()
-    with workers_ctx(workers) as pool, make_progress(progress) as bar:
-        main = pool.map(
-            run_philly,
-            [
-                PhillyTask(k, LOCALITY, draw, pols, d, z.max_jobs, completion_at_round=at_round)
-                for k in z.traces
-            ],
-            progress=bar,
-            description=f"PAL set: {len(z.traces)} traces x {len(pols)} placements",
-        )
-        set_wall = time.perf_counter() - t0
-        extra = pool.map(
-            run_philly,
-            [
-                PhillyTask(
-                    k, LOCALITY, x, SPREAD_POLICIES, d, z.max_jobs, completion_at_round=at_round
-                )
-                for x in others
-                for k in z.traces
-            ],
-            progress=bar,
-            description="PAL set on other draws",
-        )
-        growths = (0.0, z.growth) if z.growth > 0 else (0.0,)
-        sweep = pool.map(
-            run_philly,
-            [
-                PhillyTask(
-                    LOCALITY_TRACE,
-                    lam,
-                    x,
-                    LOCALITY_POLICIES,
-                    d,
-                    z.max_jobs,
-                    gr,
-                    completion_at_round=at_round,
-                )
-                for gr in growths
-                for x in (draw, *others)
-                for lam in z.lambdas
-            ],
-            progress=bar,
-            description=f"locality sweep (workload-{LOCALITY_TRACE})",
-        )
-        t1 = time.perf_counter()
-        synergy = pool.map(
-            run_synergy,
-            [
-                SynergyTask(
-                    load, order, SYNERGY_POLICIES, d, z.synergy_jobs, completion_at_round=at_round
-                )
-                for order in SYNERGY_ORDERS
-                for load in z.synergy_loads
-            ],
-            progress=bar,
-            description="Synergy: 256 GPUs, FIFO / LAS / SRTF",
-        )
-        synergy_wall = time.perf_counter() - t1
-    wall = time.perf_counter() - t0
-    records = [r for rs in main + extra for r in rs]
-    loc = [r for rs in sweep for r in rs]
-    syn = [r for rs in synergy for r in rs]
-    class_a = {
-        x: class_a_stats(philly_instance(d, z.traces[0], LOCALITY, x).cluster.slowdown[:, 0])
-        for x in (draw, *others)
-    }
-    a = analyse(
-        records,
-        loc,
-        syn,
-        head_draw=draw,
-        traces=z.traces,
-        draws=others,
-        lambdas=z.lambdas,
-        growth=z.growth,
-        class_a=class_a,
-        set_wall_s=set_wall,
-        synergy_wall_s=synergy_wall,
-        whole_traces=z.max_jobs is None,
-        completion_at_round=at_round,
+    main = pool.map(
+        run_philly,
+        [
+            PhillyTask(k, LOCALITY, plan.draw, pols, d, z.max_jobs, completion_at_round=at_round)
+            for k in z.traces
+        ],
+        progress=bar,
+        description=f"PAL set: {len(z.traces)} traces x {len(pols)} placements",
     )
-    rows = rows_for(a)
-    figs = plot(a, records, Path(out_dir))
-    res = ExperimentResult(NAME, rows, wall, quick, figs, [section(a, rows, records, list(others))])
-    res.raw = {
-        "sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in z.__dict__.items()},
-        "draw": draw,
-        "completion_at_round": at_round,
-        "set_wall_s": set_wall,
-        "synergy_wall_s": synergy_wall,
-        "episodes": records,
-        "locality_episodes": loc,
-        "synergy_episodes": syn,
-        "headline": a.head,
-        "spread": a.spread,
-        "class_a": class_a,
-        "locality": a.locality,
-        "sensitivity": a.sensitivity,
-        "synergy": a.synergy,
-    }
-    return res
+    set_wall = time.perf_counter() - t0
+    extra = pool.map(
+        run_philly,
+        [
+            PhillyTask(k, LOCALITY, x, SPREAD_POLICIES, d, z.max_jobs, completion_at_round=at_round)
+            for x in plan.others
+            for k in z.traces
+        ],
+        progress=bar,
+        description="PAL set on other draws",
+    )
+    growths = (0.0, z.growth) if z.growth > 0 else (0.0,)
+    sweep = pool.map(
+        run_philly,
+        [
+            PhillyTask(
+                LOCALITY_TRACE,
+                lam,
+                x,
+                LOCALITY_POLICIES,
+                d,
+                z.max_jobs,
+                gr,
+                completion_at_round=at_round,
+            )
+            for gr in growths
+            for x in (plan.draw, *plan.others)
+            for lam in z.lambdas
+        ],
+        progress=bar,
+        description=f"locality sweep (workload-{LOCALITY_TRACE})",
+    )
+    t1 = time.perf_counter()
+    synergy = pool.map(
+        run_synergy,
+        [
+            SynergyTask(
+                load, order, SYNERGY_POLICIES, d, z.synergy_jobs, completion_at_round=at_round
+            )
+            for order in SYNERGY_ORDERS
+            for load in z.synergy_loads
+        ],
+        progress=bar,
+        description="Synergy: 256 GPUs, FIFO / LAS / SRTF",
+    )
+    return _Episodes(
+        records=[r for rs in main + extra for r in rs],
+        locality=[r for rs in sweep for r in rs],
+        synergy=[r for rs in synergy for r in rs],
+        set_wall_s=set_wall,
+        synergy_wall_s=time.perf_counter() - t1,
+    )

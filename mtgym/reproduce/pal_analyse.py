@@ -258,23 +258,42 @@ class Analysis:
     completion_at_round: bool = False  # completions recorded at the next round boundary
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What the experiment played, as ``analyse`` needs it.
+
+    Attributes:
+        head_draw: the headline variability draw.
+        traces: the Sia-Philly traces of the set.
+        draws: the other draws (the spread).
+        lambdas: the locality sweep's lambdas.
+        growth: host-count-dependent locality of the sensitivity run (0 = none).
+        whole_traces: False when traces were cut (max_jobs): no artifact comparison.
+        completion_at_round: completions recorded at the next round boundary.
+    """
+
+    head_draw: str
+    traces: tuple[int, ...]
+    draws: tuple[str, ...]
+    lambdas: tuple[float, ...]
+    growth: float
+    whole_traces: bool = True
+    completion_at_round: bool = False
+
+
 def analyse(
     records: list[dict[str, Any]],
     sweep: list[dict[str, Any]],
     synergy: list[dict[str, Any]],
+    setup: Setup,
     *,
-    head_draw: str,
-    traces: tuple[int, ...],
-    draws: tuple[str, ...],
-    lambdas: tuple[float, ...],
-    growth: float,
     class_a: dict[str, dict[str, float]],
     set_wall_s: float,
     synergy_wall_s: float,
-    whole_traces: bool = True,
-    completion_at_round: bool = False,
 ) -> Analysis:
     """Compute every summary the rows and the section need."""
+    head_draw, traces, draws = setup.head_draw, setup.traces, setup.draws
+    lambdas, growth = setup.lambdas, setup.growth
     head = {ref: set_gains(records, traces, head_draw, ref) for ref in (SET_REF, SWEEP_REF)}
     w1 = {
         r["policy"]: r
@@ -295,8 +314,8 @@ def analyse(
         synergy=synergy_summary(synergy) if synergy else {},
         set_wall_s=set_wall_s,
         synergy_wall_s=synergy_wall_s,
-        whole_traces=whole_traces,
-        completion_at_round=completion_at_round,
+        whole_traces=setup.whole_traces,
+        completion_at_round=setup.completion_at_round,
     )
 
 
@@ -341,9 +360,23 @@ def _w1_rows(a: Analysis) -> list[Row]:
 
 def rows_for(a: Analysis) -> list[Row]:
     """All PAL rows, each with a paper value where one exists; verdicts follow by the rule."""
+    return [
+        *_w1_rows(a),
+        *_fig10_rows(a),
+        *_spread_rows(a),
+        *_abstract_rows(a),
+        *_blox_rows(a),
+        *_sweep_rows(a),
+        *synergy_rows(a),
+        *_wall_rows(a),
+    ]
+
+
+def _fig10_rows(a: Analysis) -> list[Row]:
+    """Fig. 10: PAL's and PM-First's geomean, min and max JCT gains over the traces."""
     n = len(a.traces)
     g = a.head[SET_REF]
-    rows = _w1_rows(a)
+    rows: list[Row] = []
     better = g["pal"]["jct_gain"] >= g["pm-first"]["jct_gain"]
     for pol in PAL_POLICIES:
         per = g[pol]["jct_gain_per_trace"]
@@ -372,6 +405,12 @@ def rows_for(a: Analysis) -> list[Row]:
                 f"trace {a.traces[int(np.argmax(per))]}",
             ),
         ]
+    return rows
+
+
+def _spread_rows(a: Analysis) -> list[Row]:
+    """Fig. 10's geomean gain over the other draws (median)."""
+    rows: list[Row] = []
     for pol, sp in a.spread.items():
         rows.append(
             Row(
@@ -385,6 +424,13 @@ def rows_for(a: Analysis) -> list[Row]:
                 + ", ".join(f"{d}: {a.class_a[d]['max']:.2f}" for d in sp["per_draw"]),
             )
         )
+    return rows
+
+
+def _abstract_rows(a: Analysis) -> list[Row]:
+    """The abstract's JCT, utilisation and makespan figures."""
+    g = a.head[SET_REF]
+    rows: list[Row] = []
     rows += [
         Row(
             NAME,
@@ -413,6 +459,13 @@ def rows_for(a: Analysis) -> list[Row]:
             f"Sia-Philly set, {a.head_draw} draw",
         ),
     ]
+    return rows
+
+
+def _blox_rows(a: Analysis) -> list[Row]:
+    """Blox's other placements, as context."""
+    g = a.head[SET_REF]
+    rows: list[Row] = []
     for pol in ("packed-sticky", "random-sticky", "random-nonsticky"):
         if pol in g:
             rows.append(
@@ -424,6 +477,12 @@ def rows_for(a: Analysis) -> list[Row]:
                     "Blox baseline (context)",
                 )
             )
+    return rows
+
+
+def _sweep_rows(a: Analysis) -> list[Row]:
+    """The locality sweep's trend rows, and its sensitivity run's when there is one."""
+    rows: list[Row] = []
     rows += trend_rows(a.locality, a.lambdas, "Fig. 12 locality sweep", a.head_draw)
     if a.sensitivity is not None:
         rows += trend_rows(
@@ -432,7 +491,13 @@ def rows_for(a: Analysis) -> list[Row]:
             f"sensitivity, host-count-dependent lambda (growth {a.growth:g})",
             a.head_draw,
         )
-    rows += synergy_rows(a)
+    return rows
+
+
+def _wall_rows(a: Analysis) -> list[Row]:
+    """Wall times of the set and of Synergy."""
+    n = len(a.traces)
+    rows: list[Row] = []
     rows.append(
         Row(
             NAME,

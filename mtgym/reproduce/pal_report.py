@@ -47,8 +47,22 @@ def _sweep_table(loc: dict[str, Any], lambdas: tuple[float, ...]) -> list[str]:
 
 def section(a: Analysis, rows: list[Row], records: list[dict[str, Any]], draws: list[str]) -> str:
     """The experiment's detail section of report.md."""
-    g = a.head[SET_REF]
-    pols = list(g)
+    lines = [
+        *_set_lines(a, records),
+        *_geomean_lines(a, draws),
+        *_locality_lines(a, rows),
+        *_synergy_lines(a),
+        "",
+        "![JCT per trace](pal_jct.png)",
+        "",
+        "![Locality sweep](pal_locality.png)",
+    ]
+    return "\n".join(lines)
+
+
+def _set_lines(a: Analysis, records: list[dict[str, Any]]) -> list[str]:
+    """The setup, the variability draw, the references and the JCT per trace."""
+    pols = list(a.head[SET_REF])
     t = {(r["trace"], r["policy"]): r for r in records if r["draw"] == a.head_draw}
     t = {k: v for k, v in t.items() if v["locality"] == LOCALITY and v["growth"] == 0.0}
     lines = [
@@ -86,6 +100,14 @@ def section(a: Analysis, rows: list[Row], records: list[dict[str, Any]], draws: 
             + "".join(f" | {jct[p] / jct[SET_REF]:.3f}" for p in PAL_POLICIES)
             + " |"
         )
+    return lines
+
+
+def _geomean_lines(a: Analysis, draws: list[str]) -> list[str]:
+    """Geomean gains over the traces, and their spread over other draws."""
+    g = a.head[SET_REF]
+    pols = list(g)
+    lines: list[str] = []
     lines += [
         "",
         f"Geomean over the traces vs `{SET_REF}` (JCT and makespan: 1 - geomean ratio; "
@@ -114,6 +136,12 @@ def section(a: Analysis, rows: list[Row], records: list[dict[str, Any]], draws: 
                     for d, x in sp["per_draw"].items()
                 )
             )
+    return lines
+
+
+def _locality_lines(a: Analysis, rows: list[Row]) -> list[str]:
+    """The locality sweep and, when run, its host-count-dependent sensitivity."""
+    lines: list[str] = []
     loc_rows = [r for r in rows if r.metric.startswith("Fig. 12")]
     lines += [
         "",
@@ -139,6 +167,12 @@ def section(a: Analysis, rows: list[Row], records: list[dict[str, Any]], draws: 
             "",
             f"**Locality trend (host-count-dependent lambda): {trend_verdict(sens_rows)}.**",
         ]
+    return lines
+
+
+def _synergy_lines(a: Analysis) -> list[str]:
+    """The Synergy experiment's table (none when it was not run)."""
+    lines: list[str] = []
     if a.synergy:
         keys = sorted(
             {k.split("/")[0] for k in a.synergy},
@@ -164,8 +198,7 @@ def section(a: Analysis, rows: list[Row], records: list[dict[str, Any]], draws: 
                 f" | {fmt_pct(s['pal']['utilisation_gain'])}"
                 f" | {fmt_pct(s['pm-first']['jct_gain'])} |"
             )
-    lines += ["", "![JCT per trace](pal_jct.png)", "", "![Locality sweep](pal_locality.png)"]
-    return "\n".join(lines)
+    return lines
 
 
 def plot(a: Analysis, records: list[dict[str, Any]], out_dir: Path) -> list[Path]:

@@ -10,6 +10,7 @@ import argparse
 import os
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -44,14 +45,9 @@ def _echo(rec: dict[str, Any], show_commands: bool = False) -> None:
 def _cmd_scavenge(args: argparse.Namespace) -> int:
     import secrets
 
-    from mtgym.bridge.launcher import LocalLauncher
-    from mtgym.bridge.procs import Terminated, raise_on_signals
     from mtgym.core.io import prepare_out_dir
     from mtgym.policy.registry import make_policy
     from mtgym.scavenger.launch import (
-        LocalStepLauncher,
-        ReportLauncher,
-        SlurmStepLauncher,
         TokenSlurmLauncher,
         default_python,
     )
@@ -78,14 +74,7 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
         workers_per_node=args.workers_per_node,
         command=tuple(shlex.split(args.command)) if args.command else None,
     )
-    if args.bridge and not args.dry_run:
-        if args.launcher == "slurm":
-            launcher: Any = SlurmStepLauncher(slurm, client, graceful_s=args.graceful)
-        else:
-            local = LocalLauncher(workers_per_node=args.workers_per_node)
-            launcher = LocalStepLauncher(local, graceful_s=args.graceful)
-    else:
-        launcher = ReportLauncher(slurm)
+    launcher = _launcher(args, slurm, client)
     supply = SlurmSupply(
         client,
         partition=args.partition,
@@ -109,6 +98,27 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
     )
     if args.dry_run or not args.bridge:
         print("(report only: nothing is launched; add --bridge to run the jobs)")
+    return _run(scav, args, out)
+
+
+def _launcher(args: argparse.Namespace, slurm: Any, client: Any) -> Any:
+    """What starts the jobs: srun steps or local workers with ``--bridge``, else a report."""
+    from mtgym.scavenger.launch import LocalStepLauncher, ReportLauncher, SlurmStepLauncher
+
+    if not args.bridge or args.dry_run:
+        return ReportLauncher(slurm)
+    if args.launcher == "slurm":
+        return SlurmStepLauncher(slurm, client, graceful_s=args.graceful)
+    from mtgym.bridge.launcher import LocalLauncher
+
+    local = LocalLauncher(workers_per_node=args.workers_per_node)
+    return LocalStepLauncher(local, graceful_s=args.graceful)
+
+
+def _run(scav: Any, args: argparse.Namespace, out: Path) -> int:
+    """Run the scavenger until its duration or poll count, or a signal; the exit status."""
+    from mtgym.bridge.procs import Terminated, raise_on_signals
+
     try:
         with raise_on_signals():  # SIGTERM/SIGHUP stop every generation, as Ctrl-C does
             summary = scav.run(duration_s=args.duration, max_polls=args.max_polls)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mtgym.scenario.schema as sc
 from mtgym.core.errors import MtgymError
@@ -60,63 +61,7 @@ def build_generator(spec: sc.ScenarioSpec, base: Path) -> Generator:
     """The generator a scenario describes."""
     g = spec.generator
     if isinstance(g, sc.SyntheticGen):
-        c = g.cluster
-        w = g.workload
-        if isinstance(w, sc.MixSpec):
-            jobs = JobMix(
-                **{
-                    k: (tuple(v) if isinstance(v, list) else v)
-                    for k, v in w.model_dump(exclude={"kind"}).items()
-                }
-            )
-        else:
-            jobs = TableWorkload(
-                resolve_path(w.path, base), w.time_offset_s, w.max_jobs, w.startup_s
-            )
-        levels = c.levels
-        inner = levels[1:-1]
-        groups = sizes = None
-        if c.nodes is None:
-            sizes = tuple(int(lv.group_size) for lv in inner)  # type: ignore[arg-type]
-        else:
-            from mtgym.readers.node_list import read_node_list
-
-            nl = read_node_list(resolve_path(c.nodes, base), [lv.name for lv in inner])
-            if nl.num_nodes != c.num_nodes:
-                raise ValueError(
-                    f"generator.cluster.nodes: the node list has {nl.num_nodes:,} nodes but "
-                    f"num_nodes is {c.num_nodes:,}"
-                )
-            groups = tuple(tuple(col) for col in nl.group_ids.T.tolist())
-        return SyntheticGenerator(
-            name=spec.name,
-            num_nodes=c.num_nodes,
-            gpus_per_node=c.gpus_per_node,
-            gpu_types=tuple(c.gpu_types),
-            group_types=tuple(c.group_types),
-            level_names=tuple(lv.name for lv in levels),
-            bandwidth_gbps=tuple(lv.bandwidth_gbps for lv in levels),
-            latency_s=tuple(lv.latency_s for lv in levels),
-            locality_factor=tuple(lv.locality_factor for lv in levels),
-            level_sizes=sizes,
-            level_groups=groups,
-            variability=variability(c.variability, base),
-            profile_noise=c.variability.profile_noise,
-            supply=supply(g.supply, base),
-            horizon_s=g.horizon_s,
-            jobs=jobs,
-            campaigns=tuple(
-                Campaign(
-                    **{
-                        k: (tuple(v) if isinstance(v, list) else v)
-                        for k, v in cs.model_dump().items()
-                    }
-                )
-                for cs in g.campaigns
-            ),
-            declaration=Declaration(**g.declaration.model_dump()),
-            costs=costs(g.costs),
-        )
+        return _synthetic_generator(spec.name, g, base)
     if isinstance(g, sc.SummitReplayGen):
         from mtgym.generate.replay import SummitReplay
 
@@ -141,6 +86,62 @@ def build_generator(spec: sc.ScenarioSpec, base: Path) -> Generator:
         locality=g.locality,
         max_jobs=g.max_jobs,
     )
+
+
+def _with_tuples(fields: dict[str, Any]) -> dict[str, Any]:
+    """A spec's fields (``model_dump``) with its lists as tuples, for frozen dataclasses."""
+    return {k: (tuple(v) if isinstance(v, list) else v) for k, v in fields.items()}
+
+
+def _synthetic_generator(name: str, g: sc.SyntheticGen, base: Path) -> SyntheticGenerator:
+    """The ``SyntheticGenerator`` of a synthetic scenario's generator section."""
+    c = g.cluster
+    w = g.workload
+    if isinstance(w, sc.MixSpec):
+        jobs = JobMix(**_with_tuples(w.model_dump(exclude={"kind"})))
+    else:
+        jobs = TableWorkload(resolve_path(w.path, base), w.time_offset_s, w.max_jobs, w.startup_s)
+    levels = c.levels
+    sizes, groups = _level_groups(c, base)
+    return SyntheticGenerator(
+        name=name,
+        num_nodes=c.num_nodes,
+        gpus_per_node=c.gpus_per_node,
+        gpu_types=tuple(c.gpu_types),
+        group_types=tuple(c.group_types),
+        level_names=tuple(lv.name for lv in levels),
+        bandwidth_gbps=tuple(lv.bandwidth_gbps for lv in levels),
+        latency_s=tuple(lv.latency_s for lv in levels),
+        locality_factor=tuple(lv.locality_factor for lv in levels),
+        level_sizes=sizes,
+        level_groups=groups,
+        variability=variability(c.variability, base),
+        profile_noise=c.variability.profile_noise,
+        supply=supply(g.supply, base),
+        horizon_s=g.horizon_s,
+        jobs=jobs,
+        campaigns=tuple(Campaign(**_with_tuples(cs.model_dump())) for cs in g.campaigns),
+        declaration=Declaration(**g.declaration.model_dump()),
+        costs=costs(g.costs),
+    )
+
+
+def _level_groups(
+    c: sc.ClusterSpec, base: Path
+) -> tuple[tuple[int, ...] | None, tuple[tuple[int, ...], ...] | None]:
+    """The inner topology levels' group sizes, or (with a node list) each node's groups."""
+    inner = c.levels[1:-1]
+    if c.nodes is None:
+        return tuple(int(lv.group_size) for lv in inner), None  # type: ignore[arg-type]
+    from mtgym.readers.node_list import read_node_list
+
+    nl = read_node_list(resolve_path(c.nodes, base), [lv.name for lv in inner])
+    if nl.num_nodes != c.num_nodes:
+        raise ValueError(
+            f"generator.cluster.nodes: the node list has {nl.num_nodes:,} nodes but "
+            f"num_nodes is {c.num_nodes:,}"
+        )
+    return None, tuple(tuple(col) for col in nl.group_ids.T.tolist())
 
 
 @dataclass(frozen=True)

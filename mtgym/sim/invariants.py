@@ -31,6 +31,19 @@ def check_state(
     - ``deep``: rates equal a recomputation from the node map, and offered node-time equals
       the supply's idle node-time since ``t_start`` (O(N log N + W): debug runs only).
     """
+    tol = 1e-9 * np.maximum(1.0, instance.jobs.work)
+    _check_node_map(state, instance)
+    _check_progress(state, instance, prev, tol)
+    _check_windows_and_status(state, instance, tol)
+    if prev is not None:
+        _check_accumulators_grow(state, prev)
+    if deep:
+        _check_recomputed(state, instance)
+    _check_node_time(state)
+
+
+def _check_node_map(state: ClusterState, instance: Instance) -> None:
+    """Nodes run active jobs while idle only; counts and rates agree with the node map."""
     jobs = instance.jobs
     nj = state.node_job
     if np.any((nj >= 0) & ~state.available):
@@ -61,7 +74,15 @@ def check_state(
         )
     if np.any(state.rate[~running] != 0):
         raise InvariantError("a job without nodes has a non-zero rate")
-    tol = 1e-9 * np.maximum(1.0, jobs.work)
+
+
+def _check_progress(
+    state: ClusterState, instance: Instance, prev: ClusterState | None, tol: np.ndarray
+) -> None:
+    """Progress within [0, work] (work when completed) and never decreasing; no negative
+    debt; time never goes backwards.
+    """
+    jobs = instance.jobs
     if np.any(state.progress < -tol) or np.any(state.progress > jobs.work + tol):
         raise InvariantError("progress outside [0, work]")
     if np.any(state.debt < -tol):
@@ -78,6 +99,13 @@ def check_state(
             )
         if state.time < prev.time:
             raise InvariantError("time went backwards")
+
+
+def _check_windows_and_status(state: ClusterState, instance: Instance, tol: np.ndarray) -> None:
+    """Open windows match the idle nodes and cover now; pauses, milestones, checkpoints,
+    finish times and FUTURE statuses are consistent.
+    """
+    jobs = instance.jobs
     t = state.time
     w = state.window
     if not np.array_equal(state.available, w >= 0):
@@ -101,28 +129,43 @@ def check_state(
     future = state.status == JobStatus.FUTURE
     if np.any(future & (jobs.submit_s <= t)) or np.any(~future & (jobs.submit_s > t)):
         raise InvariantError("job status FUTURE does not match the submission times")
-    if prev is not None:
-        for name in (
-            "offered_node_s",
-            "allocated_node_s",
-            "productive_node_s",
-            "unused_node_s",
-            "active_job_s",
-        ):
-            if getattr(state, name) < getattr(prev, name) - 1e-9:
-                raise InvariantError(f"accumulator {name} decreased")
-        for name in ("rescales", "starts", "preemptions", "node_s", "stalled_s"):
-            if np.any(getattr(state, name) < getattr(prev, name) - 1e-9):
-                raise InvariantError(f"per-job accumulator {name} decreased")
-    if deep:
-        from mtgym.sim.dynamics import throughput_model
 
-        rate, _, _ = throughput_model(instance).job_rates(state.node_job)
-        if not np.allclose(rate, state.rate, rtol=1e-12, atol=0.0):
-            raise InvariantError("rates do not match the node map")
-        offered = sup.offered_node_seconds(instance.t_start, t)
-        if abs(offered - state.offered_node_s) > 1e-6 * max(1.0, offered):
-            raise InvariantError(f"offered node-s {state.offered_node_s} != supply's {offered}")
+
+def _check_accumulators_grow(state: ClusterState, prev: ClusterState) -> None:
+    """No accumulator decreased since ``prev``."""
+    for name in (
+        "offered_node_s",
+        "allocated_node_s",
+        "productive_node_s",
+        "unused_node_s",
+        "active_job_s",
+    ):
+        if getattr(state, name) < getattr(prev, name) - 1e-9:
+            raise InvariantError(f"accumulator {name} decreased")
+    for name in ("rescales", "starts", "preemptions", "node_s", "stalled_s"):
+        if np.any(getattr(state, name) < getattr(prev, name) - 1e-9):
+            raise InvariantError(f"per-job accumulator {name} decreased")
+
+
+def _check_recomputed(state: ClusterState, instance: Instance) -> None:
+    """Rates equal a recomputation from the node map; offered node-time equals the
+    supply's idle node-time since ``t_start``.
+    """
+    t, sup = state.time, instance.supply
+    from mtgym.sim.dynamics import throughput_model
+
+    rate, _, _ = throughput_model(instance).job_rates(state.node_job)
+    if not np.allclose(rate, state.rate, rtol=1e-12, atol=0.0):
+        raise InvariantError("rates do not match the node map")
+    offered = sup.offered_node_seconds(instance.t_start, t)
+    if abs(offered - state.offered_node_s) > 1e-6 * max(1.0, offered):
+        raise InvariantError(f"offered node-s {state.offered_node_s} != supply's {offered}")
+
+
+def _check_node_time(state: ClusterState) -> None:
+    """Offered = allocated + unused node-time; productive <= allocated <= offered; per-job
+    node-time adds up to the allocated node-time.
+    """
     eps = 1e-6 * max(1.0, state.offered_node_s)
     if abs(state.offered_node_s - state.allocated_node_s - state.unused_node_s) > eps:
         raise InvariantError(

@@ -12,7 +12,7 @@ import scipy.stats
 from rliable import metrics
 
 from mtgym.benchmark import aggregates, report
-from mtgym.benchmark.runner import HEADLINE, ScenarioRuns, score_split
+from mtgym.benchmark.runner import HEADLINE, Bootstrap, ScenarioRuns, score_split
 from mtgym.benchmark.splits import Split, SuiteScenario
 from mtgym.evaluate import PolicyRun
 
@@ -63,7 +63,7 @@ POLICIES = ["greedy", "agent", "random"]
 
 
 def _score(runs, policies=POLICIES):
-    return score_split(SPLIT, runs, policies, n_boot=200, agg_reps=REPS)
+    return score_split(SPLIT, runs, policies, bootstrap=Bootstrap(n_boot=200, agg_reps=REPS))
 
 
 def test_aggregates__iqm_is_the_trimmed_mean_of_paired_normalised_scores():
@@ -111,7 +111,9 @@ def test_aggregates__intervals_contain_the_point_and_are_reproducible():
     agent = a.policies["agent"].iqm
     assert agent.ci_low < agent.point < agent.ci_high  # noisy: the interval has width
     # a policy's numbers depend neither on the other policies in the run nor on their order
-    c = score_split(SPLIT, runs, ["agent", "greedy"], n_boot=200, agg_reps=REPS).aggregates
+    c = score_split(
+        SPLIT, runs, ["agent", "greedy"], bootstrap=Bootstrap(n_boot=200, agg_reps=REPS)
+    ).aggregates
     assert c.policies["agent"].iqm == agent
     for x, y in (("agent", "greedy"), ("greedy", "agent")):
         assert (

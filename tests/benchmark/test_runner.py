@@ -12,6 +12,7 @@ import pytest
 from mtgym.benchmark import report
 from mtgym.benchmark.runner import (
     HEADLINE,
+    Bootstrap,
     ScenarioRuns,
     best_baseline,
     is_baseline,
@@ -144,7 +145,7 @@ def test_runner__tiny_split_rows_are_the_episodes_of_play(tiny_runs):
 
 
 def test_runner__tiny_split_report_shows_reasons_and_no_partial_score(tiny_runs, tmp_path):
-    res = score_split(TINY, tiny_runs, POLICIES, quick=True, n_boot=N_BOOT)
+    res = score_split(TINY, tiny_runs, POLICIES, quick=True, bootstrap=Bootstrap(n_boot=N_BOOT))
     assert res.scenarios[0].reference in ("equal-share", "freetrain")
     assert not res.suite["agent"].complete and res.suite["agent"].missing == ["toy-two-jobs"]
     assert res.suite["freetrain"].complete

@@ -16,7 +16,7 @@ from mtgym.bridge.calibrate import (
     write_calibration,
     write_scenario,
 )
-from mtgym.bridge.measure import measure_job, measure_replay
+from mtgym.bridge.measure import MeasureOptions, measure_job, measure_replay
 from mtgym.bridge.predict import from_calibration, simulate_replay
 from mtgym.bridge.record import trace_header
 from mtgym.bridge.report import build_report, check_monotone, write_report
@@ -198,7 +198,7 @@ def test_measure__crash_restart_and_redo():
         {"t": 2.5, "event": "crash", "gen": 0, "rc": 1},
         {"t": 2.6, "event": "restart", "gen": 1, "world_size": 1},
     ]
-    jm = measure_job("0", recs + redo + new, events, skip_first=0, skip_last=0)
+    jm = measure_job("0", recs + redo + new, events, MeasureOptions(skip_first=0, skip_last=0))
     assert [t.kind for t in jm.transitions] == ["start", "restart"]
     rs = jm.transitions[1]
     assert rs.cost_s == pytest.approx(5.5 - 2.0 - 0.1, abs=1e-6)  # includes the redone steps

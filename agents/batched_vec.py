@@ -24,6 +24,7 @@ from numba import njit
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from agents.pooled import PooledLayout, _pool
+from agents.vec import PooledVecEnv
 from mtgym.env.batched import F_ELAPSED, F_SAMPLES, BatchedCore
 
 
@@ -67,20 +68,22 @@ def _group(envs: list[gym.Env]) -> list[list[int]]:
     return groups
 
 
-class BatchedPooledVecEnv(VecEnv):
+class BatchedPooledVecEnv(PooledVecEnv):
     """n ``ScavengeEnv``s with the pooled flat observation, stepped by the batched core
-    (module docstring).
+    (module docstring): a drop-in ``PooledVecEnv``. ``envs`` are the envs in sync with the
+    batch, to read (``sample_valid``, ``noop``); they are stepped only through here.
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
-        self.envs = [fn() for fn in env_fns]
-        self._inner = [e.unwrapped for e in self.envs]
+        envs = [fn() for fn in env_fns]
+        self._envs = envs
+        self._inner = [e.unwrapped for e in envs]
         first = self._inner[0]
         self.layout = PooledLayout.of(first.observation_space, first.max_count)
-        super().__init__(len(self.envs), self.layout.space(), first.action_space)
+        VecEnv.__init__(self, len(envs), self.layout.space(), first.action_space)
         self._groups = [
-            (np.array(idx, dtype=np.int64), BatchedCore([self.envs[i] for i in idx]))
-            for idx in _group(self.envs)
+            (np.array(idx, dtype=np.int64), BatchedCore([envs[i] for i in idx]))
+            for idx in _group(envs)
         ]
         self._where = {}  # env index -> (its core, its index there)
         for idx, core in self._groups:
@@ -165,12 +168,16 @@ class BatchedPooledVecEnv(VecEnv):
             self._masks[idx] = core.mask
         return self._obs.copy(), self._rews.copy(), self._dones.copy(), infos
 
+    @property
+    def envs(self) -> list[gym.Env]:  # noqa: D102
+        return [core.env(k) for core, k in (self._where[i] for i in range(self.num_envs))]
+
     def action_masks(self) -> np.ndarray:
         """(n, mask size) bool: the envs' legal actions."""
         return self._masks.copy()
 
     def close(self) -> None:  # noqa: D102
-        for env in self.envs:
+        for env in self._envs:
             env.close()
 
     def _synced(self, indices: Any) -> list[gym.Env]:
@@ -181,7 +188,7 @@ class BatchedPooledVecEnv(VecEnv):
         return envs
 
     def get_images(self) -> Sequence[np.ndarray | None]:  # noqa: D102
-        return [None for _ in self.envs]
+        return [None for _ in self._envs]
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:  # noqa: D102
         if attr_name == "layout":
@@ -210,5 +217,5 @@ class BatchedPooledVecEnv(VecEnv):
         from stable_baselines3.common import env_util
 
         return [
-            env_util.is_wrapped(self.envs[i], wrapper_class) for i in self._get_indices(indices)
+            env_util.is_wrapped(self._envs[i], wrapper_class) for i in self._get_indices(indices)
         ]

@@ -242,8 +242,8 @@ class BatchedCore:
     def __init__(self, envs: Sequence[gym.Env]) -> None:
         if not envs:
             raise ValueError("a batch needs at least one env")
-        self.envs = list(envs)
-        self.inner = [e.unwrapped for e in self.envs]
+        self._envs = list(envs)
+        self.inner = [e.unwrapped for e in self._envs]
         first = self.inner[0]
         for env in self.inner:
             if env.render_mode is not None:
@@ -260,7 +260,7 @@ class BatchedCore:
                     "the batch's envs differ in action mode, spaces, information mode or "
                     "decision interval"
                 )
-        self.num_envs = B = len(self.envs)
+        self.num_envs = B = len(self._envs)
         self.codec = first.codec
         self.observation_space = first.observation_space
         self.action_space = first.action_space
@@ -316,7 +316,7 @@ class BatchedCore:
         """Reset episode b through its env (``env.reset``: its wrappers, its seeds) and bind
         its step into the batch; returns the env's (obs, info), also written into ``obs``.
         """
-        obs, info = self.envs[b].reset(seed=seed, options=options)
+        obs, info = self._envs[b].reset(seed=seed, options=options)
         env = self.inner[b]
         if not self.keys:
             spaces = self.observation_space.spaces
@@ -465,7 +465,14 @@ class BatchedCore:
     def env(self, b: int) -> gym.Env:
         """Episode b's env object, in sync with the batch (to read: step it through here)."""
         self.sync(b)
-        return self.envs[b]
+        return self._envs[b]
+
+    @property
+    def envs(self) -> list[gym.Env]:
+        """The episodes' env objects, in sync with the batch (``env``)."""
+        for b in np.flatnonzero(~self._synced):
+            self.sync(int(b))
+        return list(self._envs)
 
     def metrics(self, b: int) -> dict[str, Any]:
         """Episode b's metrics (``compute_metrics``: the info of an episode's last step)."""

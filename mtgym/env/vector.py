@@ -88,7 +88,6 @@ class ScavengeVectorEnv(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.core = BatchedCore(make_envs(num_envs, scenario, **kwargs))
         self.num_envs = num_envs
-        self.envs = self.core.envs
         self.single_observation_space = self.core.observation_space
         self.single_action_space = self.core.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -241,6 +240,11 @@ class ScavengeVectorEnv(VectorEnv):
         return {key: a.copy() for key, a in self.core.obs.items()}
 
     # -- masks and helpers ---------------------------------------------------------------
+    @property
+    def envs(self) -> list[Any]:
+        """The episodes' ``ScavengeEnv``s, in sync with the batch (to read, not to step)."""
+        return self.core.envs
+
     def action_masks(self) -> np.ndarray:
         """(B, mask size) bool: each episode's legal actions (sb3-contrib's layout)."""
         return self.core.mask.astype(bool)

@@ -118,3 +118,24 @@ def test_vector__seeds_actions_and_helpers():
     with pytest.raises(ValueError, match="env 1"):
         envs.step(bad)
     envs.close()
+
+
+def test_vector__gymnasium_vector_wrappers_see_the_same_episodes():
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    mine, theirs = (RecordEpisodeStatistics(e) for e in pair(2, AutoresetMode.NEXT_STEP, **KW))
+    assert mine.unwrapped.spec.id == "mtgym/Scavenge-v0"
+    mine.reset(seed=4)
+    theirs.reset(seed=4)
+    rng = np.random.default_rng(4)
+    nvec = mine.single_action_space.nvec
+    episodes = 0
+    for _ in range(8):
+        a = masked_actions(mine.unwrapped.action_masks(), nvec, rng)
+        got, want = mine.step(a)[4], theirs.step(a)[4]
+        assert ("episode" in got) == ("episode" in want)
+        if "episode" in got:
+            episodes += int(got["_episode"].sum())
+            for k in ("r", "l"):
+                assert np.array_equal(got["episode"][k], want["episode"][k])
+    assert episodes >= 2

@@ -292,6 +292,8 @@ class BatchedCore:
         self._synced = np.ones(B, dtype=np.bool_)
         self._kernels: Any = None
         self._type: Any = None
+        self._unreset = B  # episodes never reset yet
+        self._debug = any(env.debug for env in self.inner)
 
     @staticmethod
     def _output_keys(env: Any) -> tuple[str, ...]:
@@ -348,6 +350,8 @@ class BatchedCore:
         elif typ != self._type:
             raise TypeError(f"episode {b}'s step has another numba type than the batch's")
         self._kernels[b] = kernel
+        if self.steps[b] is None:
+            self._unreset -= 1
         self.steps[b] = step
         self.t_end[b] = step.t_end
         self.cursors[b] = env.slots.cursor
@@ -393,7 +397,7 @@ class BatchedCore:
         returns the indices of the episodes stepped that ended (terminated or truncated).
         ``actions``: (B, A) int64 in range (``check_actions``).
         """
-        if self._kernels is None or any(s is None for s in self.steps):
+        if self._kernels is None or self._unreset:
             raise RuntimeError("reset every episode before stepping the batch")
         live = self.live if live is None else live
         errors = step_batch(
@@ -431,7 +435,7 @@ class BatchedCore:
                 counts = tuple(int(c) for c in ints[b, I_NODES_IDLE : I_PRESENT + 1])
                 view = tuple(a[b] for a in self._out)
                 env.builder.complete(env.slots, env.profiler, self.mask[b], view, counts)
-        if any(env.debug for env in self.inner):
+        if self._debug:
             for b in np.flatnonzero(live):
                 if self.inner[b].debug:
                     self.sync(b)

@@ -30,9 +30,11 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from mtgym.env.actions.base import ENGINE_REPAIRS
 from mtgym.env.batched import (
     F_ELAPSED,
     F_SAMPLES,
+    F_TIME,
     I_ARRIVALS,
     I_COMPLETIONS,
     I_EVENTS,
@@ -45,17 +47,11 @@ from mtgym.env.batched import (
 from mtgym.env.env import ScavengeEnv
 from mtgym.env.step import STEP_COUNTERS
 
-_COUNTER_COLUMNS = (
-    ("ints", I_EVENTS),
-    ("ints", I_RECLAIMED),
-    ("ints", I_IDLE),
-    ("ints", I_ARRIVALS),
-    ("ints", I_COMPLETIONS),
-    ("ints", I_STOPS),
-    ("floats", F_SAMPLES),
-    ("floats", F_ELAPSED),
-)
-_ENGINE_REPAIRS = 4
+# ``STEP_COUNTERS`` in ``BatchedCore.ints`` (the integer ones, in order) and in
+# ``_FLOAT_COLUMNS``' rows (the float ones)
+_INT_COUNTERS = [I_EVENTS, I_RECLAIMED, I_IDLE, I_ARRIVALS, I_COMPLETIONS, I_STOPS]
+_FLOAT_COLUMNS = [F_TIME, F_SAMPLES, F_ELAPSED, F_ELAPSED]  # time, samples, elapsed_s, dt
+_FLOAT_COUNTERS = {"samples": 1, "elapsed_s": 2}
 
 
 def make_envs(num_envs: int, scenario: Any = "default", **kwargs: Any) -> list[ScavengeEnv]:
@@ -178,41 +174,53 @@ class ScavengeVectorEnv(VectorEnv):
     # -- info as Gymnasium's vector envs give it -----------------------------------------
     def _step_infos(self, live: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         """The steps' infos of the ``live`` episodes (``ScavengeEnv.step``'s keys, each with
-        its ``_key`` mask), the episodes that ended with their ``metrics``.
+        its ``_key`` mask; zeros elsewhere), the episodes that ended with their ``metrics``.
+        Each value is fresh; the counters are rows of one array filled in one go.
         """
         core = self.core
         if not live.any():
             return {}
-        dead = ~live
-        infos: dict[str, Any] = {}
-
-        def put(key: str, values: np.ndarray) -> None:
-            values = np.array(values)
-            values[dead] = 0
-            infos[key], infos["_" + key] = values, live.copy()
-
-        put("time", core.time)
-        put("action_mask", core.mask)
-        put("slots", core.slots)
-        put("queued", core.queued)
-        keys = core.codec.repair_keys
-        from mtgym.env.actions.base import ENGINE_REPAIRS
-
-        columns = [core.decoded[:, k] for k in range(len(keys))]
-        columns += [core.ints[:, I_REPAIR + k] for k in range(_ENGINE_REPAIRS)]
+        every = bool(live.all())
+        repair_keys = (*core.codec.repair_keys, *ENGINE_REPAIRS)
+        # integer columns: queued, the repair counts, then the integer STEP_COUNTERS
+        ints = np.concatenate(
+            (
+                core.queued[None],
+                core.decoded.T,
+                core.ints[:, I_REPAIR : I_REPAIR + len(ENGINE_REPAIRS)].T,
+                core.ints[:, _INT_COUNTERS].T,
+            )
+        )
+        floats = core.floats[:, _FLOAT_COLUMNS].T  # time, samples, elapsed_s, dt (fresh)
+        mask, slots = core.mask.copy(), core.slots.copy()
+        if not every:
+            dead = ~live
+            for a in (ints, floats):
+                a[:, dead] = 0
+            mask[dead] = 0
+            slots[dead] = 0
+        masks = np.repeat(live[None], 6 + len(STEP_COUNTERS) + len(repair_keys), axis=0)
+        rep = ints[1 : 1 + len(repair_keys)]
+        infos: dict[str, Any] = {
+            "time": floats[0],
+            "_time": masks[0],
+            "action_mask": mask,
+            "_action_mask": masks[1],
+            "slots": slots,
+            "_slots": masks[2],
+            "queued": ints[0],
+            "_queued": masks[3],
+        }
         repair: dict[str, Any] = {}
-        for key, col in zip((*keys, *ENGINE_REPAIRS), columns, strict=True):
-            col = col.copy()
-            col[dead] = 0
-            repair[key], repair["_" + key] = col, live.copy()
-        infos["repair"], infos["_repair"] = repair, live.copy()
-        any_repair = np.zeros(self.num_envs, dtype=np.bool_)
-        for col in columns:
-            any_repair |= col != 0
-        put("repaired", any_repair)
-        for key, (table, col) in zip(STEP_COUNTERS, _COUNTER_COLUMNS, strict=True):
-            put(key, getattr(core, table)[:, col])
-        put("dt", core.floats[:, F_ELAPSED])
+        for k, key in enumerate(repair_keys):
+            repair[key], repair["_" + key] = rep[k], masks[6 + len(STEP_COUNTERS) + k]
+        infos["repair"], infos["_repair"] = repair, masks[4]
+        infos["repaired"], infos["_repaired"] = rep.any(axis=0), masks[5]
+        counters = iter(ints[1 + len(repair_keys) :])
+        for k, key in enumerate(STEP_COUNTERS):
+            value = floats[_FLOAT_COUNTERS[key]] if key in _FLOAT_COUNTERS else next(counters)
+            infos[key], infos["_" + key] = value, masks[6 + k]
+        infos["dt"], infos["_dt"] = floats[3], live.copy()
         for i in ended:
             infos = self._add_info(infos, {"metrics": core.metrics(int(i))}, int(i))
         return infos

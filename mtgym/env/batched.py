@@ -327,6 +327,9 @@ class BatchedCore:
             }
             self.mask = self.obs["action_mask"]
             self.keys = self._output_keys(env)
+            missing = set(obs) - set(self.keys) - {"action_mask"}
+            if missing:  # (a key ``complete`` builds in Python: the call would leave it stale)
+                raise TypeError(f"observation keys not filled by the step's kernels: {missing}")
             self._out = tuple(self.obs[k] for k in self.keys)
             self._template = tuple(np.zeros_like(a) for a in self._out)
         step = Step(

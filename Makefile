@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench bench-vec clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench_sim.py
+	$(BIN)/python scripts/bench_vec.py
+
+# the batched env against a loop of single envs and CartPole (env and PPO steps/s)
+bench-vec: $(STAMP)
+	$(BIN)/python scripts/bench_vec.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

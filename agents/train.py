@@ -162,7 +162,7 @@ def make_vec_env(args: Args) -> Any:
     if args.vec not in ("dummy", "subproc"):
         raise ValueError(f"vec {args.vec!r} is not 'dummy' or 'subproc'")
     if args.vec == "dummy" and args.observation == "pooled":
-        from agents.vec import PooledVecEnv
+        from agents.batched_vec import BatchedPooledVecEnv as PooledVecEnv
 
         return PooledVecEnv([make_env_fn(args, i, bare=True) for i in range(args.n_envs)])
     fns = [make_env_fn(args, i) for i in range(args.n_envs)]

@@ -17,5 +17,10 @@ _kernel_cache.configure()  # (before any kernel is compiled or loaded: see the m
 ENV_IDS = ("mtgym/Scavenge-v0",)
 
 _register(
-    id="mtgym/Scavenge-v0", entry_point="mtgym.env.env:ScavengeEnv", kwargs={"scenario": "default"}
+    id="mtgym/Scavenge-v0",
+    entry_point="mtgym.env.env:ScavengeEnv",
+    # ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``: every episode
+    # stepped in one compiled call (``mtgym.env.vector``)
+    vector_entry_point="mtgym.env.vector:ScavengeVectorEnv",
+    kwargs={"scenario": "default"},
 )

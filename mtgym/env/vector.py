@@ -1,0 +1,276 @@
+"""``ScavengeVectorEnv``: ``mtgym/Scavenge-v0`` as a Gymnasium ``VectorEnv`` on the batched core.
+
+    envs = gymnasium.make_vec("mtgym/Scavenge-v0", num_envs=64,
+                              vectorization_mode="vector_entry_point", action_mode="delta")
+    obs, info = envs.reset(seed=0)          # env i plays instance 0 + i
+    obs, rewards, terminated, truncated, info = envs.step(actions)   # actions: (64, A)
+
+One compiled call steps every episode (``mtgym.env.batched``); what it returns is, value
+for value, what ``SyncVectorEnv`` of 64 ``ScavengeEnv``s with the same keywords returns
+(``tests/env/test_vector.py``): the observation as a dict of (B, ...) arrays (batched
+action masks in ``obs["action_mask"]``, ``info["action_mask"]`` and ``action_masks()``),
+float64 rewards, and ``info`` as Gymnasium's vector envs give it (each key's (B, ...)
+array with its ``_key`` mask; ``repair`` and, for the episodes that ended, ``metrics`` as
+nested dicts). Seeds as ``SyncVectorEnv``: ``reset(seed=s)`` resets env i with ``s + i``,
+an auto-reset draws the next instance seed from env i's own generator.
+
+Auto-reset (``metadata["autoreset_mode"]``): Gymnasium 1.x's ``NEXT_STEP`` by default (the
+step after an episode ended resets it, ignoring its action: reward 0, not terminated, the
+reset's info), or ``SAME_STEP`` (``info["final_obs"]``, ``info["final_info"]``) or
+``DISABLED`` (reset ended episodes with ``reset(options={"reset_mask": mask})``), as the
+``autoreset_mode`` keyword of ``SyncVectorEnv``. Resets build the instance in Python (the
+generator), for the episodes that need one only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from mtgym.env.actions.base import ENGINE_REPAIRS
+from mtgym.env.batched import (
+    F_ELAPSED,
+    F_SAMPLES,
+    F_TIME,
+    I_ARRIVALS,
+    I_COMPLETIONS,
+    I_EVENTS,
+    I_IDLE,
+    I_RECLAIMED,
+    I_REPAIR,
+    I_STOPS,
+    BatchedCore,
+)
+from mtgym.env.env import ScavengeEnv
+from mtgym.env.step import STEP_COUNTERS
+
+# ``STEP_COUNTERS`` in ``BatchedCore.ints`` (the integer ones, in order) and in
+# ``_FLOAT_COLUMNS``' rows (the float ones)
+_INT_COUNTERS = [I_EVENTS, I_RECLAIMED, I_IDLE, I_ARRIVALS, I_COMPLETIONS, I_STOPS]
+_FLOAT_COLUMNS = [F_TIME, F_SAMPLES, F_ELAPSED, F_ELAPSED]  # time, samples, elapsed_s, dt
+_FLOAT_COUNTERS = {"samples": 1, "elapsed_s": 2}
+
+
+def make_envs(num_envs: int, scenario: Any = "default", **kwargs: Any) -> list[ScavengeEnv]:
+    """``num_envs`` ``ScavengeEnv``s with the same keywords (the scenario's generator is
+    loaded once and shared: it is a pure function of the seed).
+    """
+    if not isinstance(num_envs, int) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    first = ScavengeEnv(scenario, **kwargs)
+    shared = first._fixed if first._fixed is not None else first._generator
+    return [first, *(ScavengeEnv(shared, **kwargs) for _ in range(num_envs - 1))]
+
+
+class ScavengeVectorEnv(VectorEnv):
+    """``num_envs`` episodes of ``ScavengeEnv`` stepped in one compiled call (module
+    docstring); the keywords are ``ScavengeEnv``'s (``render_mode`` excepted).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}  # noqa: RUF012
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        scenario: Any = "default",
+        *,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        **kwargs: Any,
+    ) -> None:
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+        self.core = BatchedCore(make_envs(num_envs, scenario, **kwargs))
+        self.num_envs = num_envs
+        self.single_observation_space = self.core.observation_space
+        self.single_action_space = self.core.action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.render_mode = None
+        self._autoreset = np.zeros(num_envs, dtype=np.bool_)
+        self._reset_done = False
+
+    # -- Gymnasium's vector API ----------------------------------------------------------
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Reset every episode (or those of ``options["reset_mask"]``), seeds as
+        ``SyncVectorEnv``: an int ``s`` gives env i ``s + i``.
+        """
+        n = self.num_envs
+        if seed is None:
+            seed = [None] * n
+        elif isinstance(seed, (int, np.integer)):
+            seed = [int(seed) + i for i in range(n)]
+        if len(seed) != n:
+            raise ValueError(f"If seeds are passed as a list the length must match num_envs={n}")
+        options = dict(options) if options else None
+        mask = np.ones(n, dtype=np.bool_)
+        if options is not None and "reset_mask" in options:
+            mask = np.asarray(options.pop("reset_mask"))
+            if mask.shape != (n,) or mask.dtype != np.bool_ or not mask.any():
+                raise ValueError(f"options['reset_mask'] must be a ({n},) bool array with a True")
+            options = options or None
+        elif self._reset_done is False and not mask.all():  # pragma: no cover - defensive
+            raise RuntimeError("the first reset resets every env")
+        infos: dict[str, Any] = {}
+        for i in np.flatnonzero(mask):
+            _, info = self.core.reset(int(i), seed=seed[i], options=options)
+            infos = self._add_info(infos, info, int(i))
+        self._autoreset[mask] = False
+        self._reset_done = True
+        return self._observations(), infos
+
+    def step(
+        self, actions: Any
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict]:
+        """One decision of every episode (module docstring: auto-reset)."""
+        if not self._reset_done:
+            raise RuntimeError("call reset() before step()")
+        core, n = self.core, self.num_envs
+        if self.autoreset_mode is AutoresetMode.DISABLED and self._autoreset.any():
+            raise RuntimeError(
+                "autoreset_mode is DISABLED: reset the ended envs with options={'reset_mask': ...}"
+            )
+        resetting = self._autoreset.copy()
+        live = ~resetting
+        a = (
+            core.check_actions(actions)
+            if live.any()
+            else np.zeros((n, core.codec.nvec.size), np.int64)
+        )
+        ended = core.step(a, live) if live.any() else np.zeros(0, dtype=np.int64)
+        rewards = np.where(live, core.rewards, 0.0)
+        terminated = live & core.terminated
+        truncated = live & core.truncated
+        finals: dict[str, Any] = {}
+        if self.autoreset_mode is AutoresetMode.SAME_STEP and ended.size:
+            final_obs = np.full(n, None, dtype=object)
+            for i in ended:
+                final_obs[i] = core.observation(int(i))
+            finals = {"final_obs": final_obs, "_final_obs": np.isin(np.arange(n), ended)}
+            final_info = {}
+            for i in ended:
+                final_info = self._add_info(final_info, core.info(int(i)), int(i))
+            finals["final_info"], finals["_final_info"] = final_info, finals["_final_obs"].copy()
+            stepped = live.copy()
+            stepped[ended] = False
+            infos = self._step_infos(stepped, ended=np.zeros(0, dtype=np.int64))
+            for i in ended:
+                core.reset(int(i))
+            infos = self._merge_resets(infos, ended)
+        else:
+            infos = self._step_infos(live, ended)
+            for i in np.flatnonzero(resetting):
+                core.reset(int(i))
+            infos = self._merge_resets(infos, np.flatnonzero(resetting))
+        infos.update(finals)
+        if self.autoreset_mode is not AutoresetMode.SAME_STEP:
+            self._autoreset = terminated | truncated
+        return self._observations(), rewards, terminated, truncated, infos
+
+    # -- info as Gymnasium's vector envs give it -----------------------------------------
+    def _step_infos(self, live: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
+        """The steps' infos of the ``live`` episodes (``ScavengeEnv.step``'s keys, each with
+        its ``_key`` mask; zeros elsewhere), the episodes that ended with their ``metrics``.
+        Each value is fresh; the counters are rows of one array filled in one go.
+        """
+        core = self.core
+        if not live.any():
+            return {}
+        every = bool(live.all())
+        repair_keys = (*core.codec.repair_keys, *ENGINE_REPAIRS)
+        # integer columns: queued, the repair counts, then the integer STEP_COUNTERS
+        ints = np.concatenate(
+            (
+                core.queued[None],
+                core.decoded.T,
+                core.ints[:, I_REPAIR : I_REPAIR + len(ENGINE_REPAIRS)].T,
+                core.ints[:, _INT_COUNTERS].T,
+            )
+        )
+        floats = core.floats[:, _FLOAT_COLUMNS].T  # time, samples, elapsed_s, dt (fresh)
+        mask, slots = core.mask.copy(), core.slots.copy()
+        if not every:
+            dead = ~live
+            for a in (ints, floats):
+                a[:, dead] = 0
+            mask[dead] = 0
+            slots[dead] = 0
+        masks = np.repeat(live[None], 6 + len(STEP_COUNTERS) + len(repair_keys), axis=0)
+        rep = ints[1 : 1 + len(repair_keys)]
+        infos: dict[str, Any] = {
+            "time": floats[0],
+            "_time": masks[0],
+            "action_mask": mask,
+            "_action_mask": masks[1],
+            "slots": slots,
+            "_slots": masks[2],
+            "queued": ints[0],
+            "_queued": masks[3],
+        }
+        repair: dict[str, Any] = {}
+        for k, key in enumerate(repair_keys):
+            repair[key], repair["_" + key] = rep[k], masks[6 + len(STEP_COUNTERS) + k]
+        infos["repair"], infos["_repair"] = repair, masks[4]
+        infos["repaired"], infos["_repaired"] = rep.any(axis=0), masks[5]
+        counters = iter(ints[1 + len(repair_keys) :])
+        for k, key in enumerate(STEP_COUNTERS):
+            value = floats[_FLOAT_COUNTERS[key]] if key in _FLOAT_COUNTERS else next(counters)
+            infos[key], infos["_" + key] = value, masks[6 + k]
+        infos["dt"], infos["_dt"] = floats[3], live.copy()
+        for i in ended:
+            infos = self._add_info(infos, {"metrics": core.metrics(int(i))}, int(i))
+        return infos
+
+    def _merge_resets(self, infos: dict[str, Any], reset: np.ndarray) -> dict[str, Any]:
+        """Add the reset infos of the episodes ``reset`` (time, mask, slots, queued)."""
+        if not len(reset):
+            return infos
+        core = self.core
+        for key, values in (
+            ("time", core.time),
+            ("action_mask", core.mask),
+            ("slots", core.slots),
+            ("queued", core.queued),
+        ):
+            if key not in infos:
+                arr = np.zeros_like(values)
+                infos[key], infos["_" + key] = arr, np.zeros(self.num_envs, dtype=np.bool_)
+            infos[key][reset] = values[reset]
+            infos["_" + key][reset] = True
+        return infos
+
+    def _observations(self) -> dict[str, np.ndarray]:
+        """Fresh copies of the batched observation (a step overwrites the core's arrays)."""
+        return {key: a.copy() for key, a in self.core.obs.items()}
+
+    # -- masks and helpers ---------------------------------------------------------------
+    @property
+    def envs(self) -> list[Any]:
+        """The episodes' ``ScavengeEnv``s, in sync with the batch (to read, not to step)."""
+        return self.core.envs
+
+    def action_masks(self) -> np.ndarray:
+        """(B, mask size) bool: each episode's legal actions (sb3-contrib's layout)."""
+        return self.core.mask.astype(bool)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call a method (or read an attribute) of every episode's ``ScavengeEnv``
+        (``noop``, ``sample_valid``, ...), in sync with the batch.
+        """
+        out = []
+        for i in range(self.num_envs):
+            value = getattr(self.core.env(i), name)
+            out.append(value(*args, **kwargs) if callable(value) else value)
+        return tuple(out)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """An attribute of every episode's ``ScavengeEnv``."""
+        return self.call(name)
+
+    def close_extras(self, **kwargs: Any) -> None:  # noqa: D102
+        for env in self.envs:
+            env.close()

@@ -1,0 +1,241 @@
+"""Benchmark: the batched env against a Python loop of single envs, next to CartPole.
+
+Prints, side by side in one run, env steps per second (a step of B envs counts B):
+
+- at B = 1, 8, 64, 256 on the ``default`` scenario (random legal actions drawn per
+  dimension from the masks, a decision at every event): ``make_vec(...,
+  vectorization_mode="vector_entry_point")`` (the batched core, ``mtgym.env.vector``), and
+  ``SyncVectorEnv`` of the single env (``vectorization_mode="sync"``); CartPole-v1 under
+  ``SyncVectorEnv`` and under Gymnasium's own ``vector_entry_point`` (random actions);
+- the memory of a batched episode (``default-512``, B = 256: the process's resident memory
+  before and after building and resetting it);
+- PPO training steps per second: ``mtgym train``'s MaskablePPO (slot network, its default
+  hyper-parameters, 8 envs) on ``BatchedPooledVecEnv`` against ``PooledVecEnv``, and the same
+  trainer (MaskablePPO, same hyper-parameters, SB3's MLP) on 8 CartPoles (``DummyVecEnv``).
+
+Only the ``step`` calls are timed (drawing actions is not), in ``--blocks`` blocks run in
+turn for every contender, so the ratios compare blocks timed side by side (a shared
+machine's speed drifts by 2x over minutes); ratios are medians of the block-by-block ratios.
+Untimed warm-up steps first load (or, on a fresh clone, compile) the kernels. Prints figures;
+asserts nothing.
+
+    .venv/bin/python scripts/bench_vec.py [--env-steps 4000] [--blocks 5] [--train-steps 4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import gymnasium as gym
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+import mtgym  # noqa: F401  (registers the env ids)
+
+SIZES = (1, 8, 64, 256)
+
+
+class Contender:
+    """A vector env timed in blocks of ``step`` calls (actions drawn untimed)."""
+
+    def __init__(self, envs: gym.vector.VectorEnv, masked: bool, seed: int = 0) -> None:
+        self.envs, self.masked = envs, masked
+        self.rng = np.random.default_rng(seed)
+        self.obs, _ = envs.reset(seed=seed)
+        envs.action_space.seed(seed)
+        self.times: list[float] = []
+        self.block(3)  # (warm-up: kernels loaded or compiled)
+        self.times.clear()
+
+    def _action(self) -> np.ndarray:
+        if not self.masked:
+            return self.envs.action_space.sample()
+        nvec = self.envs.single_action_space.nvec
+        m = self.obs["action_mask"].reshape(self.envs.num_envs, len(nvec), -1)
+        return (self.rng.random(m.shape) * m).argmax(axis=2)
+
+    def block(self, steps: int) -> float:
+        """Env steps per second over ``steps`` calls of ``step``."""
+        elapsed = 0.0
+        for _ in range(steps):
+            a = self._action()
+            t0 = time.perf_counter()
+            self.obs, *_ = self.envs.step(a)
+            elapsed += time.perf_counter() - t0
+        rate = steps * self.envs.num_envs / elapsed
+        self.times.append(rate)
+        return rate
+
+
+def env_table(env_steps: int, blocks: int, sizes: tuple[int, ...]) -> Table:
+    """Env steps/s of the four contenders at each B."""
+    table = Table(title="env steps/s (default scenario; a step of B envs counts B)")
+    for col in (
+        "B",
+        "batched",
+        "Sync (single env)",
+        "CartPole Sync",
+        "CartPole vector",
+        "batched / Sync",
+        "batched / CartPole Sync",
+    ):
+        table.add_column(col, justify="right")
+    for B in sizes:
+        contenders = {
+            "batched": Contender(
+                gym.make_vec("mtgym/Scavenge-v0", B, vectorization_mode="vector_entry_point"), True
+            ),
+            "sync": Contender(
+                gym.make_vec("mtgym/Scavenge-v0", B, vectorization_mode="sync"), True
+            ),
+            "cart": Contender(gym.make_vec("CartPole-v1", B, vectorization_mode="sync"), False),
+            "cart_vec": Contender(
+                gym.make_vec("CartPole-v1", B, vectorization_mode="vector_entry_point"), False
+            ),
+        }
+        steps = max(env_steps // (blocks * B), 2)
+        for _ in range(blocks):
+            for c in contenders.values():
+                c.block(steps if c is not contenders["cart_vec"] else 4 * steps)
+        mean = {k: float(np.mean(c.times)) for k, c in contenders.items()}
+        ratio = {
+            k: float(np.median(np.divide(contenders["batched"].times, contenders[k].times)))
+            for k in ("sync", "cart")
+        }
+        table.add_row(
+            str(B),
+            f"{mean['batched']:,.0f}",
+            f"{mean['sync']:,.0f}",
+            f"{mean['cart']:,.0f}",
+            f"{mean['cart_vec']:,.0f}",
+            f"{ratio['sync']:.1f}x",
+            f"{ratio['cart']:.2f}x",
+        )
+        for c in contenders.values():
+            c.envs.close()
+    return table
+
+
+def rss_mib() -> float:
+    """The process's resident memory (MiB)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
+def memory_line(B: int = 256, scenario: str = "default-512") -> str:
+    """Resident memory per batched episode of ``scenario`` at ``B``."""
+    import gc
+
+    gc.collect()
+    before = rss_mib()
+    envs = gym.make_vec(
+        "mtgym/Scavenge-v0", B, vectorization_mode="vector_entry_point", scenario=scenario
+    )
+    envs.reset(seed=0)
+    envs.step(np.stack(envs.unwrapped.call("noop")))
+    after = rss_mib()
+    envs.close()
+    return (
+        f"memory: {scenario} at B = {B}: {after - before:,.0f} MiB resident "
+        f"({(after - before) / B * 1024:,.0f} KiB per episode)"
+    )
+
+
+def train_rates(train_steps: int, blocks: int) -> tuple[Table, dict[str, list[float]]]:
+    """PPO training steps/s: ``mtgym train``'s trainer on the batched and the loop vec env,
+    the same trainer on CartPole.
+    """
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from agents.batched_vec import BatchedPooledVecEnv
+    from agents.train import Args, build_model, make_env_fn
+    from agents.vec import PooledVecEnv
+
+    args = Args(progress=False)
+
+    def ours(cls):
+        env = cls([make_env_fn(args, i, bare=True) for i in range(args.n_envs)])
+        env = VecNormalize(env, norm_obs=False, norm_reward=True, gamma=args.gamma)
+        return build_model(args, env, None)
+
+    def cartpole():
+        env = DummyVecEnv([lambda: gym.make("CartPole-v1") for _ in range(args.n_envs)])
+        env = VecNormalize(env, norm_obs=False, norm_reward=True, gamma=args.gamma)
+        return MaskablePPO(
+            "MlpPolicy",
+            env,
+            n_steps=args.n_steps,
+            batch_size=args.batch_size,
+            n_epochs=args.n_epochs,
+            gae_lambda=args.gae_lambda,
+            learning_rate=args.learning_rate,
+            gamma=args.gamma,
+            ent_coef=args.ent_coef,
+            seed=args.seed,
+            device="cpu",
+            policy_kwargs={"optimizer_kwargs": {"eps": 1e-5, "fused": True}},
+        )
+
+    models = {
+        "batched": ours(BatchedPooledVecEnv),
+        "loop": ours(PooledVecEnv),
+        "cartpole": cartpole(),
+    }
+    rates: dict[str, list[float]] = {k: [] for k in models}
+    rollout = args.n_envs * args.n_steps
+    per_block = max(train_steps // rollout, 1) * rollout
+    masking = {"batched": True, "loop": True, "cartpole": False}  # (CartPole has no masks)
+    for name, m in models.items():  # (warm-up: one rollout and update)
+        m.learn(rollout, reset_num_timesteps=False, use_masking=masking[name])
+    for _ in range(blocks):
+        for name, m in models.items():
+            t0 = time.perf_counter()
+            m.learn(per_block, reset_num_timesteps=False, use_masking=masking[name])
+            rates[name].append(per_block / (time.perf_counter() - t0))
+    table = Table(
+        title=(
+            f"PPO training steps/s (MaskablePPO, {args.n_envs} envs, n_steps {args.n_steps}, "
+            f"batch {args.batch_size}, {args.n_epochs} epochs)"
+        )
+    )
+    for col in ("trainer", "steps/s", "vs PooledVecEnv", "vs CartPole"):
+        table.add_column(col, justify="right")
+    for name, label in (
+        ("batched", "slot net, BatchedPooledVecEnv"),
+        ("loop", "slot net, PooledVecEnv"),
+        ("cartpole", "MLP, CartPole DummyVecEnv"),
+    ):
+        table.add_row(
+            label,
+            f"{np.mean(rates[name]):,.0f}",
+            f"{np.median(np.divide(rates[name], rates['loop'])):.2f}x",
+            f"{np.median(np.divide(rates[name], rates['cartpole'])):.2f}x",
+        )
+    return table, rates
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--env-steps", type=int, default=4000, help="env steps per contender and B")
+    p.add_argument("--blocks", type=int, default=5)
+    p.add_argument("--sizes", type=int, nargs="*", default=list(SIZES), help="none: no env table")
+    p.add_argument("--train-steps", type=int, default=4096, help="per block (0: no training)")
+    p.add_argument("--train-blocks", type=int, default=3)
+    p.add_argument("--no-memory", action="store_true")
+    ns = p.parse_args()
+    console = Console()
+    if ns.sizes:
+        console.print(env_table(ns.env_steps, ns.blocks, tuple(ns.sizes)))
+    if not ns.no_memory:
+        console.print(memory_line())
+    if ns.train_steps:
+        console.print(train_rates(ns.train_steps, ns.train_blocks)[0])
+
+
+if __name__ == "__main__":
+    main()

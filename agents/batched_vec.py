@@ -79,7 +79,7 @@ class BatchedPooledVecEnv(PooledVecEnv):
         self._envs = envs
         self._inner = [e.unwrapped for e in envs]
         first = self._inner[0]
-        self.layout = PooledLayout.of(first.observation_space, first.max_count)
+        self.layout = PooledLayout.for_env(first)
         VecEnv.__init__(self, len(envs), self.layout.space(), first.action_space)
         self._groups = [
             (np.array(idx, dtype=np.int64), BatchedCore([envs[i] for i in idx]))
@@ -102,6 +102,10 @@ class BatchedPooledVecEnv(PooledVecEnv):
     def _pool(self, core: BatchedCore, src: np.ndarray, dst: np.ndarray) -> None:
         """Pool the core's observations ``src`` into the rows ``dst`` of ``self._obs``."""
         o = core.obs
+        if self.layout.scale_free:  # (its extra keys are joined in Python, per episode)
+            for b, row in zip(src, dst, strict=True):
+                self.layout.pool({k: v[b] for k, v in o.items()}, out=self._obs[row])
+            return
         _pool_batch(
             o["nodes"],
             o["node_mask"],

@@ -49,12 +49,13 @@ def same_infos(a: list[dict], b: list[dict]) -> bool:
     return True
 
 
-@pytest.mark.parametrize("num_nodes", [(), (48, 64)])
-def test_batched_vec__is_pooled_vec_env_step_for_step(num_nodes):
-    mine, theirs = (
-        BatchedPooledVecEnv(thunks(3, num_nodes=num_nodes)),
-        PooledVecEnv(thunks(3, num_nodes=num_nodes)),
-    )
+@pytest.mark.parametrize(
+    ("num_nodes", "action_mode"), [((), "counts"), ((48, 64), "counts"), ((48, 64), "shares")]
+)
+def test_batched_vec__is_pooled_vec_env_step_for_step(num_nodes, action_mode):
+    kw = {"num_nodes": num_nodes, "action_mode": action_mode}
+    mine, theirs = BatchedPooledVecEnv(thunks(3, **kw)), PooledVecEnv(thunks(3, **kw))
+    assert mine.layout.scale_free == (action_mode == "shares")
     assert mine.observation_space == theirs.observation_space
     assert mine.action_space == theirs.action_space
     mine.seed(5)

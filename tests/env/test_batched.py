@@ -95,7 +95,7 @@ def test_batched__information_modes_intervals_and_repairs_agree():
 
 
 def test_batched__checks_actions_and_sizes():
-    envs = [ScavengeEnv("default") for _ in range(2)]
+    envs = [ScavengeEnv("default", max_jobs=16) for _ in range(2)]
     core = BatchedCore(envs)
     with pytest.raises(RuntimeError, match="reset"):
         core.step(np.zeros((2, 16), dtype=np.int64))

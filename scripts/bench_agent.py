@@ -100,7 +100,7 @@ def measure_latency(
             status.append(milp.last.status)
     return {
         "num_nodes": inst.num_nodes,
-        "slots": agent.config.max_jobs,
+        "slots": agent.observer.num_slots,  # (a scale-free agent's: the cluster's rule)
         "agent": np.array(t_agent),
         "freetrain": np.array(t_dp),
         "freetrain_milp": np.array(t_milp),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,7 +120,9 @@ TINY = Split(
     seed_start=9000,
     quick_seeds=2,
 )
-POLICIES = ["equal-share", "freetrain", "agent"]
+#: the retired ``counts`` agent: it refuses the 4-node toy (the shipped ``shares`` agent runs)
+COUNTS_AGENT = "agent:" + str(Path(__file__).resolve().parents[2] / "agents/pretrained/counts")
+POLICIES = ["equal-share", "freetrain", COUNTS_AGENT]
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +134,8 @@ def test_runner__tiny_split_rows_are_the_episodes_of_play(tiny_runs):
     default, toy = tiny_runs
     assert [r.name for r in default.runs] == POLICIES and default.seeds == [9000, 9001]
     assert [r.name for r in toy.runs] == ["equal-share", "freetrain"]
-    assert set(toy.unsupported) == {"agent"}
-    line = toy.unsupported["agent"]
+    assert set(toy.unsupported) == {COUNTS_AGENT}
+    line = toy.unsupported[COUNTS_AGENT]
     assert "\n" not in line and "'toy-two-jobs'" in line and "4 nodes" in line
     gen = get_generator("default")
     inst = gen(9001)
@@ -147,7 +150,8 @@ def test_runner__tiny_split_rows_are_the_episodes_of_play(tiny_runs):
 def test_runner__tiny_split_report_shows_reasons_and_no_partial_score(tiny_runs, tmp_path):
     res = score_split(TINY, tiny_runs, POLICIES, quick=True, bootstrap=Bootstrap(n_boot=N_BOOT))
     assert res.scenarios[0].reference in ("equal-share", "freetrain")
-    assert not res.suite["agent"].complete and res.suite["agent"].missing == ["toy-two-jobs"]
+    agent = res.suite[COUNTS_AGENT]
+    assert not agent.complete and agent.missing == ["toy-two-jobs"]
     assert res.suite["freetrain"].complete
     md = report.markdown(res)
     assert "policy 'agent' cannot run on scenario 'toy-two-jobs'" in md
@@ -155,12 +159,13 @@ def test_runner__tiny_split_report_shows_reasons_and_no_partial_score(tiny_runs,
     report.write(tmp_path, res)
     data = json.loads((tmp_path / "results.json").read_text())
     json.dumps(data, allow_nan=False)  # undefined numbers are null
-    assert data["suite"]["agent"]["score"] is None
+    assert data["suite"][COUNTS_AGENT]["score"] is None
     pol = data["scenarios"][0]["policies"]["freetrain"]
     assert pol["ratio"]["ratio"] == pytest.approx(
         res.scenarios[0].policies["freetrain"].ratio.ratio
     )
-    assert data["scenarios"][1]["policies"]["agent"]["unsupported"].startswith("policy 'agent'")
+    unsupported = data["scenarios"][1]["policies"][COUNTS_AGENT]["unsupported"]
+    assert unsupported.startswith("policy 'agent'")
     assert (tmp_path / "results.md").read_text() == md
     assert len(list((tmp_path / "tb" / "freetrain").glob("events.out.tfevents.*"))) == 1
 

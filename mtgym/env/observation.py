@@ -392,9 +392,20 @@ class ObservationBuilder:
             np.zeros((S, self.P), dtype=f32),
             np.zeros((S, self.P), dtype=f32),
             np.empty(self.global_dim, dtype=f32),
-            np.zeros((S, SCALE_DIM), dtype=f32),
-            np.zeros((S, SHAPE_POINTS), dtype=f32),
-            np.empty(GLOBAL_SCALE_DIM, dtype=f32),
+            *self._scale_free_outputs(),
+        )
+
+    def _scale_free_outputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``job_scale``, ``job_shape`` and ``global_scale``: zeroed views of one fresh
+        block (one allocation per step rather than three).
+        """
+        S = self.S
+        block = np.zeros(S * (SCALE_DIM + SHAPE_POINTS) + GLOBAL_SCALE_DIM, dtype=np.float32)
+        a, b = S * SCALE_DIM, S * (SCALE_DIM + SHAPE_POINTS)
+        return (
+            block[:a].reshape(S, SCALE_DIM),
+            block[a:b].reshape(S, SHAPE_POINTS),
+            block[b:],
         )
 
     def complete(

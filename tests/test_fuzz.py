@@ -17,6 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mtgym.core.names import ACTION_MODES
 from mtgym.env.env import ScavengeEnv
 from mtgym.scenario import ScenarioError, load_scenario
 from mtgym.scenario.build import SpecGenerator
@@ -103,7 +104,7 @@ def test_fuzz__mutated_presets_load_or_raise_scenario_error(data):
             assert inst.num_nodes == spec.generator.cluster.num_nodes
 
 
-@pytest.mark.parametrize("mode", ["counts", "assign", "delta"])
+@pytest.mark.parametrize("mode", ACTION_MODES)
 def test_fuzz__random_action_streams_keep_invariants(mode):
     env = ScavengeEnv("default", action_mode=mode, horizon_s=3 * 3600.0, debug=True)
 

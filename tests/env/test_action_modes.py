@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from numba import njit
 
+from mtgym.core.names import ACTION_MODES
 from mtgym.env import ScavengeEnv
 from mtgym.env.actions import CODECS, ActionCodec, make_codec, register, unregister
 from mtgym.env.actions.pack import REPAIR_KEYS, first_above, idle_count, place_targets
@@ -106,7 +107,7 @@ def test_action_modes__the_registry_checks_names(on_off):
         ScavengeEnv("default", action_mode="no-such-mode")
 
 
-@pytest.mark.parametrize("mode", ["counts", "assign", "delta"])
+@pytest.mark.parametrize("mode", ACTION_MODES)
 def test_action_modes__the_current_map_encodes_to_the_no_op(mode):
     env = ScavengeEnv("default", action_mode=mode)
     env.reset(seed=3)

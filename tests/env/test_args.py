@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mtgym.core.names import ACTION_MODES
 from mtgym.env.env import ScavengeEnv
 
 
@@ -106,7 +107,7 @@ def test_env__step_after_the_end_raises(mode):
     env.step(env.noop())
 
 
-@pytest.mark.parametrize("mode", ["counts", "assign", "delta"])
+@pytest.mark.parametrize("mode", ACTION_MODES)
 def test_env__sample_valid_never_needs_repair(mode):
     """``sample_valid`` never needs repair over 10^4 draws (per mode), while sampling each
     slot from ``action_masks()`` does (the masks cannot express the shared node budget).

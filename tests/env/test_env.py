@@ -12,11 +12,12 @@ from gymnasium.utils.env_checker import check_env
 
 import mtgym
 import mtgym.env.observation as cols
+from mtgym.core.names import ACTION_MODES
 from mtgym.env import ScavengeEnv
 from mtgym.generate.default import default_generator
 from mtgym.testing import linear_job, tiny_instance
 
-MODES = ("counts", "assign", "delta")
+MODES = ACTION_MODES  # every built-in mode, ``shares`` included
 
 
 def random_valid_action(env: ScavengeEnv, rng: np.random.Generator) -> np.ndarray:
@@ -147,6 +148,7 @@ def test_env__masks_never_empty_and_random_episode_invariants(mode, small_gen):
         joint = {
             "counts": {"oversubscribed"},
             "delta": {"oversubscribed"},
+            "shares": {"oversubscribed"},
             "assign": {"dyn_over_max_nodes", "dyn_below_min_jobs"},
         }[mode]
         assert not {k for k, v in info["repair"].items() if v} - joint, info["repair"]

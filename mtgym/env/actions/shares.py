@@ -57,34 +57,28 @@ def level_counts(lo: int, hi: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _shares_mask(
-    mask: np.ndarray,
-    slot_job: np.ndarray,
-    min_nodes: np.ndarray,
-    max_nodes: np.ndarray,
-    available: np.ndarray,
-    n_nodes: np.ndarray,
-) -> None:  # pragma: no cover - jit
-    """``shares`` mask in place (module docstring)."""
-    n_avail = idle_count(available)
+def mask(frame: Any) -> None:  # pragma: no cover - jit
+    """``shares`` mask into ``frame.mask`` (module docstring)."""
+    m, slot_job, n_nodes = frame.mask, frame.slot_job, frame.n_nodes
+    n_avail = idle_count(frame.available)
     for s in range(slot_job.shape[0]):
         row = s * CHOICES
-        mask[row + KEEP] = 1
+        m[row + KEEP] = 1
         j = slot_job[s]
         for c in range(1, CHOICES):
-            mask[row + c] = 0
+            m[row + c] = 0
         if j < 0:
             continue
         cur = n_nodes[j]
-        mask[row + STOP] = 1 if cur > 0 else 0
-        lo, hi = max(min_nodes[j], 1), max_nodes[j]
+        m[row + STOP] = 1 if cur > 0 else 0
+        lo, hi = max(frame.min_nodes[j], 1), frame.max_nodes[j]
         prev = -1
         for k in range(1, LEVELS + 1):
             c = level_count(lo, hi, k)
             if c > n_avail:
                 break
             if c != prev and c != cur:
-                mask[row + 1 + k] = 1
+                m[row + 1 + k] = 1
             prev = c
 
 
@@ -117,19 +111,6 @@ def decode(frame: Any, a: np.ndarray) -> tuple[int, np.ndarray, int, int]:  # pr
     if bad >= 0:
         return bad, np.empty(0, dtype=np.int32), 0, 0
     return place_targets(frame, target)
-
-
-@njit(cache=True)
-def mask(frame: Any) -> None:  # pragma: no cover - jit
-    """``_shares_mask`` on the frame."""
-    _shares_mask(
-        frame.mask,
-        frame.slot_job,
-        frame.min_nodes,
-        frame.max_nodes,
-        frame.available,
-        frame.n_nodes,
-    )
 
 
 class Shares(ActionCodec):

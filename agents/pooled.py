@@ -35,6 +35,7 @@ import numpy as np
 from gymnasium import spaces
 from numba import njit
 
+from mtgym.core import names
 from mtgym.env.observation import JOB_FEATURES
 
 COUNT_CLIP = 8.0  # node counts / max_count are clipped here (the env clips its features at 8)
@@ -47,7 +48,7 @@ SLOT_COUNT = -1  # ``held_count``'s column: the nodes the slot's job holds / max
 
 
 #: Action modes whose agents read the scale-free layout (module docstring).
-SCALE_FREE_MODES = ("shares",)
+SCALE_FREE_MODES = names.SCALE_FREE_MODES
 #: ``jobs`` columns the scale-free layout zeroes: divided by the count cap
 CAP_COLUMNS = ("nodes", "min", "max", "info")
 _CAP_COLS = [JOB_FEATURES[c].start for c in CAP_COLUMNS]

@@ -15,6 +15,9 @@ from __future__ import annotations
 #: (scale-free). Each is the module of its codec, ``mtgym.env.actions.<name>`` (its
 #: ``CODEC``), imported by name: adding a mode is its module and its name here.
 ACTION_MODES = ("counts", "assign", "delta", "shares")
+#: The modes whose observation adds the scale-free keys (``job_scale``, ``job_shape``,
+#: ``global_scale``) and whose agents read the scale-free pooled layout (``agents.pooled``).
+SCALE_FREE_MODES = ("shares",)
 #: See ``mtgym.env.reward.REWARDS``. The index is the reward kernel's id.
 REWARD_NAMES = ("progress", "throughput", "jct", "normalized")
 #: What a policy is told about jobs (``mtgym.sim.view.InfoMode``).

@@ -296,9 +296,11 @@ class BatchedCore:
         self._debug = any(env.debug for env in self.inner)
 
     @staticmethod
-    def _output_keys(env: Any) -> tuple[str, ...]:
+    def _output_keys(env: Any) -> tuple[tuple[str | None, tuple[int, ...], Any], ...]:
         """The observation keys of ``ObservationBuilder.outputs()``'s arrays, in order (by
-        identity through ``complete``, which maps them to keys; after a ``bind``).
+        identity through ``complete``, which maps them to keys; after a ``bind``), each with
+        its shape and dtype; None for an output the observation leaves out (the empty
+        scale-free parts of a mode without them).
         """
         builder = env.builder
         queued = builder.queued
@@ -308,9 +310,9 @@ class BatchedCore:
         keys = []
         for a in out:
             key = [k for k, v in obs.items() if v is a]
-            if len(key) != 1:
+            if len(key) > 1 or (not key and a.size):
                 raise TypeError("ObservationBuilder.complete no longer returns fill's arrays")
-            keys.append(key[0])
+            keys.append((key[0] if key else None, a.shape, a.dtype))
         return tuple(keys)
 
     # -- resets (Python: the generator builds the instance) ---------------------------
@@ -326,11 +328,15 @@ class BatchedCore:
                 k: np.zeros((self.num_envs, *spaces[k].shape), spaces[k].dtype) for k in obs
             }
             self.mask = self.obs["action_mask"]
-            self.keys = self._output_keys(env)
+            outputs = self._output_keys(env)
+            self.keys = tuple(k for k, _, _ in outputs)
             missing = set(obs) - set(self.keys) - {"action_mask"}
             if missing:  # (a key ``complete`` builds in Python: the call would leave it stale)
                 raise TypeError(f"observation keys not filled by the step's kernels: {missing}")
-            self._out = tuple(self.obs[k] for k in self.keys)
+            self._out = tuple(
+                self.obs[k] if k is not None else np.zeros((self.num_envs, *shape), dtype)
+                for k, shape, dtype in outputs
+            )
             self._template = tuple(np.zeros_like(a) for a in self._out)
         step = Step(
             env.state,

@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from mtgym.core.instance import Instance
-from mtgym.core.names import DEFAULT_REWARD
+from mtgym.core.names import DEFAULT_REWARD, SCALE_FREE_MODES
 from mtgym.env.actions import make_codec
 from mtgym.env.args import check_keywords, check_reset_options, resolve_max_count
 from mtgym.env.observation import ObservationBuilder
@@ -50,9 +50,9 @@ class ScavengeEnv(gym.Env):
     | ``job_curve`` | (S, P) | log1p(samples/s) / 20 at 1, 2, 4, ..., cap nodes*: declared (``user``), measured (``profiled``), true (``oracle``) |
     | ``job_curve_known`` | (S, P) | 1 where ``job_curve`` holds a value |
     | ``global`` | (6,) | time / horizon, idle nodes / N, free nodes / N, queued jobs / S, occupied slots / S, log time |
-    | ``job_scale`` | (S, 5) | scale-free: nodes held, min and max / idle nodes; position in the job's own range ((n - min + 1) / (max - min + 1), 0 when not running); shown rate / the shown curve's rate at the job's max* |
-    | ``job_shape`` | (S, 8) | scale-free: the shown curve at min + f (max - min), f = 0, 1/7, ..., 1, / its rate at max* |
-    | ``global_scale`` | (3,) | scale-free: unheld idle nodes, the present slots' summed min and summed max, / idle nodes |
+    | ``job_scale`` | (S, 5) | ``shares`` only (``SCALE_FREE_MODES``), scale-free: nodes held, min and max / idle nodes; position in the job's own range ((n - min + 1) / (max - min + 1), 0 when not running); shown rate / the shown curve's rate at the job's max* |
+    | ``job_shape`` | (S, 8) | ``shares`` only, scale-free: the shown curve at min + f (max - min), f = 0, 1/7, ..., 1, / its rate at max* |
+    | ``global_scale`` | (3,) | ``shares`` only, scale-free: unheld idle nodes, the present slots' summed min and summed max, / idle nodes |
     | ``action_mask`` | (M,) int8 | the legal actions (as ``action_masks()``) |
 
     (*) zero in ``profiled`` mode: MalleTrain-style schedulers are told nothing up front.
@@ -163,7 +163,7 @@ class ScavengeEnv(gym.Env):
     >>> obs, info = env.reset(seed=0)
     >>> obs, reward, terminated, truncated, info = env.step(env.unwrapped.noop())
     >>> sorted(obs)[:3]
-    ['action_mask', 'global', 'global_scale']
+    ['action_mask', 'global', 'job_curve']
 
     ## Version history
     - v0: initial release. Before 1.0 the id stays v0; changes that alter results:
@@ -251,6 +251,7 @@ class ScavengeEnv(gym.Env):
             self._num_types,
             self.info_mode,
             self.codec.mask_size,
+            scale_free=action_mode in SCALE_FREE_MODES,
         )
         self.action_space = self.codec.space
         self.observation_space = self.builder.space

@@ -98,6 +98,8 @@ GLOBAL_SCALE_FEATURES = _columns(("free_idle", 1), ("demand_min", 1), ("demand_m
 #: ``job_shape``'s points: the shown curve at min + f (max - min), f = 0, 1/7, ..., 1, over
 #: its rate at the maximum (0 in ``profiled``): the job's scaling, whatever its size.
 SHAPE_POINTS = 8
+#: The keys with named columns in every observation (the others: scale-free modes only).
+BASE_KEYS = ("nodes", "jobs", "global")
 #: The observation's features by name: key -> feature -> its columns (``ScavengeEnv.features``;
 #: consumers index through this, never by position).
 FEATURES = {
@@ -240,15 +242,20 @@ class ObservationBuilder:
         num_gpu_types: int,
         mode: InfoMode,
         mask_size: int,
+        scale_free: bool = False,
     ) -> None:
         self.N, self.S, self.C = num_nodes, num_slots, max_count
+        # the scale-free keys (``SCALE_FREE_KEYS``) only for the modes that read them: the
+        # other modes' step does not pay for them
+        self.scale_free = bool(scale_free)
         self.mode = mode
         self.points = curve_points(max_count)
         self.P = self.points.size
         self.levels = num_levels  # the coarsest intermediate level is levels - 2 (if >= 1)
         self.T = num_gpu_types
         self.node_dim = NODE_DIM
-        self.features = FEATURES  # each key's features by name (``FEATURES``)
+        # each key's features by name (``FEATURES``), for the keys this observation has
+        self.features = {k: v for k, v in FEATURES.items() if self.scale_free or k in BASE_KEYS}
         self.job_dim = JOB_DIM
         self.global_dim = GLOBAL_DIM
         self.queued = 0  # submitted jobs without a slot, as of the last ``build``
@@ -263,12 +270,20 @@ class ObservationBuilder:
                 "job_curve": spaces.Box(0.0, OBS_HIGH, (self.S, self.P), f32),
                 "job_curve_known": spaces.Box(0.0, 1.0, (self.S, self.P), f32),
                 "global": spaces.Box(-1.0, OBS_HIGH, (self.global_dim,), f32),
-                "job_scale": spaces.Box(-1.0, OBS_HIGH, (self.S, SCALE_DIM), f32),
-                "job_shape": spaces.Box(0.0, OBS_HIGH, (self.S, SHAPE_POINTS), f32),
-                "global_scale": spaces.Box(-1.0, OBS_HIGH, (GLOBAL_SCALE_DIM,), f32),
+                **(
+                    {
+                        "job_scale": spaces.Box(-1.0, OBS_HIGH, (self.S, SCALE_DIM), f32),
+                        "job_shape": spaces.Box(0.0, OBS_HIGH, (self.S, SHAPE_POINTS), f32),
+                        "global_scale": spaces.Box(-1.0, OBS_HIGH, (GLOBAL_SCALE_DIM,), f32),
+                    }
+                    if self.scale_free
+                    else {}
+                ),
                 "action_mask": spaces.Box(0, 1, (mask_size,), np.int8),
             }
         )
+        f0 = np.zeros(0, dtype=f32)  # (no scale-free keys: empty, shared, never written)
+        self._no_scale = (f0.reshape(0, SCALE_DIM), f0.reshape(0, SHAPE_POINTS), f0)
 
     def bind(self, instance: Instance) -> None:
         """Precompute the parts of the observation that never change in an episode."""
@@ -399,6 +414,8 @@ class ObservationBuilder:
         """``job_scale``, ``job_shape`` and ``global_scale``: zeroed views of one fresh
         block (one allocation per step rather than three).
         """
+        if not self.scale_free:
+            return self._no_scale
         S = self.S
         block = np.zeros(S * (SCALE_DIM + SHAPE_POINTS) + GLOBAL_SCALE_DIM, dtype=np.float32)
         a, b = S * SCALE_DIM, S * (SCALE_DIM + SHAPE_POINTS)
@@ -441,9 +458,9 @@ class ObservationBuilder:
             "job_curve": curve,
             "job_curve_known": known_c,
             "global": g,
-            "job_scale": js,
-            "job_shape": shape,
-            "global_scale": gs,
+            **(
+                {"job_scale": js, "job_shape": shape, "global_scale": gs} if self.scale_free else {}
+            ),
             "action_mask": action_mask.copy(),
         }
 
@@ -593,6 +610,8 @@ def _fill_scale(
         frame.ref_rate,
         frame.shape_static,
     )
+    if rows.shape[0] == 0:  # (a builder without the scale-free keys)
+        return
     pool = max(n_avail, 1)
     o = 2 * frame.available.shape[0]
     d_min = d_max = 0

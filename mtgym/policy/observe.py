@@ -28,6 +28,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from mtgym.core.names import SCALE_FREE_MODES
 from mtgym.core.types import JobStatus
 from mtgym.env.actions import ActionCodec, make_codec
 from mtgym.env.observation import ObservationBuilder
@@ -79,7 +80,14 @@ class ViewObserver:
         levels = int(view.topology_coords.shape[1])
         types = int(view.gpu_type.max()) + 1 if N else 1
         self.builder = ObservationBuilder(
-            N, self.num_slots, max_count, levels, types, self.info_mode, self.codec.mask_size
+            N,
+            self.num_slots,
+            max_count,
+            levels,
+            types,
+            self.info_mode,
+            self.codec.mask_size,
+            scale_free=self.action_mode in SCALE_FREE_MODES,
         )
         curve, up, down = view.curve_tput, view.r_up_s, view.r_down_s
         self._jobs = SimpleNamespace(

@@ -326,10 +326,12 @@ def test_env__named_observation_columns_match_the_state():
     assert obs["global"][cols.G_IDLE] == np.float32(s.available.sum() / env.num_nodes)
 
 
-def test_env__features_name_every_column_once():
-    env = ScavengeEnv("default")
+@pytest.mark.parametrize("mode", ["counts", "shares"])
+def test_env__features_name_every_column_once(mode):
+    env = ScavengeEnv("default", action_mode=mode)
     obs, _ = env.reset(seed=0)
-    assert env.features is cols.FEATURES
+    assert env.features == {k: v for k, v in cols.FEATURES.items() if k in obs}
+    assert ("job_scale" in obs) == (mode == "shares")  # the scale-free keys: shares only
     for key, named in env.features.items():
         width = obs[key].shape[-1]
         covered = np.concatenate([np.arange(width)[sl] for sl in named.values()])

@@ -14,16 +14,14 @@ ended go through Python (their reset and their terminal observation).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from numba import njit
-from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
-from agents.pooled import PooledLayout, _pool
+from agents.pooled import _pool
 from agents.vec import PooledVecEnv
 from mtgym.env.batched import F_ELAPSED, F_SAMPLES, BatchedCore
 
@@ -77,10 +75,7 @@ class BatchedPooledVecEnv(PooledVecEnv):
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
         envs = [fn() for fn in env_fns]
         self._envs = envs
-        self._inner = [e.unwrapped for e in envs]
-        first = self._inner[0]
-        self.layout = PooledLayout.for_env(first)
-        VecEnv.__init__(self, len(envs), self.layout.space(), first.action_space)
+        self._bind(envs)
         self._groups = [
             (np.array(idx, dtype=np.int64), BatchedCore([envs[i] for i in idx]))
             for idx in _group(envs)
@@ -89,37 +84,11 @@ class BatchedPooledVecEnv(PooledVecEnv):
         for idx, core in self._groups:
             for k, i in enumerate(idx):
                 self._where[int(i)] = (core, k)
-        n = self.num_envs
-        self._obs = np.zeros((n, self.layout.size), dtype=np.float32)
-        self._rews = np.zeros(n, dtype=np.float32)
-        self._dones = np.zeros(n, dtype=bool)
-        self._ret = np.zeros(n)
-        self._len = np.zeros(n, dtype=np.int64)
-        self._t0 = time.time()
-        self._actions: np.ndarray | None = None
-        self._masks = np.zeros((n, first.codec.mask_size), dtype=bool)
+        self._masks = np.zeros((self.num_envs, self._inner[0].codec.mask_size), dtype=bool)
 
     def _pool(self, core: BatchedCore, src: np.ndarray, dst: np.ndarray) -> None:
         """Pool the core's observations ``src`` into the rows ``dst`` of ``self._obs``."""
-        o = core.obs
-        if self.layout.scale_free:  # (its extra keys are joined in Python, per episode)
-            for b, row in zip(src, dst, strict=True):
-                self.layout.pool({k: v[b] for k, v in o.items()}, out=self._obs[row])
-            return
-        _pool_batch(
-            o["nodes"],
-            o["node_mask"],
-            o["node_job"],
-            o["job_mask"],
-            o["jobs"],
-            o["job_curve"],
-            o["job_curve_known"],
-            o["global"],
-            float(self.layout.max_count),
-            self._obs,
-            src,
-            dst,
-        )
+        _pool_batch(*self.layout.inputs(core.obs), self._obs, src, dst)
 
     def reset(self) -> np.ndarray:  # noqa: D102
         for i in range(self.num_envs):
@@ -128,11 +97,7 @@ class BatchedPooledVecEnv(PooledVecEnv):
         for idx, core in self._groups:
             self._pool(core, np.arange(len(idx)), idx)
             self._masks[idx] = core.mask
-        self._reset_seeds()
-        self._reset_options()
-        self._ret[:] = 0.0
-        self._len[:] = 0
-        return self._obs.copy()
+        return self._after_reset()
 
     def step_async(self, actions: np.ndarray) -> None:  # noqa: D102
         self._actions = actions
@@ -158,14 +123,8 @@ class BatchedPooledVecEnv(PooledVecEnv):
             for k in ended:
                 i = int(idx[k])
                 out = infos[i]
-                out["episode"] = {
-                    "r": round(float(self._ret[i]), 6),
-                    "l": int(self._len[i]),
-                    "t": round(time.time() - self._t0, 6),
-                }
+                out["episode"] = self._episode(i)
                 out["terminal_observation"] = self._obs[i].copy()
-                self._ret[i] = 0.0
-                self._len[i] = 0
                 _, self.reset_infos[i] = core.reset(int(k))
             if ended.size:
                 self._pool(core, ended, idx[ended])  # (the new episodes' first observations)

@@ -140,35 +140,41 @@ class PooledLayout:
         """The pooled observation space."""
         return spaces.Box(-1.0, np.float32(1e3), (self.size,), np.float32)
 
+    def inputs(self, obs: dict[str, np.ndarray]) -> tuple[Any, ...]:
+        """``_pool``'s arguments before ``out`` from an observation's arrays: one env's, or a
+        batch's with a leading axis (the scale-free parts are joined along the last axis).
+        """
+        f32 = np.float32
+        jobs = np.asarray(obs["jobs"], dtype=f32)
+        curve = np.asarray(obs["job_curve"], dtype=f32)
+        known = np.asarray(obs["job_curve_known"], dtype=f32)
+        glob = np.asarray(obs["global"], dtype=f32)
+        nodes = np.asarray(obs["nodes"], dtype=f32)
+        if self.scale_free:
+            jobs = np.concatenate((jobs, obs["job_scale"], obs["job_shape"]), axis=-1)
+            jobs[..., _CAP_COLS] = 0.0
+            curve = known = np.zeros((*jobs.shape[:-1], 0), dtype=f32)
+            glob = np.concatenate((glob, obs["global_scale"]), axis=-1).astype(f32)
+        return (
+            nodes,
+            np.asarray(obs["node_mask"], dtype=f32),
+            np.asarray(obs["node_job"], dtype=f32),
+            np.asarray(obs["job_mask"], dtype=f32),
+            jobs,
+            curve,
+            known,
+            glob,
+            # scale-free: the held column a flag, the lent and idle counts fractions of N
+            -float(nodes.shape[-2]) if self.scale_free else float(self.max_count),
+        )
+
     def pool(self, obs: dict[str, np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
         """The pooled vector of one env observation (module docstring), written into
         ``out`` (a float32 vector of ``size`` values, e.g. a vec env's row) when given.
         """
         if out is None:
             out = np.empty(self.size, dtype=np.float32)
-        jobs = np.asarray(obs["jobs"], dtype=np.float32)
-        curve = np.asarray(obs["job_curve"], dtype=np.float32)
-        known = np.asarray(obs["job_curve_known"], dtype=np.float32)
-        glob = np.asarray(obs["global"], dtype=np.float32)
-        if self.scale_free:
-            jobs = np.concatenate((jobs, obs["job_scale"], obs["job_shape"]), axis=1)
-            jobs[:, _CAP_COLS] = 0.0
-            curve = known = np.zeros((jobs.shape[0], 0), dtype=np.float32)
-            glob = np.concatenate((glob, obs["global_scale"])).astype(np.float32)
-        nodes = np.asarray(obs["nodes"], dtype=np.float32)
-        _pool(
-            nodes,
-            np.asarray(obs["node_mask"], dtype=np.float32),
-            np.asarray(obs["node_job"], dtype=np.float32),
-            np.asarray(obs["job_mask"], dtype=np.float32),
-            jobs,
-            curve,
-            known,
-            glob,
-            # scale-free: the held column a flag, the lent and idle counts fractions of N
-            -float(nodes.shape[0]) if self.scale_free else float(self.max_count),
-            out,
-        )
+        _pool(*self.inputs(obs), out)
         return out
 
 

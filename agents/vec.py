@@ -30,11 +30,14 @@ class PooledVecEnv(VecEnv):
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
         self.envs = [fn() for fn in env_fns]
-        inner = [e.unwrapped for e in self.envs]
-        self._inner = inner
-        first = inner[0]
+        self._bind(self.envs)
+
+    def _bind(self, envs: list[gym.Env]) -> None:
+        """The layout, spaces and buffers of ``envs`` (the first one's sizes)."""
+        self._inner = [e.unwrapped for e in envs]
+        first = self._inner[0]
         self.layout = PooledLayout.for_env(first)
-        super().__init__(len(self.envs), self.layout.space(), first.action_space)
+        VecEnv.__init__(self, len(envs), self.layout.space(), first.action_space)
         n = self.num_envs
         self._obs = np.zeros((n, self.layout.size), dtype=np.float32)
         self._rews = np.zeros(n, dtype=np.float32)
@@ -49,11 +52,30 @@ class PooledVecEnv(VecEnv):
             obs, info = env.reset(seed=self._seeds[i], options=self._options[i])
             self.reset_infos[i] = info
             self.layout.pool(obs, self._obs[i])
+        return self._after_reset()
+
+    def _after_reset(self) -> np.ndarray:
+        """The end of ``reset``: seeds and options used up, returns and lengths zeroed; the
+        first observations.
+        """
         self._reset_seeds()
         self._reset_options()
         self._ret[:] = 0.0
         self._len[:] = 0
         return self._obs.copy()
+
+    def _episode(self, i: int) -> dict[str, Any]:
+        """Env ``i``'s ended episode as SB3's ``Monitor`` reports it (``info["episode"]``);
+        its return and length start again from 0.
+        """
+        ep = {
+            "r": round(float(self._ret[i]), 6),
+            "l": int(self._len[i]),
+            "t": round(time.time() - self._t0, 6),
+        }
+        self._ret[i] = 0.0
+        self._len[i] = 0
+        return ep
 
     def step_async(self, actions: np.ndarray) -> None:  # noqa: D102
         self._actions = actions
@@ -74,14 +96,8 @@ class PooledVecEnv(VecEnv):
             done = terminated or truncated
             self._dones[i] = done
             if done:
-                out["episode"] = {
-                    "r": round(float(self._ret[i]), 6),
-                    "l": int(self._len[i]),
-                    "t": round(time.time() - self._t0, 6),
-                }
+                out["episode"] = self._episode(i)
                 out["terminal_observation"] = self.layout.pool(obs)
-                self._ret[i] = 0.0
-                self._len[i] = 0
                 obs, self.reset_infos[i] = self.envs[i].reset()
             self.layout.pool(obs, self._obs[i])
             infos.append(out)

@@ -37,6 +37,12 @@ import mtgym  # noqa: F401  (registers the env ids)
 SIZES = (1, 8, 64, 256)
 
 
+#: job slots of the measured envs, pinned (left unset the env gives one per node:
+#: ``mtgym.env.slots.slot_rule``), so the figures in ``docs/performance.md`` stay comparable
+STEP_SLOTS = 16
+MEMORY_SLOTS = 32
+
+
 class Contender:
     """A vector env timed in blocks of ``step`` calls (actions drawn untimed)."""
 
@@ -85,10 +91,19 @@ def env_table(env_steps: int, blocks: int, sizes: tuple[int, ...]) -> Table:
     for B in sizes:
         contenders = {
             "batched": Contender(
-                gym.make_vec("mtgym/Scavenge-v0", B, vectorization_mode="vector_entry_point"), True
+                gym.make_vec(
+                    "mtgym/Scavenge-v0",
+                    B,
+                    vectorization_mode="vector_entry_point",
+                    max_jobs=STEP_SLOTS,
+                ),
+                True,
             ),
             "sync": Contender(
-                gym.make_vec("mtgym/Scavenge-v0", B, vectorization_mode="sync"), True
+                gym.make_vec(
+                    "mtgym/Scavenge-v0", B, vectorization_mode="sync", max_jobs=STEP_SLOTS
+                ),
+                True,
             ),
             "cart": Contender(gym.make_vec("CartPole-v1", B, vectorization_mode="sync"), False),
             "cart_vec": Contender(
@@ -124,14 +139,18 @@ def rss_mib() -> float:
         return int(f.read().split()[1]) * 4096 / 2**20
 
 
-def memory_line(B: int = 256, scenario: str = "default-512") -> str:
+def memory_line(B: int = 256, scenario: str = "default-512", slots: int = MEMORY_SLOTS) -> str:
     """Resident memory per batched episode of ``scenario`` at ``B``."""
     import gc
 
     gc.collect()
     before = rss_mib()
     envs = gym.make_vec(
-        "mtgym/Scavenge-v0", B, vectorization_mode="vector_entry_point", scenario=scenario
+        "mtgym/Scavenge-v0",
+        B,
+        vectorization_mode="vector_entry_point",
+        scenario=scenario,
+        max_jobs=slots,
     )
     envs.reset(seed=0)
     envs.step(np.stack(envs.unwrapped.call("noop")))

@@ -48,10 +48,8 @@ class ModeMapped:
     def decide(self, view: SchedulerView) -> Allocation:
         """The base's allocation, encoded as an action of the mode and decoded back."""
         want = self.base.decide(view).node_job
-        obs = self.observer
-        obs.observe(view)
-        action = obs.codec.encode(want, obs._state_now, obs._instance, obs.slots)  # type: ignore[union-attr]
-        got = obs.decode(action)
+        self.observer.observe(view)
+        got = self.observer.decode(self.observer.encode(want))
         self.unexpressed += int((got != want).any())
         return Allocation.from_assignment(got)
 

@@ -140,6 +140,12 @@ class ViewObserver:
             float(view.t_end),
         )
 
+    def encode(self, node_job: np.ndarray) -> np.ndarray:
+        """The mode's action nearest the node map ``node_job`` on the last observed view
+        (``ActionCodec.encode``).
+        """
+        return self.codec.encode(node_job, self._state_now, self._instance, self.slots)  # type: ignore[union-attr,arg-type]
+
     def decode(self, action: np.ndarray) -> np.ndarray:
         """The node map the env would apply for ``action`` on the last observed view."""
         node_job, _ = self.codec.decode(action, self._state_now, self._instance, self.slots)  # type: ignore[union-attr,arg-type]

@@ -51,9 +51,13 @@ def level_count(lo: int, hi: int, k: int) -> int:  # pragma: no cover - jit
     return min(lo - 1 + max(k, g), hi)
 
 
-def level_counts(lo: int, hi: int) -> np.ndarray:
+@njit(cache=True)
+def level_counts(lo: int, hi: int) -> np.ndarray:  # pragma: no cover - jit
     """The LEVELS counts of the range ``lo..hi`` (repeats where the range is short)."""
-    return np.array([level_count(lo, hi, k) for k in range(1, LEVELS + 1)], dtype=np.int64)
+    out = np.empty(LEVELS, dtype=np.int64)
+    for k in range(LEVELS):
+        out[k] = level_count(lo, hi, k + 1)
+    return out
 
 
 @njit(cache=True)

@@ -44,6 +44,7 @@ def _train(ns: argparse.Namespace) -> int:
         ent_coef=ns.ent_coef,
         ent_coef_final=None if ns.ent_coef_final < 0 else ns.ent_coef_final,
         target_kl=ns.target_kl,
+        critic_warmup=ns.critic_warmup,
         norm_reward=not ns.no_norm_reward,
         observation="dict" if ns.net == "set" else "pooled",
         net=ns.net,
@@ -160,6 +161,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         help="stop an update's epochs past this approximate KL (default: never)",
+    )
+    t.add_argument(
+        "--critic-warmup",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="env steps after imitation that fit only the critic, actor frozen (default: 0)",
     )
     t.add_argument(
         "--ent-coef-final",

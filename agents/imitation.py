@@ -13,6 +13,8 @@ expert only ever sees its own information-limited view.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from os import PathLike
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +41,7 @@ def expert_action(env: ScavengeEnv, node_job: np.ndarray) -> np.ndarray:
 
 
 def collect(
-    scenario: str,
+    scenario: Any,
     expert: str,
     seeds: list[int],
     env_kwargs: dict,
@@ -50,18 +52,32 @@ def collect(
     """Episodes on ``seeds`` labelled by the expert.
 
     Without ``actor`` the env follows the expert (behaviour cloning); with a model as
-    ``actor`` the env follows the model while the expert labels the states it visits
-    (DAgger), which corrects the drift of a cloned policy into states the expert never saw.
-    ``pooled``: keep ``agents.pooled``'s flat vectors rather than the Dict observations.
+    ``actor`` the env follows the model's draws (``predict(deterministic=False)``: the
+    agent plays by sampling, and its most likely action alone is a different, much weaker
+    policy) while the expert labels the states it visits (DAgger), which corrects the
+    drift of a cloned policy into states the expert never saw.
+
+    Args:
+        scenario: a scenario name or file, a seeded generator, or a list of either with
+            one entry per seed (e.g. one cluster size per seed).
+        expert: the registered policy that labels, configured as ``mtgym evaluate`` runs
+            it on each scenario (its T_fwd).
+        seeds: the episodes' seeds.
+        env_kwargs: ``ScavengeEnv`` keywords (the agent's action mode, slots, interval).
+        actor: None (the expert drives) or an SB3 model (it drives; DAgger).
+        pooled: keep ``agents.pooled``'s flat vectors rather than the Dict observations.
     """
     from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.scenario.registry import get_generator
 
-    gen = get_generator(scenario)
-    defaults = scenario_defaults(gen)  # (the expert as evaluate runs it: the scenario's T_fwd)
+    scenarios = scenario if isinstance(scenario, list) else [scenario] * len(seeds)
+    if len(scenarios) != len(seeds):
+        raise ValueError(f"{len(scenarios)} scenarios for {len(seeds)} seeds")
     obs_list: list[dict[str, np.ndarray]] = []
     acts, masks = [], []
-    for seed in seeds:
+    for seed, sc in zip(seeds, scenarios, strict=True):
+        gen = get_generator(sc) if isinstance(sc, str | PathLike) else sc
+        defaults = scenario_defaults(gen)  # (the expert as evaluate runs it: its T_fwd)
         inst = gen(seed)
         env = ScavengeEnv(inst, **env_kwargs)
         obs, _ = env.reset(seed=seed)
@@ -87,7 +103,7 @@ def collect(
                 acts.append(action)
                 masks.append(mask)
             if actor is not None:
-                action, _ = actor.predict(obs, action_masks=mask, deterministic=True)
+                action, _ = actor.predict(obs, action_masks=mask, deterministic=False)
             obs, _, term, trunc, _ = env.step(action)
             if pooled:
                 obs = layout.pool(obs)

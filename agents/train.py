@@ -11,6 +11,8 @@ Writes ``out/model.zip``, ``out/agent.json``, ``out/checkpoints/``, ``out/tb/``.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,9 @@ class Args:
     # stop a PPO update's epochs once the approximate KL to the rollout policy passes this
     # (None: never); fine-tuning a clone blew up at the first update without it
     target_kl: float | None = None
+    # env steps of PPO after imitation with the actor frozen (only the value head learns):
+    # imitation trains no critic, and PPO's first updates from an unfitted one follow noise
+    critic_warmup: int = 0
     norm_reward: bool = True  # VecNormalize's running return scale for the rewards
     observation: str = "pooled"  # "pooled" (agents/pooled.py) or "dict" (every node)
     net: str = "slot"  # "slot": agents/net.py's per-slot head; "set": agents/features.py
@@ -331,7 +336,9 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
 
     kw = args.env_kwargs()
     pooled = args.observation == "pooled"
-    data = collect(args.scenario, args.bc_expert, list(args.bc_seeds), kw, pooled=pooled)
+    # episode i on the i-th training size (``scenario_of``), as the training envs mix them
+    sizes = [scenario_of(args, i) for i in range(len(args.bc_seeds))]
+    data = collect(sizes, args.bc_expert, list(args.bc_seeds), kw, pooled=pooled)
     pretrain(model, data, epochs=args.bc_epochs, lr=3e-3, seed=args.seed)
     best: tuple[float, dict] = (-np.inf, copy.deepcopy(model.policy.state_dict()))
     for r in range(args.dagger_rounds + 1):
@@ -347,12 +354,34 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
             break
         # DAgger states come from seeds far from the evaluation ones (compare uses 100+)
         seeds = [10_000 + 100 * r + k for k in range(len(args.bc_seeds))]
-        data = merge(
-            data, collect(args.scenario, args.bc_expert, seeds, kw, actor=model, pooled=pooled)
-        )
+        data = merge(data, collect(sizes, args.bc_expert, seeds, kw, actor=model, pooled=pooled))
         pretrain(model, data, epochs=max(args.bc_epochs // 2, 1), lr=2e-3, seed=args.seed + r)
     model.policy.load_state_dict(best[1])
     return best
+
+
+@contextmanager
+def frozen_actor(model: Any) -> Iterator[None]:
+    """Only ``model.policy.value_net`` learns inside the block, at the model's initial
+    learning rate (a decaying schedule would reach 0 at the block's end).
+
+    Every other parameter (the shared encoder and the action head) has ``requires_grad``
+    off, so PPO's updates fit the critic and leave the actor, hence the rollouts'
+    distribution, as it was.
+    """
+    policy, schedule = model.policy, model.lr_schedule
+    held = [p for n, p in policy.named_parameters() if not n.startswith("value_net.")]
+    before = [p.requires_grad for p in held]
+    for p in held:
+        p.requires_grad_(False)
+    lr0 = float(schedule(1.0))
+    model.lr_schedule = lambda _progress: lr0
+    try:
+        yield
+    finally:
+        model.lr_schedule = schedule
+        for p, r in zip(held, before, strict=True):
+            p.requires_grad_(r)
 
 
 def train(args: Args) -> Path:
@@ -436,12 +465,17 @@ def train(args: Args) -> Path:
         best = imitate(model, args, out)
         model.save(str(out / "checkpoints" / "clone.zip"))  # the kept clone, before PPO
     t_rl = time.perf_counter()
+    tb_name = f"{args.scenario}__{args.algo}__{args.seed}"
+    warm = args.critic_warmup if not args.resume else 0
+    if warm:
+        with frozen_actor(model):
+            model.learn(warm, callback=callbacks, progress_bar=args.progress, tb_log_name=tb_name)
     model.learn(
         total_timesteps=args.timesteps,
         callback=callbacks,
         progress_bar=args.progress,
-        tb_log_name=f"{args.scenario}__{args.algo}__{args.seed}",
-        reset_num_timesteps=not bool(args.resume),
+        tb_log_name=tb_name,  # the warm-up's run goes on (one TensorBoard curve)
+        reset_num_timesteps=not (args.resume or warm),
     )
     t_end = time.perf_counter()
     wall, rl_s = t_end - t0, t_end - t_rl

@@ -233,6 +233,37 @@ def test_train__resume_from_checkpoint(tmp_path, monkeypatch):
     assert not all(torch.equal(b.policy.state_dict()[k], saved[k]) for k in saved)
 
 
+def test_train__critic_warmup_fits_only_the_value_head_first(tmp_path, monkeypatch, tiny_train):
+    """``critic_warmup`` steps of PPO change the value head and nothing else (the actor and
+    the shared encoder are frozen); then PPO trains every weight, counting steps on, and the
+    weights can take gradients again."""
+    from sb3_contrib import MaskablePPO
+
+    calls = []  # (weights before, weights after, steps before, requires_grad) per learn()
+    learn = MaskablePPO.learn
+
+    def spy(self, *a, **k):
+        w0 = {n: t.detach().clone() for n, t in self.policy.state_dict().items()}
+        n0, grads = self.num_timesteps, [p.requires_grad for p in self.policy.parameters()]
+        out = learn(self, *a, **k)
+        w1 = {n: t.detach().clone() for n, t in self.policy.state_dict().items()}
+        calls.append((w0, w1, n0, grads))
+        return out
+
+    monkeypatch.setattr(MaskablePPO, "learn", spy)
+    path = tiny_train(tmp_path / "w", critic_warmup=128)
+    (w0, w1, n0, g0), (v0, v1, n1, g1) = calls
+    value = [k for k in w0 if k.startswith("value_net.")]
+    rest = [k for k in w0 if not k.startswith("value_net.")]
+    assert value and rest and n0 == 0 and n1 == 128
+    assert any(g0) and not all(g0)  # frozen: only the value head takes gradients
+    assert not all(torch.equal(w0[k], w1[k]) for k in value)
+    assert all(torch.equal(w0[k], w1[k]) for k in rest)
+    assert all(g1)  # unfrozen for PPO
+    assert not all(torch.equal(v0[k], v1[k]) for k in rest)
+    assert MaskablePPO.load(path, device="cpu").num_timesteps == 128 + 256
+
+
 def test_train__same_seed_same_model_bit_for_bit(tmp_path, tiny_train):
     """Two runs of ``mtgym train``'s default model (pooled observation, per-slot net, its
     sampled rollouts in inference mode) with one seed give the same weights; another seed

@@ -46,10 +46,16 @@ _load_sibling = runpy.run_path(str(Path(__file__).with_name("siblings.py")))["lo
 
 
 def _worker_module():
+    """``worker.py`` loaded by path: ``train`` is the workers' body.
+
+    Loading it in the agent before the fork imports torch, the models and the optimiser once,
+    so forked workers inherit them.
+    """
     return _sibling("worker")
 
 
 def _procs_module():
+    """``procs.py`` loaded by path: store binding and the workers' parent-death signal."""
     return _sibling("procs")
 
 
@@ -59,7 +65,15 @@ START_METHODS = ("fork", "spawn")
 def check_fork_safe(start_method: str) -> None:
     """Refuse to fork workers from a process in which CUDA is initialised.
 
-    ``torch.cuda.is_initialized`` reads a flag; it never initialises CUDA itself.
+    ``torch.cuda.is_initialized`` reads a flag; it never initialises CUDA itself. Called just
+    before ``elastic_launch``, after torch's own ``LaunchConfig`` construction, which is the
+    step that used to initialise CUDA in the agent (see the module docstring).
+
+    Args:
+        start_method: ``"fork"`` or ``"spawn"``; only ``"fork"`` is checked.
+
+    Raises:
+        RuntimeError: ``start_method`` is ``"fork"`` and CUDA is initialised in this process.
     """
     import torch
 
@@ -77,6 +91,12 @@ def run_worker(argv: list[str]) -> int:
     does: a forked child ends with ``os._exit`` anyway; a spawned one would run a full
     teardown (seconds, and gloo's sometimes aborts), so ``os._exit(0)`` is registered to
     run first thing at exit, after the agent has read the return value.
+
+    Args:
+        argv: the worker's command line (``worker.py``'s arguments, after the agent's ``--``).
+
+    Returns:
+        The global step the worker stopped at (``worker.train``'s return value).
     """
     step = int(_worker_module().train(argv))
     sys.stdout.flush()
@@ -86,7 +106,21 @@ def run_worker(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse, pre-import, launch; returns the exit status."""
+    """Parse, pre-import, launch; returns the exit status.
+
+    The agent's options come before ``--`` and the worker's after it. ``--nnodes`` sets both
+    the minimum and the maximum of the rendezvous (a fixed world size per generation);
+    ``--last-call-timeout`` and ``--join-timeout`` (seconds) go to the c10d rendezvous;
+    ``--max-restarts`` is torch's own restart count (0: the controller restarts instead);
+    ``--monitor-interval`` is how often (seconds) the agent polls its workers.
+
+    Args:
+        argv: the command line without the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        0 when every worker returned, 1 when the elastic launch raised (a worker failed, the
+        rendezvous timed out); the error is printed on stderr.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" in argv:
         i = argv.index("--")

@@ -45,7 +45,22 @@ COSTS = (("r_up_s", "up"), ("r_down_s", "down"), ("startup_s", "start"))
 
 
 def calibrate(meas: Measurements, trace: Trace | None = None) -> dict[str, Any]:
-    """The calibration of one replay (see module doc)."""
+    """The calibration of one replay (see module doc).
+
+    Each job's entry has the ``JobRow`` fields (the trace's metadata where it has the job;
+    ``max_nodes`` at least the largest node count measured), ``torch_model``, ``measured``
+    (the figures behind each curve point), ``cost_samples`` (every cost measured, by kind),
+    ``cost_source`` (``measured``, ``pooled`` or ``missing`` per cost field) and
+    ``missing`` (cost fields, and ``curve`` when no throughput was measured).
+
+    Args:
+        meas: the replay's measurements.
+        trace: the replayed trace (None: names, classes and bounds are guessed from the
+            measurements).
+
+    Returns:
+        The calibration file's object (``write_calibration`` writes it).
+    """
     pooled: dict[str, list[float]] = {k: [] for _, k in COSTS}
     for jm in meas.jobs.values():
         for _, kind in COSTS:
@@ -107,7 +122,15 @@ def calibrate(meas: Measurements, trace: Trace | None = None) -> dict[str, Any]:
 
 
 def write_calibration(path: str | Path, cal: dict[str, Any]) -> Path:
-    """Write a calibration file (JSON)."""
+    """Write a calibration file (JSON), atomically.
+
+    Args:
+        path: the file to write.
+        cal: ``calibrate``'s answer.
+
+    Returns:
+        The path written.
+    """
     return atomic_write_json(path, cal)
 
 
@@ -120,6 +143,23 @@ class CalibratedJob(BaseModel):
     """One job of a calibration file (real units: samples per wall second, wall seconds).
 
     Unknown keys are kept (``measured``, ``cost_samples``, ... are informational).
+    Numbers are strict: ``1.0`` is not a node count and ``"1"`` not a number.
+
+    Attributes:
+        name: the job's name (non-empty).
+        model: the simulator's model name.
+        torch_model: the torch model the replay trained.
+        app_class: PAL's class, ``"A"`` to ``"D"``.
+        min_nodes: the fewest simulator nodes (>= 1).
+        max_nodes: the most simulator nodes (>= 1; >= ``min_nodes`` is checked by
+            ``read_calibration``).
+        submit_s: submit time, seconds.
+        curve_nodes: node counts of the throughput points, from 0, non-decreasing (checked
+            by ``read_calibration``).
+        curve_tput: samples per wall second at each point, >= 0.
+        r_up_s: scale-up pause, wall seconds, >= 0.
+        r_down_s: scale-down pause, wall seconds, >= 0.
+        startup_s: start-from-0 pause, wall seconds, >= 0.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -139,7 +179,15 @@ class CalibratedJob(BaseModel):
 
 
 class CalibrationFile(BaseModel):
-    """The calibration file's schema (``format: mtgym-calibration``, version 1)."""
+    """The calibration file's schema (``format: mtgym-calibration``, version 1).
+
+    Attributes:
+        format: ``"mtgym-calibration"``.
+        version: 1.
+        jobs: trace job id -> job.
+        time_scale: the calibrated replay's time scale (> 0), informational.
+        workers_per_node: real workers per simulator node of that replay.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -157,8 +205,12 @@ def read_calibration(path: str | Path) -> dict[str, Any]:
     one, a fractional node count, a missing field or curves of different lengths are
     errors, never "n/a" further on.
 
+    Args:
+        path: the calibration file.
+
     Raises:
-        DataError: naming the file, the field path (``jobs.<id>.r_up_s``) and the value.
+        DataError: naming the file, the field path (``jobs.<id>.r_up_s``) and the value;
+            only the first schema error is shown, with the count of the others.
     """
     p = Path(path)
     try:
@@ -192,6 +244,13 @@ def read_calibration(path: str | Path) -> dict[str, Any]:
 def rate(entry: dict[str, Any], nodes: float) -> float:
     """A calibrated job's samples/s on ``nodes`` nodes, interpolated as the simulator does
     (linear between measured points, from (0, 0), held flat past the last).
+
+    Args:
+        entry: one job of a calibration file.
+        nodes: simulator nodes (fractions interpolate).
+
+    Returns:
+        Samples per wall second.
     """
     return float(np.interp(nodes, entry["curve_nodes"], entry["curve_tput"]))
 
@@ -203,7 +262,18 @@ def job_rows(
     jobs: list[str] | None = None,
     max_nodes: int | None = None,
 ) -> list[JobRow]:
-    """``JobRow``s of the calibrated jobs (table throughput form), in job-id order."""
+    """``JobRow``s of the calibrated jobs (table throughput form), in job-id order.
+
+    Numeric ids sort as numbers, before the others. ``model`` is the simulator's name when
+    known, else the torch model's.
+
+    Args:
+        cal: a calibration file's object.
+        work: each job's work in samples (the default: practically unbounded).
+        jobs: the job ids to keep (None: all).
+        max_nodes: every job's ``max_nodes`` (None: the larger of the job's own and its
+            largest measured node count); never below ``min_nodes``.
+    """
     rows = []
     for j, e in sorted(cal["jobs"].items(), key=lambda kv: _key(kv[0])):
         if jobs is not None and j not in jobs:
@@ -229,12 +299,24 @@ def job_rows(
 
 
 def _key(j: str) -> tuple[int, str]:
+    """Sort key of a job id: numeric ids by value, then the others by name."""
     return (int(j), "") if j.isdigit() else (1 << 30, j)
 
 
 def write_bftrainer_csv(cal: dict[str, Any], path: str | Path, *, work: float = 1e15) -> Path:
     """The calibrated jobs as a BFTrainer job table (``tput_n<k>`` on the union of node
     counts; a count a job was not measured at is interpolated as the simulator would).
+
+    Numeric ids become ``J<5 digits>``; the ``model`` column is the torch model's name when
+    known (``job_rows`` prefers the simulator's). The table has no start-up cost column.
+
+    Args:
+        cal: a calibration file's object.
+        path: the CSV to write, atomically.
+        work: each job's work in samples.
+
+    Returns:
+        The path written.
     """
     entries = sorted(cal["jobs"].items(), key=lambda kv: _key(kv[0]))
     ks = sorted({int(n) for _, e in entries for n in e["curve_nodes"] if n > 0}) or [1]
@@ -271,6 +353,21 @@ def write_scenario(
     """A scenario file whose jobs are the calibrated ones (``csv_name`` beside it):
     ``num_nodes`` identical 1-GPU nodes, always idle, pause rescale costs. ``mtgym run
     --scenario <path>`` then simulates the measured jobs.
+
+    The cluster is one 3-level topology (node, one group of every node, system) of V100
+    nodes without variability: only the counts and the table matter.
+
+    Args:
+        cal: a calibration file's object (its ``source`` goes into the description).
+        path: the scenario file to write (JSON), atomically.
+        csv_name: the job table's path relative to the scenario
+            (``write_bftrainer_csv``).
+        num_nodes: nodes of the cluster.
+        horizon_s: the episode's length, seconds.
+        name: the scenario's name.
+
+    Returns:
+        The path written.
     """
     p = Path(path)
     spec = {

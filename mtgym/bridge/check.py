@@ -22,16 +22,19 @@ from typing import Any
 
 
 def _f(v: Any, fmt: str = ".2f") -> str:
+    """``format(v, fmt)``, or ``n/a`` for None and NaN."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
     return format(v, fmt)
 
 
 def _costs(rep: dict[str, Any], kind: str) -> list[float]:
+    """Every measured cost (s) of one transition kind, over all jobs of a report."""
     return [c for jb in rep["jobs"].values() for c in jb["rescale"][kind]["measured_s"]]
 
 
 def _span(vals: list[float]) -> str:
+    """``mean (min-max)`` to 0.1, the value alone for one, ``n/a`` for none."""
     if not vals:
         return "n/a"
     if len(vals) == 1:
@@ -40,7 +43,17 @@ def _span(vals: list[float]) -> str:
 
 
 def run_row(name: str, folder: Path) -> tuple[list[str], list[str]]:
-    """One run's cells and its problems (crashes, failed jobs, missed deadlines)."""
+    """One run's cells and its problems (crashes, failed jobs, missed deadlines).
+
+    Args:
+        name: the run's label (``NAME`` of ``NAME=DIR``).
+        folder: the replay folder (``report.json`` and ``replay.json`` must exist).
+
+    Returns:
+        The row of ``summary``'s table (launch mode and start methods, crashes, failed
+        jobs, samples, start/up/down costs, reclaims, GPU utilisation and memory), and one
+        phrase per problem, prefixed with ``name``.
+    """
     rep = json.loads((folder / "report.json").read_text())
     meta = json.loads((folder / "replay.json").read_text())
     tot = rep["totals"]
@@ -69,7 +82,17 @@ def run_row(name: str, folder: Path) -> tuple[list[str], list[str]]:
 
 
 def error_rows(folder: Path) -> list[list[str]]:
-    """Per job and node count: predicted, measured, error from ``report-calibrated.json``."""
+    """Per job and node count: predicted, measured, error from ``report-calibrated.json``.
+
+    Each job ends with a ``total`` row (samples over the replay).
+
+    Args:
+        folder: the replay folder.
+
+    Returns:
+        Rows of text cells (job, torch model, nodes, predicted, measured, error); ``[]``
+        when the folder has no calibrated report.
+    """
     p = folder / "report-calibrated.json"
     if not p.exists():
         return []
@@ -96,6 +119,17 @@ def error_rows(folder: Path) -> list[list[str]]:
 def smi_summary(path: Path) -> str | None:
     """Mean and max utilisation and the largest memory per GPU from an ``nvidia-smi
     --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits -l 1`` log.
+
+    The last three fields of a line are read (so a timestamp column in front is fine);
+    lines that do not parse are skipped. One line per second is assumed for the duration.
+    "While busy" averages the samples above 0 %.
+
+    Args:
+        path: the log.
+
+    Returns:
+        One phrase per GPU joined by ``; ``, or None when the file is missing or has no
+        sample.
     """
     if not path.exists():
         return None
@@ -122,13 +156,26 @@ def smi_summary(path: Path) -> str | None:
 
 
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Aligned text lines: the first column left-aligned, the others right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
                       enumerate(zip(r, widths, strict=True))) for r in rows]  # fmt: skip
 
 
 def summary(runs: Sequence[tuple[str, Path]], *, smi: Path | None = None) -> tuple[str, bool]:
-    """The summary text and whether the check passed."""
+    """The summary text and whether the check passed.
+
+    A run without ``report.json`` is a problem, not an error. The check passes when no run
+    has a problem (a crash, a failed job, a missed reclaim deadline, a missing report).
+
+    Args:
+        runs: ``(name, replay folder)`` pairs, in display order.
+        smi: an ``nvidia-smi`` CSV log (``smi_summary``), or None.
+
+    Returns:
+        The text (the last line ``gpu_check: OK`` or ``gpu_check: FAILED (...)``) and the
+        verdict.
+    """
     head = ["run", "launch", "crashes", "failed", "samples", "start s", "up s", "down s",
             "reclaims (met)", "GPU util %", "GPU mem GiB"]  # fmt: skip
     rows, problems = [head], []
@@ -156,7 +203,15 @@ def summary(runs: Sequence[tuple[str, Path]], *, smi: Path | None = None) -> tup
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the summary; exit 1 when a run failed."""
+    """Print the summary; exit 1 when a run failed.
+
+    Args:
+        argv: ``NAME=DIR ... [--smi FILE]`` (None: ``sys.argv[1:]``); an item without
+            ``=`` is a usage error (status 2).
+
+    Returns:
+        0 when the check passed, else 1.
+    """
     p = argparse.ArgumentParser(prog="python -m mtgym.bridge.check", description=__doc__)
     p.add_argument("runs", nargs="+", metavar="NAME=DIR", help="replay folders, in order")
     p.add_argument("--smi", type=Path, default=None, help="nvidia-smi CSV log")

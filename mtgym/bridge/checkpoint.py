@@ -36,19 +36,35 @@ class CheckpointError(Exception):
 
 @dataclass(frozen=True)
 class CheckpointInfo:
-    """One checkpoint file on disk."""
+    """One checkpoint file on disk.
+
+    Attributes:
+        path: the file (``<folder>/ckpt-<step:09d>.pt``).
+        step: the global training step it holds, read from the name (not from the file).
+    """
 
     path: Path
     step: int
 
 
 def checkpoint_path(folder: str | Path, step: int) -> Path:
-    """The final name of the checkpoint of ``step``."""
+    """The final name of the checkpoint of ``step``.
+
+    Args:
+        folder: the job's checkpoint folder.
+        step: the global step (zero-padded to 9 digits, so names sort by step).
+    """
     return Path(folder) / f"ckpt-{int(step):09d}.pt"
 
 
 def list_checkpoints(folder: str | Path) -> list[CheckpointInfo]:
-    """Checkpoints in ``folder`` by name, newest step first (validity not checked)."""
+    """Checkpoints in ``folder`` by name, newest step first (validity not checked).
+
+    Only names matching ``ckpt-<9 digits>.pt`` count; temporary files are ignored.
+
+    Args:
+        folder: the checkpoint folder; a missing one gives ``[]``.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         return []
@@ -85,6 +101,15 @@ def write_bytes_atomic(path: str | Path, payload: bytes, *, fsync: bool = True) 
     """Write ``payload`` as a checksummed checkpoint at ``path``, atomically
     (``mtgym.core.io.atomic_open``: temporary file, ``fsync``, ``os.replace``, folder
     ``fsync``; a failed write leaves no temporary file and the old checkpoints as they were).
+
+    Args:
+        path: the final file name (``checkpoint_path``); its folder is created if needed.
+        payload: the bytes to store after the ``MAGIC <sha256> <length>`` header line.
+        fsync: flush to disk before and after the rename (False only in tests: faster, but
+            not durable across a machine crash).
+
+    Returns:
+        ``path``.
     """
     path = Path(path)
     digest = hashlib.sha256(payload).hexdigest()
@@ -98,8 +123,15 @@ def write_bytes_atomic(path: str | Path, payload: bytes, *, fsync: bool = True) 
 def read_verified_bytes(path: str | Path) -> bytes:
     """The payload of a checkpoint file after checking its length and sha256.
 
+    Args:
+        path: the checkpoint file.
+
+    Returns:
+        The payload (the ``torch.save`` bytes), header removed.
+
     Raises:
-        CheckpointError: missing header, wrong magic, wrong length (torn) or checksum.
+        CheckpointError: unreadable file, missing header (no newline in the first 200
+            bytes), wrong magic, wrong length (torn) or checksum.
     """
     path = Path(path)
     try:
@@ -132,7 +164,19 @@ def save_checkpoint(
     """Serialise ``state`` with ``torch.save`` and write it atomically; prune old ones.
 
     The newest ``keep`` checkpoints are kept (at least 2, so a bad newest file always has a
-    fallback). Stale temporary files of dead writers are removed.
+    fallback). Stale temporary files of dead writers are not removed here: the worker calls
+    ``remove_stale_tmp`` when it resumes.
+
+    Args:
+        folder: the job's checkpoint folder.
+        step: the global step the state is at (names the file).
+        state: what to save (model and optimiser state dicts, counters); tensors only, as
+            ``load_checkpoint`` reads with ``weights_only=True``.
+        keep: how many of the newest checkpoints to keep (at least 2).
+        fsync: as in ``write_bytes_atomic``.
+
+    Returns:
+        The path written.
     """
     import torch
 
@@ -146,7 +190,20 @@ def save_checkpoint(
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Load one checkpoint after verifying it (raises ``CheckpointError``)."""
+    """Load one checkpoint after verifying it (raises ``CheckpointError``).
+
+    Tensors are mapped to the CPU and unpickled with ``weights_only=True`` (no arbitrary
+    objects).
+
+    Args:
+        path: the checkpoint file.
+
+    Returns:
+        The saved state dict.
+
+    Raises:
+        CheckpointError: the file fails verification, or its verified payload does not load.
+    """
     import torch
 
     payload = read_verified_bytes(path)
@@ -157,7 +214,17 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def latest_valid(folder: str | Path) -> tuple[CheckpointInfo | None, list[tuple[Path, str]]]:
-    """The newest checkpoint whose checksum verifies, and the (path, reason) of bad ones."""
+    """The newest checkpoint whose checksum verifies, and the (path, reason) of bad ones.
+
+    Verifies without unpickling (no torch needed). Only files newer than the valid one are
+    checked, so ``bad`` lists the ones skipped on the way.
+
+    Args:
+        folder: the checkpoint folder.
+
+    Returns:
+        ``(info, bad)``: ``info`` is None when no file verifies.
+    """
     bad: list[tuple[Path, str]] = []
     for info in list_checkpoints(folder):
         try:
@@ -174,7 +241,11 @@ def load_latest(
 ) -> tuple[dict[str, Any] | None, CheckpointInfo | None, list[tuple[Path, str]]]:
     """Load the newest valid checkpoint: (state, info, skipped bad files).
 
-    ``(None, None, bad)`` when there is none (a fresh start).
+    ``(None, None, bad)`` when there is none (a fresh start). A file that verifies but
+    does not unpickle is skipped like a torn one.
+
+    Args:
+        folder: the checkpoint folder.
     """
     bad: list[tuple[Path, str]] = []
     for info in list_checkpoints(folder):
@@ -186,5 +257,12 @@ def load_latest(
 
 
 def remove_stale_tmp(folder: str | Path) -> int:
-    """Delete temporary files left by writers that died mid-write; returns how many."""
+    """Delete temporary files left by writers that died mid-write; returns how many.
+
+    Only files named with ``TMP_PREFIX`` are removed; call it when no writer is active in
+    ``folder`` (a live writer's temporary file would go too).
+
+    Args:
+        folder: the checkpoint folder (a missing one gives 0).
+    """
     return int(_io().remove_stale_tmp(folder, TMP_PREFIX))

@@ -16,6 +16,14 @@ from typing import Any
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
+    """``bridge record``: simulate ``--policy`` on ``--scenario`` and write the trace.
+
+    The policy gets the scenario's defaults (``configure_policy``), as in ``mtgym run``.
+    The trace is read back (validated) before the summary line is printed.
+
+    Returns:
+        0.
+    """
     from rich.console import Console
 
     from mtgym.bridge.record import record_episode
@@ -46,6 +54,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
 
 def _csv_list(text: str | None) -> list[str] | None:
+    """The items of a comma-separated option, stripped; None for None or no items."""
     if text is None:
         return None
     items = [x.strip() for x in text.split(",") if x.strip()]
@@ -53,7 +62,19 @@ def _csv_list(text: str | None) -> list[str] | None:
 
 
 def _print_event(console: Any, t0: list[float]) -> Any:
+    """An ``on_event`` callback that prints a replay's launches, stops, crashes and end.
+
+    Args:
+        console: a rich console.
+        t0: a one-element list the callback fills with the ``replay_start`` time, so lines
+            show seconds since the replay started.
+
+    Returns:
+        The callback (other events are not printed).
+    """
+
     def cb(e: dict[str, Any]) -> None:
+        """Print one line for a start, stop, restart, crash, stall, give-up or trace end."""
         if e["event"] == "replay_start":
             t0[0] = e["t"]
             return
@@ -77,6 +98,13 @@ def _print_event(console: Any, t0: list[float]) -> Any:
 
 
 def _summary(console: Any, rep: dict[str, Any]) -> None:
+    """Print a report as a table: per job and node count the rates and error, the mean
+    up/down costs, then the sample totals, reclaims, crashes, and the cap and GPU notes.
+
+    Args:
+        console: a rich console.
+        rep: ``report.build_report``'s answer.
+    """
     from rich.markup import escape
     from rich.table import Table
 
@@ -118,6 +146,22 @@ def _summary(console: Any, rep: dict[str, Any]) -> None:
 
 
 def _analyse(out: Path, calibration: str | None, *, write_cal: bool, console: Any) -> dict:
+    """Measure a replay folder and write its files; print and return the last report.
+
+    Writes ``measurements.json`` and ``report.{json,md}``; with ``write_cal`` (and
+    something measured) ``calibration.json``, ``calibration.csv`` and
+    ``calibrated-scenario.json`` (horizon: the replay's wall length); with
+    ``calibration``, ``report-calibrated.{json,md}`` predicted from that file.
+
+    Args:
+        out: the replay folder.
+        calibration: a calibration file to predict with too (None: none).
+        write_cal: write this replay's calibration.
+        console: where the summary goes.
+
+    Returns:
+        The calibrated report when ``calibration`` is given, else the trace's.
+    """
     from mtgym.bridge.calibrate import (
         calibrate,
         read_calibration,
@@ -162,6 +206,7 @@ def _analyse(out: Path, calibration: str | None, *, write_cal: bool, console: An
 
 
 def _strict(o: Any) -> Any:
+    """``o`` with NaN and infinities replaced by None (strict JSON), recursively."""
     if isinstance(o, float) and not math.isfinite(o):
         return None
     if isinstance(o, dict):
@@ -172,6 +217,15 @@ def _strict(o: Any) -> Any:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    """``bridge replay``: replay the trace, then measure, calibrate and report (``_analyse``).
+
+    SIGTERM and SIGHUP stop every job as Ctrl-C does (``raise_on_signals``). ``--out`` is
+    created and proven writable before anything starts.
+
+    Returns:
+        0; 1 when a driver failed, a job failed or a reclaim deadline was missed; 128 +
+        the signal when stopped by SIGTERM or SIGHUP.
+    """
     from rich.console import Console
 
     from mtgym.bridge.controller import ReplayConfig, replay
@@ -241,6 +295,14 @@ def _status(rep: dict[str, Any]) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    """``bridge report``: measure a replay folder again and rewrite its files.
+
+    Returns:
+        ``_status`` of the report.
+
+    Raises:
+        FileNotFoundError: the folder has no ``replay.json``.
+    """
     from rich.console import Console
 
     out = Path(args.dir)
@@ -251,6 +313,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
+    """``bridge calibrate``: write a replay folder's calibration to ``--out`` (and ``--csv``).
+
+    Prints the paths written.
+
+    Returns:
+        0.
+
+    Raises:
+        ValueError: no job of the replay has a steady-state measurement.
+    """
     from mtgym.bridge.calibrate import calibrate, write_bftrainer_csv, write_calibration
     from mtgym.bridge.measure import measure_replay
     from mtgym.bridge.trace import read_trace
@@ -268,6 +340,19 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_slurm(args: argparse.Namespace) -> int:
+    """``bridge slurm-commands``: print the Slurm commands of every generation of one job.
+
+    One generation per segment of the job in the trace (a constant, non-empty node set),
+    numbered from 0, with the job folder ``<--job-dir>/jobs/<job>``. Host names come from
+    ``--node-names``, else the trace's ``node_names``, else ``node<4 digits>``. Nothing is
+    run.
+
+    Returns:
+        0.
+
+    Raises:
+        KeyError: ``--job`` is not a job of the trace.
+    """
     from mtgym.bridge.controller import ReplayConfig, _spec
     from mtgym.bridge.launcher import SlurmLauncher
     from mtgym.bridge.trace import read_trace
@@ -295,7 +380,10 @@ def _cmd_slurm(args: argparse.Namespace) -> int:
 
 
 def model_choices() -> list[str]:
-    """``--model`` values (the worker's models and model sets)."""
+    """``--model`` values (the worker's models and model sets).
+
+    Imports ``worker.py`` (no torch at import), so parsers can list the choices.
+    """
     from mtgym.bridge.worker import model_choices as choices
 
     return choices()
@@ -307,6 +395,10 @@ def add_bridge_commands(subparsers: Any) -> None:
     ``subparsers`` is the ``bridge`` group's sub-parser action (what
     ``bridge_parser.add_subparsers()`` returns). Given the top-level action instead, a
     ``bridge`` group is created (or reused) in it first.
+
+    Args:
+        subparsers: the ``bridge`` group's sub-parser action, or ``mtgym``'s top-level one
+            (recognised by its ``bridge`` or ``run`` command).
     """
     if "bridge" in getattr(subparsers, "choices", {}) or "run" in getattr(
         subparsers, "choices", {}
@@ -489,7 +581,10 @@ def _add_slurm_commands(subparsers: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """A stand-alone parser (``python -m mtgym.bridge``)."""
+    """A stand-alone parser (``python -m mtgym.bridge``).
+
+    Each sub-command sets ``func``, the handler ``mtgym.command.dispatch`` calls.
+    """
     p = argparse.ArgumentParser(
         prog="mtgym bridge", description="Replay simulated decisions on real torch jobs."
     )
@@ -499,7 +594,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m mtgym.bridge``."""
+    """Entry point of ``python -m mtgym.bridge``.
+
+    Args:
+        argv: the arguments without the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        The command's exit status; ``mtgym.command.dispatch`` turns expected errors (bad
+        data, unknown names) into a one-line message and status 2.
+    """
     from mtgym.command import dispatch
 
     return dispatch(build_parser().parse_args(argv))

@@ -47,7 +47,41 @@ _FINAL = "final"
 
 @dataclass
 class ReplayConfig:
-    """How to replay a trace (all durations in wall-clock seconds unless named ``_sim``)."""
+    """How to replay a trace (all durations in wall-clock seconds unless named ``_sim``).
+
+    Saved whole in ``replay.json`` (``config``); ``mtgym bridge replay``'s options map onto
+    it one to one.
+
+    Attributes:
+        time_scale: simulated seconds played per wall second (> 0).
+        workers_per_node: real worker processes per simulator node (>= 1).
+        reclaim_deadline_s: a reclaimed node is released within this many seconds of its
+            trace time (>= ``term_grace_s + 1``).
+        stop_timeout_s: the graceful window of a voluntary stop before SIGTERM.
+        term_grace_s: seconds between SIGTERM and SIGKILL.
+        model: a ``worker.MODELS`` name for every job, a ``worker.MODEL_SETS`` name (a model
+            per app class), or None: the ``small`` set.
+        batch: samples per worker per step (None: the model's default).
+        lr: the workers' SGD learning rate.
+        ckpt_every: steps between periodic checkpoints.
+        sync_every: steps between the workers' stop-file votes.
+        threads: torch threads per worker.
+        dp: ``"ddp"`` or ``"allreduce"`` (``worker.py --dp``).
+        device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
+        seed: the data seed; a job with a numeric id ``j`` gets ``seed + j``.
+        max_restarts: restarts after crashes or stalls, per job over the whole replay.
+        stall_timeout_s: a generation whose ``progress.jsonl`` does not change for this
+            long is killed and restarted.
+        until: simulated time to stop at (None: the trace's end).
+        jobs: trace job ids to replay (None: all).
+        max_world_size: cap on simulator nodes per job; longer node sets keep their first
+            nodes.
+        worker_args: per job id, extra ``worker.py`` arguments (fault injection).
+        poll_s: how often the clock and the drivers wake up.
+
+    Raises:
+        ValueError: from ``__post_init__``, for a value out of range or an unknown model.
+    """
 
     time_scale: float = 1.0  # simulated seconds per wall second
     workers_per_node: int = 1
@@ -92,7 +126,17 @@ class ReplayConfig:
 
 @dataclass
 class ReplayResult:
-    """Where a replay wrote its files and how it went."""
+    """Where a replay wrote its files and how it went.
+
+    Attributes:
+        out_dir: the replay folder.
+        t0_wall: wall time (``time.time``) at which simulated time ``sim0`` played.
+        sim0: the simulated time the replay started at.
+        t_end_wall: wall time of the trace's end.
+        wall_s: seconds from ``t0_wall`` to the return of ``replay``.
+        jobs: per job id, ``generations``, ``restarts`` and ``coalesced`` (changes skipped
+            because a newer one arrived while the driver was busy).
+    """
 
     out_dir: Path
     t0_wall: float  # wall time of simulated time ``sim0``
@@ -108,7 +152,15 @@ class ReplayResult:
 
 
 class EventLog:
-    """Thread-safe JSON-lines log of controller events (also forwarded to a callback)."""
+    """Thread-safe JSON-lines log of controller events (also forwarded to a callback).
+
+    Opened for appending, line-buffered: every event is on disk when ``emit`` returns.
+
+    Args:
+        path: ``events.jsonl``.
+        callback: called with every record after it is written (progress display);
+            exceptions it raises are swallowed.
+    """
 
     def __init__(self, path: Path, callback: Callable[[dict[str, Any]], None] | None) -> None:
         self.path = path
@@ -117,7 +169,15 @@ class EventLog:
         self._cb = callback
 
     def emit(self, **rec: Any) -> dict[str, Any]:
-        """Log one event (``t`` = now)."""
+        """Log one event (``t`` = now).
+
+        Args:
+            **rec: the record's fields (``event``, ``job``, ``gen``...); values JSON cannot
+                encode are written with ``str``.
+
+        Returns:
+            The record as written, ``t`` included.
+        """
         rec.setdefault("t", time.time())
         with self._lock:
             self._f.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
@@ -134,6 +194,19 @@ class EventLog:
 
 @dataclass
 class _Target:
+    """A node set a driver is asked to apply (one trace event, or the final stop).
+
+    Attributes:
+        t_wall: when the trace wants it, wall seconds.
+        t_sim: the same instant in simulated seconds.
+        nodes: the simulator nodes (empty: stop).
+        reason: the trace event's reason, or ``"final"``.
+        final: the end of the trace: stop the job and end the driver.
+        coalesced: targets skipped for this one (newer targets replace queued ones).
+        reclaim_t_wall: the earliest reclaim among the coalesced targets: the deadline
+            counts from it.
+    """
+
     t_wall: float  # when the trace wants it
     t_sim: float
     nodes: tuple[int, ...]
@@ -144,7 +217,25 @@ class _Target:
 
 
 class JobDriver(threading.Thread):
-    """Owns one job's generations; applies node-set targets in order (see module doc)."""
+    """Owns one job's generations; applies node-set targets in order (see module doc).
+
+    A daemon thread: it starts, stops and restarts the job's generations through the
+    launcher, and is the thread whose death the agents' parent-death signal follows.
+
+    Args:
+        job_id: the trace job id.
+        spec: what to train.
+        launcher: starts and stops the generations (shared by every driver).
+        config: the replay's settings.
+        log: the replay's event log.
+
+    Attributes:
+        current: the running generation, or None.
+        gen: the last generation number started (-1: none yet).
+        restarts: restarts after crashes or stalls so far.
+        coalesced: targets skipped in all.
+        error: what ended the thread, if it failed.
+    """
 
     def __init__(
         self,
@@ -171,10 +262,25 @@ class JobDriver(threading.Thread):
 
     # -- queue -------------------------------------------------------------------------
     def submit(self, target: _Target) -> None:
-        """Hand a new target to the driver."""
+        """Hand a new target to the driver (thread-safe; applied in order, newest wins).
+
+        Args:
+            target: the node set to apply.
+        """
         self.q.put(target)
 
     def _next(self, timeout: float) -> _Target | None:
+        """The newest queued target, the ones before it coalesced into it.
+
+        The result keeps ``final`` if any coalesced target had it, and the wall time of the
+        first coalesced reclaim (so a reclaim's deadline is not lost behind a later change).
+
+        Args:
+            timeout: seconds to wait for a first target.
+
+        Returns:
+            The target, or None when none came within ``timeout``.
+        """
         try:
             tgt = self.q.get(timeout=timeout)
         except queue.Empty:
@@ -199,7 +305,11 @@ class JobDriver(threading.Thread):
 
     # -- thread ------------------------------------------------------------------------
     def run(self) -> None:
-        """Apply targets until the final one; watch the running generation in between."""
+        """Apply targets until the final one; watch the running generation in between.
+
+        Any exception, ``BaseException`` included, ends the thread, is stored in ``error``
+        and logged as ``driver_error``; the controller then kills what is left.
+        """
         try:
             while True:
                 tgt = self._next(self.config.poll_s)
@@ -214,6 +324,10 @@ class JobDriver(threading.Thread):
             self.log.emit(job=self.job_id, event="driver_error", error=repr(exc))
 
     def _apply(self, tgt: _Target) -> None:
+        """Make the running generation match ``tgt``: nothing if the same node set is already
+        running, else stop the current one and start the next (none for an empty set or the
+        final target).
+        """
         nodes = () if tgt.final else tgt.nodes
         cur = self.current
         if cur is not None and set(cur.nodes) == set(nodes) and cur.proc.poll() is None:
@@ -224,6 +338,13 @@ class JobDriver(threading.Thread):
             self._start_gen(nodes, tgt, kind="start", after_stop=cur is not None)
 
     def _stop_gen(self, cur: Launch, tgt: _Target) -> None:
+        """Stop ``cur`` and log ``stop_request`` and ``stopped``.
+
+        A reclaim (not on the final target) counts from its trace time: graceful until
+        ``deadline - term_grace_s - 0.5``, SIGTERM, then SIGKILL by ``deadline - 0.5``;
+        ``stopped`` then carries ``release_s`` and ``deadline_met``. Any other stop gets
+        ``stop_timeout_s`` of grace from now.
+        """
         cfg = self.config
         reclaim = tgt.reclaim_t_wall is not None and not tgt.final
         if reclaim:
@@ -273,6 +394,15 @@ class JobDriver(threading.Thread):
     def _start_gen(
         self, nodes: tuple[int, ...], tgt: _Target | None, *, kind: str, after_stop: bool = False
     ) -> None:
+        """Launch the next generation on ``nodes`` and log it (nothing after ``kill_all``).
+
+        Args:
+            nodes: the simulator nodes.
+            tgt: the target it applies (None for a restart after a crash).
+            kind: the event logged, ``"start"`` or ``"restart"``.
+            after_stop: a generation was stopped just before (``measure`` classifies the
+                change as up, down or same rather than a start from 0).
+        """
         if self._stopping:
             return
         self.gen += 1
@@ -294,6 +424,14 @@ class JobDriver(threading.Thread):
         )
 
     def _health(self) -> None:
+        """Check the running generation between targets: restart it after a crash or a stall.
+
+        A crash is an agent that exited on its own; a stall is no change to
+        ``progress.jsonl`` for ``stall_timeout_s`` since the later of its last write and
+        the launch. Either is killed, logged (``crash``/``stall``) and restarted on the same
+        nodes, until ``max_restarts`` is used up: then ``gave_up`` is logged and the job
+        stays stopped until the next target starts it again.
+        """
         cur = self.current
         if cur is None or self._stopping:
             return
@@ -324,7 +462,11 @@ class JobDriver(threading.Thread):
         self._start_gen(cur.nodes, None, kind="restart")
 
     def kill_all(self) -> None:
-        """Emergency stop: kill the running generation (used on errors and Ctrl-C)."""
+        """Emergency stop: kill the running generation (used on errors and Ctrl-C).
+
+        Also stops health checks and restarts, and ``_start_gen`` starts nothing more;
+        called from the controller's thread while the driver may still be running.
+        """
         with self._lock:
             self._stopping = True
             cur = self.current
@@ -335,6 +477,11 @@ class JobDriver(threading.Thread):
 
 
 def _spec(trace: Trace, job_id: str, out_dir: Path, cfg: ReplayConfig) -> JobSpec:
+    """The ``JobSpec`` of one trace job: its model from its app class and ``cfg.model``.
+
+    Raises:
+        ValueError: the job id is not a safe folder name.
+    """
     try:
         check_job_id(job_id)  # a Trace built in code skips read_trace's check
     except FieldError as exc:
@@ -371,6 +518,24 @@ def replay(
 
     ``hooks(t_sim, drivers)`` is called from the clock loop about every ``poll_s`` (tests
     use it to inject faults). Returns when every job has stopped.
+
+    Writes ``trace.jsonl`` (as replayed), ``replay.json``, ``events.jsonl`` and
+    ``jobs/<id>/``. The clock starts 0.2 s after set-up.
+
+    Args:
+        trace: the trace, or its path (read with ``read_trace``).
+        out_dir: a new folder, or one without ``events.jsonl``.
+        config: the replay's settings (None: the defaults).
+        launcher: None: a ``LocalLauncher`` with the config's workers per node. Left open;
+            it refuses new launches after a failed replay.
+        on_event: called with every event record as it is logged.
+        hooks: see above.
+
+    Raises:
+        FileExistsError: ``out_dir`` already holds a replay.
+        ValueError: an unsafe job id.
+        gpu.NotEnoughGpusError: a job's largest generation does not fit the visible GPUs.
+        RuntimeError: a driver failed or stopped early; every process is stopped first.
     """
     cfg = config or ReplayConfig()
     tr = read_trace(trace) if not isinstance(trace, Trace) else trace
@@ -424,21 +589,35 @@ def replay(
 
 @dataclass(frozen=True)
 class _Clock:
-    """Simulated time ``sim0`` plays at wall time ``t0``, ``time_scale`` times faster."""
+    """Simulated time ``sim0`` plays at wall time ``t0``, ``time_scale`` times faster.
+
+    Attributes:
+        t0: wall time (``time.time``) of ``sim0``.
+        sim0: the simulated time the replay starts at.
+        time_scale: simulated seconds per wall second.
+    """
 
     t0: float
     sim0: float
     time_scale: float
 
     def to_wall(self, t_sim: float) -> float:
-        """The wall time at which simulated time ``t_sim`` plays."""
+        """The wall time at which simulated time ``t_sim`` plays.
+
+        Args:
+            t_sim: simulated seconds (earlier than ``sim0`` gives a time before ``t0``).
+        """
         return self.t0 + (t_sim - self.sim0) / self.time_scale
 
 
 def _check_fits(
     tr: Trace, specs: dict[str, JobSpec], launcher: LocalLauncher, cfg: ReplayConfig
 ) -> None:
-    """Fail before anything starts: every job's largest generation must fit the GPUs."""
+    """Fail before anything starts: every job's largest generation must fit the GPUs.
+
+    Raises:
+        gpu.NotEnoughGpusError: from ``launcher.check_fits`` (CUDA jobs only).
+    """
     for j, s in specs.items():
         most = max((len(e.nodes) for e in tr.events if e.job == j), default=0)
         if cfg.max_world_size:
@@ -456,7 +635,12 @@ def _replay_meta(
     devices: dict[str, str],
     clock: _Clock,
 ) -> dict[str, Any]:
-    """``replay.json``: the configuration, the clock, the launcher and each job's spec."""
+    """``replay.json``: the configuration, the clock, the launcher and each job's spec.
+
+    ``measure_replay`` reads it back: ``workers_per_node``, ``t0_wall``, ``t_end_wall``,
+    ``config.time_scale`` and each job's ``job_dir`` (relative to ``out``). ``capped``
+    lists the jobs ``max_world_size`` cut; ``gpus`` is empty unless a job runs on CUDA.
+    """
     return {
         "format": "mtgym-bridge-replay",
         "version": 1,
@@ -497,6 +681,12 @@ def _drive(
 ) -> bool:
     """Hand each trace event to its job's driver at its wall time, then the final stop;
     wait for the drivers; True when every one ended without an error.
+
+    The drivers get ``stop_timeout_s + 4 term_grace_s + 30`` seconds in all to finish
+    after the final stop; one still alive then makes the result False.
+
+    Raises:
+        RuntimeError: a driver thread ended before the trace did (``_sleep_until``).
     """
     to_wall = clock.to_wall
     for ev in tr.events:
@@ -514,7 +704,15 @@ def _drive(
 
 
 def capped_jobs(trace: Trace, max_world_size: int | None) -> dict[str, int]:
-    """Jobs whose node sets ``max_world_size`` cuts, with the largest set the trace gives."""
+    """Jobs whose node sets ``max_world_size`` cuts, with the largest set the trace gives.
+
+    Args:
+        trace: the trace.
+        max_world_size: the cap in simulator nodes (None or 0: no cap, ``{}``).
+
+    Returns:
+        Job id -> the largest node count in its events, for the jobs above the cap.
+    """
     if not max_world_size:
         return {}
     most: dict[str, int] = {}
@@ -546,5 +744,12 @@ def _sleep_until(
 
 
 def load_replay_meta(out_dir: str | Path) -> dict[str, Any]:
-    """``out_dir/replay.json``."""
+    """``out_dir/replay.json`` as a dict (written by ``replay``, see ``_replay_meta``).
+
+    Args:
+        out_dir: the replay folder.
+
+    Raises:
+        FileNotFoundError: not a replay folder.
+    """
     return json.loads((Path(out_dir) / "replay.json").read_text())

@@ -34,7 +34,15 @@ class NotEnoughGpusError(ValueError):
 
 
 def parse_visible(text: str) -> list[str]:
-    """The ids of a ``CUDA_VISIBLE_DEVICES`` value (CUDA stops at the first invalid one)."""
+    """The ids of a ``CUDA_VISIBLE_DEVICES`` value (CUDA stops at the first invalid one).
+
+    An empty item, a negative one (``-1``) or a repeated id ends the list, as it does for
+    CUDA: ``"0,1,-1,2"`` gives ``["0", "1"]`` and ``""`` gives ``[]`` (no GPU). Ids are kept
+    as text (indices or ``GPU-<uuid>``), never checked against the hardware.
+
+    Args:
+        text: the variable's value.
+    """
     out: list[str] = []
     for item in text.split(","):
         item = item.strip()
@@ -52,7 +60,17 @@ def nvidia_smi() -> str | None:
 
 
 def visible_gpus(env: dict[str, str] | None = None) -> list[str]:
-    """GPU ids visible to processes started from here (no CUDA context is created)."""
+    """GPU ids visible to processes started from here (no CUDA context is created).
+
+    Checked in order: ``CUDA_VISIBLE_DEVICES`` when set (even empty: no GPU), else
+    ``nvidia-smi -L`` (20 s timeout; ids ``"0"``..), else torch's NVML device count, else none.
+
+    Args:
+        env: the environment to read (None: ``os.environ``).
+
+    Returns:
+        The ids, in the order CUDA numbers them; ``[]`` on a machine without GPUs.
+    """
     env = os.environ if env is None else env  # type: ignore[assignment]
     if "CUDA_VISIBLE_DEVICES" in env:
         return parse_visible(env["CUDA_VISIBLE_DEVICES"])
@@ -75,12 +93,30 @@ def visible_gpus(env: dict[str, str] | None = None) -> list[str]:
 
 
 def gpus_needed(n_nodes: int, per_node: int) -> int:
-    """GPUs a generation of ``n_nodes`` simulated nodes takes (one per worker)."""
+    """GPUs a generation of ``n_nodes`` simulated nodes takes (one per worker).
+
+    Args:
+        n_nodes: the generation's world size in simulated nodes.
+        per_node: workers per simulated node (``--workers-per-node``).
+    """
     return n_nodes * per_node
 
 
 def check_fits(job: str, n_nodes: int, per_node: int, visible: int, *, share: bool) -> None:
-    """Raise ``NotEnoughGpusError`` (one line) when a job does not fit the visible GPUs."""
+    """Raise ``NotEnoughGpusError`` (one line) when a job does not fit the visible GPUs.
+
+    Args:
+        job: the trace job id, named in the message.
+        n_nodes: the world size in simulated nodes.
+        per_node: workers per simulated node.
+        visible: how many GPUs are visible.
+        share: allow more workers than GPUs (they share over gloo).
+
+    Raises:
+        NotEnoughGpusError: no GPU is visible at all (even with ``share``), or the job needs
+            more GPUs than are visible and ``share`` is False. The message names the options
+            that fix it.
+    """
     need = gpus_needed(n_nodes, per_node)
     if visible == 0:
         raise NotEnoughGpusError(
@@ -102,6 +138,17 @@ def rank_devices(
 
     With ``share`` the list wraps around the visible GPUs; without, a job that needs more
     GPUs than are visible raises ``NotEnoughGpusError``.
+
+    Args:
+        n_nodes: the world size in simulated nodes.
+        per_node: workers per simulated node (``g``).
+        visible: the visible GPU ids (``visible_gpus``).
+        share: wrap around instead of raising.
+        job: the trace job id, for the error message.
+
+    Returns:
+        ``n_nodes * per_node`` ids, the GPU of local rank ``k`` at index ``k``; the launcher
+        joins them into ``MTGYM_RANK_DEVICES``.
     """
     check_fits(job, n_nodes, per_node, len(visible), share=share)
     need = gpus_needed(n_nodes, per_node)
@@ -109,7 +156,11 @@ def rank_devices(
 
 
 def shares_gpus(devices: Sequence[str]) -> bool:
-    """True when two workers of a generation got the same GPU (NCCL refuses this)."""
+    """True when two workers of a generation got the same GPU (NCCL refuses this).
+
+    Args:
+        devices: ``rank_devices``'s answer.
+    """
     return len(set(devices)) < len(devices)
 
 
@@ -118,6 +169,17 @@ def own_device(local_rank: int, env: dict[str, str] | None = None) -> tuple[str 
 
     Under ``LocalLauncher`` (``MTGYM_RANK_DEVICES`` set) a worker sees its own GPU only, as
     ``cuda:0``. Elsewhere (Slurm: one torchrun per node) local rank ``k`` takes ``cuda:k``.
+
+    Args:
+        local_rank: the worker's ``LOCAL_RANK``.
+        env: the environment to read (None: ``os.environ``).
+
+    Returns:
+        ``(id, 0)`` under ``LocalLauncher``, the id to write into ``CUDA_VISIBLE_DEVICES``;
+        ``(None, local_rank)`` when ``MTGYM_RANK_DEVICES`` is unset or empty.
+
+    Raises:
+        SystemExit: ``MTGYM_RANK_DEVICES`` has no entry for ``local_rank``.
     """
     env = os.environ if env is None else env  # type: ignore[assignment]
     text = env.get(RANK_DEVICES_ENV, "")
@@ -132,7 +194,16 @@ def own_device(local_rank: int, env: dict[str, str] | None = None) -> tuple[str 
 
 
 def smi_query(device_id: str, timeout: float = 5.0) -> tuple[float | None, float | None]:
-    """(utilisation %, memory used MiB) of one GPU from ``nvidia-smi`` (None, None if not)."""
+    """(utilisation %, memory used MiB) of one GPU from ``nvidia-smi`` (None, None if not).
+
+    ``(None, None)`` when ``nvidia-smi`` is missing, fails, times out or prints something
+    that is not two numbers.
+
+    Args:
+        device_id: the physical GPU id (as in ``CUDA_VISIBLE_DEVICES``, not the worker's
+            ``cuda:0``).
+        timeout: seconds to wait for ``nvidia-smi``.
+    """
     smi = nvidia_smi()
     if not smi:
         return None, None
@@ -160,7 +231,18 @@ class GpuSampler:
     ``take()`` returns the mean utilisation since the last call, the samples it covers and
     the allocator's memory figures (GiB). Utilisation comes from ``torch.cuda.utilization``
     (NVML via pynvml) or, failing that, ``nvidia-smi``; where neither works it is None and
-    only memory is reported.
+    only memory is reported. The thread starts in ``__init__``; the first sample comes after
+    ``every_s``.
+
+    Args:
+        device: the torch device to read (``cuda:0`` in a worker under ``LocalLauncher``).
+        physical_id: the GPU's id for ``nvidia-smi --id`` (None: no ``nvidia-smi``
+            fallback).
+        every_s: seconds between samples.
+
+    Attributes:
+        source: where utilisation comes from: ``"none"`` (no sample yet), ``"torch"``,
+            ``"nvidia-smi"`` or ``"unavailable"`` (both failed; no more attempts).
     """
 
     def __init__(self, device: Any, physical_id: str | None, every_s: float = 1.0) -> None:
@@ -175,6 +257,11 @@ class GpuSampler:
         self._thread.start()
 
     def _one(self) -> float | None:
+        """One utilisation sample (%), or None; settles ``source`` on the first try.
+
+        torch is tried first; once it has worked, a later failure gives None without
+        falling back. Once ``nvidia-smi`` fails too, ``source`` is ``"unavailable"``.
+        """
         import torch
 
         if self.source in ("none", "torch"):
@@ -194,6 +281,7 @@ class GpuSampler:
         return None
 
     def _run(self) -> None:
+        """The sampling thread: one sample every ``every_s`` until ``close``."""
         while not self._stop.wait(self.every_s):
             v = self._one()
             if v is not None:
@@ -201,7 +289,15 @@ class GpuSampler:
                     self._vals.append(v)
 
     def take(self) -> dict[str, Any]:
-        """Utilisation since the last call and memory now (allocator peak since start)."""
+        """Utilisation since the last call and memory now (allocator peak since start).
+
+        Returns:
+            ``util`` (mean %, None without samples), ``util_samples``, ``util_source``
+            (``source``), and the caching allocator's ``mem_gib`` (allocated now),
+            ``mem_peak_gib`` (peak since the process started) and ``mem_reserved_gib``
+            (reserved now), in GiB. Memory is torch's view of this process, not the GPU's
+            total use.
+        """
         import torch
 
         with self._lock:
@@ -217,5 +313,5 @@ class GpuSampler:
         }
 
     def close(self) -> None:
-        """Stop the thread."""
+        """Stop the thread (it exits at its next wake-up; not joined)."""
         self._stop.set()

@@ -54,7 +54,29 @@ RDZV_CONF = "join_timeout=120,last_call_timeout=1"
 
 @dataclass
 class JobSpec:
-    """What to train for one trace job; ``job_dir`` holds its checkpoints and reports."""
+    """What to train for one trace job; ``job_dir`` holds its checkpoints and reports.
+
+    The fields become ``worker.py``'s command line (``worker_args``), the same for every
+    generation except ``--gen`` and the stop file.
+
+    Attributes:
+        job_id: the trace job id (a safe folder name, ``trace.check_job_id``).
+        job_dir: the job's folder: ``ckpt/``, ``logs/g<gen>.log``, ``control/stop-g<gen>``,
+            ``pids/g<gen>-r<rank>.pid`` and ``progress.jsonl``. Absolute, so workers find it
+            whatever their working directory.
+        model: a ``worker.MODELS`` name (not a set: ``model_for_app_class`` resolves those).
+        name: the simulator's job name, for reports only.
+        batch: samples per worker per step.
+        lr: SGD learning rate (momentum 0.9).
+        seed: seeds the synthetic data and its teacher (the initial weights are always the
+            same, seed 1234).
+        ckpt_every: steps between periodic checkpoints (0: only at a stop).
+        sync_every: steps between the ranks' votes on the stop file.
+        threads: torch threads per worker (also ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``).
+        dp: ``"ddp"`` (DistributedDataParallel) or ``"allreduce"`` (one flat all_reduce).
+        device: ``"auto"``, ``"cpu"`` or ``"cuda"``; the launcher resolves ``auto``.
+        extra_args: appended to the worker's arguments.
+    """
 
     job_id: str
     job_dir: Path
@@ -71,7 +93,13 @@ class JobSpec:
     extra_args: tuple[str, ...] = ()  # e.g. ("--ignore-stop",) for fault injection
 
     def stop_file(self, gen: int) -> Path:
-        """The file that asks generation ``gen`` to checkpoint and exit."""
+        """The file that asks generation ``gen`` to checkpoint and exit.
+
+        One file per generation, so a stale request never stops the next generation.
+
+        Args:
+            gen: the generation number (0 for the first launch).
+        """
         return self.job_dir / "control" / f"stop-g{gen}"
 
     def worker_args(
@@ -84,6 +112,16 @@ class JobSpec:
     ) -> list[str]:
         """The worker's arguments for generation ``gen`` (``device``/``backend``: as
         resolved by a launcher; default the spec's device and the worker's own choice).
+
+        Args:
+            gen: the generation number, passed as ``--gen`` and naming the stop file.
+            job_dir: the job folder as the workers see it (Slurm: a path on the shared file
+                system); None: ``self.job_dir``.
+            device: ``--device`` (None: the spec's, possibly ``auto``).
+            backend: ``--backend`` (None: not passed; the worker picks nccl or gloo).
+
+        Returns:
+            The argument list, ``extra_args`` last.
         """
         jd = Path(job_dir) if job_dir is not None else self.job_dir
         return [
@@ -117,7 +155,22 @@ class JobSpec:
 
 @dataclass
 class Launch:
-    """One running generation of a job."""
+    """One running generation of a job.
+
+    Attributes:
+        spec: the job.
+        gen: the generation number.
+        world_size: real workers (nodes x workers per node).
+        nodes: the simulator nodes it runs on.
+        proc: the agent process (``agent.py`` or ``torchrun.py``).
+        cmd: the agent's command line.
+        port: the c10d rendezvous port on the launcher's host.
+        t_launch: wall time (``time.time``) the agent was started.
+        log_path: the generation's log (``logs/g<gen>.log``: the command, then the agent's
+            and workers' output).
+        known_pids: every PID seen for this launch (the agent, PID files, ``/proc``
+            descendants); each is checked again before it is signalled.
+    """
 
     spec: JobSpec
     gen: int
@@ -143,7 +196,17 @@ class Launch:
 
 @dataclass
 class StopResult:
-    """How a generation ended."""
+    """How a generation ended.
+
+    Attributes:
+        t_request: wall time of the stop request.
+        t_exit: wall time every process was gone (or the launcher gave up waiting).
+        rc: the agent's exit status (negative: killed by that signal; None: unknown).
+        graceful: exited on the stop file, before any signal, after reporting ``stop``.
+        signalled: the strongest signal sent: ``""``, ``"SIGTERM"`` or ``"SIGKILL"``.
+        leftover_pids: PIDs still alive after everything (should be none).
+        reported_stop: the workers checkpointed and reported ``stop`` first.
+    """
 
     t_request: float
     t_exit: float
@@ -160,7 +223,14 @@ class StopResult:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on ``host`` right now (bind to port 0, read it, close)."""
+    """A TCP port free on ``host`` right now (bind to port 0, read it, close).
+
+    Another process may take it before it is used; ``LocalLauncher`` at least never hands
+    the same port out twice.
+
+    Args:
+        host: the IPv4 address to probe.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
@@ -170,7 +240,11 @@ def free_port(host: str = "127.0.0.1") -> int:
 # /proc helpers (Linux; no psutil)
 # ---------------------------------------------------------------------------------------
 def _stat(pid: int) -> tuple[str, int] | None:
-    """(state letter, parent PID) of a process, or None if it is gone."""
+    """(state letter, parent PID) of a process, or None if it is gone.
+
+    Parsed after the last ``)`` of ``/proc/<pid>/stat``, so a command name with spaces or
+    parentheses cannot shift the fields.
+    """
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
             data = f.read()
@@ -181,7 +255,14 @@ def _stat(pid: int) -> tuple[str, int] | None:
 
 
 def pid_alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
+    """True while ``pid`` exists and is not a zombie.
+
+    A process of another user (``kill`` refused) counts as alive. Says nothing about whose
+    process it is: ``LocalLauncher._ours`` checks that.
+
+    Args:
+        pid: the process id.
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -193,7 +274,17 @@ def pid_alive(pid: int) -> bool:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid`` (one scan of ``/proc``)."""
+    """Every live descendant of ``pid`` (one scan of ``/proc``).
+
+    Processes already re-parented (their parent died) are not found: the workers' PID files
+    cover those.
+
+    Args:
+        pid: the root process (not included).
+
+    Returns:
+        Children first, then theirs (zombies included: ``/proc`` still lists them).
+    """
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -209,6 +300,7 @@ def descendants(pid: int) -> list[int]:
 
 
 def _signal(pid: int, sig: int) -> None:
+    """``os.kill``, ignoring a process that is gone or not ours to signal."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
 
@@ -246,6 +338,26 @@ class LocalLauncher:
     signalled. ``store_bind`` is the address the torch stores listen on: ``127.0.0.1`` by
     default; ``""`` keeps torch's default (every interface), only for a launcher whose
     agents must be reached from other hosts.
+
+    Args:
+        workers_per_node: worker processes per simulated node (>= 1).
+        python: the interpreter that runs the agent.
+        env: variables added to every agent's environment (after the launcher's own, before
+            the run token and launch id, which cannot be overridden).
+        worker_script: the training script torchrun runs (``launch="torchrun"`` only; the
+            agent always loads ``worker.py`` beside it).
+        host: the rendezvous host and ``MASTER_ADDR``.
+        launch: ``"agent"`` or ``"torchrun"`` (see above).
+        exit_grace_s: how long workers that reported ``stop`` may take to exit before they
+            are killed.
+        token: the run token (None: 12 random hex digits).
+        store_bind: the address the torch stores listen on (``""``: every interface).
+        gpus: the GPU ids to use (None: detected on first use).
+        share_gpus: let workers share GPUs (over gloo) when there are too few.
+        start_method: ``"fork"`` or ``"spawn"`` for every job (None: by device).
+
+    Raises:
+        ValueError: ``workers_per_node`` < 1, or an unknown ``launch`` or ``start_method``.
     """
 
     def __init__(
@@ -296,7 +408,14 @@ class LocalLauncher:
         return self._gpus
 
     def resolve_device(self, device: str) -> str:
-        """``cuda`` or ``cpu``: ``auto`` is cuda when a GPU is visible."""
+        """``cuda`` or ``cpu``: ``auto`` is cuda when a GPU is visible.
+
+        Args:
+            device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
+
+        Raises:
+            ValueError: any other value.
+        """
         if device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {device!r}")
         if device == "auto":
@@ -308,6 +427,15 @@ class LocalLauncher:
 
         A forked child cannot use CUDA once its parent has initialised it, and torch's
         elastic agent initialises it (``mtgym.bridge.agent``): CUDA workers are spawned.
+
+        Args:
+            device: the job's device (``auto`` resolved first).
+
+        Returns:
+            The override given to the launcher, else ``spawn`` on CUDA, ``fork`` on CPU.
+
+        Raises:
+            ValueError: the override is ``fork`` and the device is CUDA.
         """
         dev = self.resolve_device(device)
         m = self.start_method_override or ("spawn" if dev == "cuda" else "fork")
@@ -321,6 +449,14 @@ class LocalLauncher:
     def check_fits(self, job_id: str, n_nodes: int, device: str) -> None:
         """Raise ``gpu.NotEnoughGpusError`` (one line: job, world size, visible GPUs) when a
         CUDA generation of ``n_nodes`` nodes needs more GPUs than are visible.
+
+        A no-op on CPU. ``mtgym.bridge.controller.replay`` calls it for every job's largest
+        generation before anything starts; ``start`` calls it again per generation.
+
+        Args:
+            job_id: the job, named in the message.
+            n_nodes: the generation's simulated nodes.
+            device: the job's device.
         """
         if self.resolve_device(device) == "cuda":
             gpu.check_fits(
@@ -328,7 +464,18 @@ class LocalLauncher:
             )
 
     def rank_devices(self, spec: JobSpec, nodes: Sequence[int]) -> list[str] | None:
-        """The GPU of every local rank of a generation (None on CPU)."""
+        """The GPU of every local rank of a generation (None on CPU).
+
+        Each job numbers its nodes from 0 here: ``nodes`` only gives the count, so two
+        concurrent jobs use the same first GPUs.
+
+        Args:
+            spec: the job.
+            nodes: the generation's simulated nodes.
+
+        Returns:
+            ``gpu.rank_devices``'s list (local rank ``k`` at index ``k``), or None on CPU.
+        """
         if self.resolve_device(spec.device) != "cuda":
             return None
         return gpu.rank_devices(
@@ -336,23 +483,50 @@ class LocalLauncher:
         )
 
     def backend(self, spec: JobSpec) -> str | None:
-        """``gloo`` for CUDA jobs when GPUs may be shared; None = the worker's default."""
+        """``gloo`` for CUDA jobs when GPUs may be shared; None = the worker's default.
+
+        Decided per launcher, not per generation: with ``share_gpus`` every CUDA job uses
+        gloo, even a generation that would fit one GPU per worker.
+
+        Args:
+            spec: the job.
+        """
         if self.share_gpus and self.resolve_device(spec.device) == "cuda":
             return "gloo"
         return None
 
     def _worker_args(self, spec: JobSpec, gen: int) -> list[str]:
+        """``spec.worker_args`` with this launcher's resolved device and backend."""
         return spec.worker_args(
             gen, device=self.resolve_device(spec.device), backend=self.backend(spec)
         )
 
     # -- commands ----------------------------------------------------------------------
     def world_size(self, nodes: Sequence[int]) -> int:
-        """Workers for a node set."""
+        """Workers for a node set (``len(nodes) x workers_per_node``).
+
+        Args:
+            nodes: simulated node indices (only the count matters).
+        """
         return len(nodes) * self.workers_per_node
 
     def command(self, spec: JobSpec, nodes: Sequence[int], gen: int, port: int) -> list[str]:
-        """The exact command of one generation."""
+        """The exact command of one generation.
+
+        Both modes run one agent with ``nproc-per-node`` = every worker of the generation,
+        rendezvous id ``<job>-g<gen>``, no torch-level restarts (the controller restarts)
+        and a 0.1 s monitor interval. ``--prewarm-ddp`` is added for DDP jobs whose workers
+        are forked.
+
+        Args:
+            spec: the job.
+            nodes: the generation's simulated nodes.
+            gen: the generation number.
+            port: the rendezvous port on ``host``.
+
+        Returns:
+            ``[python, agent.py | torchrun.py, ..., worker arguments]``.
+        """
         if self.launch == "agent":
             method = self.start_method(spec.device)
             return [
@@ -390,6 +564,18 @@ class LocalLauncher:
     ) -> dict[str, str]:
         """The environment of an agent and its workers (with the run token; on CUDA, the
         generation's GPUs for ``nodes``).
+
+        This process's environment, plus gloo on the loopback, ``MASTER_ADDR``, the thread
+        counts, unbuffered output and ``PYTORCH_NVML_BASED_CUDA_CHECK=1``; then ``env``;
+        then ``MTGYM_RUN_TOKEN``, ``MTGYM_LAUNCH=<job>-g<gen>`` and ``MTGYM_STORE_BIND``.
+        ``MTGYM_PARENT_PID`` is removed (the agent sets it for its workers). On CUDA,
+        ``CUDA_VISIBLE_DEVICES`` lists the generation's distinct GPUs and
+        ``MTGYM_RANK_DEVICES`` each rank's.
+
+        Args:
+            spec: the job.
+            gen: the generation number (in ``MTGYM_LAUNCH``).
+            nodes: the generation's simulated nodes; None: no GPU variables.
         """
         env = dict(os.environ)
         env.update(
@@ -413,6 +599,7 @@ class LocalLauncher:
         return env
 
     def _port(self) -> int:
+        """A free port that this launcher has not handed out before (50 tries)."""
         for _ in range(50):
             p = free_port(self.host)
             if p not in self._ports:
@@ -422,7 +609,26 @@ class LocalLauncher:
 
     # -- life cycle --------------------------------------------------------------------
     def start(self, spec: JobSpec, nodes: Sequence[int], gen: int) -> Launch:
-        """Launch generation ``gen`` of ``spec`` on ``nodes`` (returns at once)."""
+        """Launch generation ``gen`` of ``spec`` on ``nodes`` (returns at once).
+
+        Creates the job's sub-folders, removes a stale stop file of ``gen``, and starts the
+        agent in its own session (so ``killpg`` reaches forked workers) with the parent-death
+        signal against the calling thread. Output goes to ``logs/g<gen>.log``, after the
+        command line.
+
+        Args:
+            spec: the job.
+            nodes: the generation's simulated nodes (at least one).
+            gen: the generation number.
+
+        Returns:
+            The running launch, registered for ``kill_all``.
+
+        Raises:
+            ValueError: ``nodes`` is empty.
+            RuntimeError: the launcher refuses new launches (``refuse_new``, ``close``).
+            gpu.NotEnoughGpusError: a CUDA generation does not fit the visible GPUs.
+        """
         if not nodes:
             raise ValueError("a generation needs at least one node")
         if self._closed:
@@ -469,7 +675,14 @@ class LocalLauncher:
         return la
 
     def kill_all(self, *, term_grace_s: float = 1.0) -> int:
-        """Kill every generation of this launcher still running; returns how many."""
+        """Kill every generation of this launcher still running; returns how many.
+
+        Each gets ``kill``: SIGTERM, then SIGKILL after ``term_grace_s`` seconds. The list
+        of launches is emptied, so a second call finds nothing.
+
+        Args:
+            term_grace_s: seconds between SIGTERM and SIGKILL.
+        """
         with self._lock:
             live, self._live = list(self._live), []
         n = 0
@@ -485,22 +698,40 @@ class LocalLauncher:
             self._closed = True
 
     def close(self, *, term_grace_s: float = 1.0) -> None:
-        """Refuse new launches and kill every generation still running (idempotent)."""
+        """Refuse new launches and kill every generation still running (idempotent).
+
+        Args:
+            term_grace_s: seconds between SIGTERM and SIGKILL.
+        """
         self.refuse_new()
         self.kill_all(term_grace_s=term_grace_s)
 
     def request_stop(self, launch: Launch) -> None:
-        """Create the generation's stop file (the workers checkpoint and exit)."""
+        """Create the generation's stop file (the workers checkpoint and exit).
+
+        The workers see it at their next vote (every ``sync_every`` steps); nothing is
+        signalled.
+
+        Args:
+            launch: the generation to stop.
+        """
         f = launch.spec.stop_file(launch.gen)
         f.parent.mkdir(parents=True, exist_ok=True)
         f.touch()
 
     def poll(self, launch: Launch) -> int | None:
-        """The agent's exit status, or None while it runs (also records worker PIDs)."""
+        """The agent's exit status, or None while it runs (also records worker PIDs).
+
+        Args:
+            launch: the generation.
+        """
         self._collect_pids(launch)
         return launch.proc.poll()
 
     def _collect_pids(self, launch: Launch) -> None:
+        """Add the generation's PID files and, while the agent runs, its descendants to
+        ``known_pids`` (unchecked: ``_ours`` filters before any signal).
+        """
         pid_dir = launch.spec.job_dir / "pids"
         for f in pid_dir.glob(f"g{launch.gen}-r*.pid"):
             try:
@@ -511,12 +742,29 @@ class LocalLauncher:
             launch.known_pids.update(descendants(launch.proc.pid))
 
     def worker_pids(self, launch: Launch) -> list[int]:
-        """Live PIDs of the generation's workers (and the agent's other children)."""
+        """Live PIDs of the generation's workers (and the agent's other children).
+
+        Only processes that carry this run's token and the launch id (``_ours``); the agent
+        itself is left out.
+
+        Args:
+            launch: the generation.
+        """
         self._collect_pids(launch)
         return sorted(p for p in launch.known_pids if p != launch.pid and self._ours(launch, p))
 
     def alive_pids(self, launch: Launch) -> list[int]:
-        """Every live process of the generation, the agent included."""
+        """Every live process of the generation, the agent included.
+
+        Workers are checked as in ``worker_pids``; the agent counts while ``poll`` says it
+        runs.
+
+        Args:
+            launch: the generation.
+
+        Returns:
+            Sorted PIDs; ``[]`` once everything is gone.
+        """
         self._collect_pids(launch)
         out = [p for p in launch.known_pids if p != launch.pid and self._ours(launch, p)]
         if launch.proc.poll() is None:
@@ -534,7 +782,14 @@ class LocalLauncher:
         )
 
     def wait(self, launch: Launch, timeout: float) -> int | None:
-        """Wait up to ``timeout`` s for the agent to exit; its status or None."""
+        """Wait up to ``timeout`` s for the agent to exit; its status or None.
+
+        Polls every 0.05 s; workers are not waited for.
+
+        Args:
+            launch: the generation.
+            timeout: seconds (a negative value checks once).
+        """
         end = time.time() + max(timeout, 0.0)
         while True:
             rc = self.poll(launch)
@@ -543,7 +798,14 @@ class LocalLauncher:
             time.sleep(0.05)
 
     def reported_stop(self, launch: Launch) -> bool:
-        """True once the generation's rank 0 has reported ``stop`` (checkpoint durable)."""
+        """True once the generation's rank 0 has reported ``stop`` (checkpoint durable).
+
+        Reads only the last 8 KiB of ``progress.jsonl``, looking for a ``stop`` record of
+        this generation (the compact JSON the worker writes); False when the file is missing.
+
+        Args:
+            launch: the generation.
+        """
         prog = launch.spec.job_dir / "progress.jsonl"
         try:
             with open(prog, "rb") as f:
@@ -558,7 +820,17 @@ class LocalLauncher:
     def kill(self, launch: Launch, *, term_grace_s: float = 2.0) -> str:
         """SIGTERM the agent (it forwards to workers), then SIGKILL whatever is left.
 
-        Returns the strongest signal sent ("SIGTERM" or "SIGKILL").
+        Every PID known for the launch and the agent's process group get SIGKILL when they
+        outlive ``term_grace_s``. Waits up to 5 s for the agent to be reaped and up to 3 s
+        more for the rest to go.
+
+        Args:
+            launch: the generation.
+            term_grace_s: seconds between SIGTERM and SIGKILL.
+
+        Returns:
+            ``"SIGKILL"`` when SIGKILL was sent, else ``"SIGTERM"`` (also when the agent had
+            already exited and nothing was signalled).
         """
         self._collect_pids(launch)
         sent = "SIGTERM"
@@ -600,6 +872,16 @@ class LocalLauncher:
         hang in their teardown are killed after ``exit_grace_s``. Every process of the
         generation is gone when this returns (``leftover_pids`` lists any that survived
         SIGKILL, which should never happen).
+
+        Args:
+            launch: the generation.
+            graceful_s: seconds from the request before escalating to ``kill`` (0: at once).
+            term_grace_s: seconds between SIGTERM and SIGKILL once escalated.
+            already_requested: wall time of an earlier request to count ``graceful_s`` from
+                (None: now). The stop file is created in any case while the agent runs.
+
+        Returns:
+            How it ended: times, exit status, the signal sent and any survivors.
         """
         t_req = time.time() if already_requested is None else already_requested
         if launch.proc.poll() is None:
@@ -668,7 +950,7 @@ class SlurmLauncher:
 
     A generation is one Slurm job on exactly the scavenged nodes of the trace
     (``srun --nodes=N --ntasks=N --ntasks-per-node=1 --nodelist=<hosts>``), named
-    ``mtgym-<job>-g<gen>``. Each task runs ``torchrun --nnodes=N --nproc-per-node=K
+    ``mtgym-<token>-<job>-g<gen>``. Each task runs ``torchrun --nnodes=N --nproc-per-node=K
     --rdzv-backend=c10d --rdzv-endpoint=<first host>:29400``; all agents meet at the store of
     the first host's agent. The job folder (reports, checkpoints, stop files) must be on a
     shared file system. Graceful stop: the same stop file as locally. Forced stop (a node
@@ -683,6 +965,20 @@ class SlurmLauncher:
     reaches another run of the same user. The c10d store on the first host listens on
     every interface (the other hosts must reach it): Slurm keeps it inside the
     allocation's nodes; use a trusted network.
+
+    Attributes:
+        workers_per_node: torchrun's ``--nproc-per-node``: workers (and GPUs) per host.
+        python: the interpreter on the compute nodes.
+        rdzv_port: the rendezvous port on the first host.
+        worker_script: ``worker.py``'s path on the compute nodes.
+        partition: ``srun --partition`` (None: Slurm's default).
+        account: ``srun --account``.
+        time_limit: ``srun --time`` in Slurm's syntax (``"1:00:00"``).
+        env: variables exported to the tasks (``{"NCCL_SOCKET_IFNAME": "ib0"}``).
+        srun_extra: more ``srun`` options, placed before the program.
+        node_names: simulator node index -> host name (None: ``node0000``...).
+        user: the user whose steps ``scancel`` may reach (default: this user).
+        token: in every step name (6 random hex digits by default).
     """
 
     workers_per_node: int = 1
@@ -699,7 +995,12 @@ class SlurmLauncher:
     token: str = field(default_factory=lambda: secrets.token_hex(3))  # in every step name
 
     def hosts(self, nodes: Sequence[int | str]) -> list[str]:
-        """Host names of simulator nodes (names pass through)."""
+        """Host names of simulator nodes (names pass through).
+
+        Args:
+            nodes: simulator node indices (looked up in ``node_names``, else
+                ``node<4 digits>``) or host names (kept as they are).
+        """
         out = []
         for n in nodes:
             if isinstance(n, str):
@@ -716,13 +1017,28 @@ class SlurmLauncher:
         return f"mtgym-{self.token}-"
 
     def step_name(self, spec: JobSpec, gen: int) -> str:
-        """The Slurm job name of a generation: ``mtgym-<token>-<job>-g<gen>``."""
+        """The Slurm job name of a generation: ``mtgym-<token>-<job>-g<gen>``.
+
+        Args:
+            spec: the job.
+            gen: the generation number.
+        """
         return f"{self.own_prefix}{spec.job_id}-g{gen}"
 
     def launch_command(
         self, spec: JobSpec, nodes: Sequence[int | str], gen: int, *, job_dir: str | None = None
     ) -> list[str]:
-        """``srun ... python -m torch.distributed.run ...`` for one generation."""
+        """``srun ... python -m torch.distributed.run ...`` for one generation.
+
+        Args:
+            spec: the job; its fields give the worker's arguments.
+            nodes: simulator node indices or host names; the first hosts the rendezvous.
+            gen: the generation number.
+            job_dir: the job folder on the shared file system (None: ``spec.job_dir``).
+
+        Raises:
+            ValueError: ``nodes`` is empty.
+        """
         hosts = self.hosts(nodes)
         n = len(hosts)
         if n == 0:
@@ -777,6 +1093,17 @@ class SlurmLauncher:
     ) -> dict[str, list[list[str]]]:
         """The commands of a generation's life cycle: ``launch``, ``stop`` (graceful) and
         ``kill`` (forced, in order).
+
+        Args:
+            spec: the job.
+            nodes: simulator node indices or host names.
+            gen: the generation number.
+            job_dir: the job folder on the shared file system (None: ``spec.job_dir``).
+
+        Returns:
+            Phase -> argument lists: ``launch`` is ``mkdir -p`` of the job's sub-folders
+            then ``srun``; ``stop`` touches the stop file; ``kill`` is ``scancel
+            --signal=TERM`` then ``scancel``.
         """
         jd = Path(job_dir) if job_dir is not None else spec.job_dir
         name = self.step_name(spec, gen)
@@ -793,7 +1120,16 @@ class SlurmLauncher:
         }
 
     def dry_run_script(self, spec: JobSpec, nodes: Sequence[int | str], gen: int = 0) -> str:
-        """``dry_run`` as shell lines (``mtgym bridge slurm-commands``)."""
+        """``dry_run`` as shell lines (``mtgym bridge slurm-commands``).
+
+        Args:
+            spec: the job.
+            nodes: simulator node indices or host names.
+            gen: the generation number.
+
+        Returns:
+            A ``# <phase>`` line before each phase's commands, quoted with ``shlex.join``.
+        """
         lines = []
         for phase, group in self.dry_run(spec, nodes, gen).items():
             lines.append(f"# {phase}")
@@ -801,7 +1137,23 @@ class SlurmLauncher:
         return "\n".join(lines) + "\n"
 
     def start(self, spec: JobSpec, nodes: Sequence[int | str], gen: int) -> subprocess.Popen:
-        """Run a generation's ``srun`` in the background (needs Slurm on this host)."""
+        """Run a generation's ``srun`` in the background (needs Slurm on this host).
+
+        Creates the job's folders first (``dry_run``'s ``mkdir``), then starts ``srun`` in
+        its own session with output to ``logs/g<gen>.log``; ``srun`` gets SIGTERM if the
+        calling thread dies, and cancels its step.
+
+        Args:
+            spec: the job (``spec.job_dir`` must be on the shared file system).
+            nodes: simulator node indices or host names.
+            gen: the generation number.
+
+        Returns:
+            The ``srun`` process.
+
+        Raises:
+            subprocess.CalledProcessError: the ``mkdir`` failed.
+        """
         cmds = self.dry_run(spec, nodes, gen)["launch"]
         subprocess.run(cmds[0], check=True)
         with open(spec.job_dir / "logs" / f"g{gen}.log", "ab") as log:

@@ -30,7 +30,14 @@ from typing import Any
 
 
 def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], int]:
-    """Records of a JSON-lines file and the number of unreadable lines (a torn tail)."""
+    """Records of a JSON-lines file and the number of unreadable lines (a torn tail).
+
+    Blank lines are skipped; a line that is not JSON, or JSON but not an object, counts as
+    unreadable. Bytes that are not UTF-8 are replaced.
+
+    Args:
+        path: the file; a missing one gives ``([], 0)``.
+    """
     out, bad = [], 0
     p = Path(path)
     if not p.exists():
@@ -53,7 +60,20 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], int]:
 
 @dataclass
 class Throughput:
-    """Measured throughput of one job at one world size."""
+    """Measured throughput of one job at one world size.
+
+    Attributes:
+        world_size: real workers (of the first generation measured at this node count).
+        nodes: simulator nodes (``world_size // workers_per_node``, at least 1).
+        samples_per_s: ``samples / seconds`` over every generation at this size.
+        seconds: steady-state wall time measured.
+        samples: global samples of the measured step intervals.
+        intervals: step intervals measured.
+        generations: the generations that contributed.
+        per_gen: generation -> its own samples/s.
+        step_s_median: median over those generations of their median step time, seconds
+            (NaN when unknown).
+    """
 
     world_size: int  # real workers
     nodes: int  # simulator nodes (world_size / workers_per_node)
@@ -68,7 +88,30 @@ class Throughput:
 
 @dataclass
 class Transition:
-    """One change between consecutive generations of a job (or a start from 0)."""
+    """One change between consecutive generations of a job (or a start from 0).
+
+    Times are wall-clock (``time.time``), durations seconds.
+
+    Attributes:
+        kind: ``"up"``, ``"down"``, ``"same"`` (a new node set of the same size),
+            ``"start"`` (from 0 nodes) or ``"restart"`` (after a crash or stall).
+        from_gen: the generation before (None for a start).
+        to_gen: the generation launched.
+        from_world_size: workers before (0 for a start).
+        to_world_size: workers after.
+        t_request: the controller's stop request of ``from_gen``, else the launch time.
+        t_last: the last report of ``from_gen`` (None for a start).
+        t_first: the first new (not redone) report of ``to_gen`` (None: it never made
+            progress).
+        gap_s: ``t_first`` minus ``t_last`` (minus the launch time for a start).
+        normal_step_s: ``to_gen``'s median step time.
+        cost_s: ``gap_s - normal_step_s`` clipped at 0: the pause the simulator charges.
+        stop_latency_s: stop request -> every process gone.
+        reclaim: the stop was a reclaim.
+        deadline_met: a reclaim's release was within the deadline (None: not a reclaim).
+        release_s: a reclaim's release time from its trace time.
+        signalled: the strongest signal the stop needed (``""`` when graceful).
+    """
 
     kind: str  # "up", "down", "same", "start", "restart"
     from_gen: int | None
@@ -90,7 +133,26 @@ class Transition:
 
 @dataclass
 class JobMeasurement:
-    """Everything measured about one job."""
+    """Everything measured about one job.
+
+    Attributes:
+        job: the trace job id.
+        name: the simulator's job name.
+        model: the torch model trained.
+        throughput: by simulator node count.
+        transitions: every launch, in generation order.
+        total_samples: useful (not redone) global samples by the end of the trace.
+        total_steps: the highest new (not redone) step reported, end of trace or not.
+        redone_steps: step reports marked ``redo``.
+        committed_steps: the steps with a durable checkpoint, sorted.
+        crashes: generations that crashed or stalled.
+        invalid_checkpoints: torn or corrupt checkpoint files skipped on resume.
+        bad_lines: unreadable lines in ``progress.jsonl``.
+        launches: generations started (start and restart events).
+        gave_up: crashed more than ``--max-restarts`` times.
+        device: the device of the last ``start`` report (``"cpu"``, ``"cuda:0"``).
+        gpu: rank 0's GPU utilisation and memory (``gpu_stats``; CUDA only).
+    """
 
     job: str
     name: str
@@ -115,18 +177,38 @@ class JobMeasurement:
         return self.total_steps > 0
 
     def costs(self, kind: str) -> list[float]:
-        """Measured costs (s) of one transition kind."""
+        """Measured costs (s) of one transition kind.
+
+        Args:
+            kind: a ``Transition.kind``; calibration uses ``up``, ``down`` and ``start``.
+
+        Returns:
+            ``cost_s`` of every such transition that has one, in generation order.
+        """
         return [t.cost_s for t in self.transitions if t.kind == kind and t.cost_s is not None]
 
     def mean_cost(self, kind: str) -> float | None:
-        """Mean cost of a kind, None if never measured."""
+        """Mean cost of a kind, None if never measured.
+
+        Args:
+            kind: a ``Transition.kind``.
+        """
         c = self.costs(kind)
         return statistics.fmean(c) if c else None
 
 
 @dataclass
 class Measurements:
-    """All jobs of one replay."""
+    """All jobs of one replay.
+
+    Attributes:
+        out_dir: the replay folder.
+        workers_per_node: real workers per simulator node.
+        time_scale: simulated seconds per wall second of the replay.
+        t0_wall: wall time the replay's clock started.
+        t_end_wall: wall time of the trace's end.
+        jobs: per trace job id.
+    """
 
     out_dir: str
     workers_per_node: int
@@ -141,7 +223,7 @@ class Measurements:
         return not any(jm.throughput for jm in self.jobs.values())
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict."""
+        """JSON-ready dict, with ``format`` ``mtgym-bridge-measurements`` and version 1."""
         d = asdict(self)
         d["format"] = "mtgym-bridge-measurements"
         d["version"] = 1
@@ -180,6 +262,18 @@ def measure_job(
 ) -> JobMeasurement:
     """Measure one job from its progress records and the controller's events for it
     (``options``: how to read them; the defaults when None).
+
+    Args:
+        job: the trace job id.
+        records: the job's ``progress.jsonl`` records (``read_jsonl``).
+        events: the controller's ``events.jsonl`` records for this job only.
+        options: how to read them.
+        name: the simulator's job name, copied into the result.
+        model: the torch model, copied into the result.
+        bad_lines: unreadable progress lines, copied into the result.
+
+    Returns:
+        Throughput per node count, transitions and their costs, and the job's counters.
     """
     options = options or MeasureOptions()
     steps = [r for r in records if r.get("event") == "step"]
@@ -215,7 +309,18 @@ def measure_job(
 
 
 class _GenerationLog:
-    """A job's step reports by generation, and the controller's events for it."""
+    """A job's step reports by generation, and the controller's events for it.
+
+    Args:
+        steps: the job's ``step`` records.
+        events: the controller's events for the job.
+
+    Attributes:
+        by_gen: generation -> its step records, in file order.
+        gens: the generations with step records, sorted.
+        starts: generation -> its ``start`` or ``restart`` event.
+        stops: generation -> its ``stopped`` event.
+    """
 
     def __init__(self, steps: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
         self.by_gen: dict[int, list[dict[str, Any]]] = {}
@@ -227,11 +332,22 @@ class _GenerationLog:
         self.stops = {int(e["gen"]): e for e in events if e.get("event") == "stopped"}
 
     def ordered(self, g: int | None) -> list[dict[str, Any]]:
-        """Generation g's step reports in time order (none for None)."""
+        """Generation g's step reports in time order (none for None).
+
+        Args:
+            g: the generation, or None (the generation before the first).
+        """
         return sorted(self.by_gen.get(g, []), key=lambda r: r["t"]) if g is not None else []
 
     def transitions(self, gen_step_s: dict[int, float]) -> list[Transition]:
-        """Every launch of the job, in generation order, and what it cost."""
+        """Every launch of the job, in generation order, and what it cost.
+
+        Generations that were launched but never reported and those that reported without
+        a launch event both count.
+
+        Args:
+            gen_step_s: generation -> its median step time (``_throughput``).
+        """
         trans: list[Transition] = []
         prev: int | None = None
         for g in sorted(set(self.gens) | set(self.starts)):
@@ -242,6 +358,11 @@ class _GenerationLog:
     def _transition(self, g: int, prev: int | None, normal: float | None) -> Transition:
         """The launch of generation g after generation ``prev`` (None: the first);
         ``normal`` is g's median step time.
+
+        A ``restart`` event makes a restart; a ``start`` logged right after a stop
+        (``after_stop``) is up, down or same by world size; anything else is a start from
+        0 nodes, measured from its launch. The stop's latency, reclaim, deadline and
+        signal come from ``prev``'s ``stopped`` event.
         """
         ev = self.starts.get(g)
         recs_g = self.ordered(g)
@@ -300,6 +421,19 @@ def _throughput(
 ) -> tuple[dict[int, Throughput], dict[int, float]]:
     """Throughput per simulator node count over every generation's steady steps, and
     each generation's median step time.
+
+    Redone steps are dropped; of the rest, the first ``skip_first`` and last ``skip_last``
+    reports are cut. Each remaining pair of consecutive reports is one interval of the
+    later report's global batch. Intervals that overlap a foreign window (widened by 0.5 s
+    before it) count in the median step time but not in the throughput.
+
+    Args:
+        log: the job's reports by generation.
+        options: the cuts, the workers per node and the foreign windows.
+
+    Returns:
+        ``(throughput by node count, generation -> median step seconds)``; a generation
+        without a measurable interval has no entry.
     """
     tput: dict[int, Throughput] = {}
     gen_step_s: dict[int, float] = {}
@@ -344,6 +478,12 @@ def gpu_stats(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 
     ``util_mean``: utilisation (%) averaged over every sample, or None when no sampler
     worked; ``mem_peak_gib``/``mem_reserved_gib``: the largest allocator figures.
+
+    Also ``reports`` (how many), ``util_samples`` (in all), ``util_source`` (of the last
+    report) and ``gpus`` (the physical ids reported, sorted).
+
+    Args:
+        records: the job's ``progress.jsonl`` records; only ``gpu`` events are read.
     """
     recs = [r for r in records if r.get("event") == "gpu"]
     if not recs:
@@ -372,7 +512,26 @@ def measure_replay(
     exclude_foreign: bool = True,
     settle_s: float = 0.5,
 ) -> Measurements:
-    """Measure every job of a replay folder (``replay.json``, ``events.jsonl``, reports)."""
+    """Measure every job of a replay folder (``replay.json``, ``events.jsonl``, reports).
+
+    A job's busy windows are its stop requests (to ``stopped``) and launches (to the first
+    new step report), each 10 s long when the end is missing, and extended by
+    ``settle_s``. With ``exclude_foreign`` every job leaves the other jobs' windows out of
+    its throughput.
+
+    Args:
+        out_dir: the replay folder.
+        skip_first: step intervals left out at the start of each generation.
+        skip_last: step intervals left out at its end.
+        exclude_foreign: leave out intervals that overlap another job's busy window.
+        settle_s: seconds added to the end of each busy window.
+
+    Returns:
+        Every job of ``replay.json``, measured.
+
+    Raises:
+        FileNotFoundError: no ``replay.json`` in ``out_dir``.
+    """
     out = Path(out_dir)
     meta = json.loads((out / "replay.json").read_text())
     events, _ = read_jsonl(out / "events.jsonl")

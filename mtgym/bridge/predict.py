@@ -33,7 +33,19 @@ from mtgym.sim.view import InfoMode, SchedulerView
 
 @dataclass
 class JobPrediction:
-    """What a source predicts for one job (rates per simulator node count)."""
+    """What a source predicts for one job (rates per simulator node count).
+
+    Everything is in real units: samples per wall second and wall seconds.
+
+    Attributes:
+        job: the trace job id.
+        source: ``"trace"`` or ``"calibration"``.
+        rate_fn: simulator nodes -> samples per wall second, or None when the source has no
+            figure.
+        r_up_s: scale-up pause.
+        r_down_s: scale-down pause.
+        startup_s: start-from-0 pause.
+    """
 
     job: str
     source: str  # "trace" or "calibration"
@@ -43,11 +55,20 @@ class JobPrediction:
     startup_s: float
 
     def rate(self, nodes: int) -> float | None:
-        """Predicted samples/s on ``nodes`` nodes (None when the source has no figure)."""
+        """Predicted samples/s on ``nodes`` nodes (None when the source has no figure).
+
+        Args:
+            nodes: simulator nodes.
+        """
         return self.rate_fn(nodes)
 
 
 def _trace_rate(trace: Trace, job: str, nodes: int) -> float | None:
+    """The trace's rate of ``job`` on ``nodes`` nodes, in samples per simulated second.
+
+    ``Trace.predicted_rate`` when it has a figure, else the header's curve interpolated
+    linearly from (0, 0) and held flat past its last point; None without a curve.
+    """
     r = trace.predicted_rate(job, nodes)
     if r is not None:
         return r
@@ -59,12 +80,23 @@ def _trace_rate(trace: Trace, job: str, nodes: int) -> float | None:
 
 
 def _scaled(v: float | None, k: float) -> float | None:
+    """``v * k``, None kept."""
     return None if v is None else v * k
 
 
 def from_trace(trace: Trace, time_scale: float) -> dict[str, JobPrediction]:
     """The simulator's predictions recorded in the trace (the rates it used on such node
     sets, else its curve, interpolated as the simulator does).
+
+    Rates are multiplied by ``time_scale`` and costs divided by it, so both are per wall
+    second of a replay at that scale.
+
+    Args:
+        trace: the trace.
+        time_scale: simulated seconds per wall second of the replay.
+
+    Returns:
+        Job id -> prediction, for every job of the trace.
     """
     out = {}
     for j, tj in trace.jobs.items():
@@ -80,7 +112,17 @@ def from_trace(trace: Trace, time_scale: float) -> dict[str, JobPrediction]:
 
 
 def from_calibration(cal: dict[str, Any]) -> dict[str, JobPrediction]:
-    """Predictions from a calibration file's tables and costs."""
+    """Predictions from a calibration file's tables and costs.
+
+    A job whose curve has only the (0, 0) point (nothing measured) predicts None at every
+    size.
+
+    Args:
+        cal: a calibration file's object (``read_calibration``); real units already.
+
+    Returns:
+        Job id -> prediction, for every job of the calibration.
+    """
     out = {}
     for j, e in cal["jobs"].items():
         out[j] = JobPrediction(
@@ -95,7 +137,19 @@ def from_calibration(cal: dict[str, Any]) -> dict[str, JobPrediction]:
 
 
 class TracePolicy:
-    """A policy that plays a trace's node sets back (times mapped by ``to_sim``)."""
+    """A policy that plays a trace's node sets back (times mapped by ``to_sim``).
+
+    ``ORACLE`` information: it reads nothing of the view but the time. The simulator
+    repairs its allocation as any other (a job above its ``max_nodes`` is cut).
+
+    Args:
+        trace: the trace whose events are played.
+        job_index: trace job id -> job index in the simulated instance; events of other
+            jobs are ignored.
+        num_nodes: nodes of the instance (the trace's node indices are used as they are).
+        to_sim: the view's time -> the trace's simulated time.
+        max_world_size: keep only the first this many nodes of each set (None: all).
+    """
 
     name = "trace-replay"
     info_mode = InfoMode.ORACLE
@@ -116,12 +170,26 @@ class TracePolicy:
         self.reset(None)
 
     def reset(self, view: SchedulerView | None) -> None:
-        """Back to the start of the trace."""
+        """Back to the start of the trace.
+
+        Args:
+            view: ignored (None is accepted: ``__init__`` calls it so).
+        """
         self._i = 0
         self._held: dict[str, tuple[int, ...]] = {}
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """The trace's node map at the view's time."""
+        """The trace's node map at the view's time.
+
+        Every event up to ``to_sim(view.time)`` (plus 1 microsecond, against rounding) is
+        applied in order.
+
+        Args:
+            view: the simulator's view; only ``time`` is read.
+
+        Returns:
+            (N,) job index per node, -1 for none.
+        """
         t = self.to_sim(view.time) + 1e-6
         while self._i < len(self.events) and self.events[self._i].t <= t:
             ev = self.events[self._i]
@@ -147,6 +215,23 @@ def simulate_replay(
     Builds an instance whose nodes are all idle for the replay's wall duration and whose
     jobs are ``preds`` as table jobs, then runs the simulator with ``TracePolicy`` deciding
     every ``dt`` wall seconds. Jobs without a usable curve are predicted ``nan``.
+
+    Each job's curve covers 1 to the largest node count the trace gives it (capped by
+    ``max_world_size``), with unbounded work, submitted at 0 and ``min_nodes`` 1, so the
+    simulator charges only the rescale pauses of the trace's changes.
+
+    Args:
+        trace: the replayed trace.
+        preds: job id -> prediction (``from_trace`` or ``from_calibration``); jobs not in
+            it are left out.
+        time_scale: simulated seconds per wall second of the replay.
+        sim0: the simulated time the replay started at (None: the trace's ``t_start``).
+        max_world_size: the replay's cap on nodes per job.
+        dt: the decision interval, wall seconds.
+
+    Returns:
+        Job id -> predicted samples over the replay; NaN for all when nothing is usable or
+        the replay has no length.
     """
     from mtgym.generate.uniform import uniform_instance
     from mtgym.policy.play import play

@@ -41,7 +41,14 @@ PR_SET_PDEATHSIG = 1
 
 
 class Terminated(SystemExit):
-    """SIGTERM or SIGHUP arrived (exit status 128 + signal number)."""
+    """SIGTERM or SIGHUP arrived (exit status 128 + signal number).
+
+    A ``SystemExit``, so an uncaught one ends the program with that status (143 for
+    SIGTERM) and ``except Exception`` blocks do not swallow it.
+
+    Args:
+        signum: the signal received; kept as ``signum``.
+    """
 
     def __init__(self, signum: int) -> None:
         super().__init__(128 + signum)
@@ -49,6 +56,7 @@ class Terminated(SystemExit):
 
 
 def _prctl() -> Any | None:
+    """The C library's ``prctl`` with its argument types set; None off Linux or without libc."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -64,8 +72,14 @@ def _prctl() -> Any | None:
 def set_pdeathsig(sig: int = signal.SIGKILL, expected_parent: int | None = None) -> bool:
     """Ask the kernel for ``sig`` when this process's parent dies (Linux; False elsewhere).
 
-    ``expected_parent``: if the parent is already someone else (it died before this call,
-    and the process was re-parented), the signal is sent to ourselves at once.
+    Args:
+        sig: the signal to receive (SIGKILL by default: no handler can delay it).
+        expected_parent: the PID the parent should have. If the parent is already someone
+            else (it died before this call and the process was re-parented), ``sig`` is
+            sent to this process at once. None: no check.
+
+    Returns:
+        True when the request was made, False where ``prctl`` is not available.
     """
     fn = _prctl()
     if fn is None:
@@ -80,7 +94,15 @@ def pdeathsig_preexec(sig: int = signal.SIGKILL) -> Callable[[], None] | None:
     """A ``preexec_fn`` giving the child ``sig`` when the calling thread's process dies.
 
     libc is resolved here, before the fork, so the child runs one system call and nothing
-    that could take a lock. None where ``prctl`` is not available.
+    that could take a lock. The signal follows the *thread* that calls ``Popen`` (Linux
+    semantics), so start long-lived children from a thread that outlives them.
+
+    Args:
+        sig: the signal the child gets (``srun`` gets SIGTERM so it can cancel its step).
+
+    Returns:
+        The function to pass as ``preexec_fn``, or None where ``prctl`` is not available.
+        A child whose parent already died when it runs kills itself with ``sig``.
     """
     fn = _prctl()
     if fn is None:
@@ -100,6 +122,13 @@ def set_pdeathsig_from_env(sig: int = signal.SIGKILL) -> bool:
 
     The bridge's workers call this first thing, so they die with their agent. A no-op (False)
     when the variable is not set: a worker run by hand is left alone.
+
+    Args:
+        sig: the signal to receive when the agent dies.
+
+    Returns:
+        ``set_pdeathsig``'s answer, or False when ``MTGYM_PARENT_PID`` is unset or not a
+        number.
     """
     parent = os.environ.get(PARENT_ENV, "")
     if not parent.isdigit():
@@ -115,7 +144,13 @@ def raise_on_signals(
 
     After the first signal, further ones are ignored until the block exits, so a second
     ``kill`` cannot interrupt the clean-up that the first one started. A no-op outside the
-    main thread.
+    main thread (Python delivers signals to the main thread only).
+
+    Args:
+        signals: the signal numbers to turn into ``Terminated``.
+
+    Yields:
+        Nothing; the previous handlers come back when the block exits, however it exits.
     """
     import threading
 
@@ -139,7 +174,15 @@ def raise_on_signals(
 
 
 def read_environ(pid: int) -> dict[str, str]:
-    """The initial environment of ``pid`` (``/proc/<pid>/environ``; {} when unreadable)."""
+    """The initial environment of ``pid`` (``/proc/<pid>/environ``; {} when unreadable).
+
+    The environment the process was started with: later ``os.environ`` changes inside it
+    do not show. Unreadable means gone, a zombie, or another user's process; bytes that are
+    not UTF-8 are replaced.
+
+    Args:
+        pid: the process id.
+    """
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             data = f.read()
@@ -154,7 +197,15 @@ def read_environ(pid: int) -> dict[str, str]:
 
 
 def environ_matches(pid: int, **want: str) -> bool:
-    """True when every ``KEY=value`` of ``want`` is in ``pid``'s environment."""
+    """True when every ``KEY=value`` of ``want`` is in ``pid``'s environment.
+
+    The check the launchers make before signalling a PID. False when the environment cannot
+    be read, so an unreadable process is never treated as ours.
+
+    Args:
+        pid: the process to check.
+        **want: the variables and exact values required (``MTGYM_RUN_TOKEN=...``).
+    """
     env = read_environ(pid)
     return bool(env) and all(env.get(k) == v for k, v in want.items())
 
@@ -164,7 +215,13 @@ def bind_stores(host: str) -> None:
 
     Replaces ``torch.distributed.TCPStore`` (and the name the c10d rendezvous backend
     imported) with a subclass that binds a listening socket to ``host:port`` and hands it
-    to torch as ``master_listen_fd``. Clients are unchanged. Idempotent.
+    to torch as ``master_listen_fd``. Clients are unchanged. Idempotent: a second call
+    wraps the original class again rather than the subclass, with the new host. A store
+    given its own ``master_listen_fd`` is left as it is.
+
+    Args:
+        host: the address to listen on (``"127.0.0.1"``; an address with ``:`` is bound
+            as IPv6).
     """
     import torch.distributed as dist
     from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend as c10d_rdzv
@@ -174,6 +231,13 @@ def bind_stores(host: str) -> None:
         base = base._mtgym_base  # type: ignore[attr-defined]
 
     class BoundTCPStore(base):  # type: ignore[misc, valid-type]
+        """``TCPStore`` whose server listens on ``host`` through a socket bound here.
+
+        Arguments are accepted positionally in ``TCPStore``'s order or by name; only a
+        server (``is_master``) without its own ``master_listen_fd`` is changed. Port 0
+        picks a free port, which the store then reports.
+        """
+
         _mtgym_bound = host
         _mtgym_base = base
 
@@ -210,7 +274,12 @@ def bind_stores(host: str) -> None:
 
 
 def bind_stores_from_env() -> str:
-    """``bind_stores($MTGYM_STORE_BIND)`` when it is set and not empty; returns the host."""
+    """``bind_stores($MTGYM_STORE_BIND)`` when it is set and not empty; returns the host.
+
+    Returns:
+        The host the stores are bound to, or ``""`` when the variable is unset or empty
+        (torch's default of every interface is left in place).
+    """
     host = os.environ.get(BIND_ENV, "")
     if host:
         bind_stores(host)

@@ -37,7 +37,20 @@ from mtgym.sim.view import SchedulerView
 def trace_header(
     instance: Instance, *, scenario: str, policy: str, seed: int | None, t_end: float | None = None
 ) -> TraceHeader:
-    """The header of a trace of ``instance``: its jobs and their predicted curves."""
+    """The header of a trace of ``instance``: its jobs and their predicted curves.
+
+    Job ids are the instance's job indices as text. Each job's ``curve`` maps ``n`` (1 to
+    its ``max_nodes``) to the simulator's rate in samples/s on ``n`` packed nodes of its
+    best type (``ThroughputModel.ideal_curve``).
+
+    Args:
+        instance: the episode's instance.
+        scenario: the scenario name, stored in the header.
+        policy: the policy name, stored in the header.
+        seed: the episode seed (None: not known).
+        t_end: where the recording stops, in simulated seconds (None: the instance's
+            ``t_end``; never later than it).
+    """
     jobs = instance.jobs
     model = throughput_model(instance)
     tjobs = {}
@@ -71,7 +84,19 @@ def trace_header(
 
 
 class RecordDecisions:
-    """A policy wrapper and ``on_step`` callback that writes a trace (see module doc)."""
+    """A policy wrapper and ``on_step`` callback that writes a trace (see module doc).
+
+    It copies the inner policy's ``name``, ``info_mode`` and ``decision_interval_s``, so
+    ``play`` treats it as the inner policy (same view, same schedule).
+
+    Args:
+        policy: the policy whose decisions are recorded.
+        instance: the episode's instance (nodes, jobs, supply windows).
+        writer: the open trace; the header is already written.
+
+    Attributes:
+        events: trace lines written so far.
+    """
 
     def __init__(self, policy: Policy, instance: Instance, writer: TraceWriter) -> None:
         self.policy = policy
@@ -88,13 +113,29 @@ class RecordDecisions:
 
     # -- Policy ------------------------------------------------------------------------
     def reset(self, view: SchedulerView) -> None:
-        """Reset the inner policy; the episode starts with no job holding nodes."""
+        """Reset the inner policy and take the view's node map as the recorded state.
+
+        Args:
+            view: the first view of the episode (no job holds nodes yet at ``t_start``).
+        """
         self.policy.reset(view)
         self._cur = np.array(view.node_job, dtype=np.int32, copy=True)
         self._t = float(view.time)
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """The inner policy's decision, recorded as the simulator will apply it."""
+        """The inner policy's decision, recorded as the simulator will apply it.
+
+        The recorded map is the one ``repair_allocation`` makes of it (nodes not idle or
+        given to inactive jobs dropped, jobs cut to ``max_nodes``, jobs below ``min_nodes``
+        given none), so the trace holds what the simulator runs, not what the policy asked
+        for.
+
+        Args:
+            view: the current view; changes are written at ``view.time``.
+
+        Returns:
+            The inner policy's allocation, unchanged (the simulator repairs it itself).
+        """
         alloc = self.policy.decide(view)
         node_job = alloc.node_job if isinstance(alloc, Allocation) else alloc
         a = validate_allocation(node_job, self.instance.num_nodes, self.instance.num_jobs)
@@ -105,7 +146,18 @@ class RecordDecisions:
 
     # -- on_step -----------------------------------------------------------------------
     def on_step(self, state: ClusterState, info: StepInfo) -> None:
-        """Record what the simulator's events changed between ``info.t0`` and ``info.t1``."""
+        """Record what the simulator's events changed between ``info.t0`` and ``info.t1``.
+
+        Each lost node is dated: a reclaim at the end of the node's supply window that falls
+        in ``(t0, t1]``, a completion or stop at the job's finish time, anything else (a
+        release below the minimum) at ``t1``, or at the time of the reclaim that caused it.
+        Losses at or after the instance's ``t_end`` are not written (the end line stops
+        every job). Gains never come from events: they were written in ``decide``.
+
+        Args:
+            state: the simulator's state after the step.
+            info: the step's interval (``t0``, ``t1``, simulated seconds).
+        """
         new = state.node_job
         changed = np.flatnonzero(new != self._cur)
         if changed.size == 0:
@@ -160,6 +212,14 @@ class RecordDecisions:
 
     # -- writing -----------------------------------------------------------------------
     def _emit(self, t: float, node_job: np.ndarray, why: dict[int, str]) -> None:
+        """Write one line per job whose node set differs from the recorded one, then adopt it.
+
+        Args:
+            t: the change's simulated time; raised to the last written time if earlier, so
+                the trace never goes backwards.
+            node_job: (N,) the job index on each node, -1 for none.
+            why: the reason per job index; jobs not in it get ``"decision"``.
+        """
         node_job = np.asarray(node_job, dtype=np.int32)
         diff = np.flatnonzero(node_job != self._cur)
         if diff.size == 0:
@@ -194,7 +254,25 @@ def record_episode(
     decision_interval_s: float | None = None,
     **run_kwargs: Any,
 ) -> tuple[EpisodeResult, Path]:
-    """Run ``policy`` on ``instance`` and write its decisions to the trace ``out``."""
+    """Run ``policy`` on ``instance`` and write its decisions to the trace ``out``.
+
+    The trace ends with an end line at the episode's last simulated time; if ``play``
+    raises, the file is closed without it (a truncated trace that ``read_trace`` rejects).
+
+    Args:
+        instance: the episode's instance.
+        policy: the policy to run and record.
+        out: the trace file to write (replaced if it exists).
+        scenario: the scenario name for the header.
+        seed: the episode seed for the header.
+        until: stop the episode at this simulated time (None: when ``play`` ends).
+        decision_interval_s: decide only every that many simulated seconds (None: the
+            policy's own schedule, see ``play``).
+        **run_kwargs: passed on to ``play`` (``debug``, ``to_horizon``).
+
+    Returns:
+        ``play``'s result and the trace's path.
+    """
     header = trace_header(instance, scenario=scenario, policy=policy.name, seed=seed, t_end=until)
     writer = TraceWriter(out, header)
     rec = RecordDecisions(policy, instance, writer)

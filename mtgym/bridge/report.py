@@ -30,6 +30,7 @@ VERSION = 1
 
 
 def _err(pred: float | None, meas: float | None) -> float | None:
+    """``(pred - meas) / meas``, or None when either is missing or NaN or ``meas`` is 0."""
     if pred is None or meas is None or not meas or math.isnan(pred) or math.isnan(meas):
         return None
     return (pred - meas) / meas
@@ -40,6 +41,16 @@ def check_monotone(
 ) -> list[str]:
     """Where the prediction grows with the node count, the measurement must not shrink
     by more than ``tol``; returns the violations (empty = monotone where the model says so).
+
+    Only consecutive measured node counts with a prediction are compared.
+
+    Args:
+        measured: node count -> measured samples/s.
+        predicted: node count -> predicted samples/s (None: no figure, skipped).
+        tol: the relative drop tolerated (machine noise), 0.05 = 5 %.
+
+    Returns:
+        One line per violation: the node counts and both pairs of rates.
     """
     out = []
     ns = sorted(n for n in measured if predicted.get(n) is not None)
@@ -57,6 +68,12 @@ def check_monotone(
 def failures(meas: Measurements, max_restarts: int | None = None) -> list[str]:
     """Why a replay failed, one phrase per job: no progress at all although it was
     launched, or more crashes than ``--max-restarts`` allowed. Empty = no failure.
+
+    A job that was never launched (the trace never gave it nodes) is not a failure.
+
+    Args:
+        meas: the replay's measurements.
+        max_restarts: the replay's limit, quoted in the message (None: not quoted).
     """
     out = []
     for j, jm in meas.jobs.items():
@@ -82,7 +99,21 @@ def build_report(
     calibration_path: str | None = None,
     trace: Trace | None = None,
 ) -> dict[str, Any]:
-    """The report of a replay folder (measured now unless ``meas`` is given)."""
+    """The report of a replay folder (measured now unless ``meas`` is given).
+
+    Args:
+        out_dir: the replay folder (``replay.json``, ``trace.jsonl``, ``events.jsonl``).
+        meas: its measurements (None: ``measure_replay(out_dir)`` with the defaults).
+        calibration: a calibration file's object to predict with (None: the trace's own
+            rates, scaled to wall time).
+        calibration_path: its path, for ``prediction_source``.
+        trace: the replayed trace (None: ``out_dir/trace.jsonl``).
+
+    Returns:
+        The report: ``ok`` and ``failures``, where the prediction came from, the trace and
+        clock, per job (``_job_report``) and ``totals``. A failed simulation of the
+        prediction leaves NaN samples and its error in ``simulation_error``.
+    """
     out = Path(out_dir)
     meta = load_replay_meta(out)
     meas = meas or measure_replay(out)
@@ -158,6 +189,8 @@ def _job_report(
     """One job's entry: ``jm`` its measurements, ``p`` its prediction (or None), ``ps`` its
     simulated samples, ``capped_from`` its uncapped world size; appends the job's
     throughput errors to ``all_err``.
+
+    Predictions are looked up only at the node counts that were measured.
     """
     measured = {n: t.samples_per_s for n, t in jm.throughput.items()}
     predicted = {n: (p.rate(n) if p else None) for n in measured}
@@ -204,7 +237,16 @@ def _world_sizes(
     predicted: dict[int, float | None],
     all_err: list[float],
 ) -> dict[str, Any]:
-    """Per node count: predicted and measured throughput and speed-up, and their errors."""
+    """Per node count: predicted and measured throughput and speed-up, and their errors.
+
+    Speed-ups are relative to the smallest measured node count, on both sides, so they
+    compare even when the prediction is in a scenario's units. Appends each throughput
+    error to ``all_err``.
+
+    Returns:
+        Node count (as text) -> its row: rates, errors, speed-ups, and the measurement's
+        seconds, intervals, generations and median step time.
+    """
     ws: dict[str, Any] = {}
     ref = min(measured) if measured else None
     for n, t in jm.throughput.items():
@@ -234,7 +276,11 @@ def _world_sizes(
 
 
 def _rescale_costs(jm: JobMeasurement, p: predict.JobPrediction | None) -> dict[str, Any]:
-    """Measured rescale costs per kind of transition, their mean and the predicted cost."""
+    """Measured rescale costs per kind of transition, their mean and the predicted cost.
+
+    Kinds ``up``, ``down``, ``start``, ``restart`` and ``same``; only the first three have
+    a predicted cost (``r_up_s``, ``r_down_s``, ``startup_s``), the others None.
+    """
     return {
         kind: {
             "measured_s": jm.costs(kind),
@@ -252,7 +298,12 @@ def _rescale_costs(jm: JobMeasurement, p: predict.JobPrediction | None) -> dict[
 def _totals(
     meas: Measurements, jobs: dict[str, Any], all_err: list[float], fails: list[str]
 ) -> dict[str, Any]:
-    """The replay's totals over the job entries ``jobs``."""
+    """The replay's totals over the job entries ``jobs``.
+
+    ``predicted_samples`` is None unless every job has a finite prediction;
+    ``reclaim_deadlines_met`` is None without reclaims and False if any reclaim's outcome
+    is unknown. Throughput errors are pooled over every job and node count (``all_err``).
+    """
     ms = sum(jb["samples"]["measured"] for jb in jobs.values())
     pss = [jb["samples"]["predicted"] for jb in jobs.values()]
     ps_total = sum(pss) if pss and all(v is not None and not math.isnan(v) for v in pss) else None
@@ -281,17 +332,19 @@ def _totals(
 
 
 def _f(v: Any, fmt: str = ",.1f") -> str:
+    """``format(v, fmt)``, or ``n/a`` for None and NaN."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
     return format(v, fmt)
 
 
 def _pct(v: float | None) -> str:
+    """A signed percentage (``+3.1%``), or ``n/a`` for None."""
     return "n/a" if v is None else f"{v:+.1%}"
 
 
 def render_markdown(rep: dict[str, Any]) -> str:
-    """``report.md``."""
+    """``report.md`` of ``build_report``'s ``rep``: settings, totals, then each job's tables."""
     tr, tot = rep["trace"], rep["totals"]
     lines = []
     if rep.get("failures"):
@@ -373,7 +426,14 @@ def render_markdown(rep: dict[str, Any]) -> str:
 
 
 def cap_lines(rep: dict[str, Any]) -> list[str]:
-    """The report's note on ``--max-world-size`` (none when it cut no job)."""
+    """The report's note on ``--max-world-size`` (none when it cut no job).
+
+    Args:
+        rep: ``build_report``'s answer (``capped``, ``max_world_size``).
+
+    Returns:
+        Zero or one Markdown list item.
+    """
     caps = rep.get("capped") or {}
     if not caps:
         return []
@@ -386,7 +446,16 @@ def cap_lines(rep: dict[str, Any]) -> list[str]:
 
 
 def gpu_lines(rep: dict[str, Any]) -> list[str]:
-    """The report's GPU line: rank 0's utilisation and peak memory per job (CUDA only)."""
+    """The report's GPU line: rank 0's utilisation and peak memory per job (CUDA only).
+
+    The bridge commands also print it after a replay or report (``cli._summary``).
+
+    Args:
+        rep: ``build_report``'s answer.
+
+    Returns:
+        Zero or one Markdown list item (none when no job reported a GPU).
+    """
     out = []
     for j, jb in rep["jobs"].items():
         g = jb.get("gpu")
@@ -400,7 +469,15 @@ def gpu_lines(rep: dict[str, Any]) -> list[str]:
 
 
 def write_report(out_dir: str | Path, rep: dict[str, Any], *, stem: str = "report") -> tuple:
-    """Write ``<stem>.json`` and ``<stem>.md`` into ``out_dir``; returns both paths."""
+    """Write ``<stem>.json`` and ``<stem>.md`` into ``out_dir``; returns both paths.
+
+    Both atomically; in the JSON, NaN and infinities become null (``_clean``).
+
+    Args:
+        out_dir: the replay folder.
+        rep: ``build_report``'s answer.
+        stem: the file names' stem (``report``; ``report-calibrated`` for a second one).
+    """
     out = Path(out_dir)
     pj, pm = out / f"{stem}.json", out / f"{stem}.md"
     atomic_write_json(pj, _clean(rep), default=str, allow_nan=False)

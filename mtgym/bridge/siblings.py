@@ -15,7 +15,15 @@ from types import ModuleType
 
 
 def load(stem: str) -> ModuleType:
-    """The bridge's ``<stem>.py`` loaded by path (once per process)."""
+    """The bridge's ``<stem>.py`` loaded by path (once per process).
+
+    Args:
+        stem: the file name without ``.py`` (``"worker"``, ``"procs"``, ``"checkpoint"``).
+
+    Returns:
+        The module, registered as ``_mtgym_bridge_<stem>`` before it runs (so files that
+        load each other get the same object).
+    """
     name = f"_mtgym_bridge_{stem}"
     if name in sys.modules:
         return sys.modules[name]

@@ -17,6 +17,11 @@ from pathlib import Path
 
 
 def _procs():
+    """``procs.py`` loaded by path as ``_mtgym_bridge_procs`` (no ``mtgym`` import).
+
+    Registered in ``sys.modules`` before it runs, as ``siblings.load`` does, so a second
+    load in the same process finds it.
+    """
     spec = importlib.util.spec_from_file_location(
         "_mtgym_bridge_procs", Path(__file__).with_name("procs.py")
     )
@@ -28,7 +33,12 @@ def _procs():
 
 
 def main() -> None:
-    """Apply the binding, name this process as the workers' parent, run torchrun."""
+    """Apply the binding, name this process as the workers' parent, run torchrun.
+
+    ``sys.argv[1:]`` is passed to ``torch.distributed.run`` unchanged; it runs as
+    ``__main__`` in this process, so the workers' parent is this PID
+    (``MTGYM_PARENT_PID``). Does not return normally when torchrun calls ``sys.exit``.
+    """
     procs = _procs()
     procs.bind_stores_from_env()
     os.environ[procs.PARENT_ENV] = str(os.getpid())

@@ -43,11 +43,24 @@ REASONS = ("decision", "reclaim", "complete", "stopped", "release")
 
 
 class TraceError(DataError):
-    """A trace file is malformed, truncated or of an unsupported version."""
+    """A trace file is malformed, truncated or of an unsupported version.
+
+    Built as ``DataError(path, field, value, allowed, row=line)``: the message names the
+    file, the line (1 is the header), the field (``jobs.<id>.r_up_s``) and the bad value.
+    """
 
 
 class FieldError(ValueError):
-    """One bad field (``read_trace`` turns it into a ``TraceError`` naming file and line)."""
+    """One bad field (``read_trace`` turns it into a ``TraceError`` naming file and line).
+
+    Raised by the validators that do not know the file (``TraceJob.from_json``,
+    ``check_job_id``, the number checks).
+
+    Args:
+        field: the field's name inside its object (``r_up_s``, ``curve.2``).
+        value: the value found.
+        allowed: what would have been accepted, in words.
+    """
 
     def __init__(self, field: str, value: Any, allowed: str) -> None:
         self.field, self.value, self.allowed = field, value, allowed
@@ -59,7 +72,17 @@ JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 def check_job_id(job_id: Any) -> str:
-    """``job_id`` if it is a safe path part (no separators, ``..``, absolute paths)."""
+    """``job_id`` if it is a safe path part (no separators, ``..``, absolute paths).
+
+    Allowed: 1 to 64 letters, digits, ``.``, ``_`` and ``-``, starting with a letter or
+    digit, without ``..`` (``JOB_ID``). Each id names a folder ``jobs/<id>`` of a replay.
+
+    Args:
+        job_id: the id read from the header's ``jobs`` keys.
+
+    Raises:
+        FieldError: on field ``jobs`` when the id is not a string or not safe.
+    """
     if not isinstance(job_id, str) or not JOB_ID.match(job_id) or ".." in job_id:
         raise FieldError(
             "jobs",
@@ -71,7 +94,17 @@ def check_job_id(job_id: Any) -> str:
 
 
 def _number(v: Any, field: str, *, lo: float | None = None, positive: bool = False) -> float:
-    """A finite JSON number (not a bool), >= ``lo`` (> ``lo`` when ``positive``)."""
+    """A finite JSON number (not a bool), >= ``lo`` (> ``lo`` when ``positive``).
+
+    Args:
+        v: the JSON value.
+        field: its name, for the error.
+        lo: the lower bound (None: any finite number).
+        positive: make the bound strict.
+
+    Raises:
+        FieldError: not a number, NaN or infinite, or below the bound.
+    """
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
         raise FieldError(field, v, "a finite number")
     if lo is not None and (v <= lo if positive else v < lo):
@@ -80,7 +113,16 @@ def _number(v: Any, field: str, *, lo: float | None = None, positive: bool = Fal
 
 
 def _count(v: Any, field: str, lo: int) -> int:
-    """An integer >= ``lo`` (an integral float such as 2.0 is fine; 1.5 and bools are not)."""
+    """An integer >= ``lo`` (an integral float such as 2.0 is fine; 1.5 and bools are not).
+
+    Args:
+        v: the JSON value.
+        field: its name, for the error.
+        lo: the smallest allowed value.
+
+    Raises:
+        FieldError: a bool, not a number, NaN, infinite, a fraction, or below ``lo``.
+    """
     if (
         isinstance(v, bool)
         or not isinstance(v, int | float)
@@ -97,7 +139,24 @@ def _count(v: Any, field: str, lo: int) -> int:
 
 @dataclass
 class TraceJob:
-    """A job as the simulator saw it (``curve``: node count -> predicted samples/s)."""
+    """A job as the simulator saw it (``curve``: node count -> predicted samples/s).
+
+    Times are simulated seconds; the replay divides them by its time scale.
+
+    Attributes:
+        name: the simulator's job name (not the id: ids are the header's keys).
+        model: the simulator's model name, free text; it does not pick the torch model.
+        app_class: PAL's class, ``"A"`` to ``"D"``; it picks the torch model of a replay.
+        min_nodes: the fewest simulator nodes the job runs on (>= 1).
+        max_nodes: the most simulator nodes it runs on (>= ``min_nodes``).
+        submit_s: when it was submitted.
+        work: samples to process to complete (``inf``: unbounded, ``null`` in JSON).
+        r_up_s: pause of a scale-up.
+        r_down_s: pause of a scale-down.
+        startup_s: pause of a start from 0 nodes.
+        curve: ``n`` (>= 1) -> the simulator's rate in samples/s on ``n`` packed nodes of
+            the job's best type; may be empty.
+    """
 
     name: str
     model: str = ""
@@ -112,7 +171,7 @@ class TraceJob:
     curve: dict[int, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict (curve keys as strings, inf work as null)."""
+        """JSON-ready dict (curve keys as strings, sorted by node count; inf work as null)."""
         d = asdict(self)
         d["curve"] = {str(k): float(v) for k, v in sorted(self.curve.items())}
         d["work"] = None if not math.isfinite(self.work) else float(self.work)
@@ -122,8 +181,15 @@ class TraceJob:
     def from_json(cls, d: dict[str, Any]) -> TraceJob:
         """Inverse of ``to_json``, validating every field.
 
+        Missing fields take the dataclass defaults except ``name``; ``app_class`` is read
+        case-insensitively; ``curve`` keys must be decimal integers >= 1.
+
+        Args:
+            d: one entry of the header's ``jobs`` object.
+
         Raises:
-            FieldError: a missing, unknown or out-of-range field (its name, value, allowed).
+            FieldError: a missing name, an unknown field, or one that is out of range (its
+                name, value, allowed).
         """
         if not isinstance(d, dict):
             raise FieldError("", d, "an object with the job's fields")
@@ -173,7 +239,20 @@ class TraceJob:
 
 @dataclass
 class TraceHeader:
-    """The first line of a trace."""
+    """The first line of a trace.
+
+    Attributes:
+        scenario: the scenario the decisions were recorded on.
+        policy: the recorded policy's name.
+        seed: the episode seed (None: unknown).
+        t_start: the recording's start, simulated seconds.
+        t_end: the instance's end (or ``until``), simulated seconds; not the end line's time.
+        num_nodes: simulator nodes; event node indices are below it.
+        jobs: the jobs by id (each id a safe folder name, ``check_job_id``).
+        gpus_per_node: GPUs of one simulator node in the scenario (>= 1).
+        node_names: host names per node index (Slurm), or None.
+        extra: free-form metadata, kept as read.
+    """
 
     scenario: str
     policy: str
@@ -187,7 +266,7 @@ class TraceHeader:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The header line's object."""
+        """The header line's object, with ``format`` and ``version`` added."""
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -206,7 +285,15 @@ class TraceHeader:
 
 @dataclass(frozen=True)
 class TraceEvent:
-    """A job's node set from time ``t`` on (simulated seconds)."""
+    """A job's node set from time ``t`` on (simulated seconds).
+
+    Attributes:
+        t: when the set takes effect.
+        job: the job id.
+        nodes: simulator node indices, empty when the job stops.
+        reason: one of ``REASONS`` (see the module docstring).
+        rate: the simulator's predicted samples/s on this node set (None: not recorded).
+    """
 
     t: float
     job: str
@@ -220,7 +307,7 @@ class TraceEvent:
         return len(self.nodes)
 
     def to_json(self) -> dict[str, Any]:
-        """The line's object."""
+        """The line's object (``world_size`` included; ``rate`` only when known)."""
         d: dict[str, Any] = {
             "t": self.t,
             "job": self.job,
@@ -235,7 +322,16 @@ class TraceEvent:
 
 @dataclass(frozen=True)
 class Segment:
-    """A job held ``nodes`` on [t0, t1) (simulated seconds)."""
+    """A job held ``nodes`` on [t0, t1) (simulated seconds).
+
+    Attributes:
+        job: the job id.
+        t0: the start of the interval (the event's time).
+        t1: the next change of the job, or the trace's end.
+        nodes: the non-empty node set held throughout.
+        reason: the reason of the event that opened the interval.
+        rate: that event's predicted samples/s, or None.
+    """
 
     job: str
     t0: float
@@ -252,7 +348,13 @@ class Segment:
 
 @dataclass
 class Trace:
-    """A whole trace: header, node-set changes, and the end time."""
+    """A whole trace: header, node-set changes, and the end time.
+
+    Attributes:
+        header: the first line.
+        events: the node-set changes in time order (validated by ``read_trace``).
+        t_end: the end line's time, simulated seconds: every job stops there.
+    """
 
     header: TraceHeader
     events: list[TraceEvent]
@@ -264,7 +366,17 @@ class Trace:
         return self.header.jobs
 
     def segments(self, job: str | None = None) -> list[Segment]:
-        """Intervals with a constant, non-empty node set (all jobs or one), by start time."""
+        """Intervals with a constant, non-empty node set (all jobs or one), by start time.
+
+        Zero-length intervals (two changes of a job at the same time) are dropped; the last
+        interval of a running job ends at ``t_end``.
+
+        Args:
+            job: one job id, or None for all jobs.
+
+        Returns:
+            The segments sorted by ``(t0, job)``.
+        """
         out: list[Segment] = []
         open_: dict[str, TraceEvent] = {}
         for ev in self.events:
@@ -280,12 +392,29 @@ class Trace:
         return sorted(out, key=lambda s: (s.t0, s.job))
 
     def world_sizes(self, job: str) -> list[tuple[float, int]]:
-        """(t, world size) steps of one job, 0 = not running."""
+        """(t, world size) steps of one job, 0 = not running.
+
+        Args:
+            job: the job id.
+
+        Returns:
+            One pair per event of the job, in trace order (simulated seconds, nodes).
+        """
         return [(ev.t, ev.world_size) for ev in self.events if ev.job == job]
 
     def predicted_rate(self, job: str, world_size: int) -> float | None:
         """The simulator's rate of ``job`` on ``world_size`` nodes: the time-weighted mean of
         the rates it used on such node sets, else the header's curve (None if unknown).
+
+        The recorded rates account for where the nodes were (slow nodes, spread); the
+        curve is the packed best-node figure.
+
+        Args:
+            job: the job id.
+            world_size: simulator nodes.
+
+        Returns:
+            samples per simulated second, or None when neither source has a figure.
         """
         num = den = 0.0
         for s in self.segments(job):
@@ -297,7 +426,18 @@ class Trace:
         return self.jobs[job].curve.get(world_size)
 
     def restricted(self, jobs: list[str] | None = None, until: float | None = None) -> Trace:
-        """A copy with only ``jobs`` and only events before ``until``."""
+        """A copy with only ``jobs`` and only events before ``until``.
+
+        The copy's header has those jobs only and ``t_end`` = the new end; events are
+        shared (frozen), the header's other fields are copied shallowly.
+
+        Args:
+            jobs: the job ids to keep (None: all).
+            until: the new end, simulated seconds (None: keep ``t_end``; never later).
+
+        Raises:
+            KeyError: a job id that the trace does not have.
+        """
         keep = set(self.jobs if jobs is None else jobs)
         unknown = keep - set(self.jobs)
         if unknown:
@@ -311,7 +451,16 @@ class Trace:
 
 
 class TraceWriter:
-    """Stream a trace: ``header`` first, then ``event`` calls in time order, then ``close``."""
+    """Stream a trace: ``header`` first, then ``event`` calls in time order, then ``close``.
+
+    The file is created (parents too) and the header written in ``__init__``; each line is
+    compact JSON with NaN refused. Leaving a ``with`` block closes the file without the end
+    line, so a trace whose writer failed reads as truncated.
+
+    Args:
+        path: the file to write (replaced if it exists).
+        header: the first line.
+    """
 
     def __init__(self, path: str | Path, header: TraceHeader) -> None:
         self.path = Path(path)
@@ -321,18 +470,30 @@ class TraceWriter:
         self._line(header.to_json())
 
     def _line(self, obj: dict[str, Any]) -> None:
+        """Write one JSON line (asserts the file is still open)."""
         assert self._f is not None, "trace already closed"
         self._f.write(json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n")
 
     def event(self, ev: TraceEvent) -> None:
-        """Append one change (times must not decrease)."""
+        """Append one change (times must not decrease).
+
+        Args:
+            ev: the change; its node set is not checked here (``read_trace`` does).
+
+        Raises:
+            ValueError: ``ev.t`` is before the previous event's time.
+        """
         if ev.t < self._t:
             raise ValueError(f"trace events out of order: {ev.t} after {self._t}")
         self._t = ev.t
         self._line(ev.to_json())
 
     def close(self, t_end: float) -> None:
-        """Write the end line and close."""
+        """Write the end line and close (a no-op when already closed).
+
+        Args:
+            t_end: the end line's time, simulated seconds; every job stops there.
+        """
         if self._f is None:
             return
         self._line({"t": float(t_end), "end": True})
@@ -349,7 +510,15 @@ class TraceWriter:
 
 
 def write_trace(path: str | Path, trace: Trace) -> Path:
-    """Write a whole trace."""
+    """Write a whole trace.
+
+    Args:
+        path: the file to write.
+        trace: the header, events (in time order) and end time to write.
+
+    Returns:
+        ``path`` as a ``Path``.
+    """
     w = TraceWriter(path, trace.header)
     for ev in trace.events:
         w.event(ev)
@@ -358,6 +527,7 @@ def write_trace(path: str | Path, trace: Trace) -> Path:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of the file's non-blank lines, numbered from 1."""
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f, start=1):
             if line.strip():
@@ -367,10 +537,21 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 def read_trace(path: str | Path, *, allow_truncated: bool = False) -> Trace:
     """Read and validate a trace.
 
+    Node exclusivity is checked once all lines of an instant are read, so a hand-over
+    between two jobs at the same time is accepted.
+
+    Args:
+        path: the trace file.
+        allow_truncated: accept a file without its end line; the trace then ends at its
+            last event (or ``t_start`` when it has none).
+
+    Returns:
+        The trace; blank lines are skipped.
+
     Raises:
         TraceError: not a trace, an unsupported version, a bad field (with the line), events
-            out of order, a node held by two jobs at once, or no end line (unless
-            ``allow_truncated``).
+            out of order, a node held by two jobs at once, anything after the end line, or
+            no end line (unless ``allow_truncated``).
     """
     path = Path(path)
     if not path.is_file():

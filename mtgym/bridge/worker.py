@@ -57,7 +57,7 @@ MODELS: dict[str, dict[str, Any]] = {
     "mlp": {"kind": "mlp", "in": 784, "hidden": (512, 512), "out": 10, "batch": 64},
     # 256-128-10, 34 k parameters: tiny, step time dominated by framework overhead.
     "tiny-mlp": {"kind": "mlp", "in": 256, "hidden": (128,), "out": 10, "batch": 64},
-    # 2 conv + 2 fc on 1x28x28, about 0.1 M parameters: compute-heavy, scales with workers.
+    # 2 conv + 2 fc on 1x28x28, 52 k parameters: compute-heavy, scales with workers.
     "cnn": {
         "kind": "cnn",
         "channels": (8, 16),
@@ -133,7 +133,17 @@ MODEL_SETS: dict[str, dict[int, str]] = {
 def model_for_app_class(app_class: int | str, model: str | None = None) -> str:
     """The model the bridge trains for a PAL app class (0..3 or "A".."D").
 
-    ``model``: a ``MODELS`` name (used as is), a ``MODEL_SETS`` name, or None (``small``).
+    Args:
+        app_class: the class as an index (A = 0) or a letter, any case.
+        model: a ``MODELS`` name (used as is, whatever the class), a ``MODEL_SETS`` name,
+            or None (``small``).
+
+    Returns:
+        A ``MODELS`` name.
+
+    Raises:
+        KeyError: ``model`` names neither a model nor a set.
+        ValueError: a letter other than A to D.
     """
     if model is not None and model in MODELS:
         return model
@@ -149,12 +159,26 @@ def model_choices() -> list[str]:
 
 
 def default_batch(name: str) -> int:
-    """The per-worker batch a model trains with unless ``--batch`` says otherwise."""
+    """The per-worker batch a model trains with unless ``--batch`` says otherwise.
+
+    Args:
+        name: a ``MODELS`` name (``KeyError`` otherwise).
+    """
     return int(MODELS[name]["batch"])
 
 
 def build_model(name: str) -> Any:
-    """A fresh ``torch.nn.Module`` for a ``MODELS`` name."""
+    """A fresh ``torch.nn.Module`` for a ``MODELS`` name.
+
+    The initial weights are the same on every rank and in every run (torch's global seed is
+    set to 1234 first, a side effect on the caller's RNG). The module is on the CPU, in fp32.
+
+    Args:
+        name: a ``MODELS`` name.
+
+    Raises:
+        ValueError: an unknown name.
+    """
     import torch
     from torch import nn
 
@@ -192,10 +216,22 @@ def build_model(name: str) -> Any:
 
 
 def _resnet(spec: dict[str, Any]) -> Any:
-    """ResNet with bottleneck blocks (torchvision's ``resnet50`` layout, plain torch.nn)."""
+    """ResNet with bottleneck blocks (torchvision's ``resnet50`` layout, plain torch.nn).
+
+    A 7x7 stride-2 stem and max pool, then ``len(blocks)`` stages: stage ``i`` has
+    ``blocks[i]`` bottlenecks of width ``width * 2**i`` (output 4x that), the first of each
+    stage after the first with stride 2; average pool and a linear head of ``out`` classes.
+
+    Args:
+        spec: a ``MODELS`` entry of kind ``resnet``.
+    """
     from torch import nn
 
     class Bottleneck(nn.Module):
+        """1x1 reduce, 3x3 (with the stride), 1x1 expand to ``4 width``, plus the shortcut
+        (a strided 1x1 projection when the shape changes).
+        """
+
         def __init__(self, cin: int, width: int, stride: int) -> None:
             super().__init__()
             cout = width * 4
@@ -217,6 +253,7 @@ def _resnet(spec: dict[str, Any]) -> Any:
             self.relu = nn.ReLU(inplace=True)
 
         def forward(self, x: Any) -> Any:
+            """ReLU of the body plus the shortcut, on (B, C, H, W)."""
             return self.relu(self.body(x) + self.skip(x))
 
     w = int(spec["width"])
@@ -237,7 +274,15 @@ def _resnet(spec: dict[str, Any]) -> Any:
 
 
 def _transformer(spec: dict[str, Any]) -> Any:
-    """A pre-norm transformer encoder on a sequence of feature vectors, mean-pooled."""
+    """A pre-norm transformer encoder on a sequence of feature vectors, mean-pooled.
+
+    Input (batch, seq, feat) is projected to ``d_model``, given a learned position
+    embedding, run through ``layers`` GELU encoder layers without dropout, layer-normed,
+    averaged over the sequence and classified into ``out`` classes.
+
+    Args:
+        spec: a ``MODELS`` entry of kind ``transformer``.
+    """
     import torch
     from torch import nn
 
@@ -245,6 +290,8 @@ def _transformer(spec: dict[str, Any]) -> Any:
     d = int(spec["d_model"])
 
     class Encoder(nn.Module):
+        """The encoder of ``_transformer`` (built from the enclosing ``spec``)."""
+
         def __init__(self) -> None:
             super().__init__()
             self.proj = nn.Linear(feat, d)
@@ -263,6 +310,7 @@ def _transformer(spec: dict[str, Any]) -> Any:
             self.head = nn.Linear(d, int(spec["out"]))
 
         def forward(self, x: Any) -> Any:
+            """(batch, seq, feat) inputs -> (batch, out) logits."""
             h = self.enc(self.proj(x) + self.pos)
             return self.head(self.norm(h).mean(dim=1))
 
@@ -270,7 +318,15 @@ def _transformer(spec: dict[str, Any]) -> Any:
 
 
 def input_shape(name: str) -> tuple[int, ...]:
-    """Shape of one input sample of a model."""
+    """Shape of one input sample of a model.
+
+    Args:
+        name: a ``MODELS`` name.
+
+    Returns:
+        ``(features,)`` for an MLP, ``(C, H, W)`` for a CNN or ResNet, ``(tokens,
+        features)`` for a transformer.
+    """
     spec = MODELS[name]
     return (spec["in"],) if spec["kind"] == "mlp" else tuple(spec["in"])
 
@@ -279,6 +335,15 @@ class SyntheticData:
     """Deterministic, learnable synthetic batches: ``x ~ N(0, 1)``, ``y = argmax(x W)``.
 
     Batch ``(step, rank)`` is the same in every run, so a resumed job sees the same data.
+    ``W`` (the "teacher", flattened input x ``out`` classes) is drawn once from ``seed`` on
+    the CPU and moved to ``device``. The batches on CUDA differ from those on the CPU (a
+    different generator), so a job should not change device between generations.
+
+    Args:
+        name: a ``MODELS`` name (input shape and class count).
+        batch: samples per batch (per worker).
+        seed: the data seed (``--seed``).
+        device: where batches are drawn and returned.
     """
 
     def __init__(self, name: str, batch: int, seed: int, device: Any) -> None:
@@ -299,6 +364,14 @@ class SyntheticData:
 
         On CUDA the batch is drawn on the GPU (a generator per device): a ResNet-50 batch
         drawn on the CPU would take longer than the GPU's step.
+
+        Args:
+            step: the global step the batch is for (0-based: the step count before it).
+            rank: the worker's rank; each rank gets different samples.
+
+        Returns:
+            ``(x, y)``: inputs of shape ``(batch, *input_shape)`` and int64 labels of shape
+            ``(batch,)``.
         """
         import torch
 
@@ -310,13 +383,22 @@ class SyntheticData:
 
 
 class Reporter:
-    """Rank 0's progress file: one JSON line per event, flushed at once (others: no-op)."""
+    """Rank 0's progress file: one JSON line per event, flushed at once (others: no-op).
+
+    Args:
+        path: the file to append to (``progress.jsonl``), or None for a rank that does not
+            report.
+    """
 
     def __init__(self, path: Path | None) -> None:
         self.f = open(path, "a", buffering=1) if path is not None else None  # noqa: SIM115
 
     def emit(self, **rec: Any) -> None:
-        """Append one record (``t`` = wall-clock time added when missing)."""
+        """Append one record (``t`` = wall-clock time added when missing).
+
+        Args:
+            **rec: the record's fields, compact JSON on one line.
+        """
         if self.f is None:
             return
         rec.setdefault("t", time.time())
@@ -324,7 +406,7 @@ class Reporter:
         self.f.flush()
 
     def close(self) -> None:
-        """Flush and close."""
+        """Flush, ``fsync`` and close (a no-op on ranks other than 0)."""
         if self.f is not None:
             self.f.flush()
             os.fsync(self.f.fileno())
@@ -332,7 +414,14 @@ class Reporter:
 
 
 def last_reported_step(path: Path) -> int:
-    """The highest ``step`` in a progress file (0 if none): steps up to it are redone."""
+    """The highest ``step`` in a progress file (0 if none): steps up to it are redone.
+
+    Covers every earlier generation of the job; unreadable lines (a torn tail) are
+    skipped.
+
+    Args:
+        path: the job's ``progress.jsonl``.
+    """
     best = 0
     if not path.exists():
         return 0
@@ -359,6 +448,11 @@ def _checkpoint_module() -> Any:
 def _sibling(stem: str) -> Any:
     """``mtgym.bridge.<stem>``, loaded by path when this file runs as a script
     (``siblings.load``).
+
+    Imported normally when this file was itself imported as part of the package.
+
+    Args:
+        stem: the file name without ``.py``.
     """
     if __package__:
         import importlib
@@ -376,7 +470,14 @@ def _path_loader() -> Any:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The worker's command line."""
+    """The worker's command line.
+
+    ``--model`` takes a ``MODELS`` name only (model sets are resolved by the controller).
+    ``--max-steps`` 0 means no limit; ``--ckpt-every`` 0 checkpoints only at the stop.
+
+    Args:
+        argv: the arguments without the program name (None: ``sys.argv[1:]``).
+    """
     p = argparse.ArgumentParser(prog="mtgym.bridge.worker", description=__doc__.splitlines()[0])
     p.add_argument("--job-dir", required=True, type=Path, help="per-job folder (shared FS)")
     p.add_argument("--model", default="mlp", choices=sorted(MODELS))
@@ -419,7 +520,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Script entry point: train, then leave with ``os._exit(0)`` (no gloo teardown)."""
+    """Script entry point: train, then leave with ``os._exit(0)`` (no gloo teardown).
+
+    Args:
+        argv: the arguments (None: ``sys.argv[1:]``).
+    """
     train(argv)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -432,6 +537,18 @@ def train(argv: Sequence[str] | None = None) -> int:
     Ends with ``barrier; destroy_process_group``; the caller exits the process without
     interpreter teardown (``main`` or a forked agent child, which multiprocessing ends with
     ``os._exit``).
+
+    Reads ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` from torchrun's environment, writes
+    its PID file, joins the process group, resumes from the newest valid checkpoint and
+    reports ``start`` (with the wall times of the process start, the torch import and the
+    process group, for the restart-cost breakdown). ``MTGYM_FAULT=crash-at-start`` makes
+    it fail on purpose (tests).
+
+    Args:
+        argv: the worker's arguments (``parse_args``).
+
+    Returns:
+        The global step it stopped at.
     """
     args = parse_args(argv)
     procs = _sibling("procs")
@@ -482,7 +599,16 @@ def train(argv: Sequence[str] | None = None) -> int:
 
 @dataclass(frozen=True)
 class _Placement:
-    """Where a rank trains: its torch device and what follows from it."""
+    """Where a rank trains: its torch device and what follows from it.
+
+    Attributes:
+        device: the ``torch.device`` (``cuda:0`` under ``LocalLauncher``).
+        physical: the GPU's id as ``CUDA_VISIBLE_DEVICES`` names it (None on CPU).
+        use_cuda: the rank trains on a GPU.
+        backend: the process group backend, ``"nccl"`` or ``"gloo"``.
+        amp: forward pass in bf16 autocast (CUDA and a model marked ``amp``).
+        channels_last: NHWC memory format (ResNets on CUDA).
+    """
 
     device: Any  # torch.device
     physical: str | None  # the GPU's id as CUDA_VISIBLE_DEVICES names it (None on CPU)
@@ -493,7 +619,19 @@ class _Placement:
 
 
 def _place(args: argparse.Namespace, local_rank: int) -> _Placement:
-    """Pick this rank's device (and make it current) from ``--device`` and ``--backend``."""
+    """Pick this rank's device (and make it current) from ``--device`` and ``--backend``.
+
+    Must run before anything initialises CUDA: it may set ``CUDA_VISIBLE_DEVICES``. With
+    ``--device auto`` CUDA is used when torch sees a GPU. Turns on cuDNN's benchmark mode
+    on CUDA.
+
+    Args:
+        args: the parsed command line.
+        local_rank: torchrun's ``LOCAL_RANK``.
+
+    Raises:
+        SystemExit: CUDA is asked for but the rank has no GPU.
+    """
     import torch
 
     gpu = _sibling("gpu")
@@ -527,7 +665,22 @@ def _place(args: argparse.Namespace, local_rank: int) -> _Placement:
 
 
 class _Run:
-    """One rank's training run: the model, its optimiser and the counters it reports."""
+    """One rank's training run: the model, its optimiser and the counters it reports.
+
+    ``resume`` builds the model; then ``loop`` trains and ``finish`` leaves the group.
+
+    Args:
+        args: the parsed command line.
+        rank: the global rank (0 writes reports and checkpoints).
+        world: the world size (workers).
+        place: the rank's device.
+        rep: the progress reporter (a no-op on ranks other than 0).
+
+    Attributes:
+        step: the global step reached (steps before this generation included).
+        samples: the global samples processed, cumulative over the job.
+        committed: the step of the newest durable checkpoint.
+    """
 
     def __init__(
         self, args: argparse.Namespace, rank: int, world: int, place: _Placement, rep: Reporter
@@ -541,7 +694,12 @@ class _Run:
         self.sampler: Any = None  # rank 0 on CUDA: the GPU's sampler (set by ``loop``)
 
     def resume(self) -> None:
-        """Load the newest valid checkpoint (if any) and build the model and optimiser."""
+        """Load the newest valid checkpoint (if any) and build the model and optimiser.
+
+        Rank 0 removes stale temporary files, picks the newest checkpoint that verifies
+        (reporting ``ckpt_invalid`` for each it skips) and broadcasts its step; every rank
+        then loads that file. Collective: every rank must call it.
+        """
         import torch
         import torch.distributed as dist
 
@@ -584,7 +742,14 @@ class _Run:
         self.step = self.committed = start_step
 
     def checkpoint(self, step: int) -> None:
-        """Rank 0 writes a durable checkpoint of ``step`` and reports it committed."""
+        """Rank 0 writes a durable checkpoint of ``step`` and reports it committed.
+
+        Holds the model and optimiser states, ``samples``, the world size and generation;
+        keeps the newest ``--keep``. A no-op on other ranks.
+
+        Args:
+            step: the global step the state is at.
+        """
         if self.rank != 0:
             return
         state = {
@@ -603,7 +768,15 @@ class _Run:
         )
 
     def loop(self) -> str:
-        """Train step after step until ``--max-steps`` or an agreed stop; returns why."""
+        """Train step after step until ``--max-steps`` or an agreed stop; returns why.
+
+        Rank 0 reports every step; a step at or below the highest step ever reported is
+        marked ``redo`` (it was run before a crash). On CUDA rank 0 also reports the GPU
+        every ``--gpu-every`` seconds.
+
+        Returns:
+            ``"max_steps"`` or ``"stop_file"``.
+        """
         import torch
 
         args, place, rep = self.args, self.place, self.rep
@@ -644,7 +817,15 @@ class _Run:
                 return "stop_file"
 
     def finish(self, reason: str) -> None:
-        """Checkpoint the last step, report ``stop`` and leave the process group."""
+        """Checkpoint the last step, report ``stop`` and leave the process group.
+
+        ``stop`` is reported after a barrier, so it means every rank finished its last step
+        and the checkpoint is durable. If the teardown hangs for 20 s, the stacks are dumped
+        to the log.
+
+        Args:
+            reason: ``loop``'s answer, recorded in the ``stop`` report.
+        """
         import torch.distributed as dist
 
         if self.sampler is not None:
@@ -666,7 +847,15 @@ class _Run:
         faulthandler.cancel_dump_traceback_later()
 
     def _train_step(self, data: SyntheticData, loss_fn: Any) -> Any:
-        """One optimiser step on this rank's batch of ``self.step``; returns the loss."""
+        """One optimiser step on this rank's batch of ``self.step``; returns the loss.
+
+        Args:
+            data: the batch source.
+            loss_fn: cross-entropy.
+
+        Returns:
+            The loss, a scalar tensor on the rank's device.
+        """
         import torch
 
         place = self.place
@@ -697,7 +886,13 @@ class _Run:
             off += n
 
     def _stop_agreed(self, flag: Any) -> bool:
-        """Whether any rank sees the stop file (every rank learns the same answer)."""
+        """Whether any rank sees the stop file (every rank learns the same answer).
+
+        Collective (an ``all_reduce`` MAX). ``--ignore-stop`` makes this rank vote no.
+
+        Args:
+            flag: a one-element int64 tensor on the rank's device, reused between votes.
+        """
         import torch.distributed as dist
 
         stop_file = self.args.stop_file

@@ -15,7 +15,15 @@ from typing import Any
 
 
 def _echo(rec: dict[str, Any], show_commands: bool = False) -> None:
-    """One console line per interesting event (all of them go to events.jsonl)."""
+    """One console line per interesting event (all of them go to events.jsonl).
+
+    Printed: node changes (with the known end relative to now), launches, stops and
+    releases, Slurm errors and retries (on stderr), and the start line.
+
+    Args:
+        rec: an event record as ``EventLog`` wrote it.
+        show_commands: also print a launch's commands after its ``mkdir`` (``--dry-run``).
+    """
     ev, rel = rec["event"], rec["rel"]
     if ev.startswith("node_"):
         end = f", needed at +{rec['known_end'] - rec['t']:.0f} s" if rec.get("known_end") else ""
@@ -43,6 +51,17 @@ def _echo(rec: dict[str, Any], show_commands: bool = False) -> None:
 
 
 def _cmd_scavenge(args: argparse.Namespace) -> int:
+    """``mtgym scavenge``: build the Slurm client, supply, launcher and loop, then run it.
+
+    ``--out`` is created and proven writable before the first poll. The Slurm commands
+    get this process's environment (``SLURM_CONF``); ``--retries`` counts retries, so a
+    command is tried ``retries + 1`` times. The jobs are the scenario's at ``--seed``; the
+    policy is made from its registered name as is.
+
+    Returns:
+        2 without ``--slurm``; otherwise ``_run``'s status. A Slurm that cannot be read at
+        the start raises ``SlurmError`` (``mtgym.command.dispatch``: status 2).
+    """
     import secrets
 
     from mtgym.core.io import prepare_out_dir
@@ -102,7 +121,19 @@ def _cmd_scavenge(args: argparse.Namespace) -> int:
 
 
 def _launcher(args: argparse.Namespace, slurm: Any, client: Any) -> Any:
-    """What starts the jobs: srun steps or local workers with ``--bridge``, else a report."""
+    """What starts the jobs: srun steps or local workers with ``--bridge``, else a report.
+
+    ``--dry-run`` always reports, even with ``--bridge``.
+
+    Args:
+        args: the parsed command line (``bridge``, ``dry_run``, ``launcher``, ``graceful``,
+            ``workers_per_node``).
+        slurm: the ``TokenSlurmLauncher`` that builds the commands.
+        client: the ``SlurmClient`` that runs ``scancel``.
+
+    Returns:
+        A ``ReportLauncher``, ``SlurmStepLauncher`` or ``LocalStepLauncher``.
+    """
     from mtgym.scavenger.launch import LocalStepLauncher, ReportLauncher, SlurmStepLauncher
 
     if not args.bridge or args.dry_run:
@@ -116,7 +147,18 @@ def _launcher(args: argparse.Namespace, slurm: Any, client: Any) -> Any:
 
 
 def _run(scav: Any, args: argparse.Namespace, out: Path) -> int:
-    """Run the scavenger until its duration or poll count, or a signal; the exit status."""
+    """Run the scavenger until its duration or poll count, or a signal; the exit status.
+
+    SIGTERM and SIGHUP stop every generation as Ctrl-C does (``raise_on_signals``).
+
+    Args:
+        scav: the ``Scavenger``.
+        args: the parsed command line (``duration``, ``max_polls``).
+        out: the output folder, named in the last line.
+
+    Returns:
+        0 after a normal end, 130 after Ctrl-C, 128 + the signal after SIGTERM or SIGHUP.
+    """
     from mtgym.bridge.procs import Terminated, raise_on_signals
 
     try:
@@ -138,7 +180,13 @@ def _run(scav: Any, args: argparse.Namespace, out: Path) -> int:
 
 
 def add_scavenge_command(sub: argparse._SubParsersAction) -> None:
-    """Add ``mtgym scavenge`` to the ``mtgym`` sub-commands."""
+    """Add ``mtgym scavenge`` to the ``mtgym`` sub-commands.
+
+    Options are listed by ``mtgym scavenge --help`` and in ``mtgym/scavenger/README.md``.
+
+    Args:
+        sub: the ``mtgym`` parser's sub-parser action; the command sets ``func``.
+    """
     p = sub.add_parser(
         "scavenge",
         help="lend a live Slurm cluster's idle nodes to a policy's jobs (optionally run them)",

@@ -35,15 +35,34 @@ class NodeLauncher(Protocol):
     """What the scavenger loop needs from a launcher (see module doc)."""
 
     def start(self, spec: JobSpec, names: Sequence[str], nodes: Sequence[int], gen: int) -> Any:
-        """Start generation ``gen`` of ``spec`` on the named nodes; returns a handle."""
+        """Start generation ``gen`` of ``spec`` on the named nodes; returns a handle.
+
+        Args:
+            spec: the job (its folder, model and training settings).
+            names: the lent nodes' host names (what Slurm launchers use).
+            nodes: the same nodes' stable indices (what a local launcher uses).
+            gen: the generation number, from 0 per job.
+        """
         ...
 
     def stop(self, handle: Any, *, reclaim: bool) -> dict[str, Any]:
-        """Stop a generation (at once when ``reclaim``); returns facts for the log."""
+        """Stop a generation (at once when ``reclaim``); returns facts for the log.
+
+        Args:
+            handle: ``start``'s answer.
+            reclaim: the host wants a node back: no graceful checkpoint wait.
+
+        Returns:
+            JSON-ready facts merged into the loop's ``release``/``stop`` event.
+        """
         ...
 
     def alive(self, handle: Any) -> bool:
-        """True while the generation runs."""
+        """True while the generation runs.
+
+        Args:
+            handle: ``start``'s answer.
+        """
         ...
 
     def close(self) -> None:
@@ -58,6 +77,9 @@ class TokenSlurmLauncher(SlurmLauncher):
 
     ``command`` replaces torchrun + the worker with another command per task (e.g. a
     smoke test's ``sleep``); None runs the bridge's training job.
+
+    Attributes:
+        command: the task's argument list, after the ``srun`` options (None: torchrun).
     """
 
     command: tuple[str, ...] | None = None
@@ -65,7 +87,16 @@ class TokenSlurmLauncher(SlurmLauncher):
     def launch_command(
         self, spec: JobSpec, nodes: Sequence[int | str], gen: int, *, job_dir: str | None = None
     ) -> list[str]:
-        """The bridge's ``srun`` line, with ``command`` in place of torchrun if set."""
+        """The bridge's ``srun`` line, with ``command`` in place of torchrun if set.
+
+        Everything from the first argument equal to ``python`` on is replaced.
+
+        Args:
+            spec: the job.
+            nodes: simulator node indices or host names.
+            gen: the generation number.
+            job_dir: the job folder on the shared file system (None: ``spec.job_dir``).
+        """
         cmd = super().launch_command(spec, nodes, gen, job_dir=job_dir)
         if self.command is None:
             return cmd
@@ -75,7 +106,13 @@ class TokenSlurmLauncher(SlurmLauncher):
 
 @dataclass
 class ReportLauncher:
-    """Runs nothing: records the commands a Slurm launch would run (see module doc)."""
+    """Runs nothing: records the commands a Slurm launch would run (see module doc).
+
+    Attributes:
+        slurm: builds the commands.
+        running: ``(job id, generation)`` of the generations "running" (started, not
+            stopped).
+    """
 
     slurm: TokenSlurmLauncher = field(default_factory=TokenSlurmLauncher)
     running: set[tuple[str, int]] = field(default_factory=set)
@@ -83,18 +120,41 @@ class ReportLauncher:
     def start(
         self, spec: JobSpec, names: Sequence[str], nodes: Sequence[int], gen: int
     ) -> dict[str, Any]:
-        """The commands of the generation (nothing runs)."""
+        """The commands of the generation (nothing runs).
+
+        Args:
+            spec: the job.
+            names: the lent nodes' host names.
+            nodes: unused (the commands name hosts).
+            gen: the generation number.
+
+        Returns:
+            The handle: ``job``, ``gen`` and ``commands`` (``SlurmLauncher.dry_run``); the
+            loop logs the commands with the launch.
+        """
         cmds = self.slurm.dry_run(spec, list(names), gen)
         self.running.add((spec.job_id, gen))
         return {"job": spec.job_id, "gen": gen, "commands": cmds}
 
     def stop(self, handle: dict[str, Any], *, reclaim: bool) -> dict[str, Any]:
-        """What would be run to stop it."""
+        """What would be run to stop it.
+
+        Args:
+            handle: ``start``'s answer.
+            reclaim: report the forced stop (``scancel``) rather than the stop file.
+
+        Returns:
+            ``{"would_run": [commands]}``.
+        """
         self.running.discard((handle["job"], handle["gen"]))
         return {"would_run": handle["commands"]["kill" if reclaim else "stop"]}
 
     def alive(self, handle: dict[str, Any]) -> bool:
-        """A reported generation "runs" until stopped."""
+        """A reported generation "runs" until stopped.
+
+        Args:
+            handle: ``start``'s answer.
+        """
         return (handle["job"], handle["gen"]) in self.running
 
     def close(self) -> None:
@@ -104,7 +164,15 @@ class ReportLauncher:
 
 @dataclass
 class SlurmStep:
-    """One generation running under ``srun``."""
+    """One generation running under ``srun``.
+
+    Attributes:
+        spec: the job.
+        gen: the generation number.
+        name: its step name (``mtgym-<token>-<job>-g<gen>``), what ``scancel --name`` uses.
+        proc: the local ``srun`` process (its own session).
+        t_start: wall time ``srun`` was started.
+    """
 
     spec: JobSpec
     gen: int
@@ -122,7 +190,9 @@ class SlurmStepLauncher:
         client: runs ``scancel`` with retries.
         graceful_s: how long a non-reclaim stop waits for the stop file to work before
             ``scancel``.
-        exit_s: how long to wait for ``srun`` to exit after ``scancel`` before SIGKILL.
+        exit_s: how long ``scancel`` is repeated while waiting for ``srun`` to exit; then
+            ``srun``'s process group gets SIGTERM, and SIGKILL 3 s later.
+        steps: the generations started and not yet stopped.
     """
 
     slurm: TokenSlurmLauncher
@@ -134,7 +204,21 @@ class SlurmStepLauncher:
     def start(
         self, spec: JobSpec, names: Sequence[str], nodes: Sequence[int], gen: int
     ) -> SlurmStep:
-        """``srun`` in the background (returns at once)."""
+        """``srun`` in the background (returns at once).
+
+        Creates the job's sub-folders and removes a stale stop file of ``gen`` first.
+        ``srun`` runs in its own session with the client's environment (``SLURM_CONF``),
+        output to ``logs/g<gen>.log``, and gets SIGTERM if the scavenger dies.
+
+        Args:
+            spec: the job (its folder must be on a file system the nodes share).
+            names: the lent nodes' host names (``--nodelist``).
+            nodes: unused (the step is placed by host name).
+            gen: the generation number.
+
+        Returns:
+            The running step.
+        """
         for sub in ("ckpt", "logs", "control", "pids"):
             (spec.job_dir / sub).mkdir(parents=True, exist_ok=True)
         stop = spec.stop_file(gen)
@@ -158,7 +242,20 @@ class SlurmStepLauncher:
         return step
 
     def stop(self, handle: SlurmStep, *, reclaim: bool) -> dict[str, Any]:
-        """Reclaim: ``scancel`` now. Otherwise: stop file, ``graceful_s``, then ``scancel``."""
+        """Reclaim: ``scancel`` now. Otherwise: stop file, ``graceful_s``, then ``scancel``.
+
+        A reclaim runs ``scancel`` even if ``srun`` already exited. When ``srun`` outlives
+        ``scancel`` (``exit_s``), its process group gets SIGTERM, then SIGKILL 3 s later,
+        and ``scancel`` runs once more.
+
+        Args:
+            handle: ``start``'s answer.
+            reclaim: skip the graceful stop.
+
+        Returns:
+            ``step``, ``graceful`` (``srun`` exited on the stop file), ``rc``, ``stop_s``
+            (seconds the stop took) and ``scancel_error`` when ``scancel`` kept failing.
+        """
         t0 = time.time()
         graceful = False
         if not reclaim and handle.proc.poll() is None:
@@ -196,6 +293,10 @@ class SlurmStepLauncher:
         """``scancel --name`` until ``srun`` exits (a job submitted a moment ago may not be
         registered yet, so one ``scancel`` can miss it), for at most ``exit_s``.
         Returns the last ``scancel`` error ("" if none).
+
+        Args:
+            handle: the step.
+            once: run ``scancel`` once and do not wait.
         """
         err = ""
         deadline = time.time() + self.exit_s
@@ -214,18 +315,32 @@ class SlurmStepLauncher:
                     return err
 
     def alive(self, handle: SlurmStep) -> bool:
-        """True while ``srun`` runs."""
+        """True while ``srun`` runs (the local process; Slurm is not asked).
+
+        Args:
+            handle: ``start``'s answer.
+        """
         return handle.proc.poll() is None
 
     def close(self) -> None:
-        """Cancel every step of this run (by the run's name prefix) and reap ``srun``."""
+        """Cancel every step this launcher started and has not stopped, and reap ``srun``.
+
+        Each gets a reclaim ``stop`` (``scancel --name=<step>``, then signals).
+        """
         for step in list(self.steps):
             self.stop(step, reclaim=True)
 
 
 @dataclass
 class LocalStepLauncher:
-    """Real elastic torch generations on this machine through ``LocalLauncher``."""
+    """Real elastic torch generations on this machine through ``LocalLauncher``.
+
+    Attributes:
+        local: the bridge's launcher (its workers per node, token and store binding).
+        graceful_s: how long a voluntary stop waits on the stop file before SIGTERM.
+        reclaim_grace_s: the same for a reclaim (short: the host wants the node).
+        launches: the generations started and not yet stopped.
+    """
 
     local: LocalLauncher = field(default_factory=LocalLauncher)
     graceful_s: float = 30.0
@@ -233,13 +348,35 @@ class LocalStepLauncher:
     launches: list[Any] = field(default_factory=list)
 
     def start(self, spec: JobSpec, names: Sequence[str], nodes: Sequence[int], gen: int) -> Any:
-        """``LocalLauncher.start`` (one slot of workers per lent node)."""
+        """``LocalLauncher.start`` (one slot of workers per lent node).
+
+        Args:
+            spec: the job.
+            names: unused (everything runs on this machine).
+            nodes: the lent nodes' indices (their count sets the world size; on CUDA the
+                GPUs).
+            gen: the generation number.
+
+        Returns:
+            The bridge's ``Launch``.
+        """
         launch = self.local.start(spec, list(nodes), gen)
         self.launches.append(launch)
         return launch
 
     def stop(self, handle: Any, *, reclaim: bool) -> dict[str, Any]:
-        """``LocalLauncher.stop``: stop file, then SIGTERM, then SIGKILL."""
+        """``LocalLauncher.stop``: stop file, then SIGTERM, then SIGKILL.
+
+        A reclaim waits ``reclaim_grace_s`` before SIGTERM and 1 s before SIGKILL; other
+        stops ``graceful_s`` and 2 s.
+
+        Args:
+            handle: ``start``'s answer.
+            reclaim: use the short grace periods.
+
+        Returns:
+            ``graceful``, ``signalled``, ``stop_s`` and ``leftover_pids`` of the stop.
+        """
         res = self.local.stop(
             handle,
             graceful_s=self.reclaim_grace_s if reclaim else self.graceful_s,
@@ -255,7 +392,11 @@ class LocalStepLauncher:
         }
 
     def alive(self, handle: Any) -> bool:
-        """True while the agent runs."""
+        """True while the agent runs.
+
+        Args:
+            handle: ``start``'s answer.
+        """
         return self.local.poll(handle) is None
 
     def close(self) -> None:
@@ -271,7 +412,15 @@ def default_python() -> str:
 
 
 def job_spec(out_dir: Path, job: int, name: str, model: str = "mlp", **kw: Any) -> JobSpec:
-    """The bridge ``JobSpec`` of a scenario job under ``out_dir/jobs/<job>``."""
+    """The bridge ``JobSpec`` of a scenario job under ``out_dir/jobs/<job>``.
+
+    Args:
+        out_dir: the scavenger's output folder.
+        job: the job's index in the live instance (its id, as text).
+        name: the job's name.
+        model: a ``worker.MODELS`` name.
+        **kw: other ``JobSpec`` fields (``batch``, ``threads``...).
+    """
     return JobSpec(
         job_id=str(job), job_dir=out_dir / "jobs" / str(job), model=model, name=name, **kw
     )

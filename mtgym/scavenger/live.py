@@ -32,7 +32,15 @@ from mtgym.sim.view import InfoMode, SchedulerView, ViewBuilder
 
 
 def take_jobs(jobs: Jobs, k: int) -> Jobs:
-    """The first ``k`` jobs, all submitted at time 0, outside any campaign."""
+    """The first ``k`` jobs, all submitted at time 0, outside any campaign.
+
+    Per-job arrays and tuples are cut to ``k`` (arrays copied and frozen); other fields are
+    kept as they are.
+
+    Args:
+        jobs: a workload's jobs.
+        k: how many to keep (more than there are: all).
+    """
     J = jobs.num_jobs
     k = min(k, J)
     kw = {}
@@ -57,7 +65,21 @@ def live_instance(
     max_jobs: int | None = None,
     name: str = "slurm-live",
 ) -> Instance:
-    """The live instance (see module doc). ``workload`` provides the jobs and GPU types."""
+    """The live instance (see module doc). ``workload`` provides the jobs and GPU types.
+
+    A node whose ``gres`` type is not one of the workload's types (or has none) gets the
+    workload's first type. The horizon is infinite.
+
+    Args:
+        names: host names by stable index (``SlurmSupply.discover``).
+        nodes: the last ``sinfo`` by host name (GPU types).
+        workload: an instance of the scenario (its jobs, GPU types and GPUs per node).
+        max_jobs: keep the first this many jobs (None: all).
+        name: the instance's name.
+
+    Raises:
+        ValueError: ``names`` is empty.
+    """
     N = len(names)
     if N == 0:
         raise ValueError("the Slurm cluster lists no node (check --partition)")
@@ -87,6 +109,18 @@ def live_instance(
 class LiveState:
     """The simulator's state of a live cluster (see module doc). Times are seconds since
     ``t0`` (the loop's start, epoch seconds).
+
+    Every job is active from the start. No node is available until ``set_available``.
+
+    Args:
+        instance: the live instance (``live_instance``).
+        mode: what the policy may see (``InfoMode`` or its name).
+        t0: the loop's start, epoch seconds.
+
+    Attributes:
+        state: the simulator state kept in step.
+        window_end: (N,) each lent node's known end, seconds since ``t0`` (inf: unknown or
+            not lent).
     """
 
     def __init__(self, instance: Instance, mode: InfoMode | str, t0: float) -> None:
@@ -107,6 +141,15 @@ class LiveState:
     def advance_to(self, t_epoch: float) -> list[int]:
         """Integrate progress at the current rates up to ``t_epoch``; returns the jobs that
         completed (their nodes are freed here).
+
+        Time never goes back: an earlier ``t_epoch`` integrates nothing. Progress is
+        samples at the model's predicted rate, not the real jobs' reports.
+
+        Args:
+            t_epoch: epoch seconds.
+
+        Returns:
+            Indices of the jobs that completed in this step.
         """
         s = self.state
         t = max(t_epoch - self.t0, s.time)
@@ -122,7 +165,14 @@ class LiveState:
         return done.tolist()
 
     def set_available(self, lendable: dict[int, float]) -> None:
-        """Lent nodes now (index -> known end, epoch s; inf = unknown)."""
+        """Lent nodes now (index -> known end, epoch s; inf = unknown).
+
+        Nodes not in ``lendable`` become unavailable (their holders are not changed here;
+        the loop releases them first). Indices past the instance's nodes are ignored.
+
+        Args:
+            lendable: ``SlurmSupply.lendable``.
+        """
         s = self.state
         s.available[:] = False
         self.window_end[:] = np.inf
@@ -133,7 +183,15 @@ class LiveState:
         s.window[:] = -1
 
     def set_nodes(self, j: int, nodes: Sequence[int]) -> None:
-        """Job ``j`` now holds exactly ``nodes`` (its rate is the model's on them)."""
+        """Job ``j`` now holds exactly ``nodes`` (its rate is the model's on them).
+
+        Counts a rescale when a job that held nodes gets a new non-empty set, a start when
+        it held none; the first start's time is recorded.
+
+        Args:
+            j: the job index.
+            nodes: node indices (empty: the job holds none).
+        """
         s = self.state
         held = s.node_job == j
         if held.any() and s.n_nodes[j] > 0 and len(nodes) > 0:
@@ -149,14 +207,17 @@ class LiveState:
         s.rate[j] = self._model.rate_on(j, idx) if idx.size else 0.0
 
     def view(self) -> SchedulerView:
-        """The policy's view now (known ends of the open windows included)."""
+        """The policy's view now (known ends of the open windows included).
+
+        ``window_end`` is a read-only view of ``self.window_end`` (seconds since ``t0``).
+        """
         v = self._views(self.state)
         we = self.window_end.view()
         we.flags.writeable = False
         return dataclasses.replace(v, window_end=we)
 
     def holdings(self) -> dict[int, tuple[int, ...]]:
-        """Job -> nodes it holds (jobs holding none left out)."""
+        """Job -> nodes it holds (jobs holding none left out), node indices ascending."""
         out: dict[int, tuple[int, ...]] = {}
         for n, j in enumerate(self.state.node_job.tolist()):
             if j >= 0:

@@ -42,7 +42,16 @@ from mtgym.sim.dynamics import repair_allocation, validate_allocation
 
 
 class EventLog:
-    """JSON lines, one per event, flushed at once (``tail -f`` works)."""
+    """JSON lines, one per event, flushed at once (``tail -f`` works).
+
+    Args:
+        path: ``events.jsonl`` (appended to; its folder is created).
+        t0: the loop's start, epoch seconds (``rel`` counts from it).
+        echo: called with every record after it is written (console output), or None.
+
+    Attributes:
+        counts: events written so far, by name (``summary.json``'s ``events``).
+    """
 
     def __init__(
         self, path: Path, t0: float, echo: Callable[[dict[str, Any]], None] | None
@@ -55,7 +64,17 @@ class EventLog:
         self.counts: dict[str, int] = {}
 
     def __call__(self, event: str, t: float | None = None, **kw: Any) -> dict[str, Any]:
-        """Write one event."""
+        """Write one event.
+
+        Args:
+            event: its name (``poll``, ``launch``, ``release``, ``node_reclaim``...).
+            t: its time, epoch seconds (None: now); written to the millisecond.
+            **kw: its fields; numpy scalars and paths are converted, anything else JSON
+                cannot encode is written with ``str``.
+
+        Returns:
+            The record as written.
+        """
         t = time.time() if t is None else t
         rec = {"t": round(t, 3), "rel": round(t - self.t0, 3), "event": event, **kw}
         self._f.write(json.dumps(rec, default=_json_default) + "\n")
@@ -71,6 +90,11 @@ class EventLog:
 
 
 def _json_default(o: Any) -> Any:
+    """JSON fallback: numpy scalars as numbers, paths and anything else as text.
+
+    The ``inf`` branch never runs: ``json`` writes floats itself (``Infinity``) without
+    calling the fallback.
+    """
     if isinstance(o, np.integer | np.floating):
         return o.item()
     if isinstance(o, Path):
@@ -86,7 +110,14 @@ MODEL_BY_CLASS = {AppClass.A: "cnn", AppClass.B: "mlp", AppClass.C: "mlp", AppCl
 
 @dataclass
 class Running:
-    """A job's current generation."""
+    """A job's current generation.
+
+    Attributes:
+        gen: the generation number.
+        nodes: the node indices it runs on.
+        handle: the launcher's handle.
+        t_start: when it was started, epoch seconds.
+    """
 
     gen: int
     nodes: tuple[int, ...]
@@ -105,6 +136,20 @@ class Scavenger:
         launcher: runs the generations (``ReportLauncher`` reports only).
         out_dir: where ``events.jsonl``, ``summary.json`` and the job folders go.
         poll_s: the polling period.
+        max_jobs: lend to the first this many jobs of ``workload`` (None: all).
+        model: the bridge model for every job (None: by app class, ``MODEL_BY_CLASS``).
+        clock, sleep: injectable for tests.
+        echo: called with every event record (console output).
+
+    Attributes:
+        running: job index -> its running generation.
+        gens: job index -> the last generation number started.
+        polls: periods run.
+        release_s: seconds from seeing each reclaim to its generation stopped.
+        live: the live state (after ``open``).
+        instance: the live instance (after ``open``).
+        log: the event log (after ``open``).
+        t0: the start, epoch seconds.
     """
 
     supply: SlurmSupply
@@ -131,6 +176,15 @@ class Scavenger:
     def open(self) -> None:
         """Discover the nodes (raises ``SlurmError`` if Slurm cannot be read), build the
         live instance, reset the policy.
+
+        The node set is fixed here: nodes that appear later are logged (``ignored_node``)
+        and never lent. Logs ``start`` with the nodes, jobs and the nodes lendable now, and
+        installs the retry logger on the Slurm client unless it has one.
+
+        Raises:
+            SlurmError: the first poll failed after its retries (logged ``slurm_error``
+                with ``fatal``).
+            ValueError: Slurm lists no node.
         """
         self.out_dir = Path(self.out_dir)
         self.t0 = self.clock()
@@ -159,12 +213,19 @@ class Scavenger:
         self.policy.reset(self.live.view())
 
     def _on_retry(self, attempt: int, exc: Exception, wait_s: float) -> None:
+        """The Slurm client's ``on_retry``: log a ``retry`` event."""
         if self.log is not None:
             self.log("retry", attempt=attempt, error=str(exc), wait_s=round(wait_s, 3))
 
     # -- one period ----------------------------------------------------------------------
     def step(self) -> list[SupplyEvent]:
-        """Poll, release reclaimed nodes, decide, launch. Returns the supply events."""
+        """Poll, release reclaimed nodes, decide, launch. Returns the supply events.
+
+        In order: poll (a failure is logged and reclaims every lent node), log each supply
+        event as ``node_<kind>``, stop the jobs on reclaimed nodes, integrate progress and
+        stop the jobs that completed, mark the lendable nodes, let the policy decide, and
+        log ``poll`` with what each job holds.
+        """
         assert self.live is not None and self.log is not None and self.instance is not None
         self.polls += 1
         t_poll = self.clock()
@@ -187,6 +248,9 @@ class Scavenger:
         return events
 
     def _release_reclaimed(self, events: list[SupplyEvent], t_seen: float) -> None:
+        """Stop at once every job that holds a reclaimed node (``release_s`` from
+        ``t_seen``, the time the poll returned).
+        """
         assert self.live is not None
         gone = {e.node for e in events if e.kind == "reclaim"}
         hit = sorted(
@@ -196,6 +260,17 @@ class Scavenger:
             self._stop_job(j, reclaim=True, why="reclaim", t_seen=t_seen)
 
     def _stop_job(self, j: int, *, reclaim: bool, why: str, t_seen: float | None = None) -> None:
+        """Take every node from job ``j`` and stop its generation, if one runs.
+
+        Logs ``release`` (a reclaim or the shutdown) or ``stop`` (a rescale or completion)
+        with the launcher's facts; with ``t_seen``, also ``release_s``.
+
+        Args:
+            j: the job index.
+            reclaim: stop at once (no graceful checkpoint wait).
+            why: ``reclaim``, ``rescale``, ``complete`` or ``shutdown``, logged.
+            t_seen: when the reclaim was seen, epoch seconds (None: not a reclaim).
+        """
         assert self.live is not None and self.log is not None
         run = self.running.pop(j, None)
         self.live.set_nodes(j, ())
@@ -219,6 +294,11 @@ class Scavenger:
         )
 
     def _decide(self) -> None:
+        """Ask the policy, repair its allocation as the simulator would, and apply it.
+
+        Every job whose node set changes is stopped gracefully (all of them first, so the
+        nodes are free), then started on its new set if it has one.
+        """
         assert self.live is not None and self.instance is not None
         view = self.live.view()
         alloc = self.policy.decide(view)
@@ -242,6 +322,9 @@ class Scavenger:
                 self._start_job(j, nodes)
 
     def _start_job(self, j: int, nodes: tuple[int, ...]) -> None:
+        """Start job ``j``'s next generation on ``nodes`` and log ``launch`` (with its
+        predicted rate, and the commands when the launcher only reports them).
+        """
         assert self.live is not None and self.instance is not None and self.log is not None
         gen = self.gens.get(j, -1) + 1
         self.gens[j] = gen
@@ -262,9 +345,11 @@ class Scavenger:
         )
 
     def _names(self, nodes: tuple[int, ...]) -> list[str]:
+        """Host names of node indices."""
         return [self.supply.names[n] for n in nodes]
 
     def _lent_summary(self) -> dict[str, list[str]]:
+        """Job index (as text) -> host names it holds, for the ``poll`` event."""
         assert self.live is not None
         return {str(j): self._names(nodes) for j, nodes in sorted(self.live.holdings().items())}
 
@@ -279,6 +364,14 @@ class Scavenger:
 
         Returns the summary (also written to ``summary.json``). Every generation is
         stopped on the way out, also on an exception or Ctrl-C.
+
+        Periods start every ``poll_s`` seconds (a slow poll shortens the wait, never
+        overlaps); the last period is the one that ends at or after ``duration_s``.
+
+        Args:
+            duration_s: seconds to run from the start (None: no limit).
+            max_polls: periods to run (None: no limit). With neither, it runs until
+                interrupted.
         """
         self.open()
         try:
@@ -295,7 +388,13 @@ class Scavenger:
         return summary
 
     def close(self) -> dict[str, Any]:
-        """Stop every generation, close the supply's windows, write ``summary.json``."""
+        """Stop every generation, close the supply's windows, write ``summary.json``.
+
+        Returns:
+            ``polls``, ``duration_s``, event counts, reclaim release times (count, max,
+            mean), Slurm commands run, and per job that was ever started its starts,
+            rescales, node-seconds and predicted progress (samples).
+        """
         assert self.log is not None
         for j in sorted(self.running):
             self._stop_job(j, reclaim=True, why="shutdown")
@@ -331,6 +430,7 @@ class Scavenger:
 
 
 def _ev(e: SupplyEvent) -> dict[str, Any]:
+    """A supply event's fields for the log, without ``t`` and ``kind`` (the event has them)."""
     d = e.as_dict()
     d.pop("t")
     d.pop("kind")

@@ -36,7 +36,16 @@ from mtgym.core.errors import MtgymError
 # errors
 # ---------------------------------------------------------------------------------------
 class SlurmError(MtgymError):
-    """A Slurm command failed; ``cmd`` is the command, ``detail`` what went wrong."""
+    """A Slurm command failed; ``cmd`` is the command, ``detail`` what went wrong.
+
+    The message reads ``slurm command `sinfo ...` failed (after 4 attempts): <detail>``.
+
+    Args:
+        cmd: the command's argument list.
+        detail: what went wrong (exit status and Slurm's last line, the timeout, the line
+            that did not parse).
+        attempts: how many times the command was tried (named in the message when > 1).
+    """
 
     def __init__(self, cmd: Sequence[str], detail: str, *, attempts: int = 1) -> None:
         self.cmd = list(cmd)
@@ -158,6 +167,16 @@ class NodeInfo:
     ``base`` is ``idle``, ``alloc``, ``mix``, ``down``, ``future``, ``invalid`` or
     ``unknown``; ``flags`` holds ``drain``, ``not_responding`` (the ``*`` suffix), ``maint``,
     ``reserved``, ``planned``, power and reboot states. ``state`` is the text Slurm printed.
+
+    Attributes:
+        name: the node's host name.
+        state: Slurm's state text (``idle*``, ``mix-``; from JSON, ``idle+drain``).
+        base: the base state (above).
+        flags: the flags (above); ``BLOCKING_FLAGS`` are the ones that forbid lending.
+        partitions: every partition listing the node (merged over ``sinfo``'s lines).
+        gpus: GPUs from its ``gres`` (0: none).
+        gpu_type: the GPU type from its ``gres`` (None: untyped or no GPU).
+        reason: why it is drained or down (``%E``; ``""`` for none).
     """
 
     name: str
@@ -177,7 +196,19 @@ class NodeInfo:
 
 @dataclass(frozen=True)
 class JobInfo:
-    """One job as ``squeue`` shows it; times are epoch seconds (nan = unknown)."""
+    """One job as ``squeue`` shows it; times are epoch seconds (nan = unknown).
+
+    Attributes:
+        job_id: Slurm's id (array and het-job forms such as ``12_[1-3]`` included).
+        name: the job name; the scavenger's own are ``mtgym-<token>-<job>-g<gen>``.
+        user: its owner.
+        state: ``RUNNING``, ``PENDING``, ``COMPLETING``... (upper case).
+        nodes: the host names it runs on (empty while pending).
+        start_s: start (running) or expected start (pending; nan until the backfill
+            scheduler plans it).
+        sched_nodes: the nodes a pending job is planned on.
+        partition: its partition.
+    """
 
     job_id: str
     name: str
@@ -191,7 +222,16 @@ class JobInfo:
 
 @dataclass(frozen=True)
 class Reservation:
-    """One reservation (``scontrol show reservation``); times are epoch seconds."""
+    """One reservation (``scontrol show reservation``); times are epoch seconds.
+
+    Attributes:
+        name: ``ReservationName``.
+        start_s: when it starts (a future one's start ends the lending of its nodes).
+        end_s: when it ends (nan: unknown).
+        nodes: its host names.
+        state: ``ACTIVE`` or ``INACTIVE``.
+        flags: Slurm's reservation flags (``MAINT``, ``IGNORE_JOBS``...).
+    """
 
     name: str
     start_s: float
@@ -203,7 +243,14 @@ class Reservation:
 
 @dataclass(frozen=True)
 class ClusterSnapshot:
-    """What one poll saw: nodes by name, jobs, reservations, at epoch time ``t``."""
+    """What one poll saw: nodes by name, jobs, reservations, at epoch time ``t``.
+
+    Attributes:
+        t: the client's clock when the poll started (epoch seconds).
+        nodes: host name -> node.
+        jobs: every job (empty for a nodes-only poll).
+        reservations: every reservation (empty for a nodes-only poll).
+    """
 
     t: float
     nodes: dict[str, NodeInfo]
@@ -220,7 +267,18 @@ _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 def expand_hostlist(text: str) -> tuple[str, ...]:
     """``n[1-3,07],gpu[01-02]-ib`` -> ``n1 n2 n3 n07 gpu01-ib gpu02-ib`` (zero padding kept).
 
-    Raises ``ValueError`` on unbalanced brackets or a bad range.
+    Ranges may nest in one name (``r[1-2]n[1-2]``); an empty text, ``(null)``, ``N/A`` or
+    ``None`` is no host. Host names are letters, digits, ``_``, ``.`` and ``-``.
+
+    Args:
+        text: Slurm's host list.
+
+    Returns:
+        The host names in the order written.
+
+    Raises:
+        ValueError: unbalanced brackets, a bad range (not digits, backwards, or over a
+            million hosts) or a bad host name.
     """
     text = text.strip()
     if not text or text in ("(null)", "N/A", "None"):
@@ -248,6 +306,9 @@ def expand_hostlist(text: str) -> tuple[str, ...]:
 
 
 def _expand_one(pat: str, whole: str) -> list[str]:
+    """The hosts of one comma-free item of a host list, its first ``[...]`` expanded first
+    (recursively); ``whole`` is the full list, for error messages.
+    """
     m = re.search(r"\[([^\[\]]*)\]", pat)
     if m is None:
         if not pat or not _NAME.match(pat):
@@ -273,6 +334,15 @@ def parse_gres(text: str) -> tuple[int, str | None]:
 
     ``(null)`` or no ``gpu`` entry -> ``(0, None)``. Several GPU entries add up (the type
     is the first one's). Raises ``ValueError`` on a malformed count.
+
+    ``gpu`` alone counts 1, ``gpu:a100`` counts 1 of type a100, ``gpu:4`` counts 4
+    untyped; socket bindings in parentheses are ignored, and so are other resources.
+
+    Args:
+        text: the ``gres`` field (``%G``, or JSON's ``gres``).
+
+    Returns:
+        ``(GPUs, type or None)``.
     """
     text = (text or "").strip()
     if not text or text in ("(null)", "N/A"):
@@ -302,6 +372,16 @@ def parse_gres(text: str) -> tuple[int, str | None]:
 def parse_state(text: str) -> tuple[str, frozenset[str]]:
     """A ``%t``/``%T`` state (``idle``, ``drain``, ``mix-``, ``idle*``, ``down*``, ...) ->
     ``(base, flags)``. Compound long states (``idle+drain``) are read too.
+
+    Case does not matter. Suffix characters (``* ~ # % ! $ @ ^ -``) become flags; a
+    short state that implies a flag maps to its base (``drng`` -> ``alloc`` + drain); an
+    unknown word after ``+`` is kept as a flag of that name.
+
+    Args:
+        text: the state as ``sinfo`` printed it.
+
+    Raises:
+        ValueError: the base word is not a known state.
     """
     s = text.strip().lower()
     flags: set[str] = set()
@@ -322,6 +402,9 @@ def parse_state(text: str) -> tuple[str, frozenset[str]]:
 
 
 def _merge(nodes: dict[str, NodeInfo], node: NodeInfo) -> None:
+    """Add ``node`` to ``nodes``; a node seen before only gains the new partitions (its
+    first line's state, GPUs and reason are kept).
+    """
     old = nodes.get(node.name)
     if old is None:
         nodes[node.name] = node
@@ -337,6 +420,16 @@ def parse_sinfo_text(text: str, cmd: Sequence[str] = ("sinfo",)) -> dict[str, No
     whitespace-separated ``"%N %t [%P [%G]]"``. A node listed once per partition is merged.
 
     Raises ``SlurmParseError`` naming the line on anything else.
+
+    A ``*`` after the partition (the default partition) is dropped; a reason of ``none``
+    or ``(null)`` is empty.
+
+    Args:
+        text: ``sinfo``'s output.
+        cmd: the command, for the error.
+
+    Returns:
+        Host name -> node.
     """
     nodes: dict[str, NodeInfo] = {}
     for no, raw in enumerate(text.splitlines(), 1):
@@ -370,7 +463,24 @@ def parse_sinfo_text(text: str, cmd: Sequence[str] = ("sinfo",)) -> dict[str, No
 
 
 def parse_sinfo_json(text: str, cmd: Sequence[str] = ("sinfo", "--json")) -> dict[str, NodeInfo]:
-    """Nodes from ``sinfo --json`` (``nodes[].name/state/state_flags/partitions/gres``)."""
+    """Nodes from ``sinfo --json`` (``nodes[].name/state/state_flags/partitions/gres``).
+
+    ``state`` is a word with ``state_flags`` beside it (22.05), or a list of words (newer
+    openapi versions: the first known base word is the base, the others flags). Unknown
+    flags are kept, lower-cased. ``NodeInfo.state`` is rebuilt as ``base+flag+...``.
+
+    Args:
+        text: ``sinfo --json``'s output.
+        cmd: the command, for the errors.
+
+    Returns:
+        Host name -> node.
+
+    Raises:
+        SlurmParseError: not JSON, no ``nodes`` list, or a node with a missing field or an
+            unknown base state.
+        SlurmUnavailableError: the JSON carries Slurm's own ``errors``.
+    """
     try:
         data = json.loads(text)
         raw_nodes = data["nodes"]
@@ -420,6 +530,12 @@ def parse_sinfo_json(text: str, cmd: Sequence[str] = ("sinfo", "--json")) -> dic
 def parse_time(text: str) -> float:
     """A Slurm time (``2026-12-03T01:14:54``, local time) -> epoch seconds; ``N/A``,
     ``Unknown``, ``(null)`` or empty -> nan. Raises ``ValueError`` otherwise.
+
+    ``None`` and ``0`` are unknown too. A time without an offset is read in this machine's
+    time zone, as Slurm prints it.
+
+    Args:
+        text: the field.
     """
     t = text.strip()
     if t in ("", "N/A", "Unknown", "(null)", "None", "0"):
@@ -435,6 +551,16 @@ def parse_squeue(text: str, cmd: Sequence[str] = ("squeue",)) -> tuple[JobInfo, 
 
     A pending job's ``%S`` is its expected start (``N/A`` until the backfill scheduler has
     planned it) and ``%Y`` the nodes it is planned on.
+
+    Args:
+        text: ``squeue``'s output (no header).
+        cmd: the command, for the error.
+
+    Returns:
+        The jobs in ``squeue``'s order.
+
+    Raises:
+        SlurmParseError: a line without 8 fields, a bad job id, host list or time.
     """
     jobs = []
     for no, raw in enumerate(text.splitlines(), 1):
@@ -469,6 +595,17 @@ def parse_reservations(
 ) -> tuple[Reservation, ...]:
     """Reservations from ``scontrol show reservation`` (``No reservations in the system``
     -> none). Each record starts at ``ReservationName=``.
+
+    Args:
+        text: the command's output.
+        cmd: the command, for the error.
+
+    Returns:
+        The reservations in the order listed.
+
+    Raises:
+        SlurmParseError: output that does not start with ``ReservationName=``, or a
+            record without a start or end time, or with a bad time or host list.
     """
     body = text.strip()
     if not body or body.lower().startswith("no reservations"):
@@ -511,7 +648,20 @@ Runner = Callable[[Sequence[str], float, Mapping[str, str] | None], tuple[int, s
 def subprocess_runner(
     argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None
 ) -> tuple[int, str, str]:
-    """Run a command with a timeout (the default runner)."""
+    """Run a command with a timeout (the default runner).
+
+    Args:
+        argv: the command.
+        timeout_s: seconds before ``subprocess.TimeoutExpired`` (the child is killed).
+        env: the whole environment of the command (None: inherit this process's).
+
+    Returns:
+        ``(exit status, stdout, stderr)`` as text; stdin is ``/dev/null``.
+
+    Raises:
+        subprocess.TimeoutExpired: no exit within ``timeout_s``.
+        OSError: the command cannot be run (missing).
+    """
     p = subprocess.run(
         list(argv),
         capture_output=True,
@@ -528,6 +678,20 @@ class Backoff:
     """Retry schedule: ``attempts`` tries; before try k+1 wait
     ``min(cap_s, base_s * factor**k) * (1 + jitter * u)``, u uniform in [-1, 1) from a
     generator seeded with ``seed`` (deterministic). ``jitter=0`` gives the plain schedule.
+
+    The generator is shared by every call of one client, so the jitter sequence is
+    deterministic per client, not per command.
+
+    Attributes:
+        attempts: tries in all (>= 1; 1 = no retry).
+        base_s: the first wait, seconds (>= 0).
+        factor: the growth per retry (>= 1).
+        cap_s: the longest wait before jitter, seconds.
+        jitter: the relative spread, in [0, 1).
+        seed: the jitter generator's seed.
+
+    Raises:
+        ValueError: from ``__post_init__``, for a value out of range.
     """
 
     attempts: int = 4
@@ -547,7 +711,16 @@ class Backoff:
         self._rng = np.random.default_rng(self.seed)
 
     def delay(self, k: int) -> float:
-        """The wait before retry ``k + 1`` (k = 0 after the first failure)."""
+        """The wait before retry ``k + 1`` (k = 0 after the first failure).
+
+        Draws one number from the generator when ``jitter`` is not 0.
+
+        Args:
+            k: failures so far minus 1.
+
+        Returns:
+            Seconds to wait.
+        """
         d = min(self.cap_s, self.base_s * self.factor**k)
         u = float(self._rng.uniform(-1.0, 1.0)) if self.jitter else 0.0
         return d * (1.0 + self.jitter * u)
@@ -564,6 +737,7 @@ class SlurmClient:
         sinfo_json: read ``sinfo --json`` instead of the text format.
         runner, sleep, clock: injectable for tests.
         on_retry: called with ``(attempt, error, delay_s)`` before each wait (logging).
+        calls: commands run so far, every attempt counted.
     """
 
     env: Mapping[str, str] | None = None
@@ -577,6 +751,13 @@ class SlurmClient:
     calls: int = 0  # commands run (attempts included)
 
     def _once(self, argv: Sequence[str]) -> str:
+        """One attempt: the command's stdout.
+
+        Raises:
+            SlurmTimeoutError: no answer within ``timeout_s``.
+            SlurmUnavailableError: the command cannot be run or exits non-zero (the detail
+                is its last line of stderr, else of stdout).
+        """
         self.calls += 1
         try:
             rc, out, err = self.runner(argv, self.timeout_s, self.env)
@@ -592,7 +773,22 @@ class SlurmClient:
         return out
 
     def call(self, argv: Sequence[str], parse: Callable[[str], object] | None = None) -> object:
-        """Run ``argv`` (and ``parse`` its output) with retries; raise the last error."""
+        """Run ``argv`` (and ``parse`` its output) with retries; raise the last error.
+
+        A parse failure (``SlurmParseError``) is retried like a failed command: a torn
+        output may be whole next time. Other exceptions from ``parse`` are not caught.
+
+        Args:
+            argv: the command.
+            parse: turns stdout into the result (None: return stdout).
+
+        Returns:
+            ``parse``'s answer, or stdout.
+
+        Raises:
+            SlurmError: the last attempt's error, of the same subclass, with the attempts
+                counted in its message.
+        """
         last: SlurmError | None = None
         for k in range(self.backoff.attempts):
             try:
@@ -610,7 +806,14 @@ class SlurmClient:
 
     # -- queries -----------------------------------------------------------------------
     def nodes(self, partition: str | None = None) -> dict[str, NodeInfo]:
-        """Every node (of ``partition``) with its state, partitions and GPUs."""
+        """Every node (of ``partition``) with its state, partitions and GPUs.
+
+        Args:
+            partition: only this partition's nodes (None: all).
+
+        Returns:
+            Host name -> node, from ``sinfo --json`` when ``sinfo_json`` is set.
+        """
         part = ["-p", partition] if partition else []
         if self.sinfo_json:
             argv = ["sinfo", "--json", *part]
@@ -629,7 +832,15 @@ class SlurmClient:
         return self.call(argv, lambda s: parse_reservations(s, argv))  # type: ignore[return-value]
 
     def snapshot(self, partition: str | None = None, *, detail: bool = True) -> ClusterSnapshot:
-        """Nodes, and (``detail``) jobs and reservations, at one time."""
+        """Nodes, and (``detail``) jobs and reservations, at one time.
+
+        Three commands in a row (one without ``detail``), each with its own retries; the
+        time is taken before the first.
+
+        Args:
+            partition: only this partition's nodes (jobs and reservations: all).
+            detail: also read ``squeue`` and the reservations.
+        """
         t = self.clock()
         nodes = self.nodes(partition)
         if not detail:
@@ -637,5 +848,12 @@ class SlurmClient:
         return ClusterSnapshot(t, nodes, self.jobs(), self.reservations())
 
     def scancel(self, *args: str) -> None:
-        """``scancel ARGS`` (with retries)."""
+        """``scancel ARGS`` (with retries).
+
+        Args:
+            *args: ``scancel``'s arguments (``--name=...``, ``--user=...``).
+
+        Raises:
+            SlurmError: it still fails after the retries.
+        """
         self.call(["scancel", *args])

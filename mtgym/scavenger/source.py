@@ -56,7 +56,15 @@ _REASON_ORDER = (
 
 @dataclass(frozen=True)
 class NodeVerdict:
-    """Whether a node may be lent now, why (or why not), and its known end (epoch s)."""
+    """Whether a node may be lent now, why (or why not), and its known end (epoch s).
+
+    Attributes:
+        lendable: the node may be lent now.
+        reason: ``idle`` or ``held`` (only the scavenger's jobs on it) when lendable; else
+            the first blocking flag, ``reservation <name>``, ``<base> by job <ids>``, the
+            base state, or ``needed soon``.
+        known_end: when a reservation or planned job needs it (inf: not known).
+    """
 
     lendable: bool
     reason: str
@@ -65,7 +73,18 @@ class NodeVerdict:
 
 @dataclass(frozen=True)
 class SupplyEvent:
-    """One change of the live supply. ``t`` and ``known_end`` are epoch seconds."""
+    """One change of the live supply. ``t`` and ``known_end`` are epoch seconds.
+
+    Attributes:
+        t: the poll's time.
+        kind: ``"appear"`` (lendable now), ``"reclaim"`` (no longer) or ``"end_known"``
+            (still lendable, its known end changed).
+        node: the node's stable index.
+        name: its host name.
+        reason: the verdict's reason (``vanished``, ``slurm unreachable: ...`` or
+            ``scavenger stopped`` for a node without a verdict); empty for ``end_known``.
+        known_end: the node's known end (inf: unknown).
+    """
 
     t: float
     kind: str  # "appear", "reclaim" or "end_known"
@@ -87,13 +106,30 @@ class SupplyEvent:
 
 
 def natural_key(name: str) -> tuple:
-    """Sort key that puts ``n2`` before ``n10``."""
+    """Sort key that puts ``n2`` before ``n10``.
+
+    Digit runs compare as numbers, so ``n02`` and ``n2`` tie; the rest compares as text.
+
+    Args:
+        name: a host name.
+    """
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
 
 
 def known_ends(snap: ClusterSnapshot, own_prefix: str | None = None) -> dict[str, float]:
     """Node -> earliest time (epoch s) a future reservation or a planned foreign pending
     job needs it. Active reservations are not ends: they block the node (``classify``).
+
+    A pending job's end is its expected start on its scheduled nodes; jobs without one
+    (``N/A``) give none.
+
+    Args:
+        snap: one poll.
+        own_prefix: name prefix of the scavenger's own jobs (their pending steps are not
+            ends).
+
+    Returns:
+        Host name -> epoch seconds, only for nodes with a finite end.
     """
     ends: dict[str, float] = {}
 
@@ -113,13 +149,27 @@ def known_ends(snap: ClusterSnapshot, own_prefix: str | None = None) -> dict[str
 
 
 def _ours(job_name: str, own_prefix: str | None) -> bool:
+    """The job is one of the scavenger's own (never when ``own_prefix`` is None or empty)."""
     return bool(own_prefix) and job_name.startswith(own_prefix)  # type: ignore[arg-type]
 
 
 def classify(
     snap: ClusterSnapshot, *, own_prefix: str | None = None, margin_s: float = 30.0
 ) -> dict[str, NodeVerdict]:
-    """Each node's verdict (see the module doc for the rules)."""
+    """Each node's verdict (see the module doc for the rules).
+
+    Jobs in ``RUNNING``, ``COMPLETING``, ``CONFIGURING``, ``SUSPENDED`` or ``STOPPED``
+    occupy their nodes; a reservation is active from its start until its end (for ever when
+    the end is unknown).
+
+    Args:
+        snap: one poll.
+        own_prefix: name prefix of the scavenger's own jobs.
+        margin_s: a node whose known end is closer than this is ``needed soon``.
+
+    Returns:
+        Host name -> verdict, for every node of the snapshot.
+    """
     running: dict[str, list[tuple[str, str]]] = {}
     for j in snap.jobs:
         if j.state in ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED"):
@@ -148,6 +198,12 @@ def _verdict(
     own_prefix: str | None,
     margin_s: float,
 ) -> NodeVerdict:
+    """One node's verdict; the first rule that applies decides.
+
+    In order: a blocking flag (``_REASON_ORDER``), an active reservation, a foreign job,
+    a base state other than idle (or alloc/mix held only by the scavenger), a known end
+    within ``margin_s`` of ``t``; otherwise lendable.
+    """
     end = ends.get(node.name, math.inf)
     for flag in _REASON_ORDER:
         if flag in node.flags:
@@ -182,6 +238,17 @@ class SlurmSupply:
         detail: also read jobs and reservations (known ends, foreign jobs); False reads
             ``sinfo`` only (one command per poll).
         poll_s: the period ``generate`` polls at.
+        clock: epoch seconds now (injectable for tests).
+        sleep: waits between ``generate``'s polls (injectable for tests).
+
+    Attributes:
+        names: host names by stable index (first sight; natural order within a poll).
+        index: host name -> stable index.
+        lendable: index -> known end (epoch s, inf = unknown) of the nodes lendable now.
+        verdicts: the last poll's verdict per host name (empty after a failed poll).
+        nodes: the last successful ``sinfo``, by host name.
+        error: the last poll's error (None: it worked).
+        polls: polls so far, failed ones included.
     """
 
     client: SlurmClient
@@ -204,7 +271,11 @@ class SlurmSupply:
 
     # -- live --------------------------------------------------------------------------
     def node_index(self, name: str) -> int:
-        """The stable index of a node (assigned on first sight)."""
+        """The stable index of a node (assigned on first sight).
+
+        Args:
+            name: the host name.
+        """
         if name not in self.index:
             self.index[name] = len(self.names)
             self.names.append(name)
@@ -239,6 +310,16 @@ class SlurmSupply:
         return self._update(snap.t, want, "vanished")
 
     def _update(self, t: float, want: dict[int, float], missing: str) -> list[SupplyEvent]:
+        """Move from the lendable set to ``want`` at ``t``, recording window ends and starts.
+
+        Args:
+            t: the time of the change, epoch seconds.
+            want: index -> known end of the nodes lendable from now.
+            missing: the reclaim reason of a node without a verdict.
+
+        Returns:
+            Reclaims (by index), then appearances and changed known ends (by index).
+        """
         events: list[SupplyEvent] = []
         for n in sorted(set(self.lendable) - set(want)):
             v = self.verdicts.get(self.names[n])
@@ -259,7 +340,11 @@ class SlurmSupply:
         return events
 
     def release_all(self) -> list[SupplyEvent]:
-        """Close every open window now (the scavenger stops)."""
+        """Close every open window now (the scavenger stops).
+
+        Returns:
+            One ``reclaim`` per lent node, reason ``scavenger stopped``.
+        """
         self.verdicts = {}
         return self._update(self.clock(), {}, "scavenger stopped")
 
@@ -267,6 +352,16 @@ class SlurmSupply:
     def capture(self, t0_epoch: float, t1_epoch: float, num_nodes: int | None = None) -> Supply:
         """The windows seen so far, on [t0_epoch, t1_epoch) shifted so t0_epoch is 0;
         windows still open end at ``t1_epoch``. Nodes past ``num_nodes`` are dropped.
+
+        A window is ``end_known`` when its node had a known end when it opened.
+
+        Args:
+            t0_epoch: the recording's start (becomes time 0).
+            t1_epoch: its end.
+            num_nodes: nodes of the supply (None: every node seen).
+
+        Returns:
+            The windows clipped to the span; empty ones are dropped.
         """
         n_all = len(self.names) if num_nodes is None else num_nodes
         rows = list(self._closed) + [(n, s, t1_epoch, k) for n, (s, k) in self._open.items()]
@@ -283,6 +378,17 @@ class SlurmSupply:
 
         Node i is the i-th node in index order (natural name order at the first poll).
         ``rng`` is unused (a recording is not random).
+
+        Blocks for the whole span, polling every ``poll_s`` wall seconds.
+
+        Args:
+            rng: unused.
+            num_nodes: nodes of the supply; nodes past it are dropped.
+            t0: the supply's start, simulated seconds.
+            t1: its end; ``t1 - t0`` is also the wall time recorded.
+
+        Raises:
+            ConfigError: ``num_nodes`` < 1 or a span that is not finite and positive.
         """
         if num_nodes < 1 or not (t1 > t0) or not math.isfinite(t1 - t0):
             raise ConfigError(

@@ -30,7 +30,11 @@ DAEMONS = ("slurmctld", "slurmd", "sinfo", "scontrol", "squeue", "sbatch", "scan
 
 
 def slurm_missing() -> str | None:
-    """Why a local Slurm cannot run here (None when it can)."""
+    """Why a local Slurm cannot run here (None when it can).
+
+    Every program of ``DAEMONS`` (daemons and client commands) must be on ``PATH``, and
+    this process must be root (``SlurmUser=root``). Tests skip with this text.
+    """
     missing = [d for d in DAEMONS if shutil.which(d) is None]
     if missing:
         return f"Slurm not installed (missing {', '.join(missing)}; run scripts/install_slurm.sh)"
@@ -41,7 +45,22 @@ def slurm_missing() -> str | None:
 
 @dataclass
 class LocalSlurm:
-    """A ``slurmctld`` and ``num_nodes`` ``slurmd`` on 127.0.0.1 (see module doc)."""
+    """A ``slurmctld`` and ``num_nodes`` ``slurmd`` on 127.0.0.1 (see module doc).
+
+    Use it as a context manager (``with LocalSlurm(4) as s:``), or call ``start`` and
+    ``stop``.
+
+    Attributes:
+        num_nodes: fake nodes ``n1`` .. ``nN``.
+        root: the scratch folder (None: a new temporary folder, removed by ``stop``).
+        slurmd_timeout_s: ``SlurmdTimeout``: seconds before a silent node is marked down.
+        cpus_per_node: CPUs each fake node declares.
+        gres: each node's generic resources (``"gpu:a100:4"``; declared only, no devices).
+        ctl_port: ``slurmctld``'s port (picked by ``start``).
+        node_ports: each ``slurmd``'s port (picked by ``start``).
+        ctl_proc: the running ``slurmctld``, or None.
+        slurmd_procs: node name -> its running ``slurmd``.
+    """
 
     num_nodes: int = 4
     root: Path | None = None
@@ -71,6 +90,7 @@ class LocalSlurm:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def _ports(self) -> None:
+        """Pick ``num_nodes + 1`` distinct free ports: the lowest for ``slurmctld``."""
         taken: set[int] = set()
         while len(taken) < self.num_nodes + 1:
             taken.add(free_port())
@@ -78,7 +98,12 @@ class LocalSlurm:
         self.ctl_port, self.node_ports = ports[0], ports[1:]
 
     def config_text(self) -> str:
-        """The slurm.conf (one ``NodeName`` line per node: each has its own port)."""
+        """The slurm.conf (one ``NodeName`` line per node: each has its own port).
+
+        Backfill every 2 s, partition-priority pre-emption with ``CANCEL``, nodes back in
+        service on their own (``ReturnToService=2``), no accounting. Needs ``root`` and
+        the ports set (``start`` does both).
+        """
         r = self.root
         gres = f" Gres={self.gres}" if self.gres else ""
         lines = [
@@ -133,7 +158,21 @@ class LocalSlurm:
 
     # -- life cycle --------------------------------------------------------------------
     def start(self, timeout_s: float = 30.0) -> LocalSlurm:
-        """Write the config, start the daemons, wait until every node is idle."""
+        """Write the config, start the daemons, wait until every node is idle.
+
+        With ``gres``, a ``gres.conf`` maps the declared GPUs to ``/dev/tty*`` files (never
+        opened). On any failure everything started is stopped first.
+
+        Args:
+            timeout_s: seconds to wait for every node to be idle.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: Slurm is missing or this process is not root (``slurm_missing``).
+            TimeoutError: the nodes were not idle in time.
+        """
         why = slurm_missing()
         if why:
             raise RuntimeError(why)
@@ -163,6 +202,7 @@ class LocalSlurm:
         return self
 
     def _spawn(self, cmd: list[str], tag: str) -> subprocess.Popen:
+        """Start a daemon in its own session, output appended to ``log/<tag>.out``."""
         assert self.root is not None
         log = open(self.root / "log" / f"{tag}.out", "ab")  # noqa: SIM115 (kept by the child)
         try:
@@ -178,7 +218,11 @@ class LocalSlurm:
             log.close()
 
     def start_slurmd(self, name: str) -> None:
-        """(Re)start the ``slurmd`` of one node."""
+        """(Re)start the ``slurmd`` of one node (a no-op while it runs).
+
+        Args:
+            name: the node (``n1`` ..).
+        """
         old = self.slurmd_procs.get(name)
         if old is not None and old.poll() is None:
             return
@@ -187,12 +231,22 @@ class LocalSlurm:
         )
 
     def kill_slurmd(self, name: str) -> None:
-        """SIGKILL one node's ``slurmd`` (a node that stops answering)."""
+        """SIGKILL one node's ``slurmd`` (a node that stops answering).
+
+        Slurm marks the node ``idle*`` and then ``down*`` after ``SlurmdTimeout``;
+        ``start_slurmd`` brings it back.
+
+        Args:
+            name: the node.
+
+        Raises:
+            KeyError: its ``slurmd`` is not running under this object.
+        """
         proc = self.slurmd_procs.pop(name)
         _kill(proc, signal.SIGKILL)
 
     def stop_ctl(self) -> None:
-        """Stop ``slurmctld`` only (Slurm unreachable)."""
+        """Stop ``slurmctld`` only (Slurm unreachable): SIGTERM, SIGKILL after 10 s."""
         if self.ctl_proc is not None:
             _kill(self.ctl_proc, signal.SIGTERM)
             self.ctl_proc = None
@@ -203,7 +257,11 @@ class LocalSlurm:
         return [p.pid for p in procs if p is not None and pid_alive(p.pid)]
 
     def stop(self) -> None:
-        """Cancel every job, stop every daemon this object started (by PID), remove files."""
+        """Cancel every job, stop every daemon this object started (by PID), remove files.
+
+        Daemons get SIGTERM, then SIGKILL after 10 s. Only a temporary root created by
+        ``start`` is removed. Safe to call twice.
+        """
         if self.ctl_proc is not None and self.ctl_proc.poll() is None:
             with contextlib.suppress(OSError, subprocess.SubprocessError):
                 self.run(["scancel", "--full", f"--user={os.getuid()}"], timeout=5, check=False)
@@ -224,18 +282,40 @@ class LocalSlurm:
     def run(
         self, argv: Sequence[str], *, timeout: float = 10.0, check: bool = True
     ) -> subprocess.CompletedProcess:
-        """Run a Slurm command against this cluster."""
+        """Run a Slurm command against this cluster.
+
+        Args:
+            argv: the command.
+            timeout: seconds before ``subprocess.TimeoutExpired``.
+            check: raise ``subprocess.CalledProcessError`` on a non-zero exit.
+
+        Returns:
+            The finished process, output as text.
+        """
         return subprocess.run(
             list(argv), env=self.env, capture_output=True, text=True, timeout=timeout, check=check
         )
 
     def states(self) -> dict[str, str]:
-        """Node name -> ``%t`` state (e.g. ``idle``, ``alloc``, ``drain``, ``idle*``)."""
+        """Node name -> ``%t`` state (e.g. ``idle``, ``alloc``, ``drain``, ``idle*``).
+
+        Read from partition ``main`` (every node); ``{}`` when ``sinfo`` fails.
+        """
         out = self.run(["sinfo", "-h", "-N", "-p", "main", "-o", "%N %t"], check=False).stdout
         return dict(line.split()[:2] for line in out.splitlines() if len(line.split()) >= 2)
 
     def wait_states(self, want: dict[str, str], timeout_s: float = 30.0) -> dict[str, str]:
-        """Wait until each named node shows the wanted state; returns the last states."""
+        """Wait until each named node shows the wanted state; returns the last states.
+
+        Polls ``sinfo`` every 0.2 s.
+
+        Args:
+            want: node name -> ``%t`` state, compared exactly (``idle*`` is not ``idle``).
+            timeout_s: seconds to wait.
+
+        Raises:
+            TimeoutError: not reached in time; the message has the last states.
+        """
         end = time.monotonic() + timeout_s
         last: dict[str, str] = {}
         while time.monotonic() < end:
@@ -247,19 +327,43 @@ class LocalSlurm:
         raise TimeoutError(f"nodes did not reach {want} in {timeout_s} s; last: {last}")
 
     def scontrol(self, *args: str) -> None:
-        """``scontrol ARGS`` (raises on failure)."""
+        """``scontrol ARGS`` (raises on failure).
+
+        Args:
+            *args: ``scontrol``'s arguments.
+
+        Raises:
+            subprocess.CalledProcessError: ``scontrol`` exited non-zero.
+        """
         self.run(["scontrol", *args])
 
     def drain(self, name: str, reason: str = "test") -> None:
-        """Drain a node (the host takes it back)."""
+        """Drain a node (the host takes it back).
+
+        Args:
+            name: the node.
+            reason: Slurm's drain reason (required by Slurm).
+        """
         self.scontrol("update", f"nodename={name}", "state=drain", f"reason={reason}")
 
     def resume(self, name: str) -> None:
-        """Undo a drain."""
+        """Undo a drain.
+
+        Args:
+            name: the node.
+        """
         self.scontrol("update", f"nodename={name}", "state=resume")
 
     def sbatch(self, *args: str) -> str:
-        """Submit a batch job; returns its id."""
+        """Submit a batch job; returns its id.
+
+        Args:
+            *args: ``sbatch`` options and script (``--wrap``, ``-p``, ``-w``); output goes to
+                ``/dev/null``.
+
+        Raises:
+            subprocess.CalledProcessError: ``sbatch`` refused it.
+        """
         out = self.run(["sbatch", "--parsable", "-o", "/dev/null", *args]).stdout
         return out.strip().split(";")[0]
 
@@ -269,6 +373,7 @@ class LocalSlurm:
 
 
 def _kill(proc: subprocess.Popen, sig: int, timeout_s: float = 10.0) -> None:
+    """Send ``sig`` to a running process and reap it; SIGKILL after ``timeout_s`` seconds."""
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, sig)

@@ -74,7 +74,17 @@ class RayUnavailableError(MtgymError, ImportError):
 
 
 def import_ray() -> Any:
-    """``import ray``, or :class:`RayUnavailableError` naming the install command."""
+    """``import ray``, or :class:`RayUnavailableError` naming the install command.
+
+    Sets ``RAY_USAGE_STATS_ENABLED=0`` first unless it is already set, so a local start
+    sends no usage report.
+
+    Returns:
+        The ``ray`` module.
+
+    Raises:
+        RayUnavailableError: Ray is not installed (also an ``ImportError``).
+    """
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report from local starts
     try:
         import ray
@@ -134,6 +144,17 @@ def ray_session(address: str | None = None, *, num_cpus: int | None = None) -> I
     auth with a random in-memory token, see :func:`_private_auth`) and shuts it down on
     exit; an address connects to that cluster (your ``RAY_AUTH_MODE``/token settings apply)
     and disconnects on exit; an already initialised Ray is reused and left alone.
+
+    Worker logs are not forwarded to the driver and Ray logs only warnings.
+
+    Args:
+        address: ``"auto"``, ``"HOST:PORT"`` or ``"ray://HOST:10001"``; None or empty: a
+            private local cluster (``address="local"``, never one found through
+            ``RAY_ADDRESS`` or ``/tmp/ray``).
+        num_cpus: CPUs of a private local cluster; ignored when connecting.
+
+    Raises:
+        RayUnavailableError: Ray is not installed.
     """
     ray = import_ray()
     if ray.is_initialized():
@@ -167,6 +188,12 @@ def _abs_if_path(value: str, *, files_only: bool = False) -> str:
     """``value`` made absolute if it names an existing file (or folder, unless ``files_only``).
 
     The workers' working folder is not the driver's.
+
+    Args:
+        value: a scenario name or file, or a model path; ``~`` is expanded when it names a
+            path.
+        files_only: only an existing file counts (a scenario name that happens to be a
+            folder here stays a name).
     """
     p = Path(value).expanduser()
     ok = p.is_file() if files_only else p.exists()
@@ -174,7 +201,13 @@ def _abs_if_path(value: str, *, files_only: bool = False) -> str:
 
 
 def _portable_policy_name(name: str) -> str:
-    """``agent:runs/a/model.zip`` -> ``agent:/abs/runs/a/model.zip``; other names unchanged."""
+    """``agent:runs/a/model.zip`` -> ``agent:/abs/runs/a/model.zip``; other names unchanged.
+
+    Only an argument that names an existing file or folder is made absolute.
+
+    Args:
+        name: a policy registry name.
+    """
     if ":" in name:
         head, arg = name.split(":", 1)
         return f"{head}:{_abs_if_path(arg)}"
@@ -182,7 +215,16 @@ def _portable_policy_name(name: str) -> str:
 
 
 def _raise_cause(ray: Any, exc: BaseException, what: str) -> None:
-    """Re-raise a task's own exception (KeyError, ScenarioError, ...) instead of Ray's wrapper."""
+    """Re-raise a task's own exception (KeyError, ScenarioError, ...) instead of Ray's wrapper.
+
+    The cause gets a note naming the task; anything that is not a ``RayTaskError`` with an
+    ``Exception`` cause (a lost worker, a cancellation) is re-raised as is.
+
+    Args:
+        ray: the ``ray`` module.
+        exc: what ``ray.get`` raised.
+        what: the task, for the note (e.g. ``"policy 'greedy', seed 3"``).
+    """
     cause = getattr(exc, "cause", None)
     if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(cause, Exception):
         cause.add_note(f"(raised in a Ray task: {what})")
@@ -197,6 +239,13 @@ def run_one(
 
     This is the body of each Ray task; it is plain Python and runs anywhere mtgym is
     installed.
+
+    Args:
+        scenario: a scenario name, or an absolute path to a scenario file.
+        policy_name: a registry name (``agent:PATH`` with an absolute path).
+        seed: the instance's seed.
+        decision_interval_s: decide every that many seconds; None: the policy's own
+            schedule.
     """
     from mtgym.evaluate import configure_policy, episode_row, scenario_defaults
     from mtgym.policy.play import play
@@ -241,13 +290,22 @@ def evaluate_ray(
 ) -> list[PolicyRun]:
     """Run every policy on every seed as Ray tasks; the same ``PolicyRun``s as ``evaluate``.
 
-    ``policy_names`` are registry names (``agent:PATH`` too) and ``scenario`` a scenario name
-    or file, both checked here before any task starts (``KeyError``, ``ScenarioError``,
-    ``FileNotFoundError`` as in the local backend). ``num_cpus`` sizes a local cluster (one
-    CPU per task). ``output`` says what is written and shown (``RayOutput``; nothing by
-    default; the CLI shows the progress bar and the table). ``hindsight``: each seed's
-    hindsight bound as one more task per seed (``mtgym.evaluate.episode_bound``), set in
-    every row of that seed (``add_bound``).
+    Names and files are checked before any task (``KeyError``, ``ScenarioError``,
+    ``FileNotFoundError``, as locally). If an episode task fails, the pending episode tasks
+    are cancelled and its own exception is raised, with a note naming policy and seed.
+
+    Args:
+        scenario: a scenario name or file (made absolute for the workers).
+        policy_names: registry names (``agent:PATH`` too); the runs keep them as given.
+        seeds: the seeds, one task per (policy, seed).
+        address: the Ray cluster (``ray_session``); None: a private local one.
+        decision_interval_s: decide every that many seconds; None: each policy's own.
+        num_cpus: CPUs of a private local cluster (one CPU per task).
+        output: what is written and shown (``RayOutput``; None: nothing).
+        hindsight: each seed's hindsight bound as one more task, set in its rows.
+
+    Returns:
+        One ``PolicyRun`` per policy, in the order given, rows in seed order.
     """
     o = output or RayOutput()
     out, progress, table, reference = o.out, o.progress, o.table, o.reference
@@ -302,7 +360,14 @@ def evaluate_ray(
 
 
 def _bound_one(scenario: str, seed: int) -> float:
-    """The hindsight bound of one seed's episode (the body of a Ray task)."""
+    """The hindsight bound of one seed's episode (the body of a Ray task).
+
+    For the whole episode, as ``run_one`` plays it (no horizon).
+
+    Args:
+        scenario: a scenario name or absolute file path.
+        seed: the instance's seed.
+    """
     from mtgym.evaluate import episode_bound
     from mtgym.scenario.registry import get_generator
 
@@ -316,7 +381,18 @@ def _collect(
     seeds: list[int],
     progress: bool,
 ) -> None:
-    """Gather task results into ``runs`` (in policy and seed order, whatever finishes first)."""
+    """Gather task results into ``runs`` (in policy and seed order, whatever finishes first).
+
+    On any error (a task's, or an interrupt) every task not yet collected is cancelled
+    before it propagates.
+
+    Args:
+        ray: the ``ray`` module.
+        pending: task reference -> (policy index, seed index).
+        runs: the runs to fill; ``runs[i].per_seed[k]`` gets its row.
+        seeds: the seeds, for error notes.
+        progress: show a transient progress bar.
+    """
     from rich.progress import Progress
 
     refs = list(pending)
@@ -339,7 +415,15 @@ def _collect(
 
 
 def _train_one(train_fn: Callable[[Any], Path], args: Any) -> dict[str, Any]:
-    """One training run (a Ray task): ``train_fn(args)``; the model path and timing."""
+    """One training run (a Ray task): ``train_fn(args)``; the model path and timing.
+
+    Args:
+        train_fn: the trainer; it writes ``train.json`` into ``args.out``.
+        args: this run's arguments (its own ``seed`` and ``out``).
+
+    Returns:
+        ``{"seed", "model"}`` merged with the run's ``train.json``.
+    """
     path = train_fn(args)
     info = json.loads((Path(args.out) / "train.json").read_text())
     return {"seed": args.seed, "model": str(path), **info}
@@ -365,6 +449,19 @@ def train_ray(
     sweep writes ``args.out/sweep.json``. Each run asks Ray for one CPU (``n_envs`` CPUs, at
     most the cluster's, with ``vec="subproc"``); its envs stay in its own process tree. A
     local cluster gets ``num_cpus`` CPUs (default: one per run, at most the machine's cores).
+
+    Args:
+        train_fn: the trainer, ``train_fn(args) -> model path``.
+        args: the base arguments; each run gets its own ``seed`` and ``out``, no progress
+            bar (worker output is not forwarded), and absolute scenario and resume paths.
+        address: the Ray cluster (``ray_session``); None: a private local one.
+        num_workers: runs when ``seeds`` is None.
+        seeds: the seeds, distinct.
+        num_cpus: CPUs of a private local cluster.
+
+    Raises:
+        ValueError: ``num_workers`` < 1, no seed, or a seed given twice.
+        RayUnavailableError: Ray is not installed.
     """
     if num_workers < 1:
         raise ValueError(f"num_workers must be >= 1, got {num_workers}")
@@ -413,5 +510,9 @@ def train_ray(
 
 
 def strip_timing(row: dict[str, float]) -> dict[str, float]:
-    """A row without its timing fields (what must match between backends)."""
+    """A row without its timing fields (what must match between backends).
+
+    Args:
+        row: an ``episode_row``; ``TIMING_KEYS`` (``decision_ms``, ``wall_s``) are dropped.
+    """
     return {k: v for k, v in row.items() if k not in TIMING_KEYS}

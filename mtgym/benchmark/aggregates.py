@@ -95,7 +95,15 @@ PROFILE_FILE = "performance_profile.png"
 
 @dataclass(frozen=True)
 class Estimate:
-    """A point estimate with its bootstrap interval, or why there is none (then all NaN)."""
+    """A point estimate with its bootstrap interval, or why there is none (then all NaN).
+
+    Attributes:
+        point: the aggregate on the episodes as run.
+        ci_low: the ``(1 - level) / 2`` quantile of the bootstrap replicates.
+        ci_high: the ``(1 + level) / 2`` quantile.
+        reason: why there is no estimate (starts with ``NOT_DEFINED`` or
+            ``NOT_AVAILABLE``); None: defined.
+    """
 
     point: float
     ci_low: float
@@ -109,13 +117,25 @@ class Estimate:
 
     @classmethod
     def missing(cls, reason: str) -> Estimate:
-        """No estimate, for ``reason``."""
+        """No estimate, for ``reason`` (every number NaN).
+
+        Args:
+            reason: the one-line reason shown instead of the numbers.
+        """
         return cls(math.nan, math.nan, math.nan, reason)
 
 
 @dataclass(frozen=True)
 class ProfileCurve:
-    """One policy's performance profile: fraction of episodes above each tau, with its band."""
+    """One policy's performance profile: fraction of episodes above each tau, with its band.
+
+    Each tuple has one entry per tau of its ``Profile.taus``.
+
+    Attributes:
+        fraction: the fraction of all (scenario, seed) episodes whose score exceeds tau.
+        ci_low: the band's low end (stratified bootstrap).
+        ci_high: the band's high end.
+    """
 
     fraction: tuple[float, ...]
     ci_low: tuple[float, ...]
@@ -126,6 +146,12 @@ class ProfileCurve:
 class Profile:
     """The performance profiles of one normalisation (only the policies it is defined for);
     ``reason`` says why no policy has one.
+
+    Attributes:
+        normalisation: ``"reference"`` or ``"bound"``.
+        taus: the x grid (``tau_grid``); empty when no policy has a profile.
+        curves: policy -> its curve, for the policies with a score matrix.
+        reason: why ``curves`` is empty (the distinct reasons, joined); None otherwise.
     """
 
     normalisation: str
@@ -136,20 +162,38 @@ class Profile:
 
 @dataclass(frozen=True)
 class PolicyAggregates:
-    """One policy's aggregates: IQM by each normalisation, P(this policy > other)."""
+    """One policy's aggregates: IQM by each normalisation, P(this policy > other).
+
+    Attributes:
+        policy: the policy's name.
+        iqm: IQM of its reference-normalised scores.
+        iqm_bound: IQM of its scores as fractions of the hindsight bound.
+        probability_of_improvement: other policy -> P(this policy > other), on
+            reference-normalised scores; an entry for every other policy of the run.
+    """
 
     policy: str
     iqm: Estimate
     iqm_bound: Estimate
-    probability_of_improvement: dict[str, Estimate]  # other policy -> P(policy > other)
+    probability_of_improvement: dict[str, Estimate]
 
 
 @dataclass(frozen=True)
 class Aggregates:
-    """Every policy's aggregates and the profiles, with the bootstrap's settings."""
+    """Every policy's aggregates and the profiles, with the bootstrap's settings.
+
+    Attributes:
+        policies: policy -> its aggregates, in the run's policy order.
+        profiles: normalisation -> its performance profiles.
+        level: confidence level of every interval.
+        reps: bootstrap replications.
+        seed: the global-RNG seed of every bootstrap.
+        num_seeds: seeds per scenario (0 without scenarios).
+        num_scenarios: scenarios of the run.
+    """
 
     policies: dict[str, PolicyAggregates]
-    profiles: dict[str, Profile]  # normalisation -> profile
+    profiles: dict[str, Profile]
     level: float
     reps: int
     seed: int
@@ -166,6 +210,16 @@ def score_matrices(
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Per policy its ``(num_seeds, num_scenarios)`` matrix of normalised scores, or why it
     has none: ``(matrices, reasons)``, each policy in exactly one of them.
+
+    Column k is scenario k of ``results``, row s its s-th seed; every scenario must have
+    the same number of seeds (else no policy gets a matrix).
+
+    Args:
+        results: the scenarios' episodes.
+        scores: their scores, in the same order (the references).
+        policies: the policies.
+        normalisation: ``"reference"`` (headline / the reference's headline on the same
+            seed) or ``"bound"`` (the rows' ``bound_fraction``).
 
     Raises:
         ValueError: an unknown normalisation.
@@ -232,6 +286,9 @@ def _global_numpy_seed(seed: int) -> Iterator[None]:
 
 
 def _iqm(scores: np.ndarray) -> np.ndarray:
+    """The IQM of a ``(num_seeds, num_scenarios)`` matrix (rliable's), as a 1-element array
+    (the shape ``get_interval_estimates`` expects of an aggregate function).
+    """
     from rliable import metrics
 
     return np.array([metrics.aggregate_iqm(scores)])
@@ -241,6 +298,16 @@ def _poi_vectorised(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``metrics.probability_of_improvement(x, y)`` without scipy per scenario: per column,
     the fraction of (run of x, run of y) pairs where x wins, ties counted half (the U
     statistic / (n_x n_y)); identical columns give 0.5 as rliable's; mean over columns.
+
+    Broadcasting builds an (n_x, n_y, num_scenarios) comparison at once, so a replicate
+    costs one vectorised pass instead of one scipy call per scenario.
+
+    Args:
+        x: (n_x, num_scenarios) the scores of X.
+        y: (n_y, num_scenarios) the scores of Y.
+
+    Returns:
+        A 1-element array: P(X > Y).
     """
     gt = (x[:, None, :] > y[None, :, :]).mean(axis=(0, 1))
     eq = (x[:, None, :] == y[None, :, :]).mean(axis=(0, 1))
@@ -258,7 +325,21 @@ def _interval(
     reps: int,
     seed: int,
 ) -> tuple[float, float]:
-    """The stratified percentile-bootstrap interval of ``func`` (rliable; seeded, module doc)."""
+    """The stratified percentile-bootstrap interval of ``func`` (rliable; seeded, module doc).
+
+    A list of matrices is resampled independently (rliable's
+    ``StratifiedIndependentBootstrap``); a single matrix with ``StratifiedBootstrap``.
+
+    Args:
+        scores: a ``(num_seeds, num_scenarios)`` matrix, or a list of them.
+        func: the aggregate, returning a 1-element array.
+        level: confidence level.
+        reps: bootstrap replications.
+        seed: the global-RNG seed for the draws.
+
+    Returns:
+        The ``(low, high)`` quantiles.
+    """
     from rliable import library
 
     with _global_numpy_seed(seed):
@@ -275,7 +356,14 @@ def _interval(
 def iqm_estimate(
     scores: np.ndarray, *, level: float = stats.LEVEL, reps: int = REPS, seed: int = stats.SEED
 ) -> Estimate:
-    """IQM of a ``(num_seeds, num_scenarios)`` matrix with its stratified-bootstrap interval."""
+    """IQM of a ``(num_seeds, num_scenarios)`` matrix with its stratified-bootstrap interval.
+
+    Args:
+        scores: the normalised scores (finite).
+        level: confidence level.
+        reps: bootstrap replications.
+        seed: the global-RNG seed for the draws.
+    """
     point = float(_iqm(scores)[0])
     lo, hi = _interval(scores, _iqm, level=level, reps=reps, seed=seed)
     return Estimate(point, lo, hi)
@@ -291,6 +379,13 @@ def poi_estimate(
 ) -> Estimate:
     """P(X > Y) (rliable's ``rliable.metrics.probability_of_improvement``) with its interval (the
     two matrices resampled independently within each scenario).
+
+    Args:
+        x: ``(num_seeds, num_scenarios)`` reference-normalised scores of X.
+        y: those of Y, the same scenarios in the same column order.
+        level: confidence level.
+        reps: bootstrap replications.
+        seed: the global-RNG seed for the draws.
     """
     from rliable import metrics
 
@@ -302,6 +397,11 @@ def poi_estimate(
 def _reverse(e: Estimate, x: np.ndarray, y: np.ndarray) -> Estimate:
     """P(Y > X) given ``e`` = P(X > Y): rliable's point for (Y, X), the interval mirrored
     (each replicate's P(Y > X) is 1 - its P(X > Y), so its quantiles are too).
+
+    Args:
+        e: P(X > Y) with its interval (``poi_estimate``).
+        x: X's score matrix.
+        y: Y's score matrix.
     """
     from rliable import metrics
 
@@ -312,12 +412,27 @@ def _reverse(e: Estimate, x: np.ndarray, y: np.ndarray) -> Estimate:
 def _profile_func(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
     """Fraction of all entries of ``scores`` above each tau (rliable's score distribution,
     ``rliable.library.run_score_deviation``, vectorised over tau).
+
+    Args:
+        scores: a score matrix, any shape (flattened: every episode counts once).
+        taus: the thresholds, shape (T,).
+
+    Returns:
+        (T,) the fractions.
     """
     return (scores.reshape(-1)[:, None] > np.asarray(taus)[None, :]).mean(axis=0)
 
 
 def tau_grid(mats: Mapping[str, np.ndarray], points: int = PROFILE_POINTS) -> np.ndarray:
-    """0 to a bit beyond the largest score (at least 1): the profile's x axis."""
+    """0 to a bit beyond the largest score (at least 1): the profile's x axis.
+
+    One grid for every policy of a normalisation, so that their curves share an axis; it
+    ends at 1.05 x max(1, the largest score).
+
+    Args:
+        mats: the score matrices of the normalisation's policies.
+        points: grid points, evenly spaced.
+    """
     top = max([1.0, *(float(m.max()) for m in mats.values())])
     return np.linspace(0.0, top * 1.05, points)
 
@@ -333,6 +448,17 @@ def performance_profile(
 ) -> Profile:
     """The score distributions of the policies that have a matrix, with bootstrap bands
     (``rliable.library.create_performance_profile``, one seeded call per policy).
+
+    Seeding each policy's call alike keeps a curve the same whichever other policies run.
+
+    Args:
+        normalisation: ``"reference"`` or ``"bound"``.
+        mats: policy -> its score matrix (``score_matrices``).
+        reasons: policy -> why it has none; joined into ``Profile.reason`` when ``mats`` is
+            empty.
+        level: confidence level of the bands.
+        reps: bootstrap replications.
+        seed: the global-RNG seed for the draws.
     """
     from rliable import library
 
@@ -371,6 +497,18 @@ def compute(
 ) -> Aggregates:
     """Every policy's IQMs and probabilities of improvement, and the performance profiles
     (module docstring). ``scores`` are ``results``' per-scenario scores (for the reference).
+
+    A pair's probability is computed once (in sorted name order) and the reverse derived.
+    Where X or Y has no reference matrix, P(X > Y) gets X's own reason, or else
+    ``"<Y>: <Y's reason>"``.
+
+    Args:
+        results: the scenarios' episodes.
+        scores: their scores, in the same order.
+        policies: the policies, in report order.
+        level: confidence level.
+        reps: bootstrap replications of every aggregate.
+        seed: the global-RNG seed of every bootstrap.
     """
     kw = {"level": level, "reps": reps, "seed": seed}
     ref_m, ref_why = score_matrices(results, scores, policies, "reference")
@@ -424,6 +562,15 @@ _XLABEL = {
 def plot_performance_profile(agg: Aggregates) -> bytes:
     """The profiles as a PNG: one panel per normalisation, one curve per policy with its
     bootstrap band; a panel with no policy says why. matplotlib's Agg canvas, no pyplot.
+
+    A policy keeps its colour in both panels (``C0``-``C9``, dashed from the eleventh on);
+    the reference panel marks tau = 1 (as good as the reference).
+
+    Args:
+        agg: the aggregates.
+
+    Returns:
+        The PNG's bytes (90 dpi).
     """
     from matplotlib.figure import Figure
 
@@ -462,7 +609,12 @@ def plot_performance_profile(agg: Aggregates) -> bytes:
 
 
 def write_performance_profile(out: str | Path, agg: Aggregates) -> Path:
-    """``out/performance_profile.png`` (atomic); returns its path."""
+    """``out/performance_profile.png`` (atomic); returns its path.
+
+    Args:
+        out: the output folder (created if missing).
+        agg: the aggregates.
+    """
     from mtgym.core.io import atomic_write_bytes
 
     return atomic_write_bytes(Path(out) / PROFILE_FILE, plot_performance_profile(agg))

@@ -25,11 +25,19 @@ MIN_SAME_BEST = 7
 
 @dataclass(frozen=True)
 class Agreement:
-    """How the quick run's ranking compares with the full run's."""
+    """How the quick run's ranking compares with the full run's.
+
+    Attributes:
+        spearman: Spearman's rank correlation of the two runs' suite scores over
+            ``policies``.
+        policies: the baselines both runs scored, sorted by name.
+        best: scenario -> (quick's best baseline, full's best baseline), each None when no
+            baseline has a mean headline there.
+    """
 
     spearman: float
-    policies: list[str]  # the baselines both runs scored
-    best: dict[str, tuple[str | None, str | None]]  # scenario -> (quick's best, full's best)
+    policies: list[str]
+    best: dict[str, tuple[str | None, str | None]]
 
     @property
     def same_best(self) -> int:
@@ -38,14 +46,25 @@ class Agreement:
 
     @property
     def met(self) -> bool:
-        """Whether both targets hold."""
+        """Whether both targets hold.
+
+        The same-best target is capped at the number of scenarios, so a split of fewer
+        than ``MIN_SAME_BEST`` scenarios needs all of them.
+        """
         return self.spearman >= MIN_SPEARMAN and self.same_best >= min(
             MIN_SAME_BEST, len(self.best)
         )
 
 
 def best_by_scenario(results: dict[str, Any]) -> dict[str, str | None]:
-    """Scenario -> the baseline with the highest mean headline in a ``results.json``."""
+    """Scenario -> the baseline with the highest mean headline in a ``results.json``.
+
+    Learned agents, unsupported policies and null means are skipped; the first of equal
+    means wins.
+
+    Args:
+        results: a ``results.json`` as loaded (``mtgym.benchmark.report.to_json``).
+    """
     out: dict[str, str | None] = {}
     for sc in results["scenarios"]:
         best, best_v = None, -math.inf
@@ -58,7 +77,12 @@ def best_by_scenario(results: dict[str, Any]) -> dict[str, str | None]:
 
 
 def suite_scores(results: dict[str, Any]) -> dict[str, float]:
-    """Baseline -> its suite score, where defined."""
+    """Baseline -> its suite score, where defined.
+
+    Args:
+        results: a ``results.json`` as loaded; learned agents and null scores are left
+            out.
+    """
     return {
         p: s["score"]
         for p, s in results["suite"].items()
@@ -68,6 +92,10 @@ def suite_scores(results: dict[str, Any]) -> dict[str, float]:
 
 def agreement(quick: dict[str, Any], full: dict[str, Any]) -> Agreement:
     """Compare a quick and a full ``results.json`` (module docstring).
+
+    Args:
+        quick: the quick run's ``results.json``, as loaded.
+        full: the full run's, on the same split.
 
     Raises:
         ValueError: fewer than three baselines scored in both, or the scenarios differ.
@@ -86,7 +114,16 @@ def agreement(quick: dict[str, Any], full: dict[str, Any]) -> Agreement:
 
 
 def markdown(a: Agreement, quick: dict[str, Any], full: dict[str, Any]) -> str:
-    """The agreement as the markdown table of ``docs/benchmark.md``."""
+    """The agreement as the markdown table of ``docs/benchmark.md``.
+
+    A summary line against both targets, the suite scores of both runs (by full score,
+    best first) and each scenario's best baseline in both, marking those that differ.
+
+    Args:
+        a: the agreement (``agreement``).
+        quick: the quick run's ``results.json``.
+        full: the full run's.
+    """
     q, f = suite_scores(quick), suite_scores(full)
     lines = [
         f"Spearman of suite scores over {len(a.policies)} baselines: **{a.spearman:.3f}** "
@@ -110,6 +147,18 @@ def seed_prefix(full: dict[str, Any], k: int) -> dict[str, Any]:
     (headline means and suite scores; the reference of each scenario as in ``full``),
     recomputed from ``full``'s per-seed headlines: quick designs of that kind are measured
     without playing anything again.
+
+    Each scenario's mean is over those of the first ``k`` seeds with a value; a policy's ratio
+    is the ratio of means over the seeds where both it and the reference have one. A
+    policy without a ratio on every scenario gets a null score, as in ``results.json``.
+
+    Args:
+        full: the full run's ``results.json`` (with ``per_seed`` headlines).
+        k: the number of leading seeds kept.
+
+    Returns:
+        A dict with the ``scenarios`` and ``suite`` parts of a ``results.json``, enough for
+        ``agreement`` and ``best_by_scenario``.
     """
     import numpy as np
 

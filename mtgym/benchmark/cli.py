@@ -1,5 +1,12 @@
 """``mtgym benchmark``: run a split's scenarios for the given policies; print and write the
 report (``mtgym.benchmark.report``).
+
+``mtgym benchmark --policy agent:runs/a/model.zip --all-baselines`` plays every named policy
+and every fast baseline (``splits.FAST_BASELINES``) on every scenario of the test split, on
+its ten seeds (two with ``--quick``); each scenario's recorded reference
+(``mtgym.benchmark.references``) is added when not named, so that ratios do not depend on
+the policies chosen. Output goes to ``--out`` (default ``runs/benchmark-<split>`` with
+``-quick`` appended for a quick run). The command is registered by ``mtgym.cli``.
 """
 
 from __future__ import annotations
@@ -15,7 +22,15 @@ DEFAULT_OUT = "runs/benchmark"
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    """Register ``benchmark`` on the ``mtgym`` sub-command parser."""
+    """Register ``benchmark`` on the ``mtgym`` sub-command parser.
+
+    Options: ``--policy NAME`` (repeatable), ``--all-baselines``, ``--split``, ``--quick``,
+    ``--out DIR``, ``--decision-interval S``, ``--backend local|ray``, ``--address`` and
+    ``--no-progress``; the handler is stored as ``func``.
+
+    Args:
+        sub: the ``mtgym`` parser's sub-parsers object.
+    """
     b = sub.add_parser(
         "benchmark",
         help="the generalisation suite: policies on the test split's scenarios and seeds; "
@@ -69,6 +84,23 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> int:
+    """Handler of ``mtgym benchmark``: run, score, write and print the report.
+
+    The output folder is created and checked before any episode; the policy list is
+    de-duplicated (first mention kept) and extended by the recorded references. The
+    progress bar advances once per episode and disappears when the run ends.
+
+    Args:
+        args: the parsed options of ``add``'s parser.
+
+    Returns:
+        0; expected errors are raised, and ``mtgym.command.dispatch`` prints them as one
+        line with exit status 2.
+
+    Raises:
+        ValueError: no policy, or ``--address`` without ``--backend ray``.
+        KeyError: an unknown policy or scenario.
+    """
     from rich.console import Console
     from rich.progress import Progress
 

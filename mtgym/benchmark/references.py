@@ -13,7 +13,18 @@ from mtgym.benchmark.splits import Split
 
 
 def recorded_references(split: Split) -> dict[str, str]:
-    """Scenario -> its recorded reference, for the split's scenarios that have one."""
+    """Scenario -> its recorded reference, for the split's scenarios that have one.
+
+    Reads each scenario's tuning record (``tuning/<name>.json`` beside the preset files,
+    ``mtgym.scenario.tuning.record_path``); a scenario without a record, or whose record
+    names no reference, is left out.
+
+    Args:
+        split: the split whose scenarios are looked up.
+
+    Raises:
+        ValueError: a record file exists but is not a valid record.
+    """
     from mtgym.scenario.tuning import load_record
 
     out = {}
@@ -25,7 +36,14 @@ def recorded_references(split: Split) -> dict[str, str]:
 
 
 def with_references(policies: list[str], split: Split) -> list[str]:
-    """``policies`` followed by the recorded references they lack (in scenario order)."""
+    """``policies`` followed by the recorded references they lack (in scenario order).
+
+    A reference shared by several scenarios is added once.
+
+    Args:
+        policies: the policies the user named.
+        split: the split to be run.
+    """
     out = list(policies)
     for ref in recorded_references(split).values():
         if ref not in out:

@@ -15,6 +15,10 @@ TensorBoard (stable-baselines3's logger, like ``mtgym evaluate``): per policy, f
 scenario ``benchmark/<scenario>/normalized_throughput``, ``.../ratio`` and
 ``.../jct_common_mean``, ``benchmark/suite_score``, ``benchmark/iqm`` and
 ``benchmark/iqm_bound``, all at step 0.
+
+The reference of a scenario is its recorded best tuned baseline when ``mtgym tune``
+recorded one and it ran, else the best baseline that ran; each scenario's heading says
+which. Undefined numbers print as ``n/a`` in markdown and are ``null`` in JSON.
 """
 
 from __future__ import annotations
@@ -31,6 +35,13 @@ UNDEFINED_SCORE = "not defined: did not run on"
 
 
 def _num(v: float, digits: int = 3) -> str:
+    """A number for a table: ``n/a`` if undefined, from 1,000 as ``1,234``, from 100 to 999
+    with ``digits`` significant digits, below 100 with ``digits`` decimals (``0.912``).
+
+    Args:
+        v: the number (None or non-finite prints ``n/a``).
+        digits: decimals below 100, significant digits from 100.
+    """
     if v is None or not math.isfinite(v):
         return "n/a"
     if abs(v) >= 1000:
@@ -39,17 +50,27 @@ def _num(v: float, digits: int = 3) -> str:
 
 
 def _iv(mean: float, lo: float, hi: float, digits: int = 3) -> str:
+    """``mean [lo, hi]`` (``_num`` each); the mean alone when the interval is undefined."""
     if not math.isfinite(lo):
         return _num(mean, digits)
     return f"{_num(mean, digits)} [{_num(lo, digits)}, {_num(hi, digits)}]"
 
 
 def _cell(text: str) -> str:
+    """``text`` with ``|`` escaped, safe in a markdown table cell (policy names, reasons)."""
     return text.replace("|", "\\|")
 
 
 def markdown(res: BenchmarkResult) -> str:
-    """The report as markdown (module docstring)."""
+    """The report as markdown (module docstring).
+
+    Args:
+        res: the scored run.
+
+    Returns:
+        The whole report, ending with a newline: printed by ``mtgym benchmark`` and
+        written as ``results.md``.
+    """
     pct = f"{res.level:.0%}"
     kind = "quick" if res.quick else "full"
     lines = [
@@ -121,12 +142,21 @@ def markdown(res: BenchmarkResult) -> str:
 
 
 def _est(e: Estimate) -> str:
+    """An aggregate's cell: ``point [low, high]``, or the reason it is undefined."""
     return _iv(e.point, e.ci_low, e.ci_high) if e.defined else _cell(e.reason or "n/a")
 
 
 def _aggregates_markdown(agg: Aggregates) -> list[str]:
     """The aggregates section: IQMs (or why not), then P(row > column) among the policies
     whose IQM by best baseline is defined.
+
+    The probability table is left out when fewer than two policies have that IQM.
+
+    Args:
+        agg: the aggregates.
+
+    Returns:
+        Markdown lines, starting with the ``## Aggregates`` heading.
     """
     pct = f"{agg.level:.0%}"
     names = list(agg.policies)
@@ -165,15 +195,29 @@ def _aggregates_markdown(agg: Aggregates) -> list[str]:
 
 
 def _f(v: float) -> float | None:
+    """``v``, or None when it is None, NaN or infinite (JSON has no NaN)."""
     return v if v is not None and math.isfinite(v) else None
 
 
 def _iv_json(iv: Any) -> dict[str, Any]:
+    """A ``stats.Interval`` as ``{mean, ci_low, ci_high, n}`` with undefined numbers null."""
     return {k: _f(v) if k != "n" else v for k, v in iv.as_dict().items()}
 
 
 def to_json(res: BenchmarkResult) -> dict[str, Any]:
-    """``results.json``: JSON-safe (undefined numbers are null)."""
+    """``results.json``: JSON-safe (undefined numbers are null).
+
+    Top level: ``split``, ``quick``, ``headline``, ``ci`` (level, method, resamples and
+    seed), ``policies``, ``scenarios`` and ``suite``, plus ``aggregates``
+    (``aggregates_json``) when computed. Per scenario and policy: the headline, its ratio
+    to the reference (with the reference's name), the common-jobs JCT and its ratio, the
+    jobs completed, the hindsight bound and the fraction of it, and the headline per seed
+    (``per_seed``: ``mtgym.benchmark.agreement.seed_prefix`` reads it); or only
+    ``unsupported`` with the reason.
+
+    Args:
+        res: the scored run.
+    """
     scen = []
     for sc in res.scenarios:
         pol: dict[str, Any] = {}
@@ -243,6 +287,7 @@ def to_json(res: BenchmarkResult) -> dict[str, Any]:
 
 
 def _est_json(e: Estimate) -> dict[str, Any]:
+    """An ``Estimate`` as ``{point, ci_low, ci_high, reason}`` (numbers null if undefined)."""
     return {
         "point": _f(e.point),
         "ci_low": _f(e.ci_low),
@@ -255,6 +300,11 @@ def aggregates_json(agg: Aggregates) -> dict[str, Any]:
     """``results.json``'s ``aggregates``: the bootstrap's settings and, per policy, ``iqm``,
     ``iqm_bound`` and ``probability_of_improvement`` {other: ...}, each ``{point, ci_low,
     ci_high, reason}`` (numbers null and ``reason`` set when undefined).
+
+    The profiles are not in it: they are drawn to ``performance_profile.png``.
+
+    Args:
+        agg: the aggregates.
     """
     return {
         "method": "rliable stratified percentile bootstrap (seeds resampled within each "
@@ -278,12 +328,27 @@ def aggregates_json(agg: Aggregates) -> dict[str, Any]:
 
 
 def tb_name(policy: str) -> str:
-    """A folder name for a policy (``agent:/a/b/model.zip`` -> ``agent_a_b_model.zip``)."""
+    """A folder name for a policy (``agent:/a/b/model.zip`` -> ``agent_a_b_model.zip``).
+
+    Each run of characters other than letters, digits, ``_``, ``.`` and ``-`` becomes one
+    ``_``; leading and trailing ``_`` are dropped; an empty result is ``policy``.
+
+    Args:
+        policy: the policy's registry name.
+    """
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", policy).strip("_") or "policy"
 
 
 def write_tensorboard(out: Path, res: BenchmarkResult) -> None:
-    """``out/tb/<policy>/`` event files (module docstring)."""
+    """``out/tb/<policy>/`` event files (module docstring).
+
+    Only finite values are logged, so an unsupported policy or an undefined suite score
+    leaves its tag out rather than logging NaN.
+
+    Args:
+        out: the output folder.
+        res: the scored run.
+    """
     from stable_baselines3.common.logger import configure
 
     for name in res.policies:
@@ -313,6 +378,12 @@ def write_tensorboard(out: Path, res: BenchmarkResult) -> None:
 def write(out: str | Path, res: BenchmarkResult) -> None:
     """``out/results.md``, ``out/results.json``, ``out/tb/`` and (with aggregates)
     ``out/performance_profile.png``.
+
+    The markdown and JSON files are written atomically; ``out`` is created if missing.
+
+    Args:
+        out: the output folder.
+        res: the scored run.
     """
     from mtgym.core.io import atomic_write_json, atomic_write_text
 

@@ -56,7 +56,12 @@ BACKENDS = ("local", "ray")
 
 
 def is_baseline(policy: str) -> bool:
-    """Whether ``policy`` may be a scenario's reference (not a learned agent)."""
+    """Whether ``policy`` may be a scenario's reference (not a learned agent).
+
+    Args:
+        policy: a registry name, possibly with an argument (``agent:PATH``): only the part
+            before the first ``:`` is checked against ``LEARNED``.
+    """
     return policy.split(":", 1)[0] not in LEARNED
 
 
@@ -65,17 +70,30 @@ def is_baseline(policy: str) -> bool:
 class ScenarioRuns:
     """One scenario's episodes: the policies that ran (rows in seed order) and those that
     could not, with their one-line reasons.
+
+    Attributes:
+        scenario: the scenario's name.
+        seeds: the seeds played, in row order (the split's).
+        horizon_s: simulated seconds played from ``t_start`` (None: the scenario's horizon).
+        runs: one ``PolicyRun`` per policy that ran, in the order the policies were given,
+            with ``add_common_metrics`` applied (``jct_common_mean`` and the like).
+        unsupported: policy -> its one-line reason (``PolicyUnsupportedError``, naming the
+            scenario).
+        wall_s: wall seconds: the scenario's own episodes on the local backend; on Ray,
+            from the split's start until the rows were assembled (the scenarios run
+            interleaved).
     """
 
     scenario: str
     seeds: list[int]
-    horizon_s: float | None  # simulated seconds played (None: the scenario's horizon)
+    horizon_s: float | None
     runs: list[PolicyRun]
     unsupported: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
 
 
 def _until(instance: Any, horizon_s: float | None) -> float | None:
+    """``play``'s ``until``: ``horizon_s`` after the instance's ``t_start`` (None: no limit)."""
     return None if horizon_s is None else float(instance.t_start) + float(horizon_s)
 
 
@@ -87,6 +105,21 @@ def run_one(
     decision_interval_s: float | None = None,
 ) -> dict[str, Any]:
     """One episode built from names (the body of a Ray task): its row.
+
+    Only strings and numbers cross to the worker: it builds the scenario's instance, the
+    policy (configured with the scenario's defaults) and plays, as ``run_scenario_local``
+    does in process.
+
+    Args:
+        scenario: a scenario name of ``mtgym.scenario.registry``.
+        policy: a registry name (``agent:PATH`` with an absolute path on Ray).
+        seed: the instance's seed.
+        horizon_s: simulated seconds to play from ``t_start``; None: the whole scenario.
+        decision_interval_s: decide every that many seconds; None: the policy's own
+            schedule.
+
+    Returns:
+        The ``mtgym.evaluate.episode_row`` (without the hindsight bound, added later).
 
     Raises:
         PolicyUnsupportedError: the policy cannot run on the scenario.
@@ -115,6 +148,14 @@ _BOUND = "(hindsight bound)"
 def bound_one(scenario: str, seed: int, horizon_s: float | None = None) -> float:
     """The hindsight bound of one (scenario, seed) for the run ``run_one`` plays (the body
     of a Ray task, one per (scenario, seed), shared by every policy; ``episode_bound``).
+
+    Args:
+        scenario: a scenario name.
+        seed: the instance's seed.
+        horizon_s: simulated seconds played from ``t_start``; None: the whole scenario.
+
+    Returns:
+        The bound of the headline, in best-node equivalents.
     """
     from mtgym.scenario.registry import get_generator
 
@@ -123,7 +164,13 @@ def bound_one(scenario: str, seed: int, horizon_s: float | None = None) -> float
 
 
 def _add_bounds(rows: dict[str, list[dict[str, Any] | None]], bounds: list[float | None]) -> None:
-    """Each policy's row of seed k gets ``bounds[k]`` and its ``bound_fraction``."""
+    """Each policy's row of seed k gets ``bounds[k]`` and its ``bound_fraction``.
+
+    Args:
+        rows: policy -> its rows in seed order (None where it did not run); changed in
+            place.
+        bounds: the bound of each seed (None: not computed, NaN in the rows).
+    """
     for per_seed in rows.values():
         for row, bound in zip(per_seed, bounds, strict=False):
             if row is not None:
@@ -139,6 +186,17 @@ def _finish(
     unsupported: dict[str, str],
     t0: float,
 ) -> ScenarioRuns:
+    """Assemble a ``ScenarioRuns``: the policies that ran, with their common-jobs metrics.
+
+    Args:
+        scenario: the scenario's name.
+        seeds: the seeds played.
+        horizon_s: simulated seconds played (None: whole).
+        policies: every policy asked for, in report order.
+        rows: policy -> its rows in seed order.
+        unsupported: policy -> why it could not run; those are left out of ``runs``.
+        t0: ``time.perf_counter()`` at the start, for ``wall_s``.
+    """
     runs = [PolicyRun(p, rows[p]) for p in policies if p not in unsupported]  # type: ignore[arg-type]
     add_common_metrics(runs)
     return ScenarioRuns(
@@ -157,6 +215,18 @@ def run_scenario_local(
 ) -> ScenarioRuns:
     """Every policy on every seed of one scenario, in this process (instances built once
     per seed, as ``evaluate`` does).
+
+    The hindsight bound is computed once per seed, when its instance is built. A policy
+    whose ``reset`` raises ``PolicyUnsupportedError`` is recorded as unsupported and its
+    remaining seeds are skipped.
+
+    Args:
+        scenario: a scenario name.
+        policies: registry names, played in this order.
+        seeds: the seeds.
+        horizon_s: simulated seconds to play from ``t_start``; None: the whole scenario.
+        decision_interval_s: decide every that many seconds; None: each policy's own.
+        progress: called with ``"<scenario>: <policy> seed <seed>"`` before each episode.
     """
     from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.policy.play import play
@@ -196,7 +266,14 @@ def run_scenario_local(
 
 
 def _portable(policy: str) -> str:
-    """``agent:rel/model.zip`` -> an absolute path (Ray workers run elsewhere)."""
+    """``agent:rel/model.zip`` -> an absolute path (Ray workers run elsewhere).
+
+    Only an argument that names an existing path is changed; other names are returned as
+    given.
+
+    Args:
+        policy: a registry name.
+    """
     from pathlib import Path
 
     if ":" in policy:
@@ -218,7 +295,12 @@ def run_split_ray(
     progress: Callable[[str], None] | None = None,
 ) -> list[ScenarioRuns]:
     """The whole split as Ray tasks, one per (scenario, policy, seed) (``ray_session``), and
-    one per (scenario, seed) for its hindsight bound (``bound_one``).
+    one per (scenario, seed) for its hindsight bound (``bound_one``); one CPU each.
+
+    Arguments as ``run_split``'s (``num_cpus``: a private local cluster's CPUs, None: all).
+    On an error the pending tasks are cancelled and the task's own exception is raised,
+    with a note naming scenario, policy and seed index (``PolicyUnsupportedError`` is
+    recorded instead); ``progress`` is called as each policy's episode finishes.
     """
     from mtgym.backends.ray_backend import ray_session
 
@@ -296,6 +378,21 @@ def run_split(
 ) -> list[ScenarioRuns]:
     """Every policy on every scenario of ``split`` on the split's seeds (module docstring).
 
+    Every name is checked first (a policy is built once, each scenario's generator looked
+    up), so a typo fails before hours of episodes.
+
+    Args:
+        split: the split.
+        policies: registry names, each once (the report keeps this order).
+        quick: play the split's quick seeds (the first of the full run's).
+        backend: ``"local"`` (this process, scenario by scenario) or ``"ray"``.
+        address: the Ray cluster (``backend="ray"`` only); None: a private local one.
+        decision_interval_s: decide every that many seconds; None: each policy's own.
+        progress: called once per episode with ``"<scenario>: <policy> seed <seed>"``.
+
+    Returns:
+        One ``ScenarioRuns`` per scenario, in the split's order.
+
     Raises:
         ValueError: an unknown backend, no policy, or a policy named twice.
         KeyError: an unknown policy or scenario (checked before any episode).
@@ -342,17 +439,33 @@ _NAN_IV = stats.Interval(math.nan, math.nan, math.nan, 0)
 
 @dataclass(frozen=True)
 class PolicyScore:
-    """One policy on one scenario (all NaN and ``unsupported`` set when it could not run)."""
+    """One policy on one scenario (all NaN and ``unsupported`` set when it could not run).
+
+    Intervals are means over seeds with their percentile-bootstrap interval
+    (``stats.mean_ci``).
+
+    Attributes:
+        headline: the headline (``normalized_throughput``, best-node equivalents).
+        ratio: the headline against the scenario's reference, paired over seeds
+            (``stats.paired``: ratio of means with its interval); None: no reference.
+        jct_common: the mean JCT (s), per seed, of the jobs every policy that ran completed.
+        jct_common_ratio: mean JCT of common jobs / the reference's, paired (NaN: no
+            reference).
+        jobs_completed: jobs completed per episode.
+        unsupported: why the policy could not run here (then every number is NaN); None:
+            it ran.
+        per_seed: the headline seed by seed (the split's seeds, NaN where undefined).
+        hindsight_bound: the episode's hindsight bound (NaN when not computed).
+        bound_fraction: the headline's fraction of that bound (NaN when not computed).
+    """
 
     headline: stats.Interval
-    ratio: stats.Paired | None  # headline vs the scenario's reference (None: no reference)
+    ratio: stats.Paired | None
     jct_common: stats.Interval
-    jct_common_ratio: float  # mean JCT of common jobs / the reference's
+    jct_common_ratio: float
     jobs_completed: stats.Interval
     unsupported: str | None = None
-    #: the headline seed by seed (the split's seeds, NaN where undefined)
     per_seed: tuple[float, ...] = ()
-    #: the episode's hindsight bound and the headline's fraction of it (NaN when not computed)
     hindsight_bound: stats.Interval = field(default_factory=lambda: _NAN_IV)
     bound_fraction: stats.Interval = field(default_factory=lambda: _NAN_IV)
 
@@ -361,6 +474,15 @@ class PolicyScore:
 class ScenarioScore:
     """One scenario's scores and its reference (None if no baseline ran); ``recorded``: the
     reference is the tuning record's (fixed in advance), not the best of those that ran.
+
+    Attributes:
+        scenario: the scenario's name.
+        seeds: the seeds played.
+        horizon_s: simulated seconds played (None: the scenario's horizon).
+        reference: the policy every ratio divides by; None: no baseline ran.
+        policies: policy -> its score, every policy asked for, in report order.
+        wall_s: ``ScenarioRuns.wall_s``.
+        recorded: whether the reference is the recorded one (``mtgym tune``).
     """
 
     scenario: str
@@ -374,13 +496,23 @@ class ScenarioScore:
 
 @dataclass(frozen=True)
 class SuiteScore:
-    """A policy's geometric mean of ratios over the split (NaN when incomplete)."""
+    """A policy's geometric mean of ratios over the split (NaN when incomplete).
+
+    Attributes:
+        policy: the policy's name.
+        score: the geometric mean over scenarios of its ratio of means to the reference.
+        ci_low: the low quantile of the bootstrap's geometric means.
+        ci_high: the high quantile.
+        missing: scenarios without a positive, finite ratio for this policy (it did not
+            run, no baseline ran, or the ratio is 0 or NaN); non-empty makes every number
+            NaN.
+    """
 
     policy: str
     score: float
     ci_low: float
     ci_high: float
-    missing: list[str]  # scenarios without a ratio for this policy (then score is NaN)
+    missing: list[str]
 
     @property
     def complete(self) -> bool:
@@ -390,7 +522,20 @@ class SuiteScore:
 
 @dataclass(frozen=True)
 class BenchmarkResult:
-    """Everything the report shows."""
+    """Everything the report shows.
+
+    Attributes:
+        split: the split's name.
+        quick: whether the quick seeds were played.
+        policies: every policy, in report order.
+        scenarios: one score per scenario, in the split's order.
+        suite: policy -> its suite score.
+        level: confidence level of every interval (default 0.95).
+        n_boot: bootstrap resamples of the per-scenario and suite intervals.
+        boot_seed: the bootstraps' seed.
+        aggregates: IQMs, probabilities of improvement and profiles
+            (``mtgym.benchmark.aggregates``); None: not computed.
+    """
 
     split: str
     quick: bool
@@ -400,12 +545,19 @@ class BenchmarkResult:
     level: float
     n_boot: int
     boot_seed: int
-    #: IQMs, probabilities of improvement and profiles (``mtgym.benchmark.aggregates``)
     aggregates: Aggregates | None = None
 
 
 def best_baseline(runs: Sequence[PolicyRun], key: str = HEADLINE) -> str | None:
-    """The baseline with the highest mean ``key`` over seeds (first on ties; None if none)."""
+    """The baseline with the highest mean ``key`` over seeds (first on ties; None if none).
+
+    Learned agents are skipped (``is_baseline``); NaN seeds are left out of a mean, and a
+    policy with no value at all cannot be chosen.
+
+    Args:
+        runs: the policies that ran on one scenario.
+        key: the row key compared (the headline).
+    """
     best, best_v = None, -math.inf
     for run in runs:
         if not is_baseline(run.name):
@@ -429,6 +581,15 @@ def score_scenario(
     """Intervals and paired ratios of one scenario (module docstring). ``reference``: the
     scenario's recorded reference (``mtgym.benchmark.references``) when it ran, else the
     best baseline among those that ran.
+
+    Args:
+        sr: the scenario's episodes.
+        policies: every policy asked for, in report order; one that did not run gets an
+            all-NaN score with its reason (``"did not run"`` when none was recorded).
+        level: confidence level of the intervals.
+        n_boot: bootstrap resamples.
+        seed: the bootstrap's seed.
+        reference: the recorded reference; ignored when it did not run here.
     """
     by_name = {r.name: r for r in sr.runs}
     ref_name = reference if reference in by_name else best_baseline(sr.runs)
@@ -482,6 +643,19 @@ def suite_scores(
 ) -> dict[str, SuiteScore]:
     """Each policy's geometric mean of its scenario ratios, with a bootstrap interval
     (module docstring: seeds resampled within each scenario, jointly for its policies).
+
+    Scenario k's resamples use seed ``seed + k``. In each, a policy's ratio is the ratio of
+    means over the resampled seeds where both it and the reference have a value; a
+    replicate in which some scenario's ratio is not positive is dropped before the
+    quantiles.
+
+    Args:
+        results: the scenarios' episodes.
+        scores: their scores (``score_scenario``), in the same order: the references.
+        policies: the policies to score.
+        level: confidence level of the interval.
+        n_boot: bootstrap resamples.
+        seed: the first scenario's bootstrap seed.
     """
     log_pt = {p: np.zeros(0) for p in policies}
     log_boot = {p: np.zeros((0, n_boot)) for p in policies}
@@ -552,6 +726,15 @@ def score_split(
     (``mtgym.benchmark.aggregates``), with the ``bootstrap`` settings (the defaults when
     None). ``references``: scenario -> its recorded reference
     (``mtgym.benchmark.references``).
+
+    Args:
+        split: the split played (its name is reported).
+        results: the scenarios' episodes (``run_split``).
+        policies: every policy, in report order.
+        quick: whether the quick seeds were played (reported).
+        bootstrap: the bootstrap settings.
+        references: scenario -> its recorded reference; a scenario without one, or whose
+            reference did not run, takes the best baseline that ran.
     """
     b = bootstrap or Bootstrap()
     level, n_boot, seed = b.level, b.n_boot, b.seed

@@ -56,15 +56,30 @@ FAST_BASELINES = (
 
 @dataclass(frozen=True)
 class SuiteScenario:
-    """One scenario of a split and how short its quick run is."""
+    """One scenario of a split and how short its quick run is.
 
-    name: str  # a scenario name (preset or built-in)
-    quick_horizon_s: float | None  # --quick plays [t_start, t_start + this]; None: all of it
+    Attributes:
+        name: a scenario name of ``mtgym.scenario.registry`` (preset or built-in).
+        quick_horizon_s: ``--quick`` plays ``[t_start, t_start + this]`` simulated seconds;
+            None: all of it (every scenario of ``TEST`` since issue 34).
+    """
+
+    name: str
+    quick_horizon_s: float | None
 
 
 @dataclass(frozen=True)
 class Split:
-    """A named set of scenarios, each run on the same seeds by every policy."""
+    """A named set of scenarios, each run on the same seeds by every policy.
+
+    Attributes:
+        name: the split's name (``--split``).
+        description: one line for help texts.
+        scenarios: the scenarios, in report order.
+        seed_start: the first seed.
+        full_seeds: seeds of a full run, consecutive from ``seed_start``.
+        quick_seeds: seeds of a quick run: the first of the full run's.
+    """
 
     name: str
     description: str
@@ -74,12 +89,22 @@ class Split:
     quick_seeds: int = QUICK_SEEDS
 
     def seeds(self, *, quick: bool = False) -> list[int]:
-        """The split's seeds (the quick run's are the first of the full run's)."""
+        """The split's seeds (the quick run's are the first of the full run's).
+
+        Args:
+            quick: the quick run's ``quick_seeds`` instead of the full ``full_seeds``.
+        """
         n = self.quick_seeds if quick else self.full_seeds
         return list(range(self.seed_start, self.seed_start + n))
 
     def horizon_s(self, scenario: SuiteScenario, *, quick: bool = False) -> float | None:
-        """Simulated seconds to play from the start (None: the scenario's own horizon)."""
+        """Simulated seconds to play from the start (None: the scenario's own horizon).
+
+        Args:
+            scenario: one of the split's scenarios.
+            quick: the quick run's horizon (``quick_horizon_s``); a full run always plays
+                the whole scenario.
+        """
         return scenario.quick_horizon_s if quick else None
 
     @property
@@ -90,7 +115,14 @@ class Split:
 
 @dataclass(frozen=True)
 class TrainSplit:
-    """What agents may train on: scenario families and seeds (named, not imported)."""
+    """What agents may train on: scenario families and seeds (named, not imported).
+
+    Attributes:
+        name: the split's name.
+        description: one line for help texts.
+        scenarios: scenario (family) names of ``mtgym.scenario.registry``.
+        seed_min: the smallest training seed (``TRAIN_SEED_MIN``, 2^30).
+    """
 
     name: str
     description: str
@@ -98,7 +130,17 @@ class TrainSplit:
     seed_min: int = TRAIN_SEED_MIN
 
     def check_seed(self, seed: int) -> int:
-        """``seed`` if it belongs to the train split; ``ValueError`` (one line) otherwise."""
+        """``seed`` if it belongs to the train split; ``ValueError`` (one line) otherwise.
+
+        Args:
+            seed: a seed a training run asks for.
+
+        Returns:
+            ``seed`` as an int.
+
+        Raises:
+            ValueError: ``seed`` < ``seed_min`` (it may be a test seed).
+        """
         if int(seed) < self.seed_min:
             raise ValueError(
                 f"seed {seed} is not a training seed: the train split uses seeds >= "
@@ -136,12 +178,21 @@ SPLITS: dict[str, Split] = {TEST.name: TEST}
 
 
 def get_split(name: str) -> Split:
-    """The split called ``name``; ``KeyError`` naming the known ones."""
+    """The split called ``name``; ``KeyError`` naming the known ones.
+
+    Args:
+        name: a key of ``SPLITS`` (``"test"``).
+    """
     if name not in SPLITS:
         raise KeyError(f"unknown split {name!r}; known splits: {', '.join(SPLITS)}")
     return SPLITS[name]
 
 
 def is_test_seed(seed: int, split: Split = TEST) -> bool:
-    """Whether ``seed`` is one of ``split``'s (full-run) seeds."""
+    """Whether ``seed`` is one of ``split``'s (full-run) seeds.
+
+    Args:
+        seed: the seed to check.
+        split: the split (default: the test split, seeds 9000-9009).
+    """
     return split.seed_start <= int(seed) < split.seed_start + split.full_seeds

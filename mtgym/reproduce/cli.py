@@ -1,7 +1,13 @@
 """``mtgym reproduce {freetrain,malletrain,pal,all} --out DIR [--quick]``.
 
-``add_reproduce_command(subparsers)`` registers the subcommand on the ``mtgym`` parser; its
-handler (``args.func``) returns the exit status: 0 on success, 2 when the data is missing.
+``add_reproduce_command(subparsers)`` registers the subcommand on the ``mtgym`` parser (it
+is the ``reproduce`` entry point of the ``mtgym.commands`` group in ``pyproject.toml``, which
+``mtgym.cli`` loads); its handler (``args.func``) returns the exit status: 0 on success, 2
+when the data is missing or an option is invalid.
+
+The experiments run in one pool of worker processes (``common.Workers``), forked before any
+progress bar starts; ``report.write_report`` then writes ``report.md``, ``report.json`` and
+one ``<experiment>_results.json`` per experiment into ``--out``.
 """
 
 from __future__ import annotations
@@ -19,11 +25,14 @@ CHOICES = (*EXPERIMENTS, "all")
 
 @dataclass(frozen=True)
 class ExperimentOptions:
-    """Options of single experiments.
+    """Options of single experiments (``--draw``, ``--seeds``, ``--completion-at-round``).
+
+    Each reaches only the experiment it names; the others ignore it.
 
     Attributes:
         draw: PAL's headline per-GPU draw: ``"artifact"`` or ``"seed:N"``.
-        seeds: MalleTrain's number of paired seeds (None: its sizes' own).
+        seeds: MalleTrain's number of paired seeds, 0..seeds-1 (None: its sizes' own, 20
+            or 3 with ``--quick``); at least 2 (``malletrain.sizes_for``).
         completion_at_round: PAL records completions at the next round boundary, as its
             artifact does.
     """
@@ -45,7 +54,29 @@ def run_experiments(
 ) -> list[Any]:
     """Run the named experiments, write the report into ``out_dir``, return their results.
 
-    ``options``: the experiments' own options (the defaults when None).
+    Each experiment checks its data files before running anything, so a missing file stops
+    the run at that experiment (the report is then not written).
+
+    Args:
+        names: experiments of ``EXPERIMENTS``, run in this order.
+        out_dir: folder for ``report.md``, ``report.json``, the raw JSON and the figures
+            (created if missing; existing files of the same names are replaced).
+        quick: the reduced sizes of each experiment (``QUICK``): indicative numbers in
+            minutes rather than hours.
+        data_dir: the shared data folder; None: ``$MTGYM_DATA``, else ``../shared/data``
+            beside the clone.
+        workers: worker processes; None: the usable CPUs, at most 8
+            (``common.default_workers``).
+        progress: draw rich progress bars and print each experiment's wall time to stderr.
+        options: the experiments' own options (the defaults when None).
+
+    Returns:
+        One ``common.ExperimentResult`` per name, in the order of ``names``.
+
+    Raises:
+        FileNotFoundError: a data file an experiment needs is missing.
+        ValueError: an invalid option (a bad PAL draw, fewer than 2 MalleTrain seeds).
+        KeyError: a name that is not in ``EXPERIMENTS``.
     """
     opt = options or ExperimentOptions()
     from mtgym.reproduce import freetrain, malletrain, pal
@@ -75,6 +106,18 @@ def run_experiments(
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
+    """Handler of ``mtgym reproduce``: run the experiments, print where the report is.
+
+    ``prepare_out_dir`` creates ``--out`` and proves it writable before any episode
+    (``OutDirError`` otherwise). Missing data and invalid options are printed as one
+    ``error:`` line and give exit status 2.
+
+    Args:
+        args: the parsed options of ``add_reproduce_command``'s parser.
+
+    Returns:
+        The exit status: 0 on success, 2 on missing data or an invalid option.
+    """
     from mtgym.core.io import prepare_out_dir
 
     names = EXPERIMENTS if args.experiment == "all" else (args.experiment,)
@@ -100,7 +143,16 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``reproduce`` on an ``argparse`` subparsers object; returns its parser."""
+    """Register ``reproduce`` on an ``argparse`` subparsers object; returns its parser.
+
+    Options: the positional experiment (``freetrain``, ``malletrain``, ``pal`` or ``all``),
+    ``--out DIR`` (default ``runs/reproduce``), ``--quick``, ``--data DIR``,
+    ``--workers N``, ``--draw``, ``--seeds N``, ``--completion-at-round`` and
+    ``--no-progress``; the handler is stored as ``func``.
+
+    Args:
+        subparsers: the object ``ArgumentParser.add_subparsers`` returned.
+    """
     p = subparsers.add_parser(
         "reproduce",
         help="re-run the papers' headline experiments (FreeTrain, MalleTrain, PAL) and report",
@@ -159,7 +211,14 @@ def add_reproduce_command(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry (``python -m mtgym.reproduce.cli``), until the lead wires it in."""
+    """Stand-alone entry (``python -m mtgym.reproduce.cli``), the same as ``mtgym reproduce``.
+
+    Args:
+        argv: the command line after the program name; None: ``sys.argv[1:]``.
+
+    Returns:
+        The handler's exit status (0 on success, 2 on missing data or a bad option).
+    """
     parser = argparse.ArgumentParser(prog="mtgym")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_reproduce_command(sub)

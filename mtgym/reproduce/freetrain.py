@@ -22,6 +22,12 @@ the job's 1-node rate), also charges the jobs' sub-linear scaling, and is report
 
 Full run: the whole replay from row 1000 until every job completes. ``quick``: the first
 1,000 nodes of the trace (its column order, the replayer's ``-nN``) for 6 hours.
+
+Seven episodes (``tasks``): ImageNet under equal share and under FreeTrain at each T_fwd of
+``T_FWD_SWEEP``; HPS ShuffleNet under equal share and FreeTrain at 10 s. Samples are also
+compared over a fixed window after row 1000 (``Sizes.compare_s``: the first 24 h, or the
+whole 6 h quick span). No row here has a paper value except the three efficiency rows (the
+abstract's 93 %); the rest are context.
 """
 
 from __future__ import annotations
@@ -65,11 +71,20 @@ WORKLOADS = {"imagenet": IMAGENET_JOBS, "hps": HPS_JOBS}
 
 @dataclass(frozen=True)
 class Sizes:
-    """How much of the replay to run."""
+    """How much of the replay to run.
 
-    num_nodes: int | None  # None = all 4,734
-    span_s: float | None  # None = to the trace end (the workload finishes long before)
-    compare_s: float  # samples are compared over the first ``compare_s`` seconds
+    Attributes:
+        num_nodes: keep the first this many nodes of the trace, in its column order
+            (the replayer's ``-nN``); None: all 4,734.
+        span_s: seconds replayed from row 1000; None: to the trace end (the workload
+            finishes long before).
+        compare_s: samples and E are also compared over the first ``compare_s`` seconds
+            after row 1000 (``samples_compare``, ``efficiency_compare``).
+    """
+
+    num_nodes: int | None
+    span_s: float | None
+    compare_s: float
 
 
 FULL = Sizes(num_nodes=None, span_s=None, compare_s=24 * 3600.0)
@@ -78,10 +93,22 @@ QUICK = Sizes(num_nodes=1000, span_s=6 * 3600.0, compare_s=6 * 3600.0)
 
 @dataclass(frozen=True)
 class Task:
-    """One episode: a workload under one policy."""
+    """One episode: a workload under one policy (picklable: it travels to a worker).
 
-    workload: str  # "imagenet" or "hps"
-    policy: str  # "freetrain" or "equal-share"
+    Attributes:
+        workload: ``"imagenet"`` (1,001 jobs) or ``"hps"`` (1,000-job ShuffleNet search):
+            a key of ``WORKLOADS``.
+        policy: ``"freetrain"`` or ``"equal-share"``, both with maxJ = ``MAX_JOBS``.
+        t_fwd: FreeTrain's look-ahead T_fwd (s); equal share ignores it (the tasks set
+            ``T_FWD_DEFAULT``).
+        data_dir: the data folder, as a string (the instance cache's key).
+        num_nodes: ``Sizes.num_nodes``.
+        span_s: ``Sizes.span_s``.
+        compare_s: ``Sizes.compare_s``.
+    """
+
+    workload: str
+    policy: str
     t_fwd: float
     data_dir: str
     num_nodes: int | None
@@ -90,7 +117,7 @@ class Task:
 
     @property
     def label(self) -> str:
-        """Short name for tables and plots."""
+        """Short name for tables and plots: ``FreeTrain T_fwd=10s`` or ``equal share``."""
         if self.policy == "freetrain":
             return f"FreeTrain T_fwd={self.t_fwd:g}s"
         return "equal share"
@@ -98,6 +125,17 @@ class Task:
 
 @functools.lru_cache(maxsize=4)
 def _instance(data_dir: str, workload: str, num_nodes: int | None, span_s: float | None):
+    """The Summit replay of ``workload`` from row 1000 (cached: a worker reuses it per task).
+
+    No per-GPU variability (identical devices, as BFTrainer assumes), so the seed does not
+    matter and the instance is the same for every policy.
+
+    Args:
+        data_dir: the data folder.
+        workload: a key of ``WORKLOADS``.
+        num_nodes: the first this many nodes of the trace; None: all.
+        span_s: seconds after row 1000 to replay; None: to the trace end.
+    """
     from mtgym.generate.replay import SummitReplay
 
     d = Path(data_dir)
@@ -114,13 +152,36 @@ def _instance(data_dir: str, workload: str, num_nodes: int | None, span_s: float
 
 
 def _downsample(*arrays: np.ndarray, points: int = 1500) -> list[list[float]]:
+    """The same evenly spaced entries of each array, at most ``points``, as float lists.
+
+    Keeps the first and the last entry, so the series still span the whole episode, and
+    keeps the raw JSON and the figures small whatever the number of decision epochs.
+
+    Args:
+        *arrays: 1-D arrays of one length (a ``TracedEpisode``'s series).
+        points: the most entries kept.
+    """
     n = arrays[0].size
     idx = np.unique(np.linspace(0, n - 1, min(points, n)).round().astype(np.int64))
     return [a[idx].astype(float).tolist() for a in arrays]
 
 
 def run_task(task: Task) -> dict[str, Any]:
-    """Run one episode and return its figures (module-level: runs in worker processes)."""
+    """Run one episode and return its figures (module-level: runs in worker processes).
+
+    Args:
+        task: the episode.
+
+    Returns:
+        A JSON-ready dict: ``workload``, ``policy``, ``t_fwd`` and ``label`` (the task's);
+        ``metrics`` (``mtgym.metrics`` of the episode); ``ideal_samples`` (the dedicated-node
+        denominator of E); ``efficiency`` (E); ``efficiency_1node`` (E_1: samples over the
+        node-seconds each job held x its curve's rate at 1 node); ``samples_compare`` and
+        ``efficiency_compare`` (useful samples and E by ``compare_s`` after row 1000);
+        ``decision_ms`` (mean wall ms in ``decide``); ``wall_s``; and ``series``, the
+        per-epoch series downsampled to at most 1,500 points (``t_s``: seconds since row
+        1000, ``samples``, ``ideal``, ``nodes_used``, ``nodes_idle``).
+    """
     inst = _instance(task.data_dir, task.workload, task.num_nodes, task.span_s)
     if task.policy == "freetrain":
         policy = make("freetrain", t_fwd=task.t_fwd, max_jobs=MAX_JOBS)
@@ -159,7 +220,12 @@ def run_task(task: Task) -> dict[str, Any]:
 
 
 def tasks(data_dir: Path, quick: bool) -> list[Task]:
-    """The episodes of the experiment."""
+    """The episodes of the experiment (module docstring): seven tasks, in report order.
+
+    Args:
+        data_dir: the data folder.
+        quick: use ``QUICK`` sizes instead of ``FULL``.
+    """
     z = QUICK if quick else FULL
     common = {
         "data_dir": str(data_dir),
@@ -184,7 +250,23 @@ def run(
     workers: int | Workers = 1,
     progress: bool = True,
 ) -> ExperimentResult:
-    """Run the experiment, write its figures under ``out_dir``, return rows and details."""
+    """Run the experiment, write its figures under ``out_dir``, return rows and details.
+
+    Args:
+        data_dir: the data folder (needs the Summit trace, its node list and both BFTrainer
+            workloads).
+        out_dir: where ``freetrain_tfwd.png`` and ``freetrain_timeline.png`` go.
+        quick: ``QUICK`` sizes (1,000 nodes, 6 h) instead of the whole replay.
+        workers: a worker count or an open ``Workers`` pool.
+        progress: draw a progress bar.
+
+    Returns:
+        The result: rows of ``summarise``, both figures, the detail section, and ``raw``
+        with the sizes and every episode's dict (``run_task``).
+
+    Raises:
+        FileNotFoundError: a data file is missing (checked before any episode).
+    """
     check_data(data_dir, [SUMMIT_FRAGMENTS, SUMMIT_NODES, IMAGENET_JOBS, HPS_JOBS])
     t0 = time.perf_counter()
     todo = tasks(data_dir, quick)
@@ -203,6 +285,17 @@ def run(
 # Summary
 # ---------------------------------------------------------------------------------------
 def _pick(results: list[dict[str, Any]], workload: str, policy: str, t_fwd: float | None = None):
+    """The first episode dict of ``workload`` under ``policy`` (at ``t_fwd`` when given).
+
+    Args:
+        results: the episodes' dicts (``run_task``).
+        workload: ``"imagenet"`` or ``"hps"``.
+        policy: ``"freetrain"`` or ``"equal-share"``.
+        t_fwd: T_fwd (s) to match exactly; None: any.
+
+    Raises:
+        KeyError: no episode matches; the key is ``(workload, policy, t_fwd)``.
+    """
     for r in results:
         same = r["workload"] == workload and r["policy"] == policy
         if same and (t_fwd is None or r["t_fwd"] == t_fwd):
@@ -211,13 +304,21 @@ def _pick(results: list[dict[str, Any]], workload: str, policy: str, t_fwd: floa
 
 
 def _span_text(z: Sizes) -> str:
+    """Where the numbers come from, in words (e.g. "..., the first 1,000 nodes, for 6 h")."""
     nodes = "all 4,734 nodes" if z.num_nodes is None else f"the first {z.num_nodes:,} nodes"
     span = "until every job completes" if z.span_s is None else f"for {z.span_s / 3600:g} h"
     return f"Summit replay from row 1000, {nodes}, {span}"
 
 
 def _facts(r: dict[str, Any], cmp_h: float) -> str:
-    """E, samples and utilisation of one episode: every row shows all three."""
+    """E, samples and utilisation of one episode: every row shows all three.
+
+    Shown together because E alone rewards fewer rescales even when samples fall.
+
+    Args:
+        r: an episode's dict (``run_task``).
+        cmp_h: the comparison window in hours, for the label.
+    """
     return (
         f"E {fmt_pct(r['efficiency'])}, samples in the first {cmp_h:g} h "
         f"{r['samples_compare']:.4g}, utilisation {fmt_pct(r['metrics']['utilisation'])}"
@@ -225,13 +326,29 @@ def _facts(r: dict[str, Any], cmp_h: float) -> str:
 
 
 def samples_best_t_fwd(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The swept T_fwd that maximises ImageNet samples in the comparison window."""
+    """The swept T_fwd that maximises ImageNet samples in the comparison window.
+
+    Args:
+        results: the episodes' dicts; must hold FreeTrain on ImageNet at every T_fwd of
+            ``T_FWD_SWEEP`` (``KeyError`` otherwise).
+
+    Returns:
+        That episode's dict (the first of equal samples, in sweep order).
+    """
     sweep = [_pick(results, "imagenet", "freetrain", t) for t in T_FWD_SWEEP]
     return max(sweep, key=lambda r: r["samples_compare"])
 
 
 def summarise(results: list[dict[str, Any]], z: Sizes) -> list[Row]:
-    """The report rows; each carries E, samples and utilisation."""
+    """The report rows; each carries E, samples and utilisation.
+
+    Efficiency rows first (against the paper's 93 %), then FreeTrain against equal share,
+    then the T_fwd sweep (context rows without a paper value).
+
+    Args:
+        results: the episodes' dicts (``run_task``), every task of ``tasks``.
+        z: the sizes they ran with (for the labels and whether every job could finish).
+    """
     return [
         *_efficiency_rows(results, z),
         *_equal_share_rows(results, z),
@@ -247,7 +364,14 @@ _DEFINITION = (
 
 
 def _efficiency_rows(results: list[dict[str, Any]], z: Sizes) -> list[Row]:
-    """FreeTrain's efficiency against dedicated nodes at the default T_fwd."""
+    """FreeTrain's efficiency against dedicated nodes at the default T_fwd.
+
+    Three rows against the paper's 93 %: E on ImageNet, E on HPS, and E_1 on ImageNet.
+
+    Args:
+        results: the episodes' dicts.
+        z: the sizes, for the notes.
+    """
     ft = _pick(results, "imagenet", "freetrain", T_FWD_DEFAULT)
     hft = _pick(results, "hps", "freetrain", T_FWD_DEFAULT)
     where = _span_text(z)
@@ -279,7 +403,16 @@ def _efficiency_rows(results: list[dict[str, Any]], z: Sizes) -> list[Row]:
 
 
 def _equal_share_rows(results: list[dict[str, Any]], z: Sizes) -> list[Row]:
-    """Equal share's efficiency, and FreeTrain's samples, JCT and makespan against it."""
+    """Equal share's efficiency, and FreeTrain's samples, JCT and makespan against it.
+
+    Gains are FreeTrain / equal share - 1 for samples and 1 - FreeTrain / equal share for
+    JCT and makespan (positive = FreeTrain better). The makespan row exists only in a run
+    to the trace end (``z.span_s`` None), where every job completes under both.
+
+    Args:
+        results: the episodes' dicts.
+        z: the sizes, for the comparison window and whether the run is cut short.
+    """
     ft = _pick(results, "imagenet", "freetrain", T_FWD_DEFAULT)
     eq = _pick(results, "imagenet", "equal-share")
     hft = _pick(results, "hps", "freetrain", T_FWD_DEFAULT)
@@ -331,7 +464,15 @@ def _equal_share_rows(results: list[dict[str, Any]], z: Sizes) -> list[Row]:
 
 
 def _sweep_rows(results: list[dict[str, Any]], z: Sizes) -> list[Row]:
-    """Efficiency at each swept T_fwd, and the T_fwd that maximises samples."""
+    """Efficiency at each swept T_fwd, and the T_fwd that maximises samples.
+
+    One row per T_fwd of ``T_FWD_SWEEP`` (with its rescale and pre-emption counts), then
+    the best T_fwd in seconds (``unit="s"``).
+
+    Args:
+        results: the episodes' dicts.
+        z: the sizes, for the comparison window.
+    """
     sweep = [_pick(results, "imagenet", "freetrain", t) for t in T_FWD_SWEEP]
     best = samples_best_t_fwd(results)
     cmp_h = z.compare_s / 3600
@@ -362,7 +503,17 @@ def _sweep_rows(results: list[dict[str, Any]], z: Sizes) -> list[Row]:
 
 
 def section(results: list[dict[str, Any]], z: Sizes, quick: bool) -> str:
-    """The experiment's detail section of report.md."""
+    """The experiment's detail section of report.md.
+
+    The setup, the definitions of E and E_1, one table line per episode (E, E_1, samples,
+    jobs done, JCT, makespan, utilisation, rescales, pre-emptions, ms per decision, wall
+    time), the best T_fwd and links to both figures.
+
+    Args:
+        results: the episodes' dicts, in table order.
+        z: the sizes they ran with.
+        quick: add a line saying the numbers are indicative.
+    """
     lines = [
         "## FreeTrain on the Summit replay",
         "",
@@ -413,7 +564,21 @@ def section(results: list[dict[str, Any]], z: Sizes, quick: bool) -> str:
 # Figures
 # ---------------------------------------------------------------------------------------
 def plot(results: list[dict[str, Any]], out_dir: Path, z: Sizes) -> list[Path]:
-    """``freetrain_tfwd.png`` and ``freetrain_timeline.png``."""
+    """``freetrain_tfwd.png`` and ``freetrain_timeline.png``.
+
+    ``freetrain_tfwd.png``: E and E_1 against T_fwd (log axis) beside equal share's E and
+    the paper's 93 %, and the samples of the comparison window against T_fwd.
+    ``freetrain_timeline.png``: over hours since row 1000, the cumulative useful samples of
+    FreeTrain (10 s) and equal share, and their nodes in use beside the idle nodes offered.
+
+    Args:
+        results: the episodes' dicts.
+        out_dir: the output folder (created if missing).
+        z: the sizes, for the comparison window's label.
+
+    Returns:
+        The two PNG paths.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -17,7 +17,13 @@ over seeds with a 95 % interval:
 
 Modules: ``malletrain_campaigns`` (campaigns, offline / exact / family curves),
 ``malletrain_run`` (instances, declarations, tasks), ``malletrain_analyse`` (gains, verdicts,
-rows), ``malletrain_report`` (diagnostics, markdown, figure).
+rows), ``malletrain_report`` (diagnostics, markdown, figure). This module only wires them:
+``run`` plays every task, then computes the gains, the information value of declarations,
+the diagnostics and the likeliest reasons, and hands them to the report.
+
+Per seed and workload, MalleTrain plays once (it reads no declarations) and FreeTrain once
+per declaration model that applies (``family`` needs a campaign): 8 episodes on ImageNet
+and 9 on each campaign workload, so 26 per seed, 520 for the full 20 seeds.
 """
 
 from __future__ import annotations
@@ -69,7 +75,16 @@ __all__ = [
 
 
 def sizes_for(quick: bool, seeds: int | None) -> Sizes:
-    """The run's sizes: ``QUICK`` or ``FULL``, with seeds 0..seeds-1 if ``seeds`` is given."""
+    """The run's sizes: ``QUICK`` or ``FULL``, with seeds 0..seeds-1 if ``seeds`` is given.
+
+    Args:
+        quick: start from ``QUICK`` (3 seeds, 25 trials per campaign, 2 h) instead of
+            ``FULL`` (20 seeds, 100 trials, 8 h).
+        seeds: the number of paired seeds; None: the sizes' own.
+
+    Raises:
+        ValueError: ``seeds`` < 2 (a paired interval needs two seeds).
+    """
     z = QUICK if quick else FULL
     if seeds is not None:
         if seeds < 2:
@@ -87,7 +102,27 @@ def run(
     workers: int | Workers = 1,
     progress: bool = True,
 ) -> ExperimentResult:
-    """Run the experiment, write its figure, return rows and details."""
+    """Run the experiment, write its figure, return rows and details.
+
+    Args:
+        data_dir: the data folder (the Summit trace, its node list, both BFTrainer
+            workloads: ImageNet for the replay, HPS for the fitted ShuffleNet family).
+        out_dir: where ``malletrain_gain.png`` goes.
+        quick: ``QUICK`` sizes.
+        seeds: the number of paired seeds (``sizes_for``); None: the sizes' own.
+        workers: a worker count or an open ``Workers`` pool.
+        progress: draw a progress bar.
+
+    Returns:
+        The result: the rows of ``malletrain_analyse.rows_for`` (verdicts by the
+        pre-registered rule), the figure, the detail section, and ``raw`` with the sizes,
+        every episode, the gains, the information value, the diagnostics, the reasons and
+        the ImageNet models' efficiency at their largest count.
+
+    Raises:
+        FileNotFoundError: a data file is missing (checked before any episode).
+        ValueError: ``seeds`` < 2.
+    """
     from mtgym.readers import read_bftrainer_jobs
 
     check_data(data_dir, [SUMMIT_FRAGMENTS, SUMMIT_NODES, IMAGENET_JOBS, HPS_JOBS])

@@ -11,6 +11,10 @@ campaigns (their models differ) and samples/s on the ImageNet replay.
 reproduced*. "Up to 22.3 %" is the paper's best setting: the size is reported against it
 but does not enter the verdict. A headline reading is reproduced when at least one of its
 NAS / HPO cells is.
+
+The report rows are ``RuleRow``s, so ``report.md`` shows this rule's verdict rather than
+``common.verdict``'s (which would compare the gain's size with 22.3 %). Context rows (the
+value of declarations to FreeTrain) are plain ``Row``s without a paper value (``n/a``).
 """
 
 from __future__ import annotations
@@ -65,20 +69,37 @@ TESTS = {
 
 @dataclass(frozen=True)
 class Gain:
-    """MalleTrain's gain over FreeTrain under one (workload, declaration model)."""
+    """MalleTrain's gain over FreeTrain under one (workload, declaration model).
+
+    ``information_value`` reuses it for FreeTrain under a model against FreeTrain told
+    nothing; then "MalleTrain" below reads "FreeTrain with that model".
+
+    Attributes:
+        workload: a name of ``malletrain_run.WORKLOADS``.
+        declaration: the key of FreeTrain's declaration model.
+        gain: mean MalleTrain metric / mean FreeTrain metric - 1 over the seeds both have.
+        ci_low: the low end of its paired percentile-bootstrap interval (``stats.paired``,
+            95 %), as a gain.
+        ci_high: the high end.
+        per_seed: MalleTrain / FreeTrain - 1 on each seed, in seed order.
+        n: seeds with a value for both.
+        decl_error: the mean over seeds of FreeTrain's declaration error (the median
+            |log(declared / runtime truth)|, ``malletrain_run.declaration_error``); NaN
+            when not set.
+    """
 
     workload: str
     declaration: str
-    gain: float  # ratio of means - 1
+    gain: float
     ci_low: float
     ci_high: float
-    per_seed: tuple[float, ...]  # per-seed MalleTrain / FreeTrain - 1
+    per_seed: tuple[float, ...]
     n: int
-    decl_error: float = float("nan")  # median |log(declared / runtime truth)|
+    decl_error: float = float("nan")
 
     @property
     def established(self) -> bool:
-        """The interval lies above 0."""
+        """The gain and its whole interval lie above 0 (a NaN bound never does)."""
         return bool(np.isfinite(self.ci_low) and self.ci_low > 0 and self.gain > 0)
 
     @property
@@ -92,7 +113,7 @@ class Gain:
         return bool(np.isfinite(self.ci_high) and self.ci_high < 0)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
+        """JSON-ready: every field, ``per_seed`` as a list, plus ``verdict``."""
         return {
             "workload": self.workload,
             "declaration": self.declaration,
@@ -108,7 +129,12 @@ class Gain:
 
 @dataclass
 class RuleRow(Row):
-    """A report row whose verdict is the pre-registered rule's (not ``common.verdict``)."""
+    """A report row whose verdict is the pre-registered rule's (not ``common.verdict``).
+
+    Attributes:
+        rule_verdict: ``REPRODUCED`` or ``NOT_REPRODUCED``, decided by ``Gain.verdict`` or
+            ``reading``; ``verdict`` returns it, so ``paper`` only sets the scale shown.
+    """
 
     rule_verdict: str = NOT_REPRODUCED
 
@@ -121,7 +147,13 @@ class RuleRow(Row):
 def _by(
     results: list[dict[str, Any]], metric: str | None = None
 ) -> dict[tuple[str, int, str, str], float]:
-    """Each episode's headline value (or ``metric``) by (workload, seed, policy, decl)."""
+    """Each episode's headline value (or ``metric``) by (workload, seed, policy, decl).
+
+    Args:
+        results: the episodes' dicts (``malletrain_run.run_task``).
+        metric: a key of the episodes' ``metrics``; None: each episode's ``value`` (its
+            workload's ``METRIC``).
+    """
     return {
         (r["workload"], r["seed"], r["policy"], r["declaration"]): (
             r["value"] if metric is None else r["metrics"][metric]
@@ -131,6 +163,15 @@ def _by(
 
 
 def _gain(workload: str, decl: str, x: np.ndarray, ref: np.ndarray, reference: str) -> Gain:
+    """The ``Gain`` of ``x`` over ``ref``, paired seed by seed (``stats.paired``'s ratio - 1).
+
+    Args:
+        workload: the cell's workload.
+        decl: the cell's declaration key.
+        x: (S,) the compared policy's metric per seed.
+        ref: (S,) the reference policy's metric on the same seeds.
+        reference: the reference's name, recorded in the ``Paired`` result.
+    """
     p = paired(x, ref, reference=reference)
     return Gain(
         workload,
@@ -147,6 +188,14 @@ def gains(results: list[dict[str, Any]], metric: str | None = None) -> list[Gain
     """Every (workload, declaration model) gain over FreeTrain with those declarations, in
     the order workloads x ``DECLARATIONS`` (``metric``: another metric than the headline,
     e.g. raw ``throughput`` for context).
+
+    Args:
+        results: every episode of the run (``malletrain_run.run_task``); each workload must
+            have MalleTrain and every applicable FreeTrain cell on every seed.
+        metric: a key of the episodes' ``metrics``; None: the workload's headline.
+
+    Raises:
+        KeyError: an episode of a cell is missing.
     """
     by = _by(results, metric)
     workloads = list(dict.fromkeys(r["workload"] for r in results))
@@ -167,7 +216,15 @@ def gains(results: list[dict[str, Any]], metric: str | None = None) -> list[Gain
 
 
 def information_value(results: list[dict[str, Any]]) -> list[Gain]:
-    """Context: FreeTrain under each declaration model against FreeTrain told nothing."""
+    """Context: FreeTrain under each declaration model against FreeTrain told nothing.
+
+    What declarations are worth to FreeTrain itself: the most that measuring curves could
+    recover against MalleTrain's profiling. One ``Gain`` per (workload, model other than
+    ``none``), on the workload's headline metric; ``decl_error`` is left NaN.
+
+    Args:
+        results: every episode of the run.
+    """
     by = _by(results)
     workloads = list(dict.fromkeys(r["workload"] for r in results))
     seeds = sorted({r["seed"] for r in results})
@@ -183,12 +240,17 @@ def information_value(results: list[dict[str, Any]]) -> list[Gain]:
 
 
 def fmt_gain(g: Gain) -> str:
-    """``+12.3 % [+4.0 %, +20.1 %]``."""
+    """``+12.3 % [+4.0 %, +20.1 %]``: the gain and its 95 % interval, signed percentages.
+
+    Args:
+        g: the gain.
+    """
     sign = lambda x: ("+" if x >= 0 else "") + fmt_pct(x)  # noqa: E731
     return f"{sign(g.gain)} [{sign(g.ci_low)}, {sign(g.ci_high)}]"
 
 
 def _why(g: Gain) -> str:
+    """Why the cell's verdict is what it is: established, worse, or interval includes 0."""
     if g.established:
         return f"established above 0 ({fmt_pct(g.gain)} against the paper's best 22.3 %)"
     if g.worse:
@@ -197,7 +259,18 @@ def _why(g: Gain) -> str:
 
 
 def reading(table: list[Gain], key: str) -> tuple[str, list[Gain]]:
-    """A headline reading's verdict and its campaign cells."""
+    """A headline reading's verdict and its campaign cells.
+
+    Args:
+        table: the gains (``gains``).
+        key: ``"a"`` (FreeTrain told nothing) or ``"b"`` (told offline curves): a key of
+            ``malletrain_run.HEADLINE``.
+
+    Returns:
+        ``REPRODUCED`` when at least one NAS / HPO cell of the reading is established
+        above 0, else ``NOT_REPRODUCED`` (also when the run has no campaign cell); and
+        those cells.
+    """
     decl = HEADLINE[key]
     cells = [g for g in table if g.declaration == decl and g.workload in CAMPAIGN_WORKLOADS]
     ok = any(g.established for g in cells)
@@ -207,7 +280,13 @@ def reading(table: list[Gain], key: str) -> tuple[str, list[Gain]]:
 def rows_for(
     table: list[Gain], info: list[Gain], n_seeds: int, source: str, reasons: dict[str, str]
 ) -> list[Row]:
-    """The report rows: two headline readings, one row per cell, context rows."""
+    """The report rows: two headline readings, one row per cell, context rows.
+
+    A headline row shows its best campaign cell's gain against the paper's 22.3 % (and,
+    when not reproduced, ``reasons[key]``); a cell row is labelled ``headline (a)``,
+    ``headline (b)``, ``control`` (``exact``) or ``secondary``. ``table``: ``gains``;
+    ``info``: ``information_value``; ``n_seeds`` and ``source`` go into the notes.
+    """
     rows: list[Row] = []
     labels = {
         "a": "(a) users provide nothing: MalleTrain vs FreeTrain told nothing",

@@ -14,6 +14,11 @@ The curves a scheduler can be told (``curves``):
   sets of this cluster (the spread of scattered idle nodes, each set's slowest device);
 - ``family``: the campaign's base configuration's offline curve (NAS: base architecture;
   HPO: the profile's default batch).
+
+Each workload runs two campaigns at once (``FAMILIES``): NAS = a Transformer and an LSTM
+language model; HPO = ResNet-18 and the fitted ShuffleNet. Both use successive halving with
+eta 3 and rungs at 1/9 and 1/3 of a trial's work, BFTrainer's rescale costs and no start-up
+cost.
 """
 
 from __future__ import annotations
@@ -42,7 +47,24 @@ EXACT_DRAWS = 32
 
 
 def _formula(n: np.ndarray, v: float, grad: float, b: float, o: float) -> np.ndarray:
-    """The parametric model's rate on ``n`` Summit nodes (ring all-reduce over 6n GPUs)."""
+    """The parametric model's rate on ``n`` Summit nodes (ring all-reduce over 6n GPUs).
+
+    One iteration computes ``b`` samples per GPU in ``b / v`` s and all-reduces ``grad``
+    bytes in ``2 (g-1)/g grad / bw + 2 (g-1) lat`` s, of which ``o`` is hidden behind the
+    backward pass. Within one node (n = 1) the bandwidth is ``_BW_NODE`` (50e9 bytes/s) and
+    the latency ``_LAT_NODE`` (1 us); across nodes ``_BW`` (23e9 bytes/s) and ``_LAT_NET``
+    (3.5 us).
+
+    Args:
+        n: node counts (any shape).
+        v: samples/s of one GPU.
+        grad: bytes all-reduced per iteration.
+        b: samples per GPU per iteration.
+        o: the overlapped share of communication, in [0, 1].
+
+    Returns:
+        samples/s of the whole job at each ``n``, shaped like ``n``.
+    """
     g = _GPN * n
     bw = np.where(n > 1, _BW, _BW_NODE)
     lat = np.where(n > 1, _LAT_NET, _LAT_NODE)
@@ -55,6 +77,18 @@ def hps_shufflenet(data_dir: str) -> ModelProfile:
     """ShuffleNet's profile fitted to BFTrainer's measured HPS curve (1-64 Summit nodes):
     per-GPU rate and gradient size by least squares on log rates (grid search), at an
     assumed per-GPU batch of ``HPS_LOCAL_BATCH`` and overlap ``HPS_OVERLAP``.
+
+    The grid: per-GPU rate from 0.74 to 1.82 x the measured rate at the smallest count / 6
+    (91 points, log spaced) and model size from 0.1 to 200 million parameters (200 points,
+    log spaced; 4 bytes each). Only breakpoints with n > 0 enter the fit. Cached per data
+    folder.
+
+    Args:
+        data_dir: the data folder holding ``HPS_JOBS``.
+
+    Returns:
+        A ``ModelProfile`` named ``"shufflenet"``, class D (blox-pal's class of ShuffleNet),
+        with the fitted rate on ``"V100"`` (Summit's GPU).
     """
     from mtgym.readers import read_bftrainer_jobs
 
@@ -84,12 +118,28 @@ def hps_shufflenet(data_dir: str) -> ModelProfile:
 
 @dataclass(frozen=True)
 class FamilyCampaign(Campaign):
-    """A ``Campaign`` whose family is ``profile`` (a profile outside the catalogue)."""
+    """A ``Campaign`` whose family is ``profile`` (a profile outside the catalogue).
+
+    ``Campaign`` checks that its ``model`` is in the catalogue, so the campaign keeps a
+    catalogue model (the draws use it) and each drawn trial is then switched to ``profile``.
+
+    Attributes:
+        profile: the family's profile; None: the catalogue's ``model``, as ``Campaign``.
+    """
 
     profile: ModelProfile | None = field(default=None, repr=False)
 
     def rows(self, rng: np.random.Generator, campaign_id: int, prefix: str) -> list[JobRow]:
-        """The campaign's trials, on ``profile`` when given (same draws)."""
+        """The campaign's trials, on ``profile`` when given (same draws).
+
+        Args:
+            rng: the campaign's generator (``stream(seed, "malletrain-campaign<k>")``).
+            campaign_id: the campaign's index in the instance's campaign table.
+            prefix: the trials' name prefix (``"nas0"``, ``"hpo1"``, ...).
+
+        Returns:
+            One row per trial, with ``profile``, ``model`` and ``app_class`` replaced.
+        """
         rows = super().rows(rng, campaign_id, prefix)
         if self.profile is not None:
             for r in rows:
@@ -107,9 +157,20 @@ FAMILIES = {"nas": ("transformer", "lm"), "hpo": ("resnet18", "hps-shufflenet")}
 
 @dataclass(frozen=True)
 class CampaignSizes:
-    """Campaign sizes (pre-registered)."""
+    """Campaign sizes (pre-registered in ``docs/malletrain-preregistration.md``).
 
-    trials: int = 100  # per campaign
+    Attributes:
+        trials: trials per campaign (two campaigns per workload).
+        interarrival_s: seconds between a campaign's trial submissions.
+        work_hours: (low, high) of the uniform draw of each trial's work, in hours on
+            ``work_ref_nodes`` nodes.
+        work_ref_nodes: the node count ``work_hours`` is measured on.
+        max_nodes: a trial's largest node count (its smallest is 1).
+        arch_sigma: NAS only: the lognormal sigma of a trial's width (per-GPU rate) and
+            model size (gradient bytes).
+    """
+
+    trials: int = 100
     interarrival_s: float = 120.0
     work_hours: tuple[float, float] = (1.0, 2.0)
     work_ref_nodes: int = 4
@@ -118,7 +179,17 @@ class CampaignSizes:
 
 
 def campaigns(kind: str, data_dir: str, z: CampaignSizes, start_s: float) -> tuple[Campaign, ...]:
-    """The workload's two campaigns, starting at ``start_s``."""
+    """The workload's two campaigns, starting at ``start_s``.
+
+    Args:
+        kind: ``"nas"`` or ``"hpo"`` (a key of ``FAMILIES``).
+        data_dir: the data folder (for the fitted ShuffleNet).
+        z: the campaign sizes.
+        start_s: the first trial's submission time (trace seconds).
+
+    Raises:
+        ValueError: an unknown ``kind``.
+    """
     if kind not in FAMILIES:
         raise ValueError(f"campaign workload {kind!r} is not one of {sorted(FAMILIES)}")
     out = []
@@ -151,6 +222,19 @@ def campaign_instance(
 ) -> tuple[Instance, list[JobRow]]:
     """``base`` (a Summit replay with variability) with the workload's campaigns as its jobs;
     also the trials' rows (sorted by submission, as the jobs are).
+
+    Campaign k draws from ``stream(seed, "malletrain-campaign<k>")`` and is named
+    ``<kind><k>``; the jobs are tabulated on ``base``'s cluster (the offline curves).
+
+    Args:
+        base: the seed's supply (``malletrain_run._base`` with variability).
+        kind: ``"nas"`` or ``"hpo"``.
+        data_dir: the data folder.
+        z: the campaign sizes.
+        seed: the seed.
+
+    Returns:
+        The validated instance and the trials' rows, row j being job j.
     """
     camps = campaigns(kind, data_dir, z, base.t_start)
     rows: list[JobRow] = []
@@ -165,7 +249,15 @@ def campaign_instance(
 
 
 def family_curves(inst: Instance, rows: list[JobRow]) -> np.ndarray:
-    """(J, K) each trial's family (base configuration) offline curve at its breakpoints."""
+    """(J, K) each trial's family (base configuration) offline curve at its breakpoints.
+
+    The rows are reset to the base configuration (rate and gradient scale 1, the profile's
+    own per-GPU batch) and tabulated again on the same cluster; work does not enter a curve.
+
+    Args:
+        inst: the campaign instance (its cluster).
+        rows: the trials' rows, in job order (``campaign_instance``).
+    """
     base_rows = [
         replace(r, rate_scale=1.0, params_scale=1.0, local_batch=None, work=1.0, work_hours=None)
         for r in rows
@@ -177,6 +269,16 @@ def exact_curves(inst: Instance, seed: int, draws: int = EXACT_DRAWS) -> np.ndar
     """(J, K) each job's expected runtime rate at its breakpoints: the mean over ``draws``
     random node sets of the cluster (actual spread, each set's slowest device). Table jobs on
     a cluster without variability keep their table (it is the truth there).
+
+    For each breakpoint count n >= 1, ``draws`` sets of n distinct nodes are drawn uniformly
+    from the whole cluster (stream ``"malletrain-exact"``); a set's rate for a job uses its
+    topology spread and its slowest node for the job (class slowdown / the job's rate on
+    that GPU type). Breakpoints at 0 nodes keep the table's value.
+
+    Args:
+        inst: the instance (its cluster and jobs).
+        seed: the seed of the node-set draws.
+        draws: node sets per count.
     """
     jobs: Jobs = inst.jobs
     model = ThroughputModel(inst.cluster, jobs)

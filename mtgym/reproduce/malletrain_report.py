@@ -1,4 +1,12 @@
-"""The MalleTrain experiment's diagnostics, markdown section and figure."""
+"""The MalleTrain experiment's diagnostics, markdown section and figure.
+
+Numbers only, no new verdicts: the verdicts come from ``malletrain_analyse`` (the
+pre-registered rule). The diagnostics are the measurements a reader needs to see why a
+reading is or is not reproduced: how much MalleTrain pays to profile (probes and rescales
+per trial against FreeTrain's), how many trials successive halving stops early, how
+far the declarations are from the truth, and how diverse the curves are (if every curve
+were alike, knowing them would be worth little).
+"""
 
 from __future__ import annotations
 
@@ -38,7 +46,18 @@ PROBE_SEQUENCE_S = 4 * (20.0 + 15.0)
 
 
 def imagenet_linearity(table: Any) -> dict[str, float]:
-    """Each ImageNet model's efficiency at its largest count against linear (1.0 = linear)."""
+    """Each ImageNet model's efficiency at its largest count against linear (1.0 = linear).
+
+    rate(n_max) / (n_max x rate(1)), the 1-node rate linearly interpolated; BFTrainer's
+    table measures every job at the same counts (up to 64 nodes).
+
+    Args:
+        table: BFTrainer's job table (``mtgym.readers.read_bftrainer_jobs``): ``model``
+            (J,), ``curve_nodes`` (K,) shared by every job, ``curve_tput`` (J, K).
+
+    Returns:
+        Model name -> efficiency, from the first job of each model, in table order.
+    """
     n = table.curve_nodes.astype(np.float64)
     out: dict[str, float] = {}
     for j in range(len(table)):
@@ -55,6 +74,18 @@ def diagnostics(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per workload, the measurements behind a verdict: MalleTrain's probes and rescales per
     job against FreeTrain's (offline), nominal seconds lost to rescales per job, the trials'
     curve diversity (offline efficiency at 8 nodes), jobs stopped by successive halving.
+
+    Args:
+        results: every episode of the run (``malletrain_run.run_task``).
+
+    Returns:
+        Workload -> means over seeds of: ``jobs``; ``probes_per_job`` (MalleTrain);
+        ``rescales_per_job_mt`` / ``_ft`` and ``lost_rescale_s_per_job_mt`` / ``_ft``
+        (MalleTrain against FreeTrain told offline curves; the metric ``lost_rescale_s``);
+        ``stopped_share`` (jobs stopped by successive halving / jobs); ``utilisation_mt``
+        / ``_ft``; and over every job of MalleTrain's episodes the offline efficiency at 8
+        nodes: ``eff8_mean``, ``eff8_p10``, ``eff8_p90``. A workload without both
+        MalleTrain and FreeTrain-offline episodes is left out.
     """
     out: dict[str, dict[str, float]] = {}
     for wl in dict.fromkeys(r["workload"] for r in results):
@@ -87,6 +118,16 @@ def reasons(
     """The likeliest reason a headline reading is not reproduced, with its measurements:
     probe and rescale cost against trial lifetimes, how far the declarations are from the
     truth, and what declarations are worth to FreeTrain at all.
+
+    Args:
+        table: the gains (``malletrain_analyse.gains``).
+        info: the information value of declarations (``information_value``).
+        diag: the diagnostics (``diagnostics``).
+
+    Returns:
+        ``{"a": text, "b": text}``, one clause per campaign cell of the reading (cells of
+        workloads without diagnostics are skipped). Computed for both readings; the rows
+        quote it only for a reading that is not reproduced.
     """
     out = {}
     for key, decl in (("a", "none"), ("b", "offline")):
@@ -126,7 +167,21 @@ def section(
     diag: dict[str, dict[str, float]],
     linearity: dict[str, float],
 ) -> str:
-    """The experiment's detail section of report.md."""
+    """The experiment's detail section of report.md.
+
+    In order: the setup (claim, sizes, declaration models, gain and verdict rule), the
+    headline readings, every cell, the diagnostics, the raw-samples context, probe cost and
+    ImageNet linearity, the metric means per policy, and the figure.
+
+    Args:
+        table: the gains (``malletrain_analyse.gains``).
+        info: the information value of declarations.
+        results: every episode of the run.
+        sizes: the sizes the run used.
+        source: the command line and sizes the figures come from.
+        diag: the diagnostics (``diagnostics``).
+        linearity: the ImageNet models' efficiency at 64 nodes (``imagenet_linearity``).
+    """
     lines = [
         *_setup_lines(sizes, source),
         *_reading_lines(table),
@@ -142,7 +197,15 @@ def section(
 
 
 def _setup_lines(sizes: Sizes, source: str) -> list[str]:
-    """The claim, where the figures come from, the workloads, declarations and verdicts."""
+    """The claim, where the figures come from, the workloads, declarations and verdicts.
+
+    Args:
+        sizes: the sizes the run used (seeds, campaign sizes, horizons, ImageNet jobs).
+        source: the command line and sizes the figures come from.
+
+    Returns:
+        Markdown lines, ending with the "Headline readings" heading.
+    """
     c = sizes.campaign
     lines = [
         "## MalleTrain vs FreeTrain: NAS/HPO campaigns and the ImageNet replay",
@@ -179,7 +242,11 @@ def _setup_lines(sizes: Sizes, source: str) -> list[str]:
 
 
 def _reading_lines(table: list[Gain]) -> list[str]:
-    """The headline readings (a) and (b)."""
+    """The headline readings (a) and (b): one bullet each, its verdict and cell gains.
+
+    Args:
+        table: the gains.
+    """
     lines: list[str] = []
     for key, text in (("a", "users provide nothing"), ("b", "users provide what they can measure")):
         v, cells = reading(table, key)
@@ -191,7 +258,15 @@ def _reading_lines(table: list[Gain]) -> list[str]:
 
 
 def _cell_lines(table: list[Gain], info: list[Gain]) -> list[str]:
-    """Every cell's gain, the declaration errors, and FreeTrain's gain from declarations."""
+    """Every cell's gain, the declaration errors, and FreeTrain's gain from declarations.
+
+    The cell table has one line per declaration model and one column per workload (``n/a``
+    where the model does not apply).
+
+    Args:
+        table: the gains of MalleTrain over FreeTrain.
+        info: the information value of declarations.
+    """
     lines: list[str] = []
     lines += [
         "",
@@ -229,7 +304,11 @@ def _cell_lines(table: list[Gain], info: list[Gain]) -> list[str]:
 
 
 def _diagnostic_lines(diag: dict[str, dict[str, float]]) -> list[str]:
-    """The measurements behind the verdicts, per workload."""
+    """The measurements behind the verdicts, per workload: a table of ``diagnostics``.
+
+    Args:
+        diag: the diagnostics.
+    """
     lines: list[str] = []
     lines += [
         "",
@@ -253,7 +332,14 @@ def _diagnostic_lines(diag: dict[str, dict[str, float]]) -> list[str]:
 
 
 def _raw_lines(results: list[dict[str, Any]]) -> list[str]:
-    """The campaign cells in raw samples/s (context, not a verdict)."""
+    """The campaign cells in raw samples/s (context, not a verdict).
+
+    Raw samples add samples of different models, which the headline avoids; both solvers
+    maximise that raw sum, so it is shown beside it. Empty when the run has no campaign.
+
+    Args:
+        results: every episode of the run.
+    """
     lines: list[str] = []
     raw = [g for g in gains(results, "throughput") if g.workload in CAMPAIGN_WORKLOADS]
     if raw:
@@ -276,7 +362,15 @@ def _raw_lines(results: list[dict[str, Any]]) -> list[str]:
 
 
 def _linearity_lines(table: list[Gain], info: list[Gain], linearity: dict[str, float]) -> list[str]:
-    """Probe cost against idle windows, and how linear BFTrainer's ImageNet curves are."""
+    """Probe cost against idle windows, and how linear BFTrainer's ImageNet curves are.
+
+    Also opens the table of metric means per policy, whose lines ``_mean_lines`` adds.
+
+    Args:
+        table: the gains (for the ``linear`` cell's declaration error on ImageNet).
+        info: the information value of declarations (``linear`` and ``exact`` on ImageNet).
+        linearity: the ImageNet models' efficiency at 64 nodes.
+    """
     lines: list[str] = []
     lin = ", ".join(f"{m} {e:.2f}" for m, e in linearity.items())
     worth = {g.declaration: g for g in info if g.workload == "imagenet"}
@@ -312,7 +406,12 @@ def _linearity_lines(table: list[Gain], info: list[Gain], linearity: dict[str, f
 
 
 def _mean_lines(results: list[dict[str, Any]]) -> list[str]:
-    """Metric means per workload, policy and declaration."""
+    """Metric means per workload, policy and declaration: the rows of the table that
+    ``_linearity_lines`` opens (headline metric, utilisation, rescales, probes).
+
+    Args:
+        results: every episode of the run.
+    """
     lines: list[str] = []
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in results:
@@ -328,7 +427,19 @@ def _mean_lines(results: list[dict[str, Any]]) -> list[str]:
 
 
 def plot(table: list[Gain], out_dir: Path) -> list[Path]:
-    """``malletrain_gain.png``: the gain against declaration quality, exact to none."""
+    """``malletrain_gain.png``: the gain against declaration quality, exact to none.
+
+    One series per workload (gain with its 95 % interval as error bars), the declaration
+    models on the x axis in ``DECLARATIONS`` order, each labelled with its mean declaration
+    error; lines at 0 and at the paper's +22.3 %.
+
+    Args:
+        table: the gains.
+        out_dir: the output folder (created if missing).
+
+    Returns:
+        The PNG's path, in a list.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

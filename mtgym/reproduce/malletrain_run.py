@@ -11,6 +11,12 @@ Workloads (``docs/malletrain-preregistration.md``), all on the Summit idle trace
 The declaration model only changes what users *declare* (``declared_*`` arrays); the truth,
 the supply and the jobs are the same for every declaration model and policy of a seed: the
 comparisons are paired.
+
+Both policies run with T_fwd = ``T_FWD`` (10 s) and maxJ = ``MAX_JOBS`` (10), BFTrainer's
+settings, deciding at every event (``mtgym.policy.play.play``). Every random draw (start,
+ImageNet job pick, campaign trials, declaration noise, ``exact`` node sets) comes from
+``mtgym.core.rng.stream(seed, name)`` with its own name, so a seed's episodes are
+reproducible in any worker and in any order.
 """
 
 from __future__ import annotations
@@ -65,6 +71,13 @@ class Decl:
     campaign's base configuration, offline), ``linear`` (the offline 1-node rate x n),
     ``noise`` (offline x lognormal(0, sigma) per breakpoint), ``none`` (told nothing).
     Costs are the true ones, except ``none`` (``GUESS_COST_S``).
+
+    Attributes:
+        key: the cell's name in the report and a key of ``DECL_BY_KEY`` (e.g.
+            ``"noise0.25"``).
+        curves: the kind of curves: ``exact``, ``offline``, ``family``, ``noise``,
+            ``linear`` or ``none`` (``declared_curves``).
+        sigma: the lognormal sigma of ``noise`` (natural log); 0 for the other kinds.
     """
 
     key: str
@@ -73,7 +86,7 @@ class Decl:
 
     @property
     def text(self) -> str:
-        """How the report names it."""
+        """How the report names it (one phrase, e.g. "linear curves (offline 1-node rate x n)")."""
         return {
             "exact": "exact runtime curves (control: the cost of profiling)",
             "offline": "curves measured offline on dedicated packed best-type nodes",
@@ -103,20 +116,37 @@ NO_DECL = "-"
 
 
 def applies(workload: str, decl: str) -> bool:
-    """``family`` needs a campaign; every other model applies to every workload."""
+    """Whether declaration model ``decl`` has a cell on ``workload``.
+
+    ``family`` needs a campaign (a base configuration); every other model applies to every
+    workload.
+
+    Args:
+        workload: a name of ``WORKLOADS``.
+        decl: a key of ``DECL_BY_KEY``.
+    """
     return not (decl == "family" and workload not in CAMPAIGN_WORKLOADS)
 
 
 @dataclass(frozen=True)
 class Sizes:
-    """Experiment size."""
+    """Experiment size (hashable: the instance caches key on it).
+
+    Attributes:
+        seeds: the paired seeds; each gives its own start, jobs and per-GPU draw.
+        workloads: names of ``WORKLOADS`` to run, in report order.
+        campaign: the campaigns' sizes (``malletrain_campaigns.CampaignSizes``).
+        campaign_horizon_s: simulated seconds of a campaign episode.
+        jobs: ImageNet jobs per seed, drawn without replacement from BFTrainer's 1,001.
+        horizon_s: simulated seconds of an ImageNet episode.
+    """
 
     seeds: tuple[int, ...]
     workloads: tuple[str, ...]
     campaign: CampaignSizes = field(default_factory=CampaignSizes)
     campaign_horizon_s: float = 8 * 3600.0
-    jobs: int = 120  # ImageNet jobs
-    horizon_s: float = 4 * 3600.0  # ImageNet replay
+    jobs: int = 120
+    horizon_s: float = 4 * 3600.0
 
 
 FULL = Sizes(seeds=tuple(range(20)), workloads=WORKLOADS)
@@ -131,12 +161,30 @@ QUICK = Sizes(
 
 
 def start_s(seed: int) -> float:
-    """The seed's replay start (trace seconds)."""
+    """The seed's replay start (trace seconds), uniform over the week after row 1000.
+
+    The same for every workload of the seed (stream ``"malletrain-start"``).
+
+    Args:
+        seed: the experiment seed.
+    """
     return SUMMIT_ROW_1000_S + float(stream(seed, "malletrain-start").uniform(0.0, START_SPAN_S))
 
 
 @functools.lru_cache(maxsize=2)
 def _base(data_dir: str, horizon_s: float, seed: int, variability: bool) -> Instance:
+    """The seed's scarce Summit supply: the first ``SCARCE_NODES`` nodes from ``start_s``.
+
+    Its jobs are BFTrainer's ImageNet workload as the replay builds it; ``truth`` replaces
+    them. Cached per process (the two most recent).
+
+    Args:
+        data_dir: the data folder.
+        horizon_s: seconds to replay from the start.
+        seed: the seed (start and per-GPU draw).
+        variability: per-GPU slowdowns (``VariabilitySpec()``, the campaigns) or identical
+            devices (the ImageNet replay, whose table is measured on Summit).
+    """
     from mtgym.generate.replay import SummitReplay
     from mtgym.model.variability import VariabilitySpec
 
@@ -156,6 +204,7 @@ def _base(data_dir: str, horizon_s: float, seed: int, variability: bool) -> Inst
 
 @functools.lru_cache(maxsize=1)
 def _rows(data_dir: str) -> tuple[JobRow, ...]:
+    """BFTrainer's 1,001 ImageNet jobs as ``JobRow``s (measured table curves; cached)."""
     from mtgym.generate.workload import rows_from_bftrainer
     from mtgym.readers import read_bftrainer_jobs
 
@@ -164,16 +213,40 @@ def _rows(data_dir: str) -> tuple[JobRow, ...]:
 
 @dataclass(frozen=True)
 class Truth:
-    """A seed's instance (offline declarations) and the curves other declarations use."""
+    """A seed's instance (offline declarations) and the curves other declarations use.
+
+    Attributes:
+        instance: the seed's instance; its ``curve_tput`` is the offline tabulation,
+            which is also what it declares.
+        exact: (J, K) the runtime truth in expectation, at the jobs' breakpoints
+            (``curve_nodes``); for the ImageNet replay, the measured table itself.
+        family: (J, K) each trial's base-configuration curve (campaigns); None for the
+            ImageNet replay.
+    """
 
     instance: Instance
-    exact: np.ndarray  # (J, K) the runtime truth in expectation
-    family: np.ndarray | None  # (J, K) base-configuration curves (campaigns)
+    exact: np.ndarray
+    family: np.ndarray | None
 
 
 @functools.lru_cache(maxsize=2)
 def truth(data_dir: str, sizes: Sizes, workload: str, seed: int) -> Truth:
-    """The seed's workload (cached: every declaration model of a seed reuses it)."""
+    """The seed's workload (cached: every declaration model of a seed reuses it).
+
+    ImageNet: ``sizes.jobs`` jobs drawn from BFTrainer's table (stream
+    ``"malletrain-jobs"``), submitted every ``INTERARRIVAL_S`` from the start, on identical
+    devices. Campaigns: ``malletrain_campaigns.campaign_instance`` on the supply with
+    per-GPU variability, with the exact and family curves.
+
+    Args:
+        data_dir: the data folder, as a string (a cache key).
+        sizes: the experiment's sizes.
+        workload: a name of ``WORKLOADS``.
+        seed: the seed.
+
+    Raises:
+        ValueError: an unknown workload, or ``sizes.jobs`` outside [1, 1001].
+    """
     from mtgym.generate.workload import build_jobs
 
     if workload not in WORKLOADS:
@@ -196,13 +269,30 @@ def truth(data_dir: str, sizes: Sizes, workload: str, seed: int) -> Truth:
 
 
 def _freeze(a: np.ndarray) -> np.ndarray:
+    """A read-only float64 copy of ``a`` (``Jobs`` arrays are never written)."""
     a = np.array(a, dtype=np.float64, copy=True)
     a.flags.writeable = False
     return a
 
 
 def declared_curves(t: Truth, decl: Decl, seed: int) -> np.ndarray:
-    """(J, K) the curves users declare under ``decl``."""
+    """(J, K) the curves users declare under ``decl``, at the jobs' breakpoints.
+
+    ``exact``, ``offline`` and ``family`` are ``t``'s arrays; ``noise`` multiplies each
+    offline breakpoint by its own lognormal draw (stream ``"malletrain-noise<sigma>"``),
+    and the padding after a job's last real breakpoint repeats that breakpoint's declared
+    value as the table repeats its true one; ``linear`` is each job's offline rate at 1
+    node x n; ``none`` is one flat guess for every job: the median over jobs of that 1-node
+    rate, x n.
+
+    Args:
+        t: the seed's truth.
+        decl: the declaration model.
+        seed: the seed (the noise draw).
+
+    Raises:
+        ValueError: ``family`` on a workload without campaigns.
+    """
     jobs = t.instance.jobs
     offline = jobs.curve_tput
     if decl.curves == "exact":
@@ -229,7 +319,22 @@ def declared_curves(t: Truth, decl: Decl, seed: int) -> np.ndarray:
 def instance(
     data_dir: str | Path, sizes: Sizes, workload: str, seed: int, decl: Decl | str
 ) -> Instance:
-    """The seed's instance with declarations by ``decl`` (the truth does not depend on it)."""
+    """The seed's instance with declarations by ``decl`` (the truth does not depend on it).
+
+    Only ``declared_curve_tput`` changes, and for ``none`` also the declared rescale costs
+    (``GUESS_COST_S`` up and down); the supply, the jobs and their true curves are the
+    cached ``truth``.
+
+    Args:
+        data_dir: the data folder.
+        sizes: the experiment's sizes.
+        workload: a name of ``WORKLOADS``.
+        seed: the seed.
+        decl: a ``Decl`` or a key of ``DECL_BY_KEY``.
+
+    Raises:
+        ValueError: an unknown declaration key, or one that does not apply to the workload.
+    """
     if isinstance(decl, str):
         if decl not in DECL_BY_KEY:
             raise ValueError(f"declaration {decl!r} is not one of {sorted(DECL_BY_KEY)}")
@@ -248,6 +353,13 @@ def instance(
 def declaration_error(inst: Instance, exact: np.ndarray) -> float:
     """Median over jobs and breakpoints (n >= 1) of |log(declared / exact)|: how far the
     declared curves are from the runtime truth (the x-axis of declaration quality).
+
+    0 is exact; 0.25 is a typical factor of about 1.28 either way. Both curves are floored
+    at 1e-12 before the log.
+
+    Args:
+        inst: an instance with declarations (``instance``).
+        exact: (J, K) the runtime truth (``Truth.exact``).
     """
     jobs = inst.jobs
     m = jobs.curve_nodes >= 1
@@ -259,6 +371,13 @@ def declaration_error(inst: Instance, exact: np.ndarray) -> float:
 def efficiency_at(inst: Instance, n: float) -> list[float]:
     """Each job's offline parallel efficiency at ``n`` nodes, rate(n) / (n rate(1)): the
     spread of these is the workload's curve diversity.
+
+    Args:
+        inst: the instance (its offline ``curve_tput``, linearly interpolated).
+        n: the node count; a job whose ``max_nodes`` is smaller is taken at its maximum.
+
+    Returns:
+        One efficiency per job (1.0 = linear scaling), in job order.
     """
     jobs = inst.jobs
     out = []
@@ -271,18 +390,39 @@ def efficiency_at(inst: Instance, n: float) -> list[float]:
 
 @dataclass(frozen=True)
 class Task:
-    """One episode: a policy on a seed's instance under one declaration model."""
+    """One episode: a policy on a seed's instance under one declaration model.
+
+    Attributes:
+        workload: a name of ``WORKLOADS``.
+        seed: the seed.
+        policy: ``"freetrain"`` or ``"malletrain"``.
+        declaration: a key of ``DECL_BY_KEY``, or ``NO_DECL`` (MalleTrain reads none).
+        data_dir: the data folder, as a string.
+        sizes: the experiment's sizes.
+    """
 
     workload: str
     seed: int
-    policy: str  # "freetrain" or "malletrain"
-    declaration: str  # a key of DECL_BY_KEY, or NO_DECL (MalleTrain reads none)
+    policy: str
+    declaration: str
     data_dir: str
     sizes: Sizes
 
 
 def policy_for(policy: str, declaration: str) -> Any:
-    """The policy of an episode (FreeTrain with ``none`` is told nothing: ``information``)."""
+    """The policy of an episode (FreeTrain with ``none`` is told nothing: ``information``).
+
+    Both at T_fwd = ``T_FWD`` and maxJ = ``MAX_JOBS``. FreeTrain under ``none`` runs with
+    ``information="none"`` (it cannot see declarations and guesses linear curves with
+    ``GUESS_COST_S`` costs); under every other model it reads the declarations.
+
+    Args:
+        policy: ``"freetrain"`` or ``"malletrain"``.
+        declaration: the episode's declaration key (or ``NO_DECL``).
+
+    Raises:
+        ValueError: another policy name.
+    """
     if policy == "freetrain":
         extra = {"information": "none", "guess_cost_s": GUESS_COST_S}
         return make(
@@ -294,7 +434,22 @@ def policy_for(policy: str, declaration: str) -> Any:
 
 
 def run_task(task: Task) -> dict[str, Any]:
-    """Run one episode (module-level: runs in worker processes)."""
+    """Run one episode (module-level: runs in worker processes).
+
+    MalleTrain's episodes play the ``offline`` instance (it reads no declarations, so any
+    would do).
+
+    Args:
+        task: the episode.
+
+    Returns:
+        A JSON-ready dict: the task's ``workload``, ``seed``, ``policy`` and
+        ``declaration``; ``value`` (the workload's ``METRIC``); ``metrics`` (every metric);
+        ``probes`` (MalleTrain's profiling probes, 0 for FreeTrain); ``decl_error``
+        (``declaration_error``, 0 for MalleTrain); ``jobs``; ``efficiency8``
+        (``efficiency_at(inst, 8)``, MalleTrain's episodes only, else empty);
+        ``decision_ms`` and ``wall_s``.
+    """
     from mtgym.policy.play import play
 
     decl = "offline" if task.declaration == NO_DECL else task.declaration
@@ -320,7 +475,15 @@ def run_task(task: Task) -> dict[str, Any]:
 
 
 def tasks(data_dir: Path, sizes: Sizes) -> list[Task]:
-    """Every episode, seed by seed: MalleTrain once, FreeTrain once per declaration model."""
+    """Every episode, seed by seed: MalleTrain once, FreeTrain once per declaration model.
+
+    Ordered by workload, then seed, then MalleTrain before FreeTrain in ``DECLARATIONS``
+    order.
+
+    Args:
+        data_dir: the data folder.
+        sizes: the experiment's sizes (its ``seeds`` and ``workloads``).
+    """
     out = []
     for wl in sizes.workloads:
         for seed in sizes.seeds:

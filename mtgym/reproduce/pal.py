@@ -12,6 +12,13 @@ Three parts, run by ``run``:
 Modules: ``pal_run`` (episodes), ``pal_analyse`` (gains, rows, verdicts), ``pal_report``
 (markdown and figures). The references are fixed in ``pal_analyse`` by the artifact's plot
 scripts.
+
+Which placements each part plays: the headline set all six of ``pal_run.POLICIES`` (PAL,
+PM-First, Blox's packed and random, sticky and not); the other draws, the locality sweep
+and its sensitivity run the four of ``SPREAD_POLICIES`` / ``LOCALITY_POLICIES`` (no random
+placement); Synergy ``SYNERGY_POLICIES`` under each scheduler order
+of ``SYNERGY_ORDERS``. A task is one instance with several placements
+(``pal_run.PhillyTask``), so the instance is built once per task.
 """
 
 from __future__ import annotations
@@ -64,12 +71,27 @@ SYNERGY_ORDERS = ("fifo", "las", "srtf")
 
 @dataclass(frozen=True)
 class Sizes:
-    """Experiment size."""
+    """Experiment size.
+
+    Attributes:
+        traces: the Sia-Philly workloads (1-8) of the set; the first also gives each
+            draw's class-A factors for the report.
+        draws: other per-GPU draws for the spread (``"seed:N"``); the headline draw is
+            ``--draw`` and is skipped here if listed.
+        lambdas: the locality sweep's lambdas (factor on a job's iteration time when it
+            spans hosts), on workload-6.
+        growth: host-count-dependent locality of the sensitivity run (0 = no sensitivity
+            run).
+        synergy_loads: the Synergy arrival rates, jobs/h.
+        synergy_jobs: jobs per Synergy episode.
+        max_jobs: keep the first ``max_jobs`` jobs of each trace (None: whole traces, the
+            only setting compared with the artifact's own numbers).
+    """
 
     traces: tuple[int, ...]
-    draws: tuple[str, ...]  # other draws for the spread (the headline draw is --draw)
+    draws: tuple[str, ...]
     lambdas: tuple[float, ...]
-    growth: float  # host-count-dependent locality of the sensitivity run (0 = none)
+    growth: float
     synergy_loads: tuple[float, ...]
     synergy_jobs: int
     max_jobs: int | None = None
@@ -107,8 +129,14 @@ def run(
 ) -> ExperimentResult:
     """Run the experiment, write its figures, return rows and details.
 
-    ``completion_at_round`` records each completion at the next round boundary, as the
-    artifact does (``pal_run.run_rounds``); by default at its exact time.
+    Args:
+        data_dir: the data folder (eight Sia-Philly traces, Longhorn variability files).
+        out_dir: where ``pal_jct.png`` and ``pal_locality.png`` go.
+        quick, sizes: ``QUICK`` sizes, or explicit ``sizes`` (which win; tests use small ones).
+        workers: a worker count or an open ``Workers`` pool.
+        progress: draw progress bars (one per part).
+        draw: the headline per-GPU draw: ``"artifact"`` (blox-pal's own) or ``"seed:N"``.
+        completion_at_round: record completions at the next round boundary, as the artifact.
 
     Raises:
         ValueError: a bad ``draw`` (``"artifact"`` or ``"seed:N"``).
@@ -171,7 +199,15 @@ def run(
 
 
 def _check_pal_data(data_dir: Path) -> None:
-    """Raise ``FileNotFoundError`` unless the eight traces and the variability files exist."""
+    """Raise ``FileNotFoundError`` unless the eight traces and the variability files exist.
+
+    All eight traces are needed even for a subset: Synergy resamples the demands of all of
+    them. The variability files are the per-GPU Longhorn profiles of ResNet, BERT and
+    PageRank.
+
+    Args:
+        data_dir: the data folder.
+    """
     check_data(
         data_dir,
         [PAL_TRACE.format(k=k) for k in range(1, 9)]
@@ -190,6 +226,13 @@ def _check_pal_data(data_dir: Path) -> None:
 class _Plan:
     """What ``run`` plays: the sizes, the headline draw and the others, the data folder,
     and whether completions are recorded at round boundaries.
+
+    Attributes:
+        sizes: the experiment's sizes.
+        draw: the headline draw (``"artifact"`` or ``"seed:N"``).
+        others: ``sizes.draws`` without the headline draw.
+        data: the data folder, as a string (the instance caches' key).
+        at_round: ``completion_at_round``.
     """
 
     sizes: Sizes
@@ -203,6 +246,16 @@ class _Plan:
 class _Episodes:
     """The episodes' records: the set (headline and other draws), the locality sweep and
     Synergy, with the wall times of the headline set and of Synergy.
+
+    Each record is one (instance, placement) episode (``pal_run._record``).
+
+    Attributes:
+        records: the set on the headline draw (every placement), then on the other draws.
+        locality: the locality sweep (and its sensitivity run), every draw.
+        synergy: the Synergy episodes.
+        set_wall_s: wall seconds of the headline set alone (a report row: the artifact
+            takes about 180 min).
+        synergy_wall_s: wall seconds of the Synergy part.
     """
 
     records: list[dict[str, Any]]
@@ -213,7 +266,16 @@ class _Episodes:
 
 
 def _run_episodes(plan: _Plan, pool: Any, bar: Any) -> _Episodes:
-    """Play the set, the other draws, the locality sweep and Synergy on ``pool``."""
+    """Play the set, the other draws, the locality sweep and Synergy on ``pool``.
+
+    Each part is one ``pool.map`` (with its own progress bar), so the wall time of the
+    headline set and of Synergy can be taken apart.
+
+    Args:
+        plan: what to play.
+        pool: an open ``common.Workers``.
+        bar: the rich progress display (``common.make_progress``).
+    """
     z, d, at_round, pols = plan.sizes, plan.data, plan.at_round, tuple(POLICIES)
     t0 = time.perf_counter()
     main = pool.map(

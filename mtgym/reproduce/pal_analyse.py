@@ -10,6 +10,11 @@ plot scripts, before any number is seen (docs/papers.md §3.6 and addendum 1):
   so the sweep is normalised to mtgym's ``packed-sticky``;
 - Synergy (Figs. 13, 15, 16): its plot scripts are not in the artifact; the Fig. 10
   reference (``packed-nonsticky``) is used, an assumption.
+
+Gains are fractions, positive = better than the reference: JCT and makespan gains are
+``1 - ratio`` (lower is better), utilisation gains ``ratio - 1``. Over the set of traces the
+ratios are combined by geometric mean (``common.gain_from_ratios``), as the artifact's
+README reports them.
 """
 
 from __future__ import annotations
@@ -62,7 +67,11 @@ ARTIFACT_W6_SWEEP_GAIN = (0.48, 0.49)
 
 
 def artifact_sweep_note() -> str:
-    """What the artifact itself gives on the locality sweep (the rows it explains)."""
+    """What the artifact itself gives on the locality sweep (the rows it explains).
+
+    Quoted in the sweep's "change" rows and the section only for the constant-lambda sweep
+    on the artifact's draw over lambda 1-3, where the artifact's own run applies.
+    """
     lo, hi = ARTIFACT_W6_SWEEP_GAIN
     return (
         "PAL's artifact itself gives this flat trend: on workload-6 with its own draw, PAL's "
@@ -72,7 +81,11 @@ def artifact_sweep_note() -> str:
 
 
 def artifact_utilisation_note() -> str:
-    """What the artifact itself gives for PAL's utilisation against Default-Packed-NS."""
+    """What the artifact itself gives for PAL's utilisation against Default-Packed-NS.
+
+    Quoted in the abstract's utilisation row only on the artifact draw with whole traces,
+    where the artifact's own run applies.
+    """
     u = ARTIFACT_W3_UTILISATION
     return (
         "PAL's artifact itself gives PAL a lower utilisation than Default-Packed-NS: "
@@ -82,10 +95,18 @@ def artifact_utilisation_note() -> str:
 
 
 def _name(pol: str) -> str:
+    """How a row names a placement: ``PAL``, ``PM-First``, else its key."""
     return {"pal": "PAL", "pm-first": "PM-First"}.get(pol, pol)
 
 
 def _index(records: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
+    """The records by the tuple of their ``keys`` values (a later duplicate wins).
+
+    Args:
+        records: episode records (``pal_run._record``).
+        keys: the record keys that identify an episode, e.g. ``("trace", "locality",
+            "draw", "growth", "policy")``.
+    """
     return {tuple(r[k] for k in keys): r for r in records}
 
 
@@ -97,6 +118,22 @@ def set_gains(
 ) -> dict[str, dict[str, Any]]:
     """Per policy, against ``ref`` on one draw: geomean gains in mean JCT and makespan,
     the geomean utilisation ratio - 1, and the per-trace JCT gains.
+
+    Only constant-lambda episodes at ``LOCALITY`` (1.7) count.
+
+    Args:
+        records: the set's episode records (any draws).
+        traces: the traces to combine.
+        draw: the draw whose episodes are used.
+        ref: the reference placement (``SET_REF`` or ``SWEEP_REF``).
+
+    Returns:
+        Policy -> ``{"jct_gain", "jct_gain_per_trace", "makespan_gain",
+        "utilisation_gain"}`` for every policy played on that draw (the reference too, at
+        0). ``jct_gain_per_trace`` lists ``1 - ratio`` in the order of ``traces``.
+
+    Raises:
+        KeyError: an episode of a policy or of ``ref`` is missing on a trace.
     """
     t = _index(records, ("trace", "locality", "draw", "growth", "policy"))
     pols = sorted({r["policy"] for r in records if r["draw"] == draw and r["trace"] in traces})
@@ -120,7 +157,18 @@ def set_gains(
 def draw_spread(
     records: list[dict[str, Any]], traces: tuple[int, ...], draws: tuple[str, ...], ref: str
 ) -> dict[str, dict[str, Any]]:
-    """Per PAL policy: the set's geomean JCT gain on each draw and its distribution."""
+    """Per PAL policy: the set's geomean JCT gain on each draw and its distribution.
+
+    Args:
+        records: the set's episode records.
+        traces: the traces of the set.
+        draws: the other draws (``"seed:N"``).
+        ref: the reference placement.
+
+    Returns:
+        ``PAL_POLICIES`` -> ``{"per_draw": {draw: gain}, "dist": quantiles of those
+        gains}``.
+    """
     per = {d: set_gains(records, traces, d, ref) for d in draws}
     return {
         pol: {
@@ -132,7 +180,17 @@ def draw_spread(
 
 
 def class_a_stats(slowdown_a: np.ndarray) -> dict[str, float]:
-    """Range of a draw's class-A factors and its GPUs above 1.1 (artifact: 0.93-2.83, 6)."""
+    """Range of a draw's class-A factors and its GPUs above 1.1 (artifact: 0.93-2.83, 6).
+
+    A check that a draw resembles the artifact's: its fastest and slowest GPU for class A
+    and how many are more than 10 % slower than the median.
+
+    Args:
+        slowdown_a: (N,) each GPU's slowdown factor for class A (1 = the median GPU).
+
+    Returns:
+        ``{"min", "max", "above_1_1"}``.
+    """
     a = np.asarray(slowdown_a)
     return {"min": float(a.min()), "max": float(a.max()), "above_1_1": int((a > 1.1).sum())}
 
@@ -146,6 +204,17 @@ def locality_summary(
     """Per policy and lambda on workload-6 (``growth``): the JCT gain over ``SWEEP_REF`` on
     the headline draw ``head``, its distribution over all draws run, and the share of
     GPU-seconds held by jobs that span hosts (headline draw).
+
+    Args:
+        records: the sweep's episode records (both growths, every draw).
+        lambdas: the lambdas swept.
+        growth: which run: 0 (constant lambda) or the sensitivity run's growth.
+        head: the headline draw.
+
+    Returns:
+        ``{"draws": draws (headline first), "gain": {key: gain}, "dist": {key: quantiles
+        over draws}, "span_share": {key: share}}``, ``key`` being ``"<policy>@<lambda>"``
+        (e.g. ``"pal@1.5"``) for every policy played, ``SWEEP_REF`` included.
     """
     rec = [r for r in records if r["growth"] == growth]
     t = _index(rec, ("trace", "locality", "draw", "growth", "policy"))
@@ -171,7 +240,20 @@ def locality_summary(
 def trend_rows(
     loc: dict[str, Any], lambdas: tuple[float, ...], label: str, head: str = ARTIFACT
 ) -> list[Row]:
-    """The sweep's rows: gains at the ends, and the change with its ordering claim."""
+    """The sweep's rows: gains at the ends, and the change with its ordering claim.
+
+    Per PAL policy: its gain at the smallest and the largest lambda (paper values only at
+    lambda 1 and 3), then the change between them against the README's (-10 points for
+    PAL, -21 for PM-First), whose ordering claim is that PAL's gain falls less than
+    PM-First's.
+
+    Args:
+        loc: a ``locality_summary``.
+        lambdas: the lambdas swept.
+        label: the rows' prefix; a label starting with ``"Fig. 12"`` on the artifact draw
+            over 1-3 also quotes the artifact's own sweep (``artifact_sweep_note``).
+        head: the headline draw.
+    """
     lo, hi = min(lambdas), max(lambdas)
     drop = {p: loc["gain"][f"{p}@{hi:g}"] - loc["gain"][f"{p}@{lo:g}"] for p in PAL_POLICIES}
     paper_drop = {p: PAPER[p]["lam3"] - PAPER[p]["lam1"] for p in PAL_POLICIES}
@@ -210,7 +292,15 @@ def trend_rows(
 
 
 def trend_verdict(rows: list[Row]) -> str:
-    """The locality trend's verdict: the worse of the two 'change' rows (ordering included)."""
+    """The locality trend's verdict: the worse of the two 'change' rows (ordering included).
+
+    Args:
+        rows: rows of one ``trend_rows`` call (others are ignored by their metric text).
+
+    Returns:
+        ``reproduced``, ``partly`` or ``not reproduced``; ``n/a`` when no change row has
+        one of them.
+    """
     rank = ("reproduced", "partly", "not reproduced")
     vs = [r.verdict for r in rows if "change of" in r.metric and r.verdict in rank]
     return max(vs, key=rank.index) if vs else "n/a"
@@ -220,7 +310,15 @@ def trend_verdict(rows: list[Row]) -> str:
 # Synergy
 # ---------------------------------------------------------------------------------------
 def synergy_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per (order, load, policy): JCT, makespan and utilisation gains over ``SYNERGY_REF``."""
+    """Per (order, load, policy): JCT, makespan and utilisation gains over ``SYNERGY_REF``.
+
+    Args:
+        records: the Synergy episode records (one seed per setting).
+
+    Returns:
+        ``"<order>@<load>/<policy>"`` (e.g. ``"fifo@8/pal"``) -> ``{"jct_gain",
+        "makespan_gain", "utilisation_gain", "jct_h"}``; ``jct_h`` is the mean JCT in hours.
+    """
     t = _index(records, ("order", "jobs_per_hour", "policy"))
     out: dict[str, Any] = {}
     for (order, load, pol), r in t.items():
@@ -239,23 +337,42 @@ def synergy_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------
 @dataclass
 class Analysis:
-    """Everything the report shows, computed from the records."""
+    """Everything the report shows, computed from the records.
+
+    Attributes:
+        head_draw: the headline draw.
+        traces: the traces of the set.
+        lambdas: the lambdas swept.
+        growth: the sensitivity run's growth (0: none).
+        head: reference (``SET_REF`` and ``SWEEP_REF``) -> ``set_gains`` on the headline
+            draw.
+        spread: ``draw_spread`` over the other draws against ``SET_REF`` (empty: none).
+        class_a: draw -> ``class_a_stats``, for the headline and every other draw.
+        w1: placement -> its workload-1 record on the headline draw.
+        locality: ``locality_summary`` of the constant-lambda sweep.
+        sensitivity: ``locality_summary`` of the host-count-dependent run; None: not run.
+        synergy: ``synergy_summary`` (empty: Synergy not run).
+        set_wall_s: wall seconds of the headline set.
+        synergy_wall_s: wall seconds of Synergy.
+        whole_traces: False when traces were cut (``max_jobs``): no artifact comparison.
+        completion_at_round: completions were recorded at the next round boundary.
+    """
 
     head_draw: str
     traces: tuple[int, ...]
     lambdas: tuple[float, ...]
     growth: float
-    head: dict[str, dict[str, dict[str, Any]]]  # ref -> policy -> gains (headline draw)
-    spread: dict[str, dict[str, Any]]  # policy -> gains per stream draw
+    head: dict[str, dict[str, dict[str, Any]]]
+    spread: dict[str, dict[str, Any]]
     class_a: dict[str, dict[str, float]]
-    w1: dict[str, dict[str, Any]]  # policy -> workload-1 record (headline draw)
+    w1: dict[str, dict[str, Any]]
     locality: dict[str, Any]
     sensitivity: dict[str, Any] | None
     synergy: dict[str, Any]
     set_wall_s: float
     synergy_wall_s: float
-    whole_traces: bool = True  # False: traces were cut (max_jobs), no artifact comparison
-    completion_at_round: bool = False  # completions recorded at the next round boundary
+    whole_traces: bool = True
+    completion_at_round: bool = False
 
 
 @dataclass(frozen=True)
@@ -291,7 +408,17 @@ def analyse(
     set_wall_s: float,
     synergy_wall_s: float,
 ) -> Analysis:
-    """Compute every summary the rows and the section need."""
+    """Compute every summary the rows and the section need.
+
+    Args:
+        records: the set's episode records (headline and other draws).
+        sweep: the locality sweep's records.
+        synergy: the Synergy records (empty: not run).
+        setup: what was played.
+        class_a: draw -> ``class_a_stats`` of its class-A factors.
+        set_wall_s: wall seconds of the headline set.
+        synergy_wall_s: wall seconds of Synergy.
+    """
     head_draw, traces, draws = setup.head_draw, setup.traces, setup.draws
     lambdas, growth = setup.lambdas, setup.growth
     head = {ref: set_gains(records, traces, head_draw, ref) for ref in (SET_REF, SWEEP_REF)}
@@ -320,6 +447,13 @@ def analyse(
 
 
 def _w1_rows(a: Analysis) -> list[Row]:
+    """Workload-1 against the artifact's own run: PAL's JCT gains, its mean JCT, makespans.
+
+    Only on the artifact draw with whole traces, and only when PAL and both packed
+    placements ran on workload-1 (else no rows): the artifact's numbers belong to that run.
+    Six rows: PAL's gain vs packed-sticky and vs packed-nonsticky, PAL's mean JCT (s), and
+    the makespans (s) of PAL and both packed placements.
+    """
     need = {"pal", "packed-sticky", "packed-nonsticky"}
     if a.head_draw != ARTIFACT or not a.whole_traces or not need <= set(a.w1):
         return []  # the artifact's numbers belong to its draw only
@@ -359,7 +493,15 @@ def _w1_rows(a: Analysis) -> list[Row]:
 
 
 def rows_for(a: Analysis) -> list[Row]:
-    """All PAL rows, each with a paper value where one exists; verdicts follow by the rule."""
+    """All PAL rows, each with a paper value where one exists; verdicts follow by the rule.
+
+    In order: workload-1 against the artifact, Fig. 10 (geomean, min, max per PAL policy),
+    the spread over other draws, the abstract's three figures, Blox's other placements,
+    the locality sweep (and its sensitivity run), Synergy, and the wall times.
+
+    Args:
+        a: the analysis.
+    """
     return [
         *_w1_rows(a),
         *_fig10_rows(a),
@@ -373,7 +515,11 @@ def rows_for(a: Analysis) -> list[Row]:
 
 
 def _fig10_rows(a: Analysis) -> list[Row]:
-    """Fig. 10: PAL's and PM-First's geomean, min and max JCT gains over the traces."""
+    """Fig. 10: PAL's and PM-First's geomean, min and max JCT gains over the traces.
+
+    The geomean rows carry the ordering claim PAL >= PM-First; the min and max rows name
+    the trace they come from.
+    """
     n = len(a.traces)
     g = a.head[SET_REF]
     rows: list[Row] = []
@@ -409,7 +555,11 @@ def _fig10_rows(a: Analysis) -> list[Row]:
 
 
 def _spread_rows(a: Analysis) -> list[Row]:
-    """Fig. 10's geomean gain over the other draws (median)."""
+    """Fig. 10's geomean gain over the other draws (median).
+
+    One row per PAL policy against the README's geomean, with the distribution and each
+    draw's largest class-A factor in the note. No rows when no other draw ran.
+    """
     rows: list[Row] = []
     for pol, sp in a.spread.items():
         rows.append(
@@ -428,7 +578,11 @@ def _spread_rows(a: Analysis) -> list[Row]:
 
 
 def _abstract_rows(a: Analysis) -> list[Row]:
-    """The abstract's JCT, utilisation and makespan figures."""
+    """The abstract's JCT, utilisation and makespan figures.
+
+    Compared with PAL on the Fig. 10 set against ``SET_REF``: the abstract's own experiment
+    and baseline are not recoverable, so the notes say which numbers stand in for them.
+    """
     g = a.head[SET_REF]
     rows: list[Row] = []
     rows += [
@@ -463,7 +617,11 @@ def _abstract_rows(a: Analysis) -> list[Row]:
 
 
 def _blox_rows(a: Analysis) -> list[Row]:
-    """Blox's other placements, as context."""
+    """Blox's other placements, as context.
+
+    Geomean JCT gains of packed-sticky and both random placements against ``SET_REF``
+    (those that ran), without a paper value.
+    """
     g = a.head[SET_REF]
     rows: list[Row] = []
     for pol in ("packed-sticky", "random-sticky", "random-nonsticky"):
@@ -481,7 +639,11 @@ def _blox_rows(a: Analysis) -> list[Row]:
 
 
 def _sweep_rows(a: Analysis) -> list[Row]:
-    """The locality sweep's trend rows, and its sensitivity run's when there is one."""
+    """The locality sweep's trend rows, and its sensitivity run's when there is one.
+
+    The constant-lambda rows are labelled ``Fig. 12``, the sensitivity run's
+    ``sensitivity``; both are compared with the README's values by the same rule.
+    """
     rows: list[Row] = []
     rows += trend_rows(a.locality, a.lambdas, "Fig. 12 locality sweep", a.head_draw)
     if a.sensitivity is not None:
@@ -495,7 +657,11 @@ def _sweep_rows(a: Analysis) -> list[Row]:
 
 
 def _wall_rows(a: Analysis) -> list[Row]:
-    """Wall times of the set and of Synergy."""
+    """Wall times of the set and of Synergy (seconds, no paper value).
+
+    The set's row quotes the artifact's 180 min; Synergy's (only when it ran) the goal of
+    120 s on 2 cores.
+    """
     n = len(a.traces)
     rows: list[Row] = []
     rows.append(
@@ -525,6 +691,12 @@ def _wall_rows(a: Analysis) -> list[Row]:
 def synergy_rows(a: Analysis) -> list[Row]:
     """Synergy: PAL's best gain over all (order, load) settings, against the abstract's
     "up to" figures; the per-setting gains are in the section.
+
+    One row each for JCT, utilisation and makespan, naming the setting of the best gain
+    and the distribution over all settings. No rows when Synergy did not run.
+
+    Args:
+        a: the analysis.
     """
     if not a.synergy:
         return []

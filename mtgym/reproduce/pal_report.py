@@ -2,6 +2,12 @@
 
 Tables of numbers only; the verdicts are in the rows (``pal_analyse.rows_for``), and the
 one summary line per claim quotes them.
+
+The section, in order: the setup and the variability draw (with its class-A factor range
+against the artifact's 0.93-2.83), the references, mean JCT per trace, the set's geomean
+gains and their spread over other draws, the locality sweep (and its sensitivity run) with
+its trend verdict, the Synergy table, and the two figures. Percentages are fractions
+printed by ``common.fmt_pct``; JCTs are in hours.
 """
 
 from __future__ import annotations
@@ -25,6 +31,15 @@ from mtgym.reproduce.pal_run import ARTIFACT, LOCALITY, ROUND_S
 
 
 def _sweep_table(loc: dict[str, Any], lambdas: tuple[float, ...]) -> list[str]:
+    """A sweep as a markdown table: one line per lambda.
+
+    Columns: the JCT gain of each PAL policy on the headline draw, then for every
+    placement played the share of GPU-hours held by jobs spanning hosts.
+
+    Args:
+        loc: a ``pal_analyse.locality_summary``.
+        lambdas: the lambdas, in line order.
+    """
     pols = sorted({k.split("@")[0] for k in loc["gain"]})
     lines = [
         "| lambda | "
@@ -46,7 +61,14 @@ def _sweep_table(loc: dict[str, Any], lambdas: tuple[float, ...]) -> list[str]:
 
 
 def section(a: Analysis, rows: list[Row], records: list[dict[str, Any]], draws: list[str]) -> str:
-    """The experiment's detail section of report.md."""
+    """The experiment's detail section of report.md (module docstring).
+
+    Args:
+        a: the analysis.
+        rows: the experiment's rows (``rows_for``); the trend verdicts are read from them.
+        records: the set's episode records (for the JCT per trace).
+        draws: the other draws, as listed in the spread's line.
+    """
     lines = [
         *_set_lines(a, records),
         *_geomean_lines(a, draws),
@@ -61,7 +83,16 @@ def section(a: Analysis, rows: list[Row], records: list[dict[str, Any]], draws: 
 
 
 def _set_lines(a: Analysis, records: list[dict[str, Any]]) -> list[str]:
-    """The setup, the variability draw, the references and the JCT per trace."""
+    """The setup, the variability draw, the references and the JCT per trace.
+
+    The table has one line per trace: every placement's mean JCT (hours) on the headline
+    draw, then PAL's and PM-First's JCT / the reference's.
+
+    Args:
+        a: the analysis.
+        records: the set's episode records; the headline draw's constant-lambda ones are
+            used.
+    """
     pols = list(a.head[SET_REF])
     t = {(r["trace"], r["policy"]): r for r in records if r["draw"] == a.head_draw}
     t = {k: v for k, v in t.items() if v["locality"] == LOCALITY and v["growth"] == 0.0}
@@ -104,7 +135,16 @@ def _set_lines(a: Analysis, records: list[dict[str, Any]]) -> list[str]:
 
 
 def _geomean_lines(a: Analysis, draws: list[str]) -> list[str]:
-    """Geomean gains over the traces, and their spread over other draws."""
+    """Geomean gains over the traces, and their spread over other draws.
+
+    One table line per placement (JCT, makespan, utilisation gains vs ``SET_REF``), then,
+    when other draws ran, one bullet per PAL policy with the distribution and each draw's
+    gain and largest class-A factor.
+
+    Args:
+        a: the analysis.
+        draws: the other draws, named in the heading line.
+    """
     g = a.head[SET_REF]
     pols = list(g)
     lines: list[str] = []
@@ -140,7 +180,16 @@ def _geomean_lines(a: Analysis, draws: list[str]) -> list[str]:
 
 
 def _locality_lines(a: Analysis, rows: list[Row]) -> list[str]:
-    """The locality sweep and, when run, its host-count-dependent sensitivity."""
+    """The locality sweep and, when run, its host-count-dependent sensitivity.
+
+    Each with its table and its trend verdict (``trend_verdict`` of its rows); the
+    constant-lambda trend also quotes the artifact's own flat sweep on the artifact draw.
+
+    Args:
+        a: the analysis.
+        rows: the experiment's rows, whose ``Fig. 12`` and ``sensitivity`` change rows
+            give the verdicts.
+    """
     lines: list[str] = []
     loc_rows = [r for r in rows if r.metric.startswith("Fig. 12")]
     lines += [
@@ -171,7 +220,15 @@ def _locality_lines(a: Analysis, rows: list[Row]) -> list[str]:
 
 
 def _synergy_lines(a: Analysis) -> list[str]:
-    """The Synergy experiment's table (none when it was not run)."""
+    """The Synergy experiment's table (none when it was not run).
+
+    One line per ``order@jobs/h`` setting (sorted by order, then load): each placement's
+    mean JCT in hours, PAL's JCT, makespan and utilisation gains and PM-First's JCT gain,
+    all against ``SYNERGY_REF``.
+
+    Args:
+        a: the analysis.
+    """
     lines: list[str] = []
     if a.synergy:
         keys = sorted(
@@ -202,7 +259,21 @@ def _synergy_lines(a: Analysis) -> list[str]:
 
 
 def plot(a: Analysis, records: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """``pal_jct.png`` (per-trace JCT / the set's reference) and ``pal_locality.png``."""
+    """``pal_jct.png`` (per-trace JCT / the set's reference) and ``pal_locality.png``.
+
+    ``pal_jct.png``: one bar per placement and trace of its mean JCT / ``SET_REF``'s on
+    the headline draw, and a last group with the geomean. ``pal_locality.png``: PAL's and
+    PM-First's gain against lambda, for the constant run (solid) and the sensitivity run
+    (dashed), beside the artifact README's two points per policy (dotted).
+
+    Args:
+        a: the analysis.
+        records: the set's episode records.
+        out_dir: the output folder (created if missing).
+
+    Returns:
+        The two PNG paths.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

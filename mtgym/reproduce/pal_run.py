@@ -16,6 +16,11 @@ addendum 2): with it, the mean JCTs on workload-3 equal the artifact's within 0.
 changes what is recorded, not the trajectory: a finished job's GPUs are free from its true
 finish on either way, and nobody is placed on them before the next round. So it is applied
 to the final state's finish times, outside the compiled engine.
+
+Every episode runs through ``run_rounds`` (a round loop equivalent to ``play`` with
+``decision_interval_s=ROUND_S``), which also integrates the GPU-seconds of jobs spanning
+hosts for the locality sweep. Instances are cached per worker process (``lru_cache``), so
+one task's placements share one instance.
 """
 
 from __future__ import annotations
@@ -65,6 +70,12 @@ ARTIFACT = "artifact"
 def parse_draw(draw: str) -> tuple[str, int]:
     """``"artifact"`` -> ("artifact", 0); ``"seed:N"`` -> ("stream", N).
 
+    The result is ``PALPhilly``'s ``draw`` and the seed it is built with: the artifact's
+    own draw (Python ``random`` seeded 42) ignores the seed, a stream draw is the seed's.
+
+    Args:
+        draw: the ``--draw`` text.
+
     Raises:
         ValueError: any other text.
     """
@@ -84,7 +95,23 @@ def philly_instance(
     max_jobs: int | None = None,
     growth: float = 0.0,
 ) -> Instance:
-    """Sia-Philly workload ``trace`` on 16 x 4 GPUs with the given draw and lambda."""
+    """Sia-Philly workload ``trace`` on 16 x 4 GPUs with the given draw and lambda.
+
+    Cached (16 entries per process): the set, the other draws and the sweep ask for the
+    same instances many times.
+
+    Args:
+        data_dir: the data folder, as a string.
+        trace: the workload number, 1-8 (``pal-philly/workload-<trace>.csv``).
+        locality: lambda, the factor on a job's iteration time when it spans hosts.
+        draw: ``"artifact"`` or ``"seed:N"`` (``parse_draw``).
+        max_jobs: keep the trace's first ``max_jobs`` jobs; None: all.
+        growth: 0 = PAL's constant lambda; > 0 = a host-count-dependent penalty (the
+            sensitivity run, ``PALPhilly.locality_growth``).
+
+    Raises:
+        ValueError: a bad ``draw``.
+    """
     from mtgym.generate.pal_philly import PALPhilly
 
     kind, seed = parse_draw(draw)
@@ -103,7 +130,17 @@ def philly_instance(
 
 @functools.lru_cache(maxsize=8)
 def synergy_instance(data_dir: str, jobs_per_hour: float, num_jobs: int, seed: int) -> Instance:
-    """PAL's Synergy setup (``PALSynergy``) with the artifact's draw on 256 GPUs."""
+    """PAL's Synergy setup (``PALSynergy``) with the artifact's draw on 256 GPUs.
+
+    The demands are resampled from every Sia-Philly trace's (``philly_demands``); the
+    setup's assumptions are ``PALSynergy``'s docstring. Cached (8 entries per process).
+
+    Args:
+        data_dir: the data folder, as a string.
+        jobs_per_hour: the Poisson arrival rate.
+        num_jobs: jobs generated.
+        seed: the seed of arrivals, demands and durations (not of the per-GPU draw).
+    """
     from mtgym.generate.pal_philly import PALSynergy, philly_demands
 
     d = Path(data_dir)
@@ -121,6 +158,14 @@ def at_round_boundary(t: np.ndarray, t0: float, round_s: float) -> np.ndarray:
     """Each time moved to the first round boundary ``t0 + k round_s`` at or after it (a time
     on a boundary stays there; NaN stays NaN).
 
+    A 1e-9 tolerance (in rounds) keeps a time a rounding error past a boundary on it.
+    Times before ``t0`` go to ``t0``.
+
+    Args:
+        t: times (s), any shape.
+        t0: the first boundary (the episode's ``t_start``).
+        round_s: seconds between boundaries.
+
     Raises:
         ValueError: ``round_s`` is not positive.
     """
@@ -132,17 +177,32 @@ def at_round_boundary(t: np.ndarray, t0: float, round_s: float) -> np.ndarray:
 
 @dataclass
 class RoundsResult:
-    """Metrics and timing of ``run_rounds``, with the GPU-seconds of jobs that span hosts."""
+    """Metrics and timing of ``run_rounds``, with the GPU-seconds of jobs that span hosts.
+
+    Attributes:
+        metrics: ``compute_metrics`` of the final state (finish times moved to round
+            boundaries first with ``completion_at_round``).
+        wall_s: wall-clock seconds of the episode.
+        decisions: placement rounds played (skipped rounds are not counted).
+        gpu_s: GPU-seconds held by jobs (a node is one GPU here).
+        span_gpu_s: of which by jobs whose GPUs lie on more than one host.
+    """
 
     metrics: EpisodeMetrics
     wall_s: float
     decisions: int
-    gpu_s: float  # GPU-seconds held by jobs
-    span_gpu_s: float  # of which by jobs whose GPUs lie on more than one host
+    gpu_s: float
+    span_gpu_s: float
 
 
 def _spanning(node_job: np.ndarray, host: np.ndarray, num_jobs: int) -> np.ndarray:
-    """(J,) bool: the job's GPUs lie on more than one host."""
+    """(J,) bool: the job's GPUs lie on more than one host.
+
+    Args:
+        node_job: (N,) the job on each node (GPU), -1 for none.
+        host: (N,) each node's host index.
+        num_jobs: J.
+    """
     on = node_job >= 0
     pairs = np.unique(np.stack([node_job[on], host[on]]), axis=1)
     hosts = np.bincount(pairs[0], minlength=num_jobs) if pairs.size else np.zeros(num_jobs)
@@ -168,6 +228,20 @@ def run_rounds(
     spanning hosts are integrated exactly: node sets only shrink (by completions) between
     decisions, and a completed job holds nothing. ``completion_at_round``: each completed
     job's finish is recorded at the next round boundary (module docstring).
+
+    The episode ends at ``instance.t_end``, when every job is done, or when a step makes no
+    progress (same time, no event).
+
+    Args:
+        instance: the instance (not modified).
+        policy: the placement; reset on the first view.
+        round_s: seconds between placement rounds (``ROUND_S``: PAL's 360 s).
+        skip_unchanged: jump over rounds that cannot change the map (only for the policies
+            of ``DETERMINISTIC`` under FIFO).
+        completion_at_round: record finishes at the next round boundary.
+
+    Returns:
+        The metrics, wall time, rounds played and GPU-seconds (``RoundsResult``).
     """
     t_wall = time.perf_counter()
     state = initial_state(instance)
@@ -216,6 +290,18 @@ def run_rounds(
 
 
 def _record(res: RoundsResult, **keys: Any) -> dict[str, Any]:
+    """One flat, JSON-ready record of an episode: ``keys`` then its numbers.
+
+    Args:
+        res: the episode's result.
+        **keys: what identifies the episode (trace, locality, draw, growth, policy; or
+            jobs_per_hour, order, seed, policy).
+
+    Returns:
+        ``keys`` plus ``jct_mean``, ``jct_geomean``, ``jct_p99``, ``makespan`` (s),
+        ``utilisation``, ``jobs_completed``, ``jobs_total``, ``gpu_s``, ``span_gpu_s`` and
+        ``wall_s``.
+    """
     m = res.metrics
     return {
         **keys,
@@ -234,7 +320,18 @@ def _record(res: RoundsResult, **keys: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PhillyTask:
-    """Every policy in ``policies`` on one Sia-Philly (trace, lambda, draw, growth) instance."""
+    """Every policy in ``policies`` on one Sia-Philly (trace, lambda, draw, growth) instance.
+
+    Attributes:
+        trace: the workload number, 1-8.
+        locality: lambda.
+        draw: ``"artifact"`` or ``"seed:N"``.
+        policies: keys of ``POLICIES``, played in this order.
+        data_dir: the data folder, as a string.
+        max_jobs: keep the trace's first ``max_jobs`` jobs; None: all.
+        growth: host-count-dependent locality (0 = PAL's constant lambda).
+        completion_at_round: record finishes at the next round boundary.
+    """
 
     trace: int
     locality: float
@@ -247,7 +344,16 @@ class PhillyTask:
 
 
 def run_philly(task: PhillyTask) -> list[dict[str, Any]]:
-    """Run the task's policies (module-level: runs in worker processes)."""
+    """Run the task's policies (module-level: runs in worker processes).
+
+    Rounds are skipped (``skip_unchanged``) for the policies of ``DETERMINISTIC``.
+
+    Args:
+        task: the instance and its placements.
+
+    Returns:
+        One ``_record`` per policy, keyed by trace, locality, draw, growth and policy.
+    """
     inst = philly_instance(
         task.data_dir, task.trace, task.locality, task.draw, task.max_jobs, task.growth
     )
@@ -276,7 +382,17 @@ def run_philly(task: PhillyTask) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class SynergyTask:
-    """Every policy in ``policies`` on one Synergy (load, order) setting."""
+    """Every policy in ``policies`` on one Synergy (load, order) setting.
+
+    Attributes:
+        jobs_per_hour: the Poisson arrival rate.
+        order: the scheduler's job order: ``"fifo"``, ``"las"`` or ``"srtf"``.
+        policies: keys of ``POLICIES``, played in this order.
+        data_dir: the data folder, as a string.
+        num_jobs: jobs generated.
+        seed: the seed of the workload.
+        completion_at_round: record finishes at the next round boundary.
+    """
 
     jobs_per_hour: float
     order: str
@@ -288,7 +404,17 @@ class SynergyTask:
 
 
 def run_synergy(task: SynergyTask) -> list[dict[str, Any]]:
-    """Run the task's policies under the task's scheduler order (module-level)."""
+    """Run the task's policies under the task's scheduler order (module-level).
+
+    Rounds are skipped only under FIFO: LAS and SRTF reorder the jobs by attained or
+    remaining service, which changes with time even when nothing else does.
+
+    Args:
+        task: the setting and its placements.
+
+    Returns:
+        One ``_record`` per policy, keyed by jobs_per_hour, order, seed and policy.
+    """
     inst = synergy_instance(task.data_dir, task.jobs_per_hour, task.num_jobs, task.seed)
     out = []
     for key in task.policies:

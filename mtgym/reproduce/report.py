@@ -5,6 +5,13 @@
 0.42; ``null`` where the paper gives no value; the verdict by ``common.VERDICT_RULE``).
 ``report.md`` has the same rows as a table, the wall time of every experiment, and each
 experiment's detail section with its figures.
+
+The layout of report.md: a header (date, host, Python version, quick or full mode, data
+folder), ``common.VERDICT_RULE``, a wall-time table (one line per experiment, titled by
+``TITLES``), the results table (``rows_table``: every row of every experiment, with its
+verdict; ``not reproduced`` in bold) and the experiments' sections in run order. The files
+written here are written atomically (``mtgym.core.io``): an interrupted run leaves no half
+file.
 """
 
 from __future__ import annotations
@@ -28,7 +35,14 @@ TITLES = {
 
 
 def json_safe(x: Any) -> Any:
-    """Recursively make ``x`` JSON-serialisable (NaN/inf -> None, numpy -> Python)."""
+    """Recursively make ``x`` JSON-serialisable (NaN/inf -> None, numpy -> Python).
+
+    Dict keys become strings, tuples become lists, numpy arrays nested lists, ``Path`` a
+    string; anything else is returned as is (``json`` then decides).
+
+    Args:
+        x: an experiment's raw details (``ExperimentResult.raw``), any nesting.
+    """
     if isinstance(x, dict):
         return {str(k): json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -46,6 +60,12 @@ def json_safe(x: Any) -> Any:
 
 
 def _fmt(v: float | None, unit: str) -> str:
+    """A table value: ``"12.3 %"`` for a fraction, ``"1,234.5 s"`` for ``unit="s"``, else n/a.
+
+    Args:
+        v: the value; None or NaN prints ``n/a``.
+        unit: ``Row.unit``: ``"s"`` or (anything else) a fraction.
+    """
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
     if unit == "s":
@@ -54,11 +74,19 @@ def _fmt(v: float | None, unit: str) -> str:
 
 
 def _cell(text: str) -> str:
+    """``text`` safe in a markdown table cell: ``|`` escaped, newlines made spaces."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
 def rows_table(rows: Sequence[Row]) -> str:
-    """The markdown table of report rows."""
+    """The markdown table of report rows.
+
+    Columns: experiment, metric, paper, mtgym, verdict, note (``Row.full_note``); values
+    printed by each row's ``unit``, a ``not reproduced`` verdict in bold.
+
+    Args:
+        rows: the rows, printed in this order.
+    """
     lines = [
         "| experiment | metric | paper | mtgym | verdict | note |",
         "| --- | --- | ---: | ---: | --- | --- |",
@@ -76,7 +104,23 @@ def rows_table(rows: Sequence[Row]) -> str:
 def write_report(
     results: Sequence[ExperimentResult], out_dir: Path, *, data_dir: Path | None = None
 ) -> tuple[Path, Path]:
-    """Write ``report.md``, ``report.json`` and ``<experiment>_results.json`` into ``out_dir``."""
+    """Write ``report.md``, ``report.json`` and ``<experiment>_results.json`` into ``out_dir``.
+
+    ``<experiment>_results.json`` holds ``{"experiment", "quick", "wall_s"}`` plus the
+    experiment's ``raw`` dict, made JSON-safe (``json_safe``). The mode is "quick" when any
+    experiment ran quick.
+
+    Args:
+        results: the experiments' results, in run order.
+        out_dir: the output folder (created if missing).
+        data_dir: the data folder, named in report.md's header when given.
+
+    Returns:
+        The paths of ``report.md`` and ``report.json``.
+
+    Raises:
+        AssertionError: a row's JSON object does not have exactly ``ROW_KEYS``.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = [r for res in results for r in res.rows]

@@ -1,4 +1,11 @@
-"""Helpers to build small hand-checkable instances and to roll policies out under checks."""
+"""Helpers to build small hand-checkable instances and to roll policies out under checks.
+
+``tiny_instance`` (``mtgym.generate.uniform.uniform_instance``) builds identical nodes from
+``JobRow``s such as ``linear_job``'s, whose exact rates make expected samples and times
+easy to compute by hand. ``RawRandomPolicy`` and ``ScriptPolicy`` are policies for tests:
+the first stresses the allocation repair path, the second plays a plan written in the
+test. ``checked_rollout`` checks every state invariant after each step.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +41,24 @@ def linear_job(
     quality: float = 0.0,
     app_class: AppClass = AppClass.D,
 ) -> JobRow:
-    """A table job whose rate is exactly ``rate_per_node * n`` for n = 0..max_nodes."""
+    """A table job whose rate is exactly ``rate_per_node * n`` for n = 0..max_nodes.
+
+    Args:
+        name: the job's name.
+        rate_per_node: samples/s on one node (the curve is linear through 0).
+        max_nodes: the largest node count (the curve has max_nodes + 1 breakpoints).
+        work: samples to train.
+        submit_s: submission time (s).
+        min_nodes: the smallest node count it runs on.
+        r_up_s: seconds of progress lost when scaled up (0: free rescales).
+        r_down_s: seconds of progress lost when scaled down.
+        startup_s: seconds to launch from 0 nodes.
+        ckpt_every: samples between periodic checkpoints (inf: only at rescales).
+        campaign: its campaign's index (-1: none).
+        rungs: fractions of ``work`` where its campaign judges it (successive halving).
+        quality: its hidden trial quality (higher survives the rungs).
+        app_class: its application class (PAL's per-class slowdowns).
+    """
     n = np.arange(max_nodes + 1, dtype=np.float64)
     return JobRow(
         name=name,
@@ -60,6 +84,11 @@ class RawRandomPolicy:
     """Random allocations, feasible or not: each idle node gets a random active job or none.
 
     Exercises the repair path (over max, below min) as much as the dynamics.
+
+    Args:
+        seed: the seed of its generator (a run is reproducible).
+        p_idle: the probability that an idle node is offered to no job.
+        p_keep: the probability that a node already running a job keeps it.
     """
 
     name = "random-raw"
@@ -74,7 +103,15 @@ class RawRandomPolicy:
         """Nothing to reset."""
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """A random node map over the active jobs."""
+        """A random node map over the active jobs.
+
+        Each available node draws an active job uniformly (or none with ``p_idle``), then
+        keeps its current job with ``p_keep``; unavailable nodes get -1. Node counts are
+        not checked against ``min_nodes`` / ``max_nodes``: the simulator repairs them.
+
+        Args:
+            view: the decision-time snapshot.
+        """
         active = np.flatnonzero(view.status == JobStatus.ACTIVE)
         N = view.num_nodes
         if active.size == 0:
@@ -90,6 +127,13 @@ class ScriptPolicy:
     """Plays a fixed plan: from time t on, node -> job (only nodes that are idle now).
 
     ``plan`` is a list of (t, {node: job}); the latest entry with t <= now applies.
+
+    A node of the mapping that is not idle now is left out (``view.available``); nodes
+    not in the mapping get no job. It sees the truth (``InfoMode.ORACLE``).
+
+    Args:
+        plan: the (time s, {node: job}) entries, in any order (sorted here).
+        name: the policy's name.
     """
 
     info_mode = InfoMode.ORACLE
@@ -102,7 +146,13 @@ class ScriptPolicy:
         """Nothing to reset."""
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """The plan's node map at ``view.time``, on the idle nodes."""
+        """The plan's node map at ``view.time``, on the idle nodes.
+
+        An entry applies from its time on, with a 1e-9 s tolerance for rounding.
+
+        Args:
+            view: the decision-time snapshot.
+        """
         m: dict[int, int] = {}
         for t, mapping in self.plan:
             if t <= view.time + 1e-9:
@@ -117,7 +167,24 @@ class ScriptPolicy:
 def checked_rollout(
     instance: Instance, policy: Policy, *, max_steps: int = 10_000
 ) -> list[tuple[ClusterState, StepInfo]]:
-    """Roll ``policy`` out, checking every invariant after each step; returns the trajectory."""
+    """Roll ``policy`` out, checking every invariant after each step; returns the trajectory.
+
+    Each step asks the policy for an allocation and advances to the next decision event
+    (``advance``, pure). The rollout ends when every job is done, at ``t_end``, when a
+    step makes no progress (same time, no event), or after ``max_steps``.
+
+    Args:
+        instance: the instance (not modified).
+        policy: the policy; reset on the first view, with views of its ``info_mode``.
+        max_steps: the most steps played.
+
+    Returns:
+        ``(state, info)`` after each step, in order (the initial state is not included).
+
+    Raises:
+        InvariantError: a state breaks an invariant (``mtgym.sim.invariants.check_state``,
+            the initial state included).
+    """
     state = initial_state(instance)
     check_state(state, instance)
     views = ViewBuilder(instance, policy.info_mode)

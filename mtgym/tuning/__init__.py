@@ -1,1 +1,5 @@
-"""Baselines tuned per scenario: the sweep (``sweep``), its record (``record``), ``mtgym tune``."""
+"""Baselines tuned per scenario: the sweep (``sweep``) and ``mtgym tune`` (``cli``).
+
+The record a sweep writes, and the code that reads it back into ``make_policy`` and into
+the benchmark's references, is ``mtgym.scenario.tuning``.
+"""

@@ -4,6 +4,13 @@
 the tuning seeds, prints every point, and merges the policy's entry into the scenario's
 record (``scenarios/tuning/S.json``; ``--out FILE`` writes elsewhere). ``--report`` prints
 every record as the markdown tables of ``docs/tuning.md``.
+
+A record belongs to one set of tuning seeds, one horizon and one rule: a record made with
+others is refused rather than mixed (move it away to re-tune). The record is saved after
+each policy, re-read just before, so a long run keeps what it finished and another
+``mtgym tune`` on the same scenario meanwhile does not lose its entries. The record's
+``reference`` (the tuned baseline with the highest chosen mean) is what
+``mtgym benchmark`` divides by.
 """
 
 from __future__ import annotations
@@ -25,7 +32,15 @@ from mtgym.tuning.sweep import RULE, TUNE_SEEDS, policy_knobs, tune_policy
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    """Register ``tune`` on the ``mtgym`` sub-command parser."""
+    """Register ``tune`` on the ``mtgym`` sub-command parser.
+
+    Options: ``--policy`` and ``--scenario`` (each repeatable), ``--workers N``,
+    ``--horizon S``, ``--out FILE``, ``--dry-run`` and ``--report``; the handler is stored
+    as ``func``.
+
+    Args:
+        sub: the ``mtgym`` parser's sub-parsers object.
+    """
     t = sub.add_parser(
         "tune",
         help="tune baselines' knobs on a scenario (tuning seeds, a rule fixed in advance) "
@@ -45,10 +60,30 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def _fmt(params: dict) -> str:
+    """Knobs as ``max_jobs=10, t_fwd=10.0`` (insertion order)."""
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
+    """Handler of ``mtgym tune``: print the grids, play the sweeps, save the records.
+
+    Every (scenario, policy) grid is printed, and so checked, before any episode; with
+    ``--dry-run`` nothing is played. Progress lines go to stderr, each policy's table to
+    stdout.
+
+    Args:
+        args: the parsed options of ``add``'s parser.
+
+    Returns:
+        0; expected errors are raised, and ``mtgym.command.dispatch`` prints them as one
+        line with exit status 2.
+
+    Raises:
+        ValueError: ``--policy`` or ``--scenario`` missing, ``--out`` with several
+            scenarios, ``--workers`` < 1, a policy without knobs, or a record made with
+            other seeds, horizon or rule.
+        KeyError: an unknown policy or scenario.
+    """
     if args.report:
         print(report_markdown())
         return 0
@@ -86,7 +121,17 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _load(path: Path, scenario: str, horizon_s: float | None) -> TuningRecord:
-    """The record at ``path``, or a new one; refuses to mix seeds or horizons."""
+    """The record at ``path``, or a new one; refuses to mix seeds or horizons.
+
+    Args:
+        path: the record file (it may not exist).
+        scenario: the scenario's name, for a new record.
+        horizon_s: the sweep's horizon (None: whole episodes); must equal the record's.
+
+    Raises:
+        ValueError: the file is not a valid record, or was made with other seeds
+            (``TUNE_SEEDS``), another horizon or another ``RULE``.
+    """
     rec = None
     if path.is_file():
         rec = TuningRecord.model_validate_json(path.read_text())
@@ -102,6 +147,18 @@ def _load(path: Path, scenario: str, horizon_s: float | None) -> TuningRecord:
 
 
 def _policy_table(scenario: str, policy: str, res: PolicyTuning) -> str:
+    """One policy's sweep as markdown: a ``### scenario: policy`` heading and a table.
+
+    One line per point tried (the default first): the knob it varies, its setting (the
+    chosen one marked), the mean headline, the headline per seed, the jobs completed (mean
+    over seeds) and its wall seconds (summed over seeds); then the chosen setting and its
+    mean as a multiple of the default's.
+
+    Args:
+        scenario: the scenario's name.
+        policy: the policy's name.
+        res: the policy's sweep.
+    """
     lines = [
         f"### {scenario}: {policy}",
         "",
@@ -124,6 +181,12 @@ def _policy_table(scenario: str, policy: str, res: PolicyTuning) -> str:
 def report_markdown() -> str:
     """Every record under ``tuning_dir()`` as markdown: the reference per scenario, then each
     policy's sweep table.
+
+    The first table has one line per scenario: its reference and each tuned policy's
+    chosen mean (x its default's), best first.
+
+    Raises:
+        ValueError: a record file is not a valid record.
     """
     recs = [load_record(p.stem) for p in sorted(tuning_dir().glob("*.json"))]
     recs = [r for r in recs if r is not None]

@@ -7,6 +7,11 @@ test seeds nor seeds any selection used), and moves to the value with the highes
 headline only if that beats the current choice by more than ``MIN_GAIN`` (relative); ties
 and near-ties keep the earlier value, the default first. So the chosen setting never scores
 below the untuned default on the tuning seeds, and a knob moves only for a real gain.
+
+Each setting is played once: a point already played (the current choice reappears in
+every knob's values) is reused, not replayed. Every episode is untuned (``tuned=False``:
+the scenario's existing record does not leak into its own sweep) and otherwise configured
+as ``mtgym evaluate`` configures it (the scenario's episode defaults).
 """
 
 from __future__ import annotations
@@ -42,6 +47,13 @@ def play_point(
 ) -> tuple[float, float, float]:
     """One episode of ``policy`` with ``params`` (untuned otherwise): (headline, jobs
     completed, wall seconds). The body of a worker process.
+
+    Args:
+        scenario: a scenario name of ``mtgym.scenario.registry``.
+        policy: a registry name.
+        params: the knobs to set (constructor keyword arguments).
+        seed: the instance's seed.
+        horizon_s: simulated seconds to play from ``t_start``; None: the whole scenario.
     """
     from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.policy.play import play
@@ -61,6 +73,17 @@ def play_point(
 def policy_knobs(scenario: str, policy: str) -> tuple[Params, dict[str, list[Any]]]:
     """The untuned default knobs of ``policy`` and the grid it declares for ``scenario``
     (knobs the policy's factory fixes, e.g. ``freetrain-speedup``'s objective, left out).
+
+    The default of each knob is the first value of its grid (``tuning_grid`` lists the
+    policy's untuned value first); knobs with an empty grid are dropped.
+
+    Args:
+        scenario: a scenario name (its episode defaults shape the grid, e.g. its slots).
+        policy: a registry name.
+
+    Returns:
+        ``(default, grid)``: knob -> default value, and knob -> the values to try, in the
+        order ``RULE`` visits them.
 
     Raises:
         ValueError: the policy has no knobs to tune.
@@ -83,6 +106,7 @@ def policy_knobs(scenario: str, policy: str) -> tuple[Params, dict[str, list[Any
 
 
 def _key(params: Params) -> tuple:
+    """A hashable, order-free key of a setting (values by ``repr``), to play it once."""
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
@@ -95,7 +119,23 @@ def tune_policy(
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> PolicyTuning:
-    """Sweep ``policy``'s grid on ``scenario`` by ``RULE`` (module docstring)."""
+    """Sweep ``policy``'s grid on ``scenario`` by ``RULE`` (module docstring).
+
+    Args:
+        scenario: a scenario name.
+        policy: a registry name with a ``tuning_grid``.
+        seeds: the tuning seeds (default ``TUNE_SEEDS``).
+        horizon_s: simulated seconds per episode from ``t_start``; None: whole episodes.
+        workers: processes; 1 plays in this process.
+        progress: called with ``"<scenario> <policy> <params>: <mean>"`` after each point.
+
+    Returns:
+        The default and chosen settings with their means, every point played (in order)
+        and the wall seconds of the sweep.
+
+    Raises:
+        ValueError: the policy has no knobs to tune.
+    """
     t0 = time.perf_counter()
     default, grid = policy_knobs(scenario, policy)
     seeds = [int(s) for s in seeds]
@@ -103,6 +143,11 @@ def tune_policy(
     pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
 
     def run(points: list[tuple[str, Params]]) -> None:
+        """Play the (knob, setting) points not yet in ``done`` on every seed; record each.
+
+        Episodes of all new points go to the pool at once (point-major, seed-minor), so the
+        workers stay busy across points.
+        """
         todo = [(k, p) for k, p in points if _key(p) not in done]
         jobs = [(k, p, s) for k, p in todo for s in seeds]
         args = [(scenario, policy, p, s, horizon_s) for _, p, s in jobs]

@@ -3,6 +3,11 @@
 The data flow: generator(seed) -> ``Instance`` (immutable) -> ``initial_state`` ->
 ``advance(state, allocation)`` -> metrics. Policies (MILPs, heuristics, agents) all speak
 ``mtgym.policy.Policy`` and are found by name through ``mtgym.policy.registry``.
+
+Importing the package points numba's kernel cache at a folder keyed by the sources
+(``mtgym._kernel_cache``) and registers the Gymnasium environment ``mtgym/Scavenge-v0``
+(``ENV_IDS``), so ``gymnasium.make("mtgym/Scavenge-v0", scenario=...)`` works after
+``import mtgym``; its default scenario is ``default``.
 """
 
 __version__ = "0.1.0"

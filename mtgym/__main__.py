@@ -1,4 +1,6 @@
-"""``python -m mtgym``."""
+"""``python -m mtgym``: the same command line as ``mtgym`` (``mtgym.cli.main``); exits with
+its status.
+"""
 
 import sys
 

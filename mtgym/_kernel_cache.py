@@ -19,11 +19,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
-KEEP = 3  # folders of earlier source versions kept (switching branches back and forth)
+#: Folders of earlier source versions kept (switching branches back and forth).
+KEEP = 3
 
 
 def _module_file(root: Path, dotted: str) -> Path | None:
-    """The file of ``pkg.a.b`` under ``root`` (the package folder), or None."""
+    """The file of ``pkg.a.b`` under ``root`` (the package folder), or None.
+
+    ``pkg.a.b`` is ``root/a/b.py`` or, for a package, ``root/a/b/__init__.py``; the
+    top-level name itself maps to ``root/__init__.py``. None: not a module of ``root``
+    (an attribute imported with ``from pkg.a import name``).
+    """
     parts = dotted.split(".")[1:]
     base = root.joinpath(*parts)
     for cand in ((base.with_suffix(".py"),) if parts else ()) + (base / "__init__.py",):
@@ -35,6 +41,13 @@ def _module_file(root: Path, dotted: str) -> Path | None:
 def _top_level_imports(path: Path, pkg: str) -> list[str]:
     """Modules of ``pkg`` that ``path`` imports at module level (``from m import x`` gives
     both ``m`` and ``m.x``, which may be a module).
+
+    Only statements at the module's top level count (the names a kernel's globals can
+    come from), and relative imports are skipped.
+
+    Args:
+        path: a source file.
+        pkg: the package name (``mtgym``); imports outside it are dropped.
     """
     out: list[str] = []
     for node in ast.parse(path.read_bytes()).body:
@@ -49,6 +62,15 @@ def kernel_sources(root: Path) -> list[Path]:
     """The files whose edits can change a compiled kernel: those that use numba, and the
     package modules they import at module level, transitively (with their packages'
     ``__init__`` files, which run on import).
+
+    A file "uses numba" when its bytes contain ``numba``, a comment included: a false
+    positive only costs a recompilation.
+
+    Args:
+        root: the package folder (``mtgym/``); its name is the package name.
+
+    Returns:
+        The files, sorted.
     """
     pkg = root.name
     todo = [p for p in sorted(root.rglob("*.py")) if b"numba" in p.read_bytes()]
@@ -66,7 +88,12 @@ def kernel_sources(root: Path) -> list[Path]:
 
 
 def sources_hash(root: Path) -> str:
-    """A short hash of the sources the kernels depend on (paths and contents)."""
+    """A short hash of the sources the kernels depend on (paths and contents).
+
+    Returns:
+        16 hex digits of the SHA-256 over each file's path relative to ``root`` and its
+        bytes, in sorted order; also the length by which ``_prune`` recognises the folders.
+    """
     h = hashlib.sha256()
     for path in kernel_sources(root):
         h.update(str(path.relative_to(root)).encode())
@@ -75,6 +102,7 @@ def sources_hash(root: Path) -> str:
 
 
 def _writable(path: Path) -> bool:
+    """Whether ``path`` can be created (with its parents) and a file written in it."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".probe"
@@ -91,6 +119,10 @@ def configure() -> Path | None:
     ``<base>``: ``$NUMBA_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/mtgym/numba`` (default
     ``~/.cache``), else a temporary folder. Returns the folder, or None when none is writable
     (numba then keeps its default, beside the sources).
+
+    Side effects: sets ``numba.core.config.CACHE_DIR`` and removes old hash folders under
+    the chosen base (``_prune``). Hashing reads every package source. A base that is not
+    writable falls back to the temporary one.
     """
     from numba.core import config
 
@@ -110,7 +142,11 @@ def configure() -> Path | None:
 
 
 def _prune(base: Path, keep: Path) -> None:
-    """Remove the oldest hash folders beyond ``KEEP`` (never ``keep``)."""
+    """Remove the oldest hash folders beyond ``KEEP`` (never ``keep``).
+
+    Hash folders are the sub-folders of ``base`` with 16-character names, ordered by
+    modification time; errors (a folder in use, a race with another process) are ignored.
+    """
     try:
         folders = [p for p in base.iterdir() if p.is_dir() and len(p.name) == 16]
     except OSError:

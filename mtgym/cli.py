@@ -16,6 +16,12 @@ from mtgym.core.limits import MIN_DECISION_INTERVAL_S
 
 
 def _fmt(v: object) -> str:
+    """A metric value as ``mtgym run`` prints it.
+
+    Floats: ``n/a`` for NaN; 4 significant digits (exponent form where needed) when the
+    magnitude is at least 1e5 or below 1e-3 (zero excluded); else 3 decimals below 10 and
+    1 decimal with thousands separators from 10 on. Anything else: ``str(v)``.
+    """
     if isinstance(v, float):
         if math.isnan(v):
             return "n/a"
@@ -32,6 +38,7 @@ _ALLOW_LARGE_HELP = (
 
 
 def _int(text: str) -> int:
+    """``text`` as an int; ``ArgumentTypeError`` (a usage line, no traceback) otherwise."""
     try:
         return int(text)
     except ValueError:
@@ -39,7 +46,15 @@ def _int(text: str) -> int:
 
 
 def positive_int(text: str) -> int:
-    """Argparse type: an integer >= 1."""
+    """Argparse type: an integer >= 1 (``--seeds``).
+
+    Args:
+        text: the option's value as typed.
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, or below 1 (argparse prints it as a
+            usage error and exits with status 2).
+    """
     v = _int(text)
     if v < 1:
         raise argparse.ArgumentTypeError(f"{v} is not >= 1")
@@ -47,7 +62,14 @@ def positive_int(text: str) -> int:
 
 
 def seed_int(text: str) -> int:
-    """Argparse type: a seed, 0 <= seed < 2**63."""
+    """Argparse type: a seed, 0 <= seed < 2**63 (a non-negative signed 64-bit integer).
+
+    Args:
+        text: the option's value as typed.
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, or out of that range.
+    """
     v = _int(text)
     if not 0 <= v < 2**63:
         raise argparse.ArgumentTypeError(f"{v} is not in 0..2**63-1")
@@ -55,6 +77,9 @@ def seed_int(text: str) -> int:
 
 
 def _scenario_args(p: argparse.ArgumentParser) -> None:
+    """Add ``--scenario`` (built-in name, preset name or file path; default ``default``) and
+    ``--allow-large`` to the parser ``p`` of a sub-command.
+    """
     p.add_argument(
         "--scenario",
         default="default",
@@ -65,6 +90,20 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    """``mtgym run``: one episode of one policy on one seed; prints its metrics.
+
+    The policy gets the scenario's defaults (``mtgym.evaluate.configure_policy``), as under
+    ``mtgym evaluate``. The table (with ``--json``, a JSON object) has every field of
+    ``EpisodeMetrics`` plus ``decision_ms`` (mean wall milliseconds per decision) and
+    ``wall_s`` (the episode's wall time).
+
+    Args:
+        args: the parsed options: ``scenario``, ``allow_large``, ``seed``, ``policy``,
+            ``decision_interval`` (seconds, or None: at every event), ``debug``, ``json``.
+
+    Returns:
+        0; expected errors raise and ``mtgym.command.dispatch`` turns them into status 2.
+    """
     from mtgym.policy.play import play
     from mtgym.policy.registry import make_policy
     from mtgym.scenario.registry import get_generator
@@ -94,6 +133,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    """``mtgym info``: a table describing the instance a scenario builds for one seed.
+
+    Rows: nodes x GPUs, GPU types, topology levels, idle windows, the horizon in hours,
+    the mean number of idle nodes (offered node-seconds / horizon), jobs, campaigns and the
+    cost model.
+
+    Args:
+        args: the parsed options: ``scenario``, ``allow_large``, ``seed``.
+
+    Returns:
+        0.
+    """
     from mtgym.scenario.registry import get_generator
 
     inst = get_generator(args.scenario, allow_large=args.allow_large)(args.seed)
@@ -124,6 +175,28 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    """``mtgym evaluate``: several policies on the same seeds, here or on Ray.
+
+    Everything that can fail on bad input fails before the first episode: the ``--out``
+    folder is created and probed, every policy name is built once, the reference is
+    checked against the names and ``--address`` against the backend. No ``--policy`` (or
+    ``--policy all``) means every registered policy except the slow ``*-milp`` ones.
+
+    Args:
+        args: the parsed options: ``scenario``, ``allow_large``, ``policy`` (a list, or
+            None), ``seed`` and ``seeds`` (seeds ``seed .. seed + seeds - 1``),
+            ``reference``, ``out``, ``decision_interval``, ``no_progress``, ``no_bound``,
+            ``backend`` (``local`` or ``ray``) and ``address``.
+
+    Returns:
+        0.
+
+    Raises:
+        KeyError: an unknown scenario or policy name.
+        ValueError: ``--reference`` is not a compared policy, or ``--address`` is given
+            without ``--backend ray``.
+        OutDirError: ``--out`` cannot be created or written.
+    """
     from pathlib import Path
 
     from mtgym.core.io import prepare_out_dir
@@ -182,6 +255,26 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_scenario(args: argparse.Namespace) -> int:
+    """``mtgym scenario ACTION``: ``list``, ``schema``, ``validate`` or ``show``.
+
+    ``list`` prints every preset (its file's description; a preset whose data files are
+    absent is listed too) and every code scenario (its docstring's first line). ``schema``
+    prints ``ScenarioSpec``'s JSON Schema. ``validate`` loads a file with every check of
+    ``load_scenario`` and, with ``--build``, builds its instance for ``--seed``. ``show``
+    prints a preset or a file as YAML with every default filled in.
+
+    Args:
+        args: the parsed options: ``action``; ``target`` (``validate``: a file path;
+            ``show``: a preset name or a ``.yaml``/``.yml``/``.json`` file), ``build``,
+            ``seed`` and ``allow_large`` (``validate``).
+
+    Returns:
+        0.
+
+    Raises:
+        ScenarioError: the file does not validate (every problem listed).
+        KeyError: ``show`` of a name that is neither a preset nor an existing file.
+    """
     from pathlib import Path
 
     import yaml
@@ -238,6 +331,17 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
 
 
 def _cmd_data(args: argparse.Namespace) -> int:
+    """``mtgym data list`` (the sources table, at least 120 columns wide) or ``mtgym data
+    fetch NAME --to DIR`` (prints the verified file's path).
+
+    Args:
+        args: the parsed options: ``action``; for ``fetch``, ``name``, ``to``,
+            ``no_verify`` and ``force`` (``mtgym.datasets.fetch``).
+
+    Returns:
+        0; a failed fetch raises (``KeyError``, ``NoChecksumError``, ``DataError``,
+        ``DownloadError``), each reported as one line with status 2.
+    """
     from mtgym import datasets
 
     if args.action == "list":
@@ -249,6 +353,7 @@ def _cmd_data(args: argparse.Namespace) -> int:
 
 
 def _cmd_policies(args: argparse.Namespace) -> int:
+    """``mtgym policies``: one ``name<TAB>module:attr`` line per registered policy, by name."""
     from mtgym.policy.registry import available_policies
 
     for name, target in available_policies().items():
@@ -260,6 +365,13 @@ def _plugin_commands(sub: argparse._SubParsersAction) -> None:
     """Sub-commands registered as ``mtgym.commands`` entry points (``pyproject.toml``): the
     bridge, the scavenger and the reproductions of this package, ``train``/``compare`` of
     ``agents``, and any other package's. This module imports none of them.
+
+    Each entry point is a function that takes ``sub`` and adds its parsers. One whose
+    package is not installed (``ImportError`` on load) is skipped with a warning on stderr;
+    the other commands stay available.
+
+    Args:
+        sub: the top-level sub-parsers of ``build_parser``.
     """
     from importlib.metadata import entry_points
 
@@ -271,7 +383,13 @@ def _plugin_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (every subcommand has --help)."""
+    """The argument parser (every subcommand has --help).
+
+    Sub-commands: ``run``, ``info``, ``evaluate``, ``scenario``, ``data`` (this module),
+    ``benchmark`` (``mtgym.benchmark.cli``), ``tune`` (``mtgym.tuning.cli``), those of the
+    ``mtgym.commands`` entry points, and ``policies``. Each sets ``func``, the handler
+    ``dispatch`` calls with the parsed namespace.
+    """
     p = argparse.ArgumentParser(
         prog="mtgym",
         description="Simulate malleable DL training on scavenged idle supercomputer nodes.",
@@ -299,7 +417,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
-    """``mtgym run``: one episode of a policy, its metrics."""
+    """``mtgym run``: one episode of a policy, its metrics.
+
+    Options: ``--scenario``, ``--allow-large``, ``--seed`` (default 0), ``--policy``
+    (default ``equal-share``), ``--decision-interval S``, ``--debug``, ``--json``.
+    """
     r = sub.add_parser("run", help="simulate a scenario with a policy and print the metrics")
     _scenario_args(r)
     r.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
@@ -327,7 +449,13 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
-    """``mtgym evaluate``: policies on the same seeds, tables and results."""
+    """``mtgym evaluate``: policies on the same seeds, tables and results.
+
+    Options: ``--scenario``, ``--allow-large``, ``--policy`` (repeatable; none: all but
+    ``*-milp``), ``--seeds`` (default 10), ``--seed`` (the first, default 0),
+    ``--reference``, ``--out DIR``, ``--decision-interval S``, ``--no-progress``,
+    ``--no-bound`` (skip the hindsight bound), ``--backend`` and ``--address``.
+    """
     e = sub.add_parser(
         "evaluate",
         help="run policies on the same seeds; tables (normalised throughput first), "
@@ -379,7 +507,11 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_scenario(sub: argparse._SubParsersAction) -> None:
-    """``mtgym scenario``: validate, list, show scenario files; their JSON Schema."""
+    """``mtgym scenario``: validate, list, show scenario files; their JSON Schema.
+
+    Every action parser, and the ``scenario`` parser itself, dispatches to
+    ``_cmd_scenario``, which branches on ``action``.
+    """
     sc = sub.add_parser(
         "scenario", help="validate, list, show scenario files; export the JSON Schema"
     )
@@ -405,7 +537,11 @@ def _add_scenario(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_data(sub: argparse._SubParsersAction) -> None:
-    """``mtgym data``: list the public data sets, fetch one."""
+    """``mtgym data``: list the public data sets, fetch one (``mtgym.datasets``).
+
+    ``fetch NAME --to DIR`` takes ``--no-verify`` (accept a source with no recorded
+    sha256) and ``--force`` (download even over a verified copy).
+    """
     d = sub.add_parser("data", help="the public data sets mtgym reads: list them, fetch one")
     d_sub = d.add_subparsers(dest="action", required=True, metavar="ACTION")
     d_sub.add_parser("list", help="known sources with URL, licence and size")
@@ -423,7 +559,15 @@ def _add_data(sub: argparse._SubParsersAction) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
+    """Entry point of ``mtgym`` and ``python -m mtgym``; returns the exit status.
+
+    Args:
+        argv: the arguments without the program name; None reads ``sys.argv[1:]``.
+
+    Returns:
+        The handler's status (0), or 2 for an expected error, printed as one line
+        (``mtgym.command.dispatch``). A usage error exits through argparse (SystemExit 2).
+    """
     return dispatch(build_parser().parse_args(argv))
 
 

@@ -25,7 +25,16 @@ EXPECTED = (MtgymError, KeyError, ValueError, OSError, MemoryError, OverflowErro
 
 
 def error_line(exc: BaseException) -> str:
-    """The message of an expected failure, without a traceback."""
+    """The message of an expected failure, without a traceback.
+
+    A ``KeyError`` gives its message without the quotes ``str`` would add; a
+    ``MemoryError`` suggests a smaller scenario; a ``RecursionError`` blames the input's
+    nesting; an ``OSError`` with a file name reads ``FILE: reason``. Otherwise ``str(exc)``,
+    or the type's name when that is empty.
+
+    Args:
+        exc: one of ``EXPECTED``'s types (any exception works).
+    """
     if isinstance(exc, KeyError) and exc.args:
         return str(exc.args[0])
     if isinstance(exc, MemoryError):
@@ -38,7 +47,18 @@ def error_line(exc: BaseException) -> str:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run ``args.func(args)``; expected errors become a message on stderr and status 2."""
+    """Run ``args.func(args)``; expected errors become a message on stderr and status 2.
+
+    The line is ``error: <error_line(exc)>``, printed plainly (not through rich, whose
+    markup would swallow ``[brackets]`` in the message). Exceptions outside ``EXPECTED``
+    propagate with their traceback: they are bugs.
+
+    Args:
+        args: a namespace from a parser whose sub-commands set ``func``.
+
+    Returns:
+        The handler's status as an int, or 2 after an expected error.
+    """
     try:
         return int(args.func(args))
     except EXPECTED as exc:
@@ -47,7 +67,14 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def decision_interval(text: str) -> float:
-    """Argparse type: a finite interval in seconds, >= ``MIN_DECISION_INTERVAL_S``."""
+    """Argparse type: a finite interval in seconds, >= ``MIN_DECISION_INTERVAL_S`` (1 ms).
+
+    Args:
+        text: the option's value as typed.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, not finite, or below the minimum.
+    """
     try:
         v = float(text)
     except ValueError:
@@ -62,6 +89,10 @@ def decision_interval(text: str) -> float:
 def add_backend_options(parser: argparse.ArgumentParser, backend_help: str) -> None:
     """``--backend local|ray`` (``backend_help`` says what one Ray task runs) and
     ``--address``; ``check_backend`` refuses an address without Ray.
+
+    Args:
+        parser: the sub-command's parser (``evaluate``, ``benchmark``, ...).
+        backend_help: the help text of ``--backend``; ``local`` is the default.
     """
     parser.add_argument("--backend", choices=["local", "ray"], default="local", help=backend_help)
     parser.add_argument(
@@ -74,6 +105,10 @@ def add_backend_options(parser: argparse.ArgumentParser, backend_help: str) -> N
 
 
 def check_backend(args: argparse.Namespace) -> None:
-    """``ValueError`` when ``--address`` is given without ``--backend ray``."""
+    """``ValueError`` when ``--address`` is given without ``--backend ray``.
+
+    Args:
+        args: a namespace with ``address`` and ``backend`` (``add_backend_options``).
+    """
     if args.address and args.backend != "ray":
         raise ValueError("--address needs --backend ray")

@@ -88,6 +88,14 @@ class DataSource:
     git_blob: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        """Refuse a record that could not be fetched safely.
+
+        Raises:
+            ConfigError: an empty or space-padded name, a URL that is not ``https://``
+                with a host, a ``filename`` that is absolute, has ``..`` or a backslash
+                (it could escape the target folder), a negative size, or a ``sha256`` that
+                is not 64 lower-case hex digits.
+        """
         if not self.name or self.name != self.name.strip():
             raise ConfigError("name", self.name, "a non-empty name without surrounding spaces")
         u = urllib.parse.urlsplit(self.url)
@@ -113,6 +121,12 @@ class DownloadError(MtgymError, OSError):
         url: The URL requested.
         status: The HTTP status, when the server answered with one.
         attempts: How many requests were made.
+
+    Args:
+        url: The URL requested (after ``base_url`` was applied).
+        reason: What went wrong (``HTTP 404 Not Found; ...``, a connection error, ...).
+        status: The HTTP status, or None (no answer, or a truncated body).
+        attempts: Requests made; above 1 the message says so.
     """
 
     def __init__(self, url: str, reason: str, *, status: int | None = None, attempts: int = 1):
@@ -124,7 +138,15 @@ class DownloadError(MtgymError, OSError):
 
 
 class NoChecksumError(MtgymError, ValueError):
-    """``fetch(verify=True)`` of a source whose SHA-256 nobody has recorded."""
+    """``fetch(verify=True)`` of a source whose SHA-256 nobody has recorded.
+
+    The message says how to download it anyway (``verify=False``, ``--no-verify``) and how
+    to check the file by hand: its recorded size and ``git hash-object`` blob id, when
+    known.
+
+    Args:
+        source: The source refused; kept as ``self.source``.
+    """
 
     def __init__(self, source: DataSource) -> None:
         self.source = source
@@ -143,7 +165,16 @@ class NoChecksumError(MtgymError, ValueError):
 
 
 class _RetryableError(Exception):
-    """Internal: a failure worth another attempt."""
+    """Internal: a failure worth another attempt (``_download_retrying`` catches it).
+
+    Args:
+        reason: What went wrong; becomes the ``DownloadError``'s reason when the retries
+            run out.
+        status: The HTTP status (429 or 5xx), or None for a connection error or a
+            truncated body.
+        wait_s: The server's ``Retry-After`` in seconds (at most ``_MAX_RETRY_AFTER_S``),
+            used instead of the back-off; None: back off.
+    """
 
     def __init__(self, reason: str, status: int | None = None, wait_s: float | None = None):
         super().__init__(reason)
@@ -186,6 +217,19 @@ _USE_SWF = ("mtgym.readers.swf.read_swf", "mtgym.generate.backfill")
 def _replayer(
     name: str, file: str, size: int, blob: str, description: str, used_by: tuple[str, ...]
 ) -> DataSource:
+    """A file of BFTrainer/Replayer's ``dataset/`` folder, saved under ``bftrainer/``.
+
+    No SHA-256 is recorded for these (``sha256=None``: ``fetch`` needs ``verify=False``);
+    the size and git blob id are, so the bytes can be checked by hand.
+
+    Args:
+        name: The source's name.
+        file: The file name in the repository's ``dataset/`` folder (pinned commit).
+        size: Its size in bytes.
+        blob: Its git blob id.
+        description: What it holds.
+        used_by: The mtgym readers that consume it (or its converted CSV).
+    """
     return DataSource(
         name=name,
         description=description,
@@ -202,6 +246,17 @@ def _replayer(
 def _bftrainer_workload(
     label: str, tag: str, jobs: str, jbnd: tuple[int, str], jnps: tuple[int, str], what: str
 ) -> list[DataSource]:
+    """The two pickles of one BFTrainer workload: ``Jbnd`` (per-job bounds and rescale
+    costs) and ``JNPs`` (per-job node-count/throughput curves).
+
+    Args:
+        label: The middle of the source names, ``bftrainer-<label>-jbnd`` / ``-jnps``.
+        tag: The file name prefix (``ImageNet-imgps``, ``hps-shufflenet``).
+        jobs: The job-count part of the file names (``1001J``, ``10J``).
+        jbnd: (size in bytes, git blob id) of the ``Jbnd`` file.
+        jnps: (size in bytes, git blob id) of the ``JNPs`` file.
+        what: The workload, as the descriptions name it.
+    """
     return [
         _replayer(
             f"bftrainer-{label}-jbnd",
@@ -231,7 +286,18 @@ def _pal(
     sha: str,
     blob: str,
 ) -> DataSource:
-    """A file of hal-uw/blox-pal (MIT), with its size and digests."""
+    """A file of hal-uw/blox-pal (MIT), with its size and digests.
+
+    Args:
+        name: The source's name.
+        description: What it holds.
+        url: Its pinned ``raw.githubusercontent.com`` URL.
+        filename: Where it is saved, relative to the target folder.
+        used_by: The mtgym readers/generators that consume it.
+        size: Its size in bytes.
+        sha: Its SHA-256 (hex), checked on every fetch.
+        blob: Its git blob id.
+    """
     return DataSource(
         name=name,
         description=description,
@@ -266,6 +332,16 @@ def _pal_philly(k: int, size: int, sha: str, blob: str) -> DataSource:
 
 
 def _pwa(name: str, folder: str, file: str, what: str) -> DataSource:
+    """A cleaned Parallel Workloads Archive log (gzipped SWF), saved under ``swf/``.
+
+    Neither size nor SHA-256 is recorded: fetching one needs ``verify=False``.
+
+    Args:
+        name: The source's name without the ``pwa-`` prefix.
+        folder: The log's folder on the archive's site (``l_sdsc_sp2``).
+        file: The file name (``SDSC-SP2-1998-4.2-cln.swf.gz``).
+        what: The machine, as the description names it.
+    """
     return DataSource(
         name=f"pwa-{name}",
         description=f"Parallel Workloads Archive log: {what} (SWF, gzip, cleaned version)",
@@ -483,6 +559,10 @@ def list_sources() -> list[DataSource]:
 def get_source(name: str) -> DataSource:
     """The source called ``name`` (case and ``_``/``-`` are not significant).
 
+    Args:
+        name: A source name, e.g. ``gavel-throughputs`` or ``Gavel_Throughputs``; spaces
+            around it are ignored.
+
     Raises:
         KeyError: unknown name; the message lists the known names.
     """
@@ -496,6 +576,7 @@ def get_source(name: str) -> DataSource:
 
 
 def _fmt_size(n: int | None) -> str:
+    """A size for the table: bytes below 1,000, then decimal kB/MB/GB; ``unknown`` for None."""
     if n is None:
         return "unknown"
     if n < 1000:
@@ -508,7 +589,12 @@ def _fmt_size(n: int | None) -> str:
 
 
 def licence_tag(licence: str) -> str:
-    """The short form of a licence text: what comes before the first ``:`` or `` (``."""
+    """The short form of a licence text: what comes before the first ``:`` or `` (``.
+
+    ``"MIT (hal-uw/blox-pal LICENSE.txt; ...)"`` gives ``"MIT"``; a text with neither
+    separator (or with one only at position 0) is returned whole. ``render_sources``
+    groups the full texts by this tag.
+    """
     cut = min((i for i in (licence.find(":"), licence.find(" (")) if i > 0), default=len(licence))
     return licence[:cut]
 
@@ -554,7 +640,14 @@ def render_sources(console: Any = None, sources: Iterable[DataSource] | None = N
 
 
 def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
+    """Hex SHA-256 of a file, read in 64 KiB chunks (any size, little memory).
+
+    Args:
+        path: The file.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(_CHUNK), b""):
@@ -563,6 +656,12 @@ def sha256_file(path: str | Path) -> str:
 
 
 def _resolve_url(url: str, base_url: str | None) -> str:
+    """``url`` moved onto a mirror: ``base_url``'s scheme and host, its path prefixed to
+    ``url``'s path; ``url``'s query is kept, its fragment dropped. None: ``url`` unchanged.
+
+    Raises:
+        ConfigError: ``base_url`` is not an ``http``/``https`` URL with a host.
+    """
     if base_url is None:
         return url
     base = urllib.parse.urlsplit(base_url)
@@ -574,6 +673,10 @@ def _resolve_url(url: str, base_url: str | None) -> str:
 
 
 def _retry_after(headers: Any) -> float | None:
+    """The ``Retry-After`` header in seconds, clipped to [0, ``_MAX_RETRY_AFTER_S``].
+
+    None when the header is absent or an HTTP date (the caller then backs off itself).
+    """
     value = headers.get("Retry-After") if headers is not None else None
     try:
         return min(max(float(value), 0.0), _MAX_RETRY_AFTER_S) if value is not None else None
@@ -582,6 +685,11 @@ def _retry_after(headers: Any) -> float | None:
 
 
 def _progress(show: bool) -> Any:
+    """A rich progress bar on stderr (bytes, speed, time left) that vanishes when done.
+
+    Args:
+        show: False gives a disabled bar (same interface, prints nothing).
+    """
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -608,6 +716,17 @@ def _download_once(
     url: str, folder: Path, dest: Path, src: DataSource, timeout_s: float, show: bool
 ) -> tuple[Path, str, int]:
     """One attempt: stream ``url`` into a temporary file in ``folder``.
+
+    The body is hashed while it streams; a body that grows past the recorded size is
+    abandoned at once. On any error the temporary file is deleted.
+
+    Args:
+        url: The URL to request.
+        folder: Where the temporary file goes (``dest``'s folder: same file system).
+        dest: The final path (names the temporary file and the errors).
+        src: The source: its recorded size caps the body and sizes the progress bar.
+        timeout_s: Socket timeout of the request, in seconds.
+        show: Show a progress bar on stderr.
 
     Returns:
         The temporary file, its hex SHA-256 and its size.
@@ -670,6 +789,10 @@ def _open_temp(folder: Path, dest: Path) -> tuple[int, Path]:
     """Create ``folder/.<dest name>.<random>.part`` exclusively (mode 0666 less the umask).
 
     Unlike ``tempfile.mkstemp`` (mode 0600), the renamed file gets the usual permissions.
+    The leading dot hides it from listings; a name taken already is drawn again.
+
+    Returns:
+        The open file descriptor (write-only, binary) and the path.
     """
     while True:
         tmp = folder / f".{dest.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
@@ -687,7 +810,11 @@ def _read(resp: Any) -> bytes:
 
 
 def _matches(path: Path, src: DataSource) -> bool:
-    """Whether an existing file passes the recorded size and digest (when known)."""
+    """Whether an existing file passes the recorded size and digest (when known).
+
+    The size is compared first, so a wrong-size file is never hashed. A source with
+    neither recorded matches any existing file.
+    """
     if src.size_bytes is not None and path.stat().st_size != src.size_bytes:
         return False
     return src.sha256 is None or sha256_file(path) == src.sha256
@@ -714,8 +841,8 @@ def fetch(
             recorded SHA-256 and size are checked either way: ``verify=False`` never lets
             a download that contradicts the record through.
         timeout_s: Socket timeout of each request, in seconds.
-        base_url: Replaces scheme and host of the source URL (the path is kept), e.g.
-            ``http://127.0.0.1:8000`` for a local mirror.
+        base_url: Replaces scheme and host of the source URL and is prefixed to its
+            path, e.g. ``http://127.0.0.1:8000`` for a local mirror of the same layout.
         retries: Further attempts after a connection error, truncated transfer, HTTP 429
             or 5xx; waits ``backoff_s * 2**k`` (or the server's ``Retry-After``, at most
             60 s) before attempt ``k+2``.
@@ -766,6 +893,20 @@ def _download_retrying(
     """``_download_once`` with up to ``retries`` further attempts on retryable errors,
     waiting ``backoff_s * 2**k`` (or the server's ``Retry-After``); returns the temporary
     file, its SHA-256 and size.
+
+    Args:
+        url: The URL to request.
+        dest: The final path; the temporary file goes in its folder.
+        src: The source (recorded size).
+        timeout_s: Socket timeout of each request, in seconds.
+        show: Show a progress bar on stderr.
+        retries: Further attempts after the first, >= 0.
+        backoff_s: Wait before the second attempt, in seconds; doubled each time.
+
+    Raises:
+        DownloadError: a non-retryable HTTP error (``attempts`` set to the attempts made),
+            or the retries ran out (the last failure's reason and status).
+        DataError: the body grew past the recorded size (not retried).
     """
     attempt = 0
     while True:
@@ -785,6 +926,17 @@ def _download_retrying(
 def _install(tmp: Path, dest: Path, src: DataSource, url: str, digest: str, size: int) -> None:
     """Move the download ``tmp`` to ``dest`` if its size and SHA-256 match the record;
     else delete it and raise ``DataError``.
+
+    The move is ``os.replace``: ``dest`` holds either the old file or the verified new
+    one, never a partial download. ``tmp`` is gone afterwards in every case.
+
+    Args:
+        tmp: The temporary file ``_download_once`` wrote.
+        dest: The final path.
+        src: The source (recorded size and SHA-256; those not recorded are not checked).
+        url: The URL downloaded (named in the error).
+        digest: ``tmp``'s hex SHA-256.
+        size: ``tmp``'s size in bytes.
     """
     try:
         if src.size_bytes is not None and size != src.size_bytes:

@@ -117,13 +117,25 @@ DEFAULT_REFERENCE = "freetrain"
 
 @dataclass
 class PolicyRun:
-    """One policy's results over the seeds (rows in seed order)."""
+    """One policy's results over the seeds (rows in seed order).
+
+    Attributes:
+        name: The policy's name as compared (a registry name; its key in results.json).
+        per_seed: One row per seed: the ``RESULT_KEYS`` metrics (NaN where undefined),
+            ``wall_s``, ``seed``, ``job_finish_s`` and ``job_submit_s`` (one entry per
+            job, seconds; a finish time is None for a job not completed), filled by
+            ``episode_row``, ``add_bound`` and ``add_common_metrics``.
+    """
 
     name: str
     per_seed: list[dict[str, Any]]
 
     def values(self, key: str) -> np.ndarray:
-        """(seeds,) the metric per seed, NaN where undefined."""
+        """(seeds,) the metric per seed, NaN where undefined.
+
+        Args:
+            key: A metric of the rows; a row without it (or with None) gives NaN.
+        """
         return np.array(
             [np.nan if r.get(key) is None else r[key] for r in self.per_seed], dtype=np.float64
         )
@@ -140,7 +152,15 @@ class PolicyRun:
 
 @dataclass(frozen=True)
 class Summary:
-    """Statistics of one policy: per metric an interval, and paired against the reference."""
+    """Statistics of one policy: per metric an interval, and paired against the reference.
+
+    Attributes:
+        intervals: Metric -> its mean and percentile-bootstrap interval over the seeds
+            that have a value (``mtgym.stats.mean_ci``).
+        paired: Metric -> the per-seed difference and ratio against the reference policy
+            (``mtgym.stats.paired``; the reference's own entries compare it with itself);
+            empty when there is no reference.
+    """
 
     intervals: dict[str, stats.Interval]
     paired: dict[str, stats.Paired] = field(default_factory=dict)
@@ -154,6 +174,14 @@ def scenario_defaults(generator: Generator) -> EpisodeSpec:
     (``tests/scenario/test_presets.py`` checks they build the same instances). The knobs
     ``mtgym tune`` recorded for the scenario (``mtgym.scenario.tuning``) fill
     ``baselines`` for the policies the file does not name.
+
+    Args:
+        generator: A scenario's generator; its ``name`` and ``episode`` attributes are
+            read when present (a ``SpecGenerator`` has both).
+
+    Raises:
+        ScenarioError: the same-named preset file does not validate.
+        ValueError: the scenario's tuning record exists but is invalid.
     """
     from mtgym.scenario.tuning import load_record
 
@@ -173,7 +201,13 @@ def scenario_defaults(generator: Generator) -> EpisodeSpec:
 
 
 def configure_policy(policy: Policy, defaults: EpisodeSpec) -> Policy:
-    """Hand the scenario's defaults to a policy that takes them; returns the policy."""
+    """Hand the scenario's defaults to a policy that takes them; returns the policy.
+
+    Args:
+        policy: A freshly built policy; it is configured in place when it has a
+            ``use_scenario_defaults`` method (every ``Tunable`` baseline), else untouched.
+        defaults: The scenario's ``EpisodeSpec`` (``scenario_defaults``).
+    """
     use = getattr(policy, "use_scenario_defaults", None)
     if callable(use):
         use(defaults)
@@ -181,6 +215,9 @@ def configure_policy(policy: Policy, defaults: EpisodeSpec) -> Policy:
 
 
 def _row(res: EpisodeResult) -> dict[str, Any]:
+    """An episode's ``RESULT_KEYS`` metrics as floats, its mean decision time
+    (``decision_ms``), wall time (``wall_s``) and per-job completion times (``job_finish_s``).
+    """
     m = res.metrics.as_dict()
     row: dict[str, Any] = {k: float(m[k]) for k in RESULT_KEYS if k in m}
     row["decision_ms"] = res.decision_ms
@@ -193,7 +230,17 @@ def _row(res: EpisodeResult) -> dict[str, Any]:
 
 
 def episode_row(instance: Instance, res: EpisodeResult, seed: int) -> dict[str, Any]:
-    """The per-seed row recorded for one episode (metrics, timing, per-job completions)."""
+    """The per-seed row recorded for one episode (metrics, timing, per-job completions).
+
+    Args:
+        instance: The episode's instance (its jobs' submission times go in the row).
+        res: ``play``'s result on it.
+        seed: The seed ``instance`` was built from.
+
+    Returns:
+        A ``PolicyRun.per_seed`` row without the bound and common-job metrics
+        (``add_bound`` and ``add_common_metrics`` add them).
+    """
     row = _row(res)
     row["job_submit_s"] = instance.jobs.submit_s.astype(np.float64).tolist()
     row["seed"] = seed
@@ -204,6 +251,14 @@ def episode_bound(instance: Instance, until: float | None = None) -> float:
     """The hindsight bound of the headline on ``instance`` (``play(until=until)``'s run),
     best-node equivalents (``mtgym.hindsight.hindsight_bound``'s value). Compute it once
     per (instance, until) and give it to every policy's row (``add_bound``).
+
+    Args:
+        instance: The episode.
+        until: The prefix's end given to ``play``; None: the horizon.
+
+    Returns:
+        The bound with ``hindsight_bound``'s defaults (a 60 s LP budget); a solver time-out
+        leaves it looser, never wrong.
     """
     from mtgym.hindsight import hindsight_bound
 
@@ -213,6 +268,11 @@ def episode_bound(instance: Instance, until: float | None = None) -> float:
 def add_bound(row: dict[str, Any], bound: float | None) -> dict[str, Any]:
     """Set ``hindsight_bound`` and ``bound_fraction`` (the row's headline / the bound) in
     ``row`` (NaN when ``bound`` is None or not positive); returns the row.
+
+    Args:
+        row: A per-seed row (``episode_row``), changed in place.
+        bound: The seed's hindsight bound (``episode_bound``); None when it was not
+            computed (``hindsight=False``), which also leaves ``hindsight_bound`` NaN.
     """
     head = row.get("normalized_throughput")
     frac = math.nan
@@ -229,6 +289,10 @@ def add_common_metrics(runs: Sequence[PolicyRun]) -> None:
     The common jobs of a seed are those every policy in ``runs`` completed on it
     (``mtgym.metrics.common_metrics``). Rows of one seed must sit at the same position in
     every run (``ValueError`` otherwise).
+
+    Args:
+        runs: Every compared policy's run on the same seeds; their rows are changed in
+            place. A single run makes its own completed jobs the common ones.
     """
     if not runs:
         return
@@ -254,6 +318,13 @@ def add_common_metrics(runs: Sequence[PolicyRun]) -> None:
 def resolve_reference(names: Sequence[str], reference: str | None) -> str | None:
     """The reference policy: ``reference`` (must be compared), else freetrain, else the first.
 
+    Args:
+        names: The compared policies, in order.
+        reference: The policy asked for; None picks the default above.
+
+    Returns:
+        The reference's name; None only when ``names`` is empty.
+
     Raises:
         ValueError: ``reference`` is not one of the compared policies.
     """
@@ -277,7 +348,18 @@ def summarise(
     n_boot: int = stats.N_BOOT,
     seed: int = stats.SEED,
 ) -> dict[str, Summary]:
-    """Intervals of every metric and paired comparisons against the reference, per policy."""
+    """Intervals of every metric and paired comparisons against the reference, per policy.
+
+    Args:
+        runs: The policies' runs on the same seeds (rows in the same seed order).
+        reference: The reference policy (``resolve_reference``).
+        level: The intervals' confidence level, in (0, 1).
+        n_boot: Bootstrap resamples of the seeds.
+        seed: Seed of the resampling (the same inputs give the same intervals).
+
+    Returns:
+        Policy name -> its ``Summary``.
+    """
     ref_name = resolve_reference([r.name for r in runs], reference)
     ref = next((r for r in runs if r.name == ref_name), None)
     out = {}
@@ -304,6 +386,9 @@ def summarise(
 
 
 def _json_safe(x: Any) -> Any:
+    """``x`` with every NaN or infinite float, in nested dicts and lists, replaced by None
+    (JSON ``null``: strict JSON has no NaN).
+    """
     if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
         return None
     if isinstance(x, dict):
@@ -326,8 +411,30 @@ def evaluate(
     hindsight: bool = True,
 ) -> list[PolicyRun]:
     """Run every (name, factory) policy on every seed; return and optionally write results.
-    ``hindsight``: compute each seed's hindsight bound (once, for all policies) and put it
-    and ``bound_fraction`` in the rows (``add_bound``).
+
+    Each seed's instance is built once and played by every policy (a paired comparison);
+    each policy is built afresh per episode and given the scenario's defaults. Prints the
+    tables to the console at the end (``print_table``).
+
+    Args:
+        generator: The scenario's seeded generator.
+        policies: (name, factory) per policy; the factory builds a fresh policy.
+        seeds: The seeds, one instance each.
+        out: Folder for results.json, results.md, tradeoff.png and ``tb/`` (created);
+            None writes nothing.
+        decision_interval_s: Decide every that many seconds; None: each policy's own
+            schedule (``play``).
+        progress: Show a transient progress bar.
+        scenario_name: The name in the tables and results.json; None: the generator's.
+        reference: The policy the others are compared with (``resolve_reference``).
+        hindsight: Compute each seed's hindsight bound (once, for all policies) and put
+            it and ``bound_fraction`` in the rows (``add_bound``).
+
+    Returns:
+        One ``PolicyRun`` per policy, in the order given.
+
+    Raises:
+        ValueError: ``reference`` is not one of the policies (before any episode).
     """
     from rich.console import Console
     from rich.progress import Progress
@@ -374,7 +481,14 @@ def results_dict(
     *,
     reference: str | None = None,
 ) -> dict[str, Any]:
-    """The content of ``results.json`` (see the module docstring), JSON-safe."""
+    """The content of ``results.json`` (see the module docstring), JSON-safe.
+
+    Args:
+        runs: The policies' runs, rows complete (after ``add_common_metrics``).
+        seeds: The seeds played, recorded as given.
+        scenario: The scenario's name.
+        reference: The reference policy (``resolve_reference``).
+    """
     ref = resolve_reference([r.name for r in runs], reference)
     summary = summarise(runs, ref)
     results: dict[str, Any] = {
@@ -413,6 +527,18 @@ def write_results(
     """``out/results.json``, ``out/results.md`` (the same numbers as markdown tables),
     ``out/tradeoff.png`` (``mtgym.tradeoff``) and ``out/tb/<policy>/`` event files (SB3
     logger); ``results`` is ``results_dict``'s content when already computed.
+
+    The TensorBoard runs also get a CSV beside the events (``progress.csv``). A policy
+    whose means are all undefined records a placeholder metric so its ``hparams`` entry is
+    still written.
+
+    Args:
+        out: The output folder (created).
+        runs: The policies' runs.
+        seeds: The seeds played.
+        scenario: The scenario's name.
+        reference: The reference policy, when ``results`` is not given.
+        results: ``results_dict(runs, seeds, scenario, reference=reference)``, if at hand.
     """
     from stable_baselines3.common.logger import HParam, configure
 
@@ -464,6 +590,13 @@ def print_table(
     """The mean [95 % interval] tables, then the paired difference (ratio) tables, each split
     to fit ``console.width`` (``mtgym.tables``); ``results`` is ``results_dict``'s content when
     already computed.
+
+    Args:
+        runs: The policies' runs.
+        console: A ``rich.console.Console``; its width decides how many columns fit.
+        title: The first table's title; also the scenario name when ``results`` is None.
+        reference: The reference policy, when ``results`` is not given.
+        results: The ``results.json`` content, if at hand.
     """
     from mtgym import tables
 

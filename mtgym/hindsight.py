@@ -94,21 +94,42 @@ class HindsightBound:
     ``value`` bounds the headline, ``normalized_throughput``, in best-node equivalents. It
     is always a valid bound: a time-out or a solver failure makes it looser (``status``),
     never wrong.
+
+    Attributes:
+        value: The headline bound (best-node equivalents); 0 when the run cannot step.
+        form: Which form gave it: ``"horizon"`` (a run that ends at L) or
+            ``"makespan"`` (a run that finishes its workload by E_min or later).
+        work_bound: maxwork(L), capped at ``total_work``: the normalised samples
+            (best-node-seconds) any run can reach by L.
+        total_work: Sum of the jobs' work / reference rate, over the jobs submitted
+            before L.
+        horizon_s: L - t_start: the duration of a run that does not finish, seconds.
+        makespan_lb_s: A lower bound of E - t_start for a run that finishes, seconds;
+            None when no run can finish before L (or the search was not needed).
+        bins: Time bins of the maxwork(L) LP.
+        variables: Its columns.
+        rows: Its rows.
+        nonzeros: Its constraint matrix's nonzeros.
+        solves: LPs solved: maxwork(L), then the least-work LPs of the search.
+        status: ``"optimal"``, ``"time-limit"`` (a looser certified bound) or
+            ``"failed: ..."`` (the first solver failure).
+        solver: The solver that ran last: ``"highs"``, or ``"cbc"`` (asked for, or the
+            fallback when highspy is missing).
+        wall_s: Wall time of the whole computation, seconds.
     """
 
-    value: float  # the headline bound (best-node equivalents)
-    form: str  # which form gave it: "horizon" (run ends at L) or "makespan"
-    work_bound: float  # maxwork(L): normalised samples any run can reach by L
-    total_work: float  # sum of the jobs' work / reference rate (submitted before L)
-    horizon_s: float  # L - t_start: the duration of a run that does not finish
-    makespan_lb_s: float | None  # lower bound of E - t_start for a run that finishes
-    # (None: no run can finish before L)
-    bins: int  # time bins of the maxwork(L) LP
-    variables: int  # its size
+    value: float
+    form: str
+    work_bound: float
+    total_work: float
+    horizon_s: float
+    makespan_lb_s: float | None
+    bins: int
+    variables: int
     rows: int
     nonzeros: int
-    solves: int  # LPs solved: maxwork(L), then the least-work LPs of the search
-    status: str  # "optimal", "time-limit" (a looser certified bound), "failed: ..."
+    solves: int
+    status: str
     solver: str
     wall_s: float
 
@@ -127,8 +148,18 @@ class Curves:
     Job j's majorant ``g_j`` rises from (0, 0) with slope ``seg_a[s]`` over ``seg_len[s]``
     nodes for s in ``seg_start[j]:seg_start[j+1]`` (slopes decreasing and positive: the
     hull's segments, or the polygon of a subset of its supporting lines, cut where its
-    slope stops being positive). ``kappa`` (J, T'): each candidate type's factor; ``pi``:
-    the first slope (the largest rate per node); ``m``: the node counts a job can use.
+    slope stops being positive).
+
+    Attributes:
+        seg_a: (S,) segment slopes, normalised rate per node, job by job.
+        seg_len: (S,) segment lengths, nodes.
+        seg_start: (J + 1,) job j's segments are ``seg_start[j]:seg_start[j + 1]``; a job
+            that cannot run has none.
+        kappa: (J, T') each job's factor per candidate GPU type (T' = the candidates'
+            distinct types, sorted), in (0, 1]; all 1 with one type.
+        pi: (J,) the first slope: the largest normalised rate per node (0: cannot run).
+        m: (J,) the most nodes a job can use: its ``max_nodes`` capped at the number of
+            candidates; 0 when fewer candidates than its ``min_nodes`` exist.
     """
 
     seg_a: np.ndarray
@@ -139,7 +170,10 @@ class Curves:
     m: np.ndarray
 
     def top(self) -> np.ndarray:
-        """(J,) each job's largest normalised rate under the majorant."""
+        """(J,) each job's largest normalised rate under the majorant.
+
+        The sum of slope x length of its segments: the majorant's value at its last knot.
+        """
         J = self.seg_start.size - 1
         out = np.zeros(J)
         np.add.at(out, np.repeat(np.arange(J), np.diff(self.seg_start)), self.seg_a * self.seg_len)
@@ -147,7 +181,17 @@ class Curves:
 
 
 def upper_hull(n: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Vertices of the upper concave hull of the points (n, h), n increasing."""
+    """Vertices of the upper concave hull of the points (n, h), n increasing.
+
+    A monotone-chain scan, O(points); collinear middle points are dropped.
+
+    Args:
+        n: (P,) abscissae, strictly increasing (node counts, 0 first).
+        h: (P,) values at them.
+
+    Returns:
+        The hull's vertices (n, h) as float64, the first and last point included.
+    """
     keep: list[int] = []
     for i in range(n.size):
         while len(keep) >= 2:
@@ -167,6 +211,14 @@ def majorant(vn: np.ndarray, vh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     from (0, 0): the hull itself when it has at most ``MAX_LINES`` segments, else the
     minimum of a greedy subset of its supporting lines (within ``LINE_TOL`` of the hull's
     top at integer n). Only positive slopes are kept: fewer nodes do as well.
+
+    Args:
+        vn: (V,) the hull's vertex abscissae, increasing (``upper_hull``), from 0.
+        vh: (V,) its values there.
+
+    Returns:
+        (slopes, lengths) of the segments, slopes decreasing; both empty when the hull
+        has fewer than two vertices.
     """
     if vn.size < 2:
         return np.zeros(0), np.zeros(0)
@@ -204,6 +256,14 @@ def envelope(instance: Instance, candidates: np.ndarray) -> Curves:
     ``h_j(n)``: the rate on n nodes at the n-th smallest slowness ``sf / type_rate`` among
     the candidates, at the best spread level that a group of the candidates can hold for n
     nodes, divided by the reference rate (``mtgym.metrics.reference_rate``).
+
+    Args:
+        instance: The episode.
+        candidates: Node indices, those with an idle window in the run
+            (``candidate_nodes``).
+
+    Returns:
+        Each job's concave majorant and per-type factors.
     """
     jobs = instance.jobs
     ref = reference_rate(instance)
@@ -249,19 +309,33 @@ def envelope(instance: Instance, candidates: np.ndarray) -> Curves:
 class _Candidates:
     """What ``envelope`` needs of the candidate nodes: their slowdowns, GPU types and the
     largest group of them at each topology level, and the cluster's throughput model.
+
+    Attributes:
+        model: The instance's true throughput model (``mtgym.sim.episode``).
+        size: Number of candidates, C.
+        types: The candidates' GPU types (sorted, unique).
+        cap: (L,) the largest group of candidates at each topology level.
+        none_shared: No group at the last level holds every candidate.
+        sf: (C, classes) the candidates' true slowdowns per application class.
+        gt: (C,) the candidates' GPU types.
     """
 
     model: ThroughputModel
-    size: int  # number of candidates
-    types: np.ndarray  # the candidates' GPU types (sorted, unique)
-    cap: np.ndarray  # (L,) largest group of candidates at each level
-    none_shared: bool  # no group at the last level holds every candidate
-    sf: np.ndarray  # (C, classes) the candidates' slowdowns
-    gt: np.ndarray  # (C,) the candidates' GPU types
+    size: int
+    types: np.ndarray
+    cap: np.ndarray
+    none_shared: bool
+    sf: np.ndarray
+    gt: np.ndarray
 
     @staticmethod
     def of(instance: Instance, cand: np.ndarray) -> _Candidates:
-        """The facts of the candidate nodes ``cand`` of ``instance``."""
+        """The facts of the candidate nodes ``cand`` of ``instance``.
+
+        Args:
+            instance: The episode.
+            cand: (C,) int64 node indices.
+        """
         cl = instance.cluster
         coords = cl.topology.coords[cand]
         L = coords.shape[1]
@@ -284,6 +358,17 @@ class _Candidates:
     def best_rate(self, j: int, n: np.ndarray, slow: np.ndarray) -> np.ndarray:
         """Job j's rate on ``n`` nodes of slowness ``slow``, at the best spread level a
         group of the candidates can hold.
+
+        A level is allowed for n nodes when some group of it holds n candidates; level 0
+        only for n <= 1 (or when no group holds them all, the kernel's default spread).
+
+        Args:
+            j: The job.
+            n: (P,) node counts.
+            slow: (P,) the slowness at each count (the n-th smallest).
+
+        Returns:
+            (P,) the best rate over the allowed levels, samples/s (0 when none is).
         """
         out = np.full(n.size, 0.0)
         for lvl in range(self.cap.size):
@@ -301,6 +386,14 @@ class _Candidates:
     def sorted_slowness(self, jobs: Jobs, j: int, cache: dict[tuple, np.ndarray]) -> np.ndarray:
         """Job j's slowness on each candidate, ascending (shared by jobs of one class and
         type rates through ``cache``).
+
+        Slowness is the node's slowdown for the job's class over the job's rate on the
+        node's GPU type; a type rate of 0 gives an infinite slowness (never the best).
+
+        Args:
+            jobs: The job table.
+            j: The job.
+            cache: (class, type-rate bytes) -> the sorted (C,) array, filled here.
         """
         cls = int(jobs.app_class[j])
         key = (cls, jobs.type_rate[j].tobytes())
@@ -316,6 +409,16 @@ class _Candidates:
     ) -> np.ndarray:
         """Job j's factor per candidate type: its best rate on nodes of that type only,
         over its rate ``rate`` on the fastest candidates, at most 1.
+
+        Args:
+            jobs: The job table.
+            j: The job.
+            n: (P,) node counts.
+            slow_n: (P,) the n-th smallest slowness over all candidates.
+            rate: (P,) ``best_rate(j, n, slow_n)``.
+
+        Returns:
+            (T',) one factor per candidate type, in [0, 1].
         """
         cls = int(jobs.app_class[j])
         out = np.ones(self.types.size)
@@ -335,6 +438,18 @@ class _Candidates:
 class StepSupply:
     """Idle nodes per candidate GPU type on [t0, end), as a step function with exact
     integrals of ``min(cap, idle nodes)`` over any interval.
+
+    Args:
+        instance: The episode (its idle windows, clipped to [t0, end)).
+        t0: Start of the span, seconds.
+        end: End of the span, seconds.
+        types: The candidate GPU types, sorted (``_Problem.types``); a window's node
+            type is looked up among them.
+
+    Attributes:
+        grid: (F,) the times where the idle count changes, t0 and end included.
+        by_type: (T', F - 1) windows of each type open on ``[grid[i], grid[i + 1])``.
+        total: (F - 1,) the same summed over types.
     """
 
     def __init__(self, instance: Instance, t0: float, end: float, types: np.ndarray) -> None:
@@ -359,6 +474,7 @@ class StepSupply:
         self._cum: dict[tuple[int, float], np.ndarray] = {}
 
     def _rows(self, t: int) -> np.ndarray:
+        """The idle counts per grid step of type ``t`` (index into the types), or all (t < 0)."""
         return self.total if t < 0 else self.by_type[t]
 
     def integral(
@@ -366,6 +482,18 @@ class StepSupply:
     ) -> np.ndarray:
         """Integral of ``min(cap, idle nodes)`` (of type t; all types when t < 0) over
         [a, b] (arrays; a <= b within the grid).
+
+        The cumulative integral of each (type, cap) pair is computed once and cached, so
+        every further call is two binary searches per interval.
+
+        Args:
+            a: Interval starts, seconds.
+            b: Interval ends, seconds (same shape; a pair with b < a gives 0).
+            cap: Nodes counted at most (a job's ``max_nodes``; 1: time with an idle node).
+            t: The type's index, or -1 for every type.
+
+        Returns:
+            Node-seconds, the shape of ``a``.
         """
         key = (t, cap)
         cum = self._cum.get(key)
@@ -382,7 +510,11 @@ class StepSupply:
 
 
 def candidate_nodes(instance: Instance, t0: float, end: float) -> np.ndarray:
-    """Nodes with an idle window that overlaps [t0, end): the only ones a job can use."""
+    """Nodes with an idle window that overlaps [t0, end): the only ones a job can use.
+
+    Returns:
+        The node indices, sorted, int64.
+    """
     s = instance.supply
     live = np.minimum(s.end_s, end) > np.maximum(s.start_s, t0)
     return np.unique(s.node[live]).astype(np.int64)
@@ -392,6 +524,13 @@ def minimum_work(instance: Instance) -> np.ndarray:
     """(J,) the least work (samples) a job has done when it finishes: all of it, unless a
     campaign may stop it at a rung (then its first rung's share). The best-quality trials of
     a campaign are never stopped (``mtgym.sim.engine._milestones`` keeps rank 0).
+
+    A rung of NaN (no rung) counts as the whole work; a rung above 1 as 1. Every trial
+    below its campaign's best quality may be stopped, so all of them get the reduced
+    figure: a lower bound of the work the run must do.
+
+    Args:
+        instance: The episode.
     """
     jobs = instance.jobs
     out = jobs.work.astype(np.float64).copy()
@@ -412,6 +551,18 @@ def minimum_work(instance: Instance) -> np.ndarray:
 class Sparse:
     """A sparse matrix in compressed columns (what HiGHS takes), built from (row, col, value)
     triplets; duplicates are summed.
+
+    Args:
+        rows: (E,) row index of each entry.
+        cols: (E,) column index of each entry.
+        vals: (E,) values.
+        shape: (rows, columns).
+
+    Attributes:
+        indices: (nnz,) int64 row of each stored entry, sorted by (column, row).
+        cols: (nnz,) int64 column of each stored entry (for ``rmatvec`` and PuLP).
+        data: (nnz,) float64 values.
+        indptr: (columns + 1,) column c's entries are ``indptr[c]:indptr[c + 1]``.
     """
 
     def __init__(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple) -> None:
@@ -435,7 +586,7 @@ class Sparse:
         return int(self.data.size)
 
     def rmatvec(self, y: np.ndarray) -> np.ndarray:
-        """``A' y``."""
+        """``A' y``: (columns,) for ``y`` of shape (rows,)."""
         return np.bincount(self.cols, weights=self.data * y[self.indices], minlength=self.shape[1])
 
 
@@ -443,6 +594,13 @@ class Sparse:
 class LP:
     """``max c.v`` s.t. ``A v <= b``, ``0 <= v <= ub``: every row ``<=`` and every variable
     boxed, so any ``y >= 0`` certifies a bound (``certificate``). Built by ``Layout``.
+
+    Attributes:
+        c: (V,) objective coefficients.
+        A: The (R, V) constraint matrix.
+        b: (R,) right-hand sides.
+        ub: (V,) variable upper bounds (the lower bounds are 0).
+        bins: Time bins of the layout it came from.
     """
 
     c: np.ndarray
@@ -457,14 +615,38 @@ class LP:
         return int(self.A.nnz)
 
     def certificate(self, y: np.ndarray) -> float:
-        """The bound ``b.y + sum ub (c - A'y)+`` of any ``y >= 0`` (weak duality)."""
+        """The bound ``b.y + sum ub (c - A'y)+`` of any ``y >= 0`` (weak duality).
+
+        ``y`` is sanitised first: NaN and +inf become 0 and negative entries are clipped
+        to 0, so whatever a solver returns gives a valid bound (a poor ``y``, a loose one).
+
+        Args:
+            y: (R,) row multipliers.
+        """
         y = np.maximum(np.nan_to_num(np.asarray(y, np.float64), nan=0.0, posinf=0.0), 0.0)
         red = self.c - self.A.rmatvec(y)
         return float(self.b @ y + self.ub @ np.maximum(red, 0.0))
 
 
 class _Problem:
-    """One episode's data for the LPs: jobs, envelope, supply, candidate types."""
+    """One episode's data for the LPs: jobs, envelope, supply, candidate types.
+
+    Args:
+        instance: The episode.
+        end: L, the run's end (``run_end``); jobs submitted at or after it are left out.
+
+    Attributes:
+        t0: The episode's start, seconds.
+        work: (J,) each job's work / reference rate, best-node-seconds.
+        min_work: (J,) its least work (``minimum_work``), in the same unit.
+        submit: (J,) submission times, at least ``t0``.
+        release: (J,) the earliest first progress: submission plus the start-up pause.
+        jobs: Indices of the jobs submitted before ``end`` (the others never run).
+        types: The candidate nodes' GPU types, sorted.
+        curves: The rate envelope (``envelope``) on the candidates.
+        supply: The idle nodes as a step function (``StepSupply``).
+        T: The number of candidate types, at least 1.
+    """
 
     def __init__(self, instance: Instance, end: float) -> None:
         self.instance = instance
@@ -485,7 +667,10 @@ class _Problem:
         self.T = max(int(self.types.size), 1)
 
     def points(self, end: float) -> np.ndarray:
-        """Natural bin boundaries in (t0, end): supply changes and arrivals."""
+        """Natural bin boundaries in (t0, end): supply changes and arrivals.
+
+        Arrivals are the jobs' release times (submission plus start-up), sorted, unique.
+        """
         g = self.supply.grid
         pts = np.concatenate((g, self.release[self.jobs]))
         return np.unique(pts[(pts > self.t0) & (pts < end)])
@@ -493,6 +678,16 @@ class _Problem:
     def boundaries(self, end: float, bins: int) -> np.ndarray:
         """At most ``bins`` bins over [t0, end]: all natural boundaries when they fit, else
         about half placed uniformly in time and half uniformly over the natural points.
+
+        The time-uniform ones are snapped to the next natural point, so every boundary is
+        one (duplicates merged: possibly fewer bins).
+
+        Args:
+            end: The last boundary.
+            bins: The most bins.
+
+        Returns:
+            The boundaries, increasing, ``t0`` first and ``end`` last.
         """
         pts = self.points(end)
         if pts.size <= bins - 1:
@@ -531,6 +726,24 @@ class Layout:
     (at most U_t, the integral of min(max_nodes, idle nodes of type t)); the segment's
     length is shared by the types (``sum_t delta[t, p, s] <= len_s D``), the bins are per
     type (``C[k, t]``), and the job's row and the objective weigh each part by kappa.
+
+    With ``floor`` (the least-work LP), one more variable per job, z_j <= its least work
+    and <= its weighted deltas, and the objective is sum z_j instead.
+
+    Args:
+        problem: The episode's data.
+        B: (K + 1,) the bin boundaries (``_Problem.boundaries``).
+        floor: Build the least-work LP.
+
+    Attributes:
+        K: The number of bins.
+        jj, kk, a0: Per active pair: the job, the bin, and the start of the bin's part
+            after the job's release; pairs with no idle node-time are dropped.
+        P: The number of pairs.
+        ps, si: Per (pair, segment) row i: its pair and its index into the curves'
+            segments; S of them.
+        c: (V,) the objective.
+        A: The constraint matrix (the bounds depend on the cut: ``vectors``).
     """
 
     def __init__(self, problem: _Problem, B: np.ndarray, floor: bool = False) -> None:
@@ -612,7 +825,14 @@ class Layout:
         return int(self.A.nnz)
 
     def vectors(self, cut: float | None = None) -> LP:
-        """The LP of maxwork(cut) (default: the layout's end) on this structure."""
+        """The LP of maxwork(cut) (default: the layout's end) on this structure.
+
+        Only bounds change with ``cut`` (U, C, D and the segment bounds are integrals up
+        to it), so a session can re-solve from its basis.
+
+        Args:
+            cut: The end time, in (t0, B[-1]]; None: B[-1].
+        """
         p, cv, T, K = self.problem, self.problem.curves, self.problem.T, self.K
         cut = float(self.B[-1]) if cut is None else float(cut)
         B = np.minimum(self.B, cut)
@@ -650,9 +870,16 @@ class Layout:
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Solved:
-    """One LP's certified value and how the solver ended."""
+    """One LP's certified value and how the solver ended.
 
-    value: float  # certified upper bound of the LP's optimum
+    Attributes:
+        value: A certified upper bound of the LP's optimum (``LP.certificate``).
+        optimal: The solver proved its solution optimal.
+        status: The solver's status in lower case (``"optimal"``, ``"time limit
+            reached"``, ...) or ``"failed: <exception>"``.
+    """
+
+    value: float
     optimal: bool
     status: str
 
@@ -681,6 +908,15 @@ class Session:
     time, then only new bounds (HiGHS keeps its basis: a warm start). Solutions are
     certified (``LP.certificate``). ``solver``: "highs" (highspy), or "cbc" (PuLP, each
     solve from scratch; also the fallback when highspy is missing).
+
+    Args:
+        layout: The LP structure every ``solve`` shares.
+        solver: ``"highs"`` or ``"cbc"``; ``self.solver`` says which is used.
+        method: HiGHS's algorithm: ``"auto"`` (interior point above ``IPM_NNZ``
+            nonzeros, else simplex), or a HiGHS ``solver`` option value.
+
+    Raises:
+        ValueError: an unknown ``solver``.
     """
 
     def __init__(self, layout: Layout, solver: str = "highs", method: str = "auto") -> None:
@@ -699,6 +935,11 @@ class Session:
     def solve(self, lp: LP, time_limit_s: float) -> Solved:
         """Solve and certify; never raises on solver trouble: without duals, the
         certificate at y = 0 (the variables' bounds) is the value.
+
+        Args:
+            lp: ``layout.vectors(...)`` of this session's layout.
+            time_limit_s: Wall budget of this solve, seconds (HiGHS takes at least
+                0.01 s, CBC at least 1 s).
         """
         if lp.A.shape[1] == 0:  # no job can run: nothing to solve
             return Solved(0.0, True, "optimal")
@@ -710,6 +951,11 @@ class Session:
             return Solved(lp.certificate(np.zeros(lp.b.size)), False, f"failed: {exc!r}")
 
     def _solve_highs(self, lp: LP, time_limit_s: float) -> Solved:
+        """Solve with highspy: pass the model on the first call, only new bounds after.
+
+        The value is the smaller certificate of the row duals and of their negation
+        (HiGHS's sign convention for duals of a maximisation is not relied on).
+        """
         import highspy
 
         nrow, ncol = lp.A.shape
@@ -757,7 +1003,15 @@ class Session:
 
 
 def _solve_pulp(lp: LP, time_limit_s: float) -> Solved:
-    """The same LP through PuLP and CBC (the fallback when highspy is missing)."""
+    """The same LP through PuLP and CBC (the fallback when highspy is missing).
+
+    Each call builds the model from scratch (no warm start); the rows' ``pi`` give the
+    duals (missing ones count as 0), certified like HiGHS's.
+
+    Args:
+        lp: The LP.
+        time_limit_s: CBC's time limit, seconds (at least 1).
+    """
     import pulp
 
     prob = pulp.LpProblem("hindsight", pulp.LpMaximize)
@@ -787,6 +1041,13 @@ def _solve_pulp(lp: LP, time_limit_s: float) -> Solved:
 def run_end(instance: Instance, until: float | None = None) -> float:
     """L: when a run that does not finish its workload ends (``play``'s limit). With an
     infinite horizon, the last window end or arrival (after it nothing can happen).
+
+    Args:
+        instance: The episode.
+        until: The prefix's end given to ``play``; None: the horizon.
+
+    Returns:
+        L, seconds on the instance's clock.
     """
     limit = float(instance.t_end) if until is None else min(float(until), float(instance.t_end))
     if math.isinf(limit):
@@ -803,6 +1064,10 @@ def run_end(instance: Instance, until: float | None = None) -> float:
 def _bins_for(p: _Problem, nnz: int | None) -> int:
     """Bins so that the LP has about ``nnz`` nonzeros (default: ``DEFAULT_NNZ`` with one
     GPU type, ``DEFAULT_NNZ_TYPES`` with several, whose LP is slower per nonzero).
+
+    The estimate counts about 3 nonzeros per (job, bin, segment) with one type and
+    4 x types with several, at the jobs' mean segment count; the result is clipped to
+    ``MIN_BINS``..``MAX_BINS``.
     """
     if nnz is None:
         nnz = DEFAULT_NNZ if p.T == 1 else DEFAULT_NNZ_TYPES
@@ -912,6 +1177,19 @@ def _earliest_end(
     """Bracket E_min in [lo, end] by least-work LPs (every job's work by E counts up to
     its least work only) until the bracket is narrow or ``deadline`` passes; ``search``
     holds the solves before this one.
+
+    Args:
+        p: The episode's data.
+        end: L: the search's upper end.
+        K: Bins of each least-work layout; the layout is rebuilt on the shorter span
+            when the bracket's top falls below half of the layout's span.
+        solver: ``"highs"`` or ``"cbc"``.
+        deadline: ``time.perf_counter()`` value at which to stop.
+        search: The search state so far (the maxwork(L) solve).
+
+    Returns:
+        The search's end state: ``lo`` is the latest end proved too early (``end``
+        itself when even L is too early).
     """
     t0, need = p.t0, float(p.min_work.sum())
     layout = p.layout(end, K, floor=True)
@@ -975,6 +1253,16 @@ def _next_end(
     then a secant step (through lo and hi, or through the last two points below when f is
     flat at hi: the least-work LP caps it at 0), safeguarded by bisection whenever the bracket did
     not halve in the previous step.
+
+    Args:
+        lo: The bracket's low end (proved too early).
+        hi: Its high end (not proved too early).
+        f_lo: f at ``lo``; NaN before lo was tested.
+        f_hi: f at ``hi``.
+        lo_prev: The previous ``lo`` (NaN: none).
+        f_prev: f at ``lo_prev``.
+        last_width: The bracket's width before the last step.
+        tol: The search's tolerance; a secant step stays ``tol / 2`` inside the bracket.
     """
     if math.isnan(f_lo):
         return lo

@@ -50,40 +50,83 @@ HEADLINE = "normalized_throughput"
 
 @dataclass(frozen=True)
 class EpisodeMetrics:
-    """One episode's results. Times in seconds, samples in the jobs' own units."""
+    """One episode's results. Times in seconds, samples in the jobs' own units.
+
+    Attributes:
+        duration_s: The run's length: the final state's time - ``t_start``.
+        samples: Useful samples processed, summed over jobs (models mixed).
+        throughput: ``samples / duration_s``, samples/s (0 for an empty run).
+        offered_node_s: Idle node-seconds the host lent during the run.
+        allocated_node_s: Node-seconds held by jobs.
+        productive_node_s: Node-seconds held by jobs that were progressing (not pausing
+            for a rescale or start-up, not redoing lost work).
+        utilisation: allocated / offered node-seconds (0 when nothing was offered).
+        productive_utilisation: productive / offered node-seconds.
+        jobs_total: Jobs in the instance, submitted or not.
+        jobs_completed: Jobs that did all their work.
+        jobs_stopped: Trials stopped early by their campaign.
+        jct_mean: Mean of completion - submission over completed jobs (NaN if none).
+        jct_p50: Its median.
+        jct_p99: Its 99th percentile.
+        jct_geomean: Its geometric mean (each JCT floored at 1e-9 s).
+        makespan: Last finish - first submission; the run's end - first submission if
+            censored (module docstring).
+        makespan_censored: 1 when not every job finished (the makespan counts to the
+            run's end), else 0.
+        rescales: Changes of running jobs' node sets, starts excluded.
+        starts: Starts of jobs from 0 nodes.
+        preemptions: Events at which the host reclaimed some of a job's nodes, summed.
+        lost_rescale_s: Nominal seconds charged to rescales and starts.
+        lost_preempt_s: Nominal seconds charged to pre-emptions.
+        preempt_lost_samples: Progress since the last checkpoint lost to reclaims.
+        unpaid_debt_samples: Samples still owed (lost work not yet redone) at the end.
+            BFTrainer's replayer deducts lost samples at once: compare its figures with
+            ``samples`` - this.
+        stalled_job_s: Job-seconds holding nodes without useful progress.
+        upper_bound_samples: Every offered node-second at the best reference rate of
+            any job, capped at the work of the jobs submitted by the end (module docstring).
+        upper_bound_fraction: ``samples / upper_bound_samples`` (NaN when the bound is 0).
+        normalized_samples: sum_j samples_j / reference_rate_j, best-node-seconds.
+        normalized_throughput: The headline: ``normalized_samples / duration_s``,
+            best-node equivalents.
+        normalized_efficiency: ``normalized_samples`` over its upper bound: the offered
+            node-seconds, capped at the submitted jobs' normalised work (NaN when 0).
+        fairness_jain: Jain's index over per-job normalised rates (module docstring).
+        decisions: Allocations applied by the simulator.
+        events: Individual events processed (a node reclaim, an arrival, ...).
+    """
 
     duration_s: float
-    samples: float  # useful samples processed
-    throughput: float  # samples / duration
+    samples: float
+    throughput: float
     offered_node_s: float
     allocated_node_s: float
     productive_node_s: float
-    utilisation: float  # allocated / offered node-seconds
-    productive_utilisation: float  # productive (progressing) / offered
+    utilisation: float
+    productive_utilisation: float
     jobs_total: int
     jobs_completed: int
     jobs_stopped: int
-    jct_mean: float  # completion - submission, completed jobs (nan if none)
+    jct_mean: float
     jct_p50: float
     jct_p99: float
     jct_geomean: float
-    makespan: float  # last finish - first submission; the run's end if censored (see module)
-    makespan_censored: int  # 1 when not every job finished (makespan = the run's end)
+    makespan: float
+    makespan_censored: int
     rescales: int
     starts: int
     preemptions: int
-    lost_rescale_s: float  # nominal seconds charged to rescales and starts
-    lost_preempt_s: float  # nominal seconds charged to pre-emptions
-    preempt_lost_samples: float  # progress since checkpoint lost to reclaims
-    unpaid_debt_samples: float  # samples still owed (lost work not yet redone) at the end;
-    # BFTrainer's replayer deducts lost samples at once: compare it with samples - this
-    stalled_job_s: float  # job-seconds holding nodes without useful progress
+    lost_rescale_s: float
+    lost_preempt_s: float
+    preempt_lost_samples: float
+    unpaid_debt_samples: float
+    stalled_job_s: float
     upper_bound_samples: float
-    upper_bound_fraction: float  # samples / upper bound
-    normalized_samples: float  # sum_j samples_j / reference_rate_j (best-node-seconds)
-    normalized_throughput: float  # the headline: normalized_samples / duration
-    normalized_efficiency: float  # normalized_samples / its upper bound (offered node-s)
-    fairness_jain: float  # Jain's index over per-job normalised rates (module docstring)
+    upper_bound_fraction: float
+    normalized_samples: float
+    normalized_throughput: float
+    normalized_efficiency: float
+    fairness_jain: float
     decisions: int
     events: int
 
@@ -93,7 +136,17 @@ class EpisodeMetrics:
 
 
 def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
-    """Metrics of the episode that ended in ``state``."""
+    """Metrics of the episode that ended in ``state``.
+
+    Pure: the same final state gives the same metrics, whichever policy produced it.
+
+    Args:
+        state: The final state (``play``'s result).
+        instance: The episode's instance.
+
+    Raises:
+        ValueError: a job has no positive, finite reference rate (``reference_rate``).
+    """
     jobs = instance.jobs
     duration = state.time - instance.t_start
     samples = float(state.progress.sum())
@@ -102,6 +155,7 @@ def compute_metrics(state: ClusterState, instance: Instance) -> EpisodeMetrics:
     finished = state.status >= JobStatus.COMPLETED
 
     def q(p: float) -> float:
+        """The ``p``-th percentile of the completed jobs' JCTs (NaN if none completed)."""
         return float(np.percentile(jct, p)) if jct.size else float("nan")
 
     best = reference_rate(instance)
@@ -165,6 +219,9 @@ def reference_rate(instance: Instance) -> np.ndarray:
     cluster (``ThroughputModel.best_node_rate``: one node of the fastest device for that job,
     or the best per-node rate of a measured table), the unit of the normalised metrics.
 
+    Args:
+        instance: The episode; its true throughput model gives the rates.
+
     Raises:
         ValueError: a job's reference rate is not positive and finite.
     """
@@ -182,6 +239,16 @@ def normalized_rates(
     """Per job submitted before ``state.time`` (in job order): its normalised samples /
     seconds in the system (submission to completion or stop, else to ``state.time``).
     ``reference``: the instance's ``reference_rate``, when the caller has it already.
+
+    Jobs with no time in the system yet (submitted exactly at ``state.time``) are left out.
+
+    Args:
+        state: The state (usually the final one).
+        instance: The episode.
+        reference: (J,) reference rates, samples/s; None computes them.
+
+    Returns:
+        The rates, best-node equivalents, in job order (one per job kept).
     """
     if reference is None:
         reference = reference_rate(instance)
@@ -195,6 +262,8 @@ def normalized_rates(
 def jain_index(x: np.ndarray) -> float:
     """Jain's fairness index of non-negative ``x``: (sum x)^2 / (n sum x^2); NaN when empty,
     1 when all are zero (all treated alike).
+
+    The index lies in [1/n, 1]: 1 when all are equal, 1/n when one value holds everything.
     """
     x = np.asarray(x, dtype=np.float64)
     if x.size == 0:
@@ -210,10 +279,18 @@ def completion_times(state: ClusterState) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CommonMetrics:
-    """JCT and makespan over the jobs every compared policy completed (module docstring)."""
+    """JCT and makespan over the jobs every compared policy completed (module docstring).
 
-    jct_common_mean: float  # NaN when no job is common
-    makespan_common: float  # last completion among the common jobs - first submission
+    Attributes:
+        jct_common_mean: Mean completion - submission over the common jobs, seconds
+            (NaN when no job is common).
+        makespan_common: Last completion among the common jobs - the first submission of
+            any job, seconds (NaN when no job is common).
+        jobs_common: The number of common jobs.
+    """
+
+    jct_common_mean: float
+    makespan_common: float
     jobs_common: int
 
 
@@ -224,6 +301,9 @@ def common_metrics(finish_s: Sequence[np.ndarray], submit_s: np.ndarray) -> list
         finish_s: one (J,) array per policy, all on the same instance: completion times,
             NaN for jobs the policy did not complete (``completion_times``).
         submit_s: (J,) submission times of the instance's jobs.
+
+    Returns:
+        One ``CommonMetrics`` per array of ``finish_s``, in order (empty for none).
 
     Raises:
         ValueError: the arrays do not all have one entry per job.

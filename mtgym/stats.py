@@ -30,12 +30,20 @@ SEED = 0
 
 @dataclass(frozen=True)
 class Interval:
-    """A mean over seeds and its bootstrap interval (NaN when undefined)."""
+    """A mean over seeds and its bootstrap interval (NaN when undefined).
+
+    Attributes:
+        mean: The mean over the seeds with a value (NaN when none has one).
+        ci_low: The interval's low end: the ``(1 - level) / 2`` quantile of the resampled
+            means (NaN with fewer than two seeds).
+        ci_high: Its high end, the ``(1 + level) / 2`` quantile.
+        n: Seeds with a value.
+    """
 
     mean: float
     ci_low: float
     ci_high: float
-    n: int  # seeds with a value
+    n: int
 
     def as_dict(self) -> dict[str, float | int]:
         """Plain dict (JSON-friendly)."""
@@ -49,6 +57,16 @@ class Paired:
     ``diff`` is the mean of the per-seed differences ``x - ref`` (equal to the difference of
     the means over the seeds both have); ``ratio`` is ``mean(x) / mean(ref)`` over those seeds.
     Both intervals come from the same bootstrap resamples of the seeds.
+
+    Attributes:
+        reference: The reference policy's name.
+        diff: Mean of ``x - ref`` over the seeds where both have a value.
+        diff_ci_low: Low end of its percentile-bootstrap interval.
+        diff_ci_high: High end.
+        ratio: ``mean(x) / mean(ref)`` (NaN when the reference's mean is 0).
+        ratio_ci_low: Low end of its interval (resamples with a zero denominator dropped).
+        ratio_ci_high: High end.
+        n: Seeds where both have a value; intervals are NaN below 2.
     """
 
     reference: str
@@ -66,6 +84,7 @@ class Paired:
 
 
 def _check(level: float, n_boot: int) -> None:
+    """``ValueError`` unless 0 < ``level`` < 1 and ``n_boot`` >= 1."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     if n_boot < 1:
@@ -73,12 +92,22 @@ def _check(level: float, n_boot: int) -> None:
 
 
 def resample_indices(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
-    """(n_boot, n) indices of seeds drawn with replacement (deterministic given ``seed``)."""
+    """(n_boot, n) indices of seeds drawn with replacement (deterministic given ``seed``).
+
+    ``mean_ci`` and ``paired`` draw with the same ``seed``: for the same number of seeds
+    they resample the same seeds, so a metric's interval and its paired interval line up.
+
+    Args:
+        n: Seeds to resample (values 0..n-1).
+        n_boot: Resamples.
+        seed: Seed of ``numpy.random.default_rng``.
+    """
     rng = np.random.default_rng(seed)
     return rng.integers(0, n, size=(n_boot, n))
 
 
 def _quantiles(stats: np.ndarray, level: float) -> tuple[float, float]:
+    """The central ``level`` interval of the finite resampled statistics (NaN, NaN if none)."""
     stats = stats[np.isfinite(stats)]
     if stats.size == 0:
         return float("nan"), float("nan")
@@ -93,7 +122,17 @@ def mean_ci(
     n_boot: int = N_BOOT,
     seed: int = SEED,
 ) -> Interval:
-    """Mean of ``values`` (NaNs dropped) and its percentile-bootstrap interval."""
+    """Mean of ``values`` (NaNs dropped) and its percentile-bootstrap interval.
+
+    Args:
+        values: One value per seed; NaN where undefined (dropped).
+        level: Confidence level of the interval, in (0, 1).
+        n_boot: Bootstrap resamples, >= 1.
+        seed: Seed of the resampling.
+
+    Raises:
+        ValueError: ``level`` or ``n_boot`` out of range.
+    """
     _check(level, n_boot)
     x = np.asarray(values, dtype=np.float64).ravel()
     x = x[~np.isnan(x)]
@@ -118,8 +157,17 @@ def paired(
 ) -> Paired:
     """Paired difference and ratio of ``values`` against ``reference_values`` (seed by seed).
 
+    Args:
+        values: The policy's value per seed (NaN where undefined).
+        reference_values: The reference's value per seed, in the same seed order.
+        reference: The reference policy's name, recorded in the result.
+        level: Confidence level of the intervals, in (0, 1).
+        n_boot: Bootstrap resamples, >= 1.
+        seed: Seed of the resampling.
+
     Raises:
-        ValueError: the two arrays do not have one value per seed each (different lengths).
+        ValueError: the two arrays do not have one value per seed each (different lengths),
+            or ``level`` or ``n_boot`` is out of range.
     """
     _check(level, n_boot)
     x = np.asarray(values, dtype=np.float64).ravel()

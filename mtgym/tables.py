@@ -65,7 +65,17 @@ PAIRED_TITLE = "paired against {ref}: mean of per-seed differences [95 % interva
 
 
 def fmt(v: float | None, key: str = "", sign: str = "") -> str:
-    """A metric value as the tables print it; ``n/a`` when undefined (None or NaN)."""
+    """A metric value as the tables print it; ``n/a`` when undefined (None or NaN).
+
+    Counts (``COUNTS``) get one decimal (they are means over seeds), ``DECIMALS`` metrics
+    their fixed decimals, others 3 decimals below 10 and whole numbers from 10 on;
+    thousands are separated by commas.
+
+    Args:
+        v: The value.
+        key: The metric's name (picks the format).
+        sign: ``"+"`` to print the sign of positive values too (paired differences).
+    """
     if v is None or math.isnan(v):
         return "n/a"
     if key in COUNTS:
@@ -76,13 +86,26 @@ def fmt(v: float | None, key: str = "", sign: str = "") -> str:
 
 
 def mean_cell(entry: dict[str, Any], key: str) -> tuple[str, str]:
-    """(value, "[low, high]") of one policy's metric in ``results.json``'s entry."""
+    """(value, "[low, high]") of one policy's metric in ``results.json``'s entry.
+
+    Args:
+        entry: ``results["policies"][name]``.
+        key: The metric.
+    """
     lo, hi = entry["ci_low"].get(key), entry["ci_high"].get(key)
     return fmt(entry.get(key), key), f"[{fmt(lo, key)}, {fmt(hi, key)}]"
 
 
 def paired_cell(entry: dict[str, Any], key: str) -> tuple[str, str]:
-    """("diff (ratio x)", "[low, high]") of one policy's paired comparison."""
+    """("diff (ratio x)", "[low, high]") of one policy's paired comparison.
+
+    The ratio part is left out when undefined; a metric with no paired entry prints
+    ``n/a``.
+
+    Args:
+        entry: ``results["policies"][name]``.
+        key: The metric.
+    """
     p = entry["paired"].get(key) or {}
     ratio = p.get("ratio")
     r = "" if ratio is None or math.isnan(ratio) else f" ({ratio:.3f}x)"
@@ -102,6 +125,13 @@ Row = tuple[str, str, list[tuple[str, str]]]
 
 
 def _rows(results: dict[str, Any], paired: bool) -> list[Row]:
+    """One ``Row`` per policy with a cell per ``COLUMNS`` metric.
+
+    Args:
+        results: The ``results.json`` content.
+        paired: Paired cells against the reference (the reference itself left out, no
+            notes), else mean cells with the censored-makespan note.
+    """
     ref = results.get("reference")
     out = []
     for name, entry in results["policies"].items():
@@ -120,6 +150,11 @@ CENSORED_CAPTION = (
 
 
 def _table(title: str, rows: list[Row], cols: Sequence[int], caption: str | None = None) -> Any:
+    """A rich table of ``rows`` restricted to the ``COLUMNS`` indices ``cols``.
+
+    The policy column comes first (its note on a second line); each cell holds the value
+    over its interval; every column folds instead of truncating.
+    """
     from rich.table import Table
 
     table = Table(title=title, caption=caption)
@@ -136,6 +171,14 @@ def fitted_tables(title: str, rows: list[Row], width: int) -> list:
     """Rich tables of ``rows`` with as many metric columns each as fit ``width`` (at least
     one): the first titled ``title``, the others ``(continued)``; the last one explains a
     censored note, if any.
+
+    Columns are added in ``COLUMNS`` order; each table is measured at its natural width
+    and a column that would push it past ``width`` starts the next table.
+
+    Args:
+        title: The first table's title.
+        rows: The rows (``_rows``).
+        width: The console's width, characters.
     """
     from rich.console import Console
 
@@ -158,6 +201,11 @@ def fitted_tables(title: str, rows: list[Row], width: int) -> list:
 def print_results(results: dict[str, Any], console: Any, title: str) -> None:
     """Print the mean table, then the paired table (when there is a reference and another
     policy), each split to fit ``console.width``.
+
+    Args:
+        results: The ``results.json`` content (``mtgym.evaluate.results_dict``).
+        console: A ``rich.console.Console``.
+        title: Prefix of the mean table's title (the scenario and seeds).
     """
     width = console.width
     for t in fitted_tables(f"{title}: {MEAN_TITLE}", _rows(results, False), width):
@@ -171,11 +219,21 @@ def print_results(results: dict[str, Any], console: Any, title: str) -> None:
 
 
 def _md_row(cells: Sequence[str]) -> str:
+    """One markdown table row; ``|`` inside a cell is escaped."""
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
 def markdown(results: dict[str, Any], title: str | None = None) -> str:
-    """``results.md``: the same numbers as the printed tables, as markdown tables."""
+    """``results.md``: the same numbers as the printed tables, as markdown tables.
+
+    A header (scenario, seeds, reference), the mean table, the paired table (when there
+    is a reference and another policy), and a legend of the columns. The tables are not
+    split by width.
+
+    Args:
+        results: The ``results.json`` content.
+        title: The heading; None: the scenario's name.
+    """
     ref = results.get("reference")
     seeds = results.get("seeds", [])
     lines = [

@@ -15,6 +15,13 @@ class DataError(MtgymError, ValueError):
 
     The message names the file, the row (when known), the field, the bad value and what is
     allowed, so the user can fix the file without reading the reader's code.
+
+    Args:
+        path: The file (kept as ``self.path``, a string).
+        field: The column or field that is wrong.
+        value: The bad value (shown with ``repr``).
+        allowed: What would be accepted, in words.
+        row: The row (as the reader numbers it), when known.
     """
 
     def __init__(
@@ -36,7 +43,13 @@ class DataError(MtgymError, ValueError):
 
 
 class ConfigError(MtgymError, ValueError):
-    """A parameter of a generator, model or simulation is out of range."""
+    """A parameter of a generator, model or simulation is out of range.
+
+    Args:
+        field: The parameter's name (a path like ``jobs[3] (resnet-3).work`` for a job).
+        value: The bad value (shown with ``repr``).
+        allowed: What would be accepted, in words.
+    """
 
     def __init__(self, field: str, value: Any, allowed: str) -> None:
         self.field = field
@@ -57,6 +70,11 @@ class PolicyUnsupportedError(MtgymError):
     the scenario's name, so ``mtgym.policy.play`` adds it (``with_scenario``). The CLIs print
     it as one line (``mtgym.command.dispatch``); ``mtgym benchmark`` shows it in the table
     instead of numbers.
+
+    Args:
+        policy: The policy's name.
+        reason: Why it cannot run, in words.
+        scenario: The scenario's name; None until ``with_scenario`` adds it.
     """
 
     def __init__(self, policy: str, reason: str, scenario: str | None = None) -> None:
@@ -73,5 +91,7 @@ class PolicyUnsupportedError(MtgymError):
         return PolicyUnsupportedError(self.policy, self.reason, scenario)
 
     def __reduce__(self) -> tuple[type, tuple[str, str, str | None]]:
-        # rebuilt from its fields (Ray ships a task's exception back by pickling it)
+        """Pickle as its fields (Ray ships a task's exception back by pickling it; the
+        default would call ``__init__`` with the message alone).
+        """
         return (type(self), (self.policy, self.reason, self.scenario))

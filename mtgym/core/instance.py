@@ -18,7 +18,10 @@ from mtgym.core.types import NUM_CLASSES, PerfKind, PreemptionMode, RescaleMode
 
 
 def frozen(arr: np.ndarray) -> np.ndarray:
-    """Mark an array read-only and return it."""
+    """Mark an array read-only and return it (the same object, not a copy).
+
+    Only this array object is frozen: its base and views taken before stay writable.
+    """
     arr.flags.writeable = False
     return arr
 
@@ -28,6 +31,8 @@ class Cluster:
     """The host machine's nodes.
 
     Attributes:
+        gpu_type_names: The GPU types' names (``A100``, ``V100``, ...), indexed by
+            ``gpu_type``.
         gpus_per_node: GPUs per node (a node is the allocation unit; PAL-style scenarios use
             one GPU per "node" and a host level in the topology).
         gpu_type: (N,) int16 index into ``gpu_type_names``.
@@ -59,7 +64,12 @@ class Cluster:
         return len(self.gpu_type_names)
 
     def validate(self) -> None:
-        """Check shapes and ranges (raises ``ConfigError``)."""
+        """Check shapes and ranges (raises ``ConfigError``).
+
+        Checks: ``gpus_per_node`` >= 1, a topology of the same node count, the slowdown
+        arrays' shapes (N, ``gpus_per_node``, 4) and (N, 4) with positive factors, and
+        ``gpu_type`` within ``gpu_type_names``.
+        """
         n = self.num_nodes
         if self.gpus_per_node < 1:
             raise ConfigError("gpus_per_node", self.gpus_per_node, ">= 1")
@@ -89,15 +99,23 @@ class Supply:
     ``end_known[w]`` says whether the scavenger knows the window's end when it opens (a
     reservation or a drain for a known job start); otherwise the end is a surprise.
     Windows are sorted by (start_s, node); ``end_order`` lists them by (end_s, node).
-    A node's windows never overlap.
+    A node's windows never overlap. Build one with ``from_windows``.
+
+    Attributes:
+        node: (W,) int32 the node of each window.
+        start_s: (W,) float64 when it becomes idle, seconds.
+        end_s: (W,) float64 when the host takes it back, seconds (> start_s, finite).
+        end_known: (W,) bool whether the end is announced when the window opens.
+        end_order: (W,) int64 window indices by (end_s, node).
+        end_sorted_s: (W,) float64 ``end_s[end_order]``, for O(log W) look-ups.
     """
 
-    node: np.ndarray  # (W,) int32
-    start_s: np.ndarray  # (W,) float64
-    end_s: np.ndarray  # (W,) float64
-    end_known: np.ndarray  # (W,) bool
-    end_order: np.ndarray  # (W,) int64
-    end_sorted_s: np.ndarray  # (W,) float64 = end_s[end_order], for O(log W) look-ups
+    node: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+    end_known: np.ndarray
+    end_order: np.ndarray
+    end_sorted_s: np.ndarray
 
     @property
     def num_windows(self) -> int:
@@ -114,7 +132,24 @@ class Supply:
         *,
         num_nodes: int | None = None,
     ) -> Supply:
-        """Sort, validate and freeze windows (raises ``ConfigError`` on overlap or bad range)."""
+        """Sort, validate and freeze windows (raises ``ConfigError`` on overlap or bad range).
+
+        Touching windows of one node are merged (the merged window's ``end_known`` is
+        that of its last part). The inputs are not modified.
+
+        Args:
+            node: (W,) node of each window.
+            start_s: (W,) window starts, seconds.
+            end_s: (W,) window ends, seconds; each finite and > its start.
+            end_known: (W,) whether each end is announced; None: all surprises.
+            num_nodes: The cluster's node count, to range-check ``node``; None: only
+                ``node >= 0`` is checked.
+
+        Raises:
+            ConfigError: unequal or non-1-D shapes, a node out of range, a window that
+                is not finite or has end <= start, or two overlapping windows of one
+                node (named in the message).
+        """
         node = np.asarray(node, dtype=np.int32)
         start = np.asarray(start_s, dtype=np.float64)
         end = np.asarray(end_s, dtype=np.float64)
@@ -164,7 +199,12 @@ class Supply:
         )
 
     def offered_node_seconds(self, t0: float, t1: float) -> float:
-        """Idle node-seconds offered on [t0, t1)."""
+        """Idle node-seconds offered on [t0, t1): each window clipped to it, summed.
+
+        Args:
+            t0: Start of the span, seconds.
+            t1: Its end, seconds (may be inf).
+        """
         lo = np.maximum(self.start_s, t0)
         hi = np.minimum(self.end_s, t1)
         return float(np.clip(hi - lo, 0.0, None).sum())
@@ -182,32 +222,58 @@ class Jobs:
 
     What users declare (FreeTrain's inputs) is kept apart from the truth:
     ``declared_curve_tput``, ``declared_r_up_s`` and ``declared_r_down_s``.
+
+    Attributes:
+        name: (J,) job names.
+        model: (J,) model names.
+        app_class: (J,) int8 ``AppClass``: which column of the slowdowns applies.
+        submit_s: (J,) float64 submission times, seconds, non-decreasing.
+        min_nodes: (J,) int32 fewest nodes the job runs on, >= 1.
+        max_nodes: (J,) int32 most nodes it uses, >= min_nodes.
+        work: (J,) float64 samples to complete.
+        r_up_s: (J,) seconds of lost progress when scaled up (BFTrainer: about 18 s).
+        r_down_s: (J,) seconds when scaled down or pre-empted (about 12 s).
+        startup_s: (J,) seconds to launch from 0 nodes (BFTrainer charges 0).
+        ckpt_every: (J,) samples between periodic checkpoints (inf = only at rescale).
+        perf_kind: (J,) int8 ``PerfKind``: table or parametric throughput.
+        curve_nodes: (J, K) float64 breakpoints, [0, 1, 2, 4, ...].
+        curve_tput: (J, K) float64 true samples/s at the breakpoints.
+        type_rate: (J, T) float64 per GPU type (see above), > 0.
+        local_batch: (J,) float64 samples per GPU per iteration (parametric).
+        grad_bytes: (J,) float64 bytes all-reduced per iteration (parametric).
+        overlap: (J,) float64 in [0, 1): share of communication hidden by compute.
+        declared_curve_tput: (J, K) the curve the user declares (FreeTrain's knowledge).
+        declared_r_up_s: (J,) the declared scale-up cost, seconds.
+        declared_r_down_s: (J,) the declared scale-down cost, seconds.
+        campaign: (J,) int32 index into ``Campaigns``, -1 = none.
+        rungs: (J, R) float64 fractions of work where the campaign judges, NaN-padded.
+        quality: (J,) float64 hidden trial quality (higher = better).
     """
 
     name: tuple[str, ...]
     model: tuple[str, ...]
-    app_class: np.ndarray  # (J,) int8, AppClass
-    submit_s: np.ndarray  # (J,) float64, non-decreasing
-    min_nodes: np.ndarray  # (J,) int32 >= 1
-    max_nodes: np.ndarray  # (J,) int32 >= min_nodes
-    work: np.ndarray  # (J,) float64 samples to complete
-    r_up_s: np.ndarray  # (J,) s of lost progress when scaled up (BFTrainer: about 18 s)
-    r_down_s: np.ndarray  # (J,) s when scaled down or pre-empted (about 12 s)
-    startup_s: np.ndarray  # (J,) s to launch from 0 nodes (BFTrainer charges 0)
-    ckpt_every: np.ndarray  # (J,) samples between periodic checkpoints (inf = only at rescale)
-    perf_kind: np.ndarray  # (J,) int8, PerfKind
-    curve_nodes: np.ndarray  # (J, K) float64 breakpoints, [0, 1, 2, 4, ...]
-    curve_tput: np.ndarray  # (J, K) float64 samples/s at the breakpoints
-    type_rate: np.ndarray  # (J, T) float64
-    local_batch: np.ndarray  # (J,) float64 samples per GPU per iteration
-    grad_bytes: np.ndarray  # (J,) float64 bytes all-reduced per iteration
-    overlap: np.ndarray  # (J,) float64 in [0, 1): share of communication hidden by compute
-    declared_curve_tput: np.ndarray  # (J, K) what the user declares (FreeTrain's knowledge)
-    declared_r_up_s: np.ndarray  # (J,)
-    declared_r_down_s: np.ndarray  # (J,)
-    campaign: np.ndarray  # (J,) int32, -1 = none
-    rungs: np.ndarray  # (J, R) float64 fractions of work where the campaign judges, nan-padded
-    quality: np.ndarray  # (J,) float64 hidden trial quality (higher = better)
+    app_class: np.ndarray
+    submit_s: np.ndarray
+    min_nodes: np.ndarray
+    max_nodes: np.ndarray
+    work: np.ndarray
+    r_up_s: np.ndarray
+    r_down_s: np.ndarray
+    startup_s: np.ndarray
+    ckpt_every: np.ndarray
+    perf_kind: np.ndarray
+    curve_nodes: np.ndarray
+    curve_tput: np.ndarray
+    type_rate: np.ndarray
+    local_batch: np.ndarray
+    grad_bytes: np.ndarray
+    overlap: np.ndarray
+    declared_curve_tput: np.ndarray
+    declared_r_up_s: np.ndarray
+    declared_r_down_s: np.ndarray
+    campaign: np.ndarray
+    rungs: np.ndarray
+    quality: np.ndarray
 
     @property
     def num_jobs(self) -> int:
@@ -215,7 +281,15 @@ class Jobs:
         return int(self.submit_s.shape[0])
 
     def validate(self, num_gpu_types: int) -> None:
-        """Check shapes and ranges (raises ``ConfigError`` naming the job and field)."""
+        """Check shapes and ranges (raises ``ConfigError`` naming the job and field).
+
+        Per-job ranges (first bad job named), then submission order, shapes, table curves
+        (starting at (0, 0), sorted node counts, finite non-negative rates) and the
+        parametric fields (finite, ``local_batch`` > 0).
+
+        Args:
+            num_gpu_types: T, the cluster's GPU types (``type_rate``'s second axis).
+        """
         J = self.num_jobs
         if len(self.name) != J or len(self.model) != J:
             raise ConfigError("name/model", (len(self.name), len(self.model)), f"{J} entries")
@@ -268,11 +342,17 @@ class Campaigns:
     At each rung (a fraction of a trial's work) a trial continues only if its hidden quality
     is among the best ``1/eta`` of the trials of its campaign that have reached that rung so
     far (an asynchronous successive-halving rule, as ASHA uses); otherwise it is stopped.
+    The trials' rungs and qualities are in ``Jobs`` (``campaign``, ``rungs``, ``quality``).
+
+    Attributes:
+        name: (C,) campaign names.
+        kind: (C,) ``"nas"`` or ``"hpo"``.
+        eta: (C,) float64 reduction factors, >= 1.
     """
 
     name: tuple[str, ...] = ()
-    kind: tuple[str, ...] = ()  # "nas" or "hpo"
-    eta: np.ndarray = field(default_factory=lambda: frozen(np.zeros(0)))  # (C,) float64 >= 1
+    kind: tuple[str, ...] = ()
+    eta: np.ndarray = field(default_factory=lambda: frozen(np.zeros(0)))
 
     @property
     def num_campaigns(self) -> int:
@@ -282,7 +362,14 @@ class Campaigns:
 
 @dataclass(frozen=True)
 class CostModel:
-    """How rescales and pre-emptions are charged (see ``RescaleMode``/``PreemptionMode``)."""
+    """How rescales and pre-emptions are charged (see ``RescaleMode``/``PreemptionMode``).
+
+    Attributes:
+        rescale: ``pause`` (no progress for R seconds) or ``bftrainer`` (R x rate samples
+            lost, as BFTrainer's replayer charges them).
+        preemption: ``rdown`` (an R_down charge per reclaim event) or ``checkpoint``
+            (the progress since the last checkpoint is redone).
+    """
 
     rescale: RescaleMode = RescaleMode.PAUSE
     preemption: PreemptionMode = PreemptionMode.RDOWN
@@ -290,7 +377,19 @@ class CostModel:
 
 @dataclass(frozen=True, eq=False)
 class Instance:
-    """One episode's immutable problem: what is simulated between ``t_start`` and ``t_end``."""
+    """One episode's immutable problem: what is simulated between ``t_start`` and ``t_end``.
+
+    Attributes:
+        name: The scenario's name (in messages and results).
+        cluster: The nodes.
+        supply: Their idle windows.
+        jobs: The job table.
+        campaigns: The NAS/HPO campaigns the jobs' ``campaign`` indexes.
+        costs: How rescales and pre-emptions are charged.
+        t_start: The episode's start, seconds.
+        t_end: Its horizon, seconds (inf: until the workload is done).
+        seed: The seed it was generated from, if any.
+    """
 
     name: str
     cluster: Cluster
@@ -313,7 +412,14 @@ class Instance:
         return self.jobs.num_jobs
 
     def validate(self) -> Instance:
-        """Check the whole instance; returns it for chaining."""
+        """Check the whole instance; returns it for chaining.
+
+        The cluster and jobs (``validate`` of each), window nodes within the cluster,
+        a finite ``t_start`` before ``t_end``, and campaign indices in -1..C-1.
+
+        Raises:
+            ConfigError: the first check that fails, naming the field and value.
+        """
         self.cluster.validate()
         self.jobs.validate(self.cluster.num_gpu_types)
         if self.supply.num_windows and self.supply.node.max() >= self.num_nodes:

@@ -55,7 +55,8 @@ def fsync_dir(folder: str | Path) -> None:
 def tmp_path_for(path: str | Path, prefix: str = TMP_PREFIX) -> Path:
     """A fresh temporary name beside ``path`` that keeps its suffix (``.zip``, ``.json``).
 
-    Writers that add a missing suffix themselves (stable-baselines3's ``save``) then write
+    The name is ``<prefix><stem>.<pid>-<8 hex digits><suffix>``: unique per process and
+    call. Writers that add a missing suffix themselves (stable-baselines3's ``save``) then write
     exactly this name.
     """
     p = Path(path)
@@ -63,6 +64,7 @@ def tmp_path_for(path: str | Path, prefix: str = TMP_PREFIX) -> Path:
 
 
 def _replace(tmp: Path, path: Path, *, fsync: bool) -> None:
+    """Rename ``tmp`` over ``path`` (atomic on POSIX) and, with ``fsync``, sync the folder."""
     os.replace(tmp, path)
     if fsync:
         fsync_dir(path.parent)
@@ -81,6 +83,17 @@ def atomic_open(
 
     On an exception the temporary file is removed and ``path`` is left untouched.
     ``mode`` is ``"w"`` or ``"wb"``; ``kwargs`` go to ``open`` (``newline``, ``encoding``).
+
+    Args:
+        path: The target file; its folder is created when missing.
+        mode: ``"w"`` (text, UTF-8 unless ``encoding`` is given) or ``"wb"``.
+        fsync: Flush the file and its folder to disk (durable across a power cut);
+            False is faster and still atomic against a crash of the process.
+        tmp_prefix: Prefix of the temporary file's name.
+        **kwargs: Passed to ``open``.
+
+    Raises:
+        ValueError: another ``mode``.
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open mode must be 'w' or 'wb', got {mode!r}")
@@ -107,6 +120,13 @@ def atomic_path(path: str | Path, *, fsync: bool = True) -> Iterator[Path]:
 
     For writers that take a file name (``model.save(tmp)``). The file must exist at the
     end of the block; on an exception it is removed and ``path`` is left untouched.
+
+    Args:
+        path: The target file; its folder is created when missing.
+        fsync: ``fsync`` the file before the rename and its folder after it.
+
+    Raises:
+        FileNotFoundError: the block ended without writing the temporary file.
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -127,7 +147,14 @@ def atomic_path(path: str | Path, *, fsync: bool = True) -> Iterator[Path]:
 def atomic_write_bytes(
     path: str | Path, data: bytes, *, fsync: bool = True, tmp_prefix: str = TMP_PREFIX
 ) -> Path:
-    """Write ``data`` to ``path`` atomically (see module doc); returns ``path``."""
+    """Write ``data`` to ``path`` atomically (see module doc); returns ``path``.
+
+    Args:
+        path: The target file; its folder is created when missing.
+        data: The whole content.
+        fsync: Make the write durable (``atomic_open``).
+        tmp_prefix: Prefix of the temporary file's name.
+    """
     with atomic_open(path, "wb", fsync=fsync, tmp_prefix=tmp_prefix) as f:
         f.write(data)
     return Path(path)
@@ -136,7 +163,14 @@ def atomic_write_bytes(
 def atomic_write_text(
     path: str | Path, text: str, *, encoding: str = "utf-8", fsync: bool = True
 ) -> Path:
-    """Write ``text`` to ``path`` atomically (see module doc); returns ``path``."""
+    """Write ``text`` to ``path`` atomically (see module doc); returns ``path``.
+
+    Args:
+        path: The target file; its folder is created when missing.
+        text: The whole content.
+        encoding: Its encoding.
+        fsync: Make the write durable (``atomic_open``).
+    """
     return atomic_write_bytes(path, text.encode(encoding), fsync=fsync)
 
 
@@ -153,13 +187,36 @@ def atomic_write_json(
     """Serialise ``obj`` (``json.dumps`` options) and write it atomically with a final
     newline. Serialisation happens first: a value that does not serialise raises before
     the disk is touched.
+
+    Args:
+        path: The target file; its folder is created when missing.
+        obj: The value to serialise.
+        indent: ``json.dumps``'s indent (None: one line).
+        allow_nan: Write NaN/Infinity (not strict JSON); False raises on them.
+        default: Converts values ``json`` cannot (``json.dumps``'s ``default``).
+        sort_keys: Sort the keys of every mapping.
+        fsync: Make the write durable (``atomic_open``).
+
+    Raises:
+        TypeError, ValueError: ``obj`` does not serialise (nothing is written).
     """
     text = json.dumps(obj, indent=indent, allow_nan=allow_nan, default=default, sort_keys=sort_keys)
     return atomic_write_text(path, text + "\n", fsync=fsync)
 
 
 def remove_stale_tmp(folder: str | Path, prefix: str = TMP_PREFIX) -> int:
-    """Delete temporary files left in ``folder`` by writers that died mid-write."""
+    """Delete temporary files left in ``folder`` by writers that died mid-write.
+
+    Every file whose name starts with ``prefix`` goes, a live writer's included: call it
+    only when no writer is working in ``folder``. Files that cannot be deleted are skipped.
+
+    Args:
+        folder: The folder (a missing one has nothing to delete).
+        prefix: The temporary files' prefix.
+
+    Returns:
+        How many files were deleted.
+    """
     n = 0
     folder = Path(folder)
     if folder.is_dir():
@@ -174,6 +231,14 @@ def prepare_out_dir(path: str | Path, *, option: str = "--out") -> Path:
     """Create the output folder ``path`` (with its parents) and prove it writable.
 
     Called before any work, so that a sweep never runs for an hour and then fails to save.
+    The probe file it writes is removed again.
+
+    Args:
+        path: The folder (``~`` is expanded).
+        option: The command-line option named in the errors.
+
+    Returns:
+        The folder's path, ``~`` expanded.
 
     Raises:
         OutDirError: the path is a file, a parent is a file, the folder cannot be created,

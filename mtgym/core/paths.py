@@ -13,7 +13,8 @@ def data_dir() -> Path:
     """The real-data folder: ``$MTGYM_DATA``, else ``../shared/data`` beside the checkout.
 
     Only real-data presets, readers' tests and the reproductions need it; the default
-    scenario needs no data.
+    scenario needs no data. The folder is not checked to exist; ``${MTGYM_DATA}`` in a
+    scenario file expands to it (``mtgym.scenario.paths.resolve_path``).
     """
     env = os.environ.get("MTGYM_DATA")
     return Path(env) if env else CHECKOUT.parent / "shared" / "data"

@@ -13,7 +13,22 @@ import numpy as np
 
 
 def stream(seed: int | np.random.SeedSequence, name: str) -> np.random.Generator:
-    """Return the generator for ``name`` under ``seed`` (same inputs, same draws, always)."""
+    """Return the generator for ``name`` under ``seed`` (same inputs, same draws, always).
+
+    The child's spawn key is the parent's plus the CRC-32 of the UTF-8 name, so the
+    stream does not depend on which other streams were drawn from, nor in which order.
+
+    Args:
+        seed: A non-negative integer, or a ``SeedSequence`` (its entropy is kept and its
+            spawn key extended, so a spawned child's streams differ from its parent's).
+        name: The stream's purpose (``"supply"``, ``"arrivals"``, ...).
+
+    Returns:
+        A fresh PCG64 generator; two calls with the same inputs give equal generators.
+
+    Raises:
+        ValueError: a negative integer seed.
+    """
     if isinstance(seed, np.random.SeedSequence):
         entropy, key = seed.entropy, tuple(seed.spawn_key)
     else:

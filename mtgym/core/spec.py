@@ -23,11 +23,22 @@ Knob = StrictBool | StrictInt | float | str | None
 
 
 def desc(text: str, default=..., **kw):
-    """``Field`` with a description (every field has one: editors show it)."""
+    """``Field`` with a description (every field has one: editors show it).
+
+    Args:
+        text: The description, shown in the JSON Schema and by editors.
+        default: The default; ``...`` (the default) makes the field required.
+        **kw: Further ``Field`` arguments: bounds (``ge``, ``le``), ``default_factory``,
+            ``min_length``, ``discriminator``, ...
+    """
     return Field(default, description=text, **kw)
 
 
 class Strict(BaseModel):
-    """Forbid unknown fields; immutable; finite floats only."""
+    """Forbid unknown fields; immutable; finite floats only.
+
+    The base of every scenario and source spec: a misspelt key is an error rather than a
+    silently ignored setting, and ``.inf``/``.nan`` in a file are refused.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

@@ -27,6 +27,7 @@ from mtgym.core.errors import ConfigError
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
+    """Mark ``arr`` read-only and return it (as ``mtgym.core.instance.frozen``)."""
     arr.flags.writeable = False
     return arr
 
@@ -79,6 +80,14 @@ class Topology:
             bandwidth_gbps: one bandwidth per level (GB/s, > 0).
             latency_s: one latency per level (s, >= 0).
             locality_factor: one factor per level (>= 1); default all 1.
+
+        Group ids need not be dense: each intermediate level is renumbered 0..G-1 in
+        increasing order of the given ids.
+
+        Raises:
+            ConfigError: fewer than two levels, ``group_ids`` of the wrong width, a
+                bandwidth that is not finite and > 0, a latency that is not finite and
+                >= 0, a locality factor below 1, or groups that do not nest.
         """
         names = tuple(level_names)
         n_levels = len(names)
@@ -95,7 +104,7 @@ class Topology:
         coords = np.empty((n, n_levels), dtype=np.int32)
         coords[:, 0] = np.arange(n)
         for k in range(g.shape[1]):
-            # Renumber so group ids are dense 0..G-1 in order of first appearance.
+            # Renumber so group ids are dense 0..G-1, in increasing order of the given ids.
             _, inv = np.unique(g[:, k], return_inverse=True)
             coords[:, k + 1] = inv
         coords[:, -1] = 0
@@ -136,6 +145,17 @@ class Topology:
     ) -> Topology:
         """Nodes in consecutive groups of ``group_size`` (node -> group -> system); the last
         group is partial when ``group_size`` does not divide ``num_nodes``.
+
+        Args:
+            num_nodes: Nodes, >= 1.
+            group_size: Nodes per group, >= 1.
+            bandwidth_gbps: Ring bandwidth (GB/s) within a node, a group, the system.
+            latency_s: Per-hop latency (s) at the same three levels.
+            locality_factor: Factors (>= 1) at the three levels; None: all 1.
+            names: The three level names.
+
+        Raises:
+            ConfigError: ``num_nodes`` or ``group_size`` below 1, or a bad link value.
         """
         if num_nodes < 1 or group_size < 1:
             raise ConfigError("num_nodes/group_size", (num_nodes, group_size), ">= 1")
@@ -143,6 +163,9 @@ class Topology:
         return cls.build(names, groups[:, None], bandwidth_gbps, latency_s, locality_factor)
 
     def _check_nesting(self) -> None:
+        """``ConfigError`` unless every group of each intermediate level lies inside one
+        group of the level above (the first level that breaks it is named).
+        """
         c = self.coords
         for k in range(1, self.num_levels - 1):
             # every group at level k must map to exactly one group at level k+1
@@ -155,7 +178,11 @@ class Topology:
                 )
 
     def spread(self, nodes: np.ndarray) -> int:
-        """The lowest level at which all ``nodes`` share one group (0 for one node)."""
+        """The lowest level at which all ``nodes`` share one group (0 for one node).
+
+        Args:
+            nodes: Node indices (any order; an empty set has spread 0).
+        """
         nodes = np.asarray(nodes)
         if nodes.size <= 1:
             return 0
@@ -169,6 +196,10 @@ class Topology:
         Args:
             sorted_nodes: node indices grouped so each set is contiguous.
             starts: the index in ``sorted_nodes`` where each set begins (as for ``reduceat``).
+
+        Returns:
+            (sets,) int8 spreads; empty when ``sorted_nodes`` is. Each set must be
+            non-empty (``reduceat`` would read a neighbour's first node otherwise).
         """
         if sorted_nodes.size == 0:
             return np.zeros(0, dtype=np.int8)

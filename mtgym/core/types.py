@@ -24,7 +24,11 @@ class AppClass(enum.IntEnum):
 
     @classmethod
     def parse(cls, value: str | int) -> AppClass:
-        """Accept "A".."D" (any case) or 0..3."""
+        """Accept "A".."D" (any case, spaces around ignored) or 0..3.
+
+        Raises:
+            ValueError: another string or number.
+        """
         if isinstance(value, str):
             try:
                 return cls[value.strip().upper()]
@@ -37,7 +41,11 @@ NUM_CLASSES = len(AppClass)
 
 
 class JobStatus(enum.IntEnum):
-    """Life cycle of a job. A job with status ACTIVE runs when it holds nodes."""
+    """Life cycle of a job. A job with status ACTIVE runs when it holds nodes.
+
+    The order matters: ``status >= COMPLETED`` means finished (completed or stopped), as
+    the metrics test it.
+    """
 
     FUTURE = 0  # not submitted yet
     ACTIVE = 1  # submitted, not finished: waiting (0 nodes) or running
@@ -77,7 +85,11 @@ class PreemptionMode(enum.StrEnum):
 
 
 class EventKind(enum.IntFlag):
-    """Kinds of events; also a bit mask of the kinds that end an ``advance`` call."""
+    """Kinds of events; also a bit mask of the kinds that end an ``advance`` call.
+
+    ``RUNG_REACHED`` (a trial passed a rung and continues) is the one kind left out of
+    ``DECISION_EVENTS``; ``TIMER`` is a timer of ``ClusterState.timers`` falling due.
+    """
 
     NONE = 0
     NODE_RECLAIMED = enum.auto()
@@ -109,13 +121,20 @@ class Allocation:
     Policies return one; ``mtgym.sim.dynamics.apply_allocation`` validates it, repairs what is
     in range but infeasible (and says so), and charges the rescale costs. A policy never
     mutates the state.
+
+    Attributes:
+        node_job: (num_nodes,) int job index per node, -1 = idle (not given to any job).
     """
 
-    node_job: NDArray  # (num_nodes,) int, -1 = idle
+    node_job: NDArray
 
     @classmethod
     def from_assignment(cls, node_job: NDArray | list[int]) -> Allocation:
-        """Wrap a node-to-job array (copied, made read-only)."""
+        """Wrap a node-to-job array (copied as int32, made read-only).
+
+        Args:
+            node_job: (num_nodes,) job index per node, -1 = none.
+        """
         arr = np.array(node_job, dtype=np.int32, copy=True)
         arr.flags.writeable = False
         return cls(arr)
@@ -123,13 +142,21 @@ class Allocation:
 
 @dataclass
 class Repair:
-    """What ``apply_allocation`` changed in an allocation that was in range but infeasible."""
+    """What ``apply_allocation`` changed in an allocation that was in range but infeasible.
 
-    unavailable_nodes: int = 0  # nodes assigned while not idle: left unassigned
-    inactive_job_nodes: int = 0  # nodes given to a job that is not active: left unassigned
-    over_max_nodes: int = 0  # nodes above a job's max_nodes: dropped (newest first)
-    below_min_jobs: int = 0  # jobs given 1..min-1 nodes: given none
-    jobs: list[int] = field(default_factory=list)  # jobs whose allocation was repaired
+    Attributes:
+        unavailable_nodes: Nodes assigned while not idle: left unassigned.
+        inactive_job_nodes: Nodes given to a job that is not active: left unassigned.
+        over_max_nodes: Nodes above a job's ``max_nodes``: dropped (newest first).
+        below_min_jobs: Jobs given 1..min-1 nodes: given none.
+        jobs: Jobs whose allocation was repaired.
+    """
+
+    unavailable_nodes: int = 0
+    inactive_job_nodes: int = 0
+    over_max_nodes: int = 0
+    below_min_jobs: int = 0
+    jobs: list[int] = field(default_factory=list)
 
     @property
     def repaired(self) -> bool:

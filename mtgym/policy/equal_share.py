@@ -25,7 +25,18 @@ from mtgym.sim.view import InfoMode, SchedulerView
 def equal_share_targets(
     n_free: int, min_nodes: np.ndarray, max_nodes: np.ndarray, *, quirk: bool = False
 ) -> np.ndarray:
-    """Node counts for admitted jobs in FCFS order (steps 2-3 above)."""
+    """Node counts for admitted jobs in FCFS order (steps 2-3 above).
+
+    Args:
+        n_free: Idle nodes to share.
+        min_nodes: (k,) the admitted jobs' minimum node counts, in FCFS order.
+        max_nodes: (k,) their maximum node counts.
+        quirk: Also give 0 when the share equals the minimum (BFTrainer's code).
+
+    Returns:
+        (k,) int64 node counts, each 0 or within [min, max]; their sum is at most
+        ``n_free``.
+    """
     k = len(min_nodes)
     if k == 0 or n_free <= 0:
         return np.zeros(k, dtype=np.int64)
@@ -67,14 +78,26 @@ class EqualShare(Tunable):
         self.tuned = bool(tuned)
 
     def tuning_grid(self, episode: object) -> dict[str, list[object]]:
-        """The admission caps of ``cap_grid``."""
+        """The admission caps of ``cap_grid``: None (the scaled cap) first, then 10 and
+        the scenario's slot count times 1, 2, 4 and 8.
+
+        Args:
+            episode: The scenario's ``EpisodeSpec`` (its ``max_jobs``; 16 when unset).
+        """
         return {"max_jobs": list(cap_grid(None, episode))}
 
     def reset(self, view: SchedulerView) -> None:
         """Nothing to reset: the policy is stateless."""
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """Equal share of the idle nodes among the first ``max_jobs`` active jobs."""
+        """Equal share of the idle nodes among the first ``max_jobs`` active jobs.
+
+        The cap's size is ``admission_cap``'s (None: scaled with the idle pool); the jobs
+        admitted are the earliest submitted active ones, running or not.
+
+        Args:
+            view: The current state (user information: declared limits only).
+        """
         active = np.flatnonzero(view.status == JobStatus.ACTIVE)
         # FCFS by submission time (ties by index); jobs are stored in submission order.
         admitted = active[: admission_cap(view, self.max_jobs)]

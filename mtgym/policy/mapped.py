@@ -28,6 +28,11 @@ class ModeMapped:
             own).
         action_mode: a registered action mode with an ``encode``.
         max_jobs: the env's job slots (None: ``mtgym.env.slots.slot_rule``).
+
+    Attributes:
+        name: ``<base name>@<action mode>``.
+        unexpressed: Decisions so far whose decoded map differs from the base's (not
+            reset by ``reset``: it counts over every episode played).
     """
 
     def __init__(self, base: Policy, action_mode: str = "shares", max_jobs: int | None = None):
@@ -53,7 +58,8 @@ class ModeMapped:
         self.unexpressed += int((got != want).any())
         return Allocation.from_assignment(got)
 
-    def __getattr__(self, name: str) -> Any:  # knobs and hooks of the base (configure_policy)
+    def __getattr__(self, name: str) -> Any:
+        """The base's attribute: its knobs and hooks (``configure_policy`` reaches them)."""
         if name == "base":
             raise AttributeError(name)
         return getattr(self.base, name)

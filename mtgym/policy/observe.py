@@ -39,7 +39,22 @@ _FUTURE = int(JobStatus.FUTURE)
 
 
 class ViewObserver:
-    """Observations and action decoding for one agent's env settings (module docstring)."""
+    """Observations and action decoding for one agent's env settings (module docstring).
+
+    Args:
+        action_mode: The env's action mode (``mtgym.core.names.ACTION_MODES``).
+        max_jobs: The env's job slots; None: ``slot_rule`` of each view's node count,
+            set at ``reset``.
+        max_count: The largest node count an action gives one job; None: the largest
+            ``max_nodes`` of the episode's jobs. Either way at most the node count.
+        info_mode: ``user`` or ``oracle`` (the env's ``info_mode``).
+
+    Raises:
+        ValueError: ``info_mode`` is ``profiled`` (module docstring).
+
+    Attributes:
+        mask: The action mask of the last ``observe`` (empty before the first).
+    """
 
     def __init__(
         self,
@@ -65,7 +80,15 @@ class ViewObserver:
         self.mask = np.zeros(0, dtype=np.int8)
 
     def reset(self, view: SchedulerView) -> None:
-        """Size the codec and builder for the view's cluster and bind its jobs."""
+        """Size the codec and builder for the view's cluster and bind its jobs.
+
+        Args:
+            view: The episode's first view, from a ``ViewBuilder`` (it carries
+                ``idle_since``); its time is the episode's start.
+
+        Raises:
+            ValueError: the view has no ``idle_since``.
+        """
         if view.idle_since is None:
             raise ValueError(
                 "the view carries no idle_since (build views with mtgym.sim.view.ViewBuilder)"
@@ -118,7 +141,20 @@ class ViewObserver:
         self.slots.reset()
 
     def observe(self, view: SchedulerView) -> dict[str, np.ndarray]:
-        """The env's observation of the state ``view`` shows (call ``reset`` first)."""
+        """The env's observation of the state ``view`` shows (call ``reset`` first).
+
+        Also updates the job slots (jobs take and leave slots as the env's would) and
+        ``mask``, and remembers the view for ``encode`` and ``decode``.
+
+        Args:
+            view: The current view, of the episode ``reset`` was given.
+
+        Returns:
+            The observation dict, as ``ScavengeEnv`` returns it at this state.
+
+        Raises:
+            RuntimeError: ``reset`` was not called.
+        """
         if self.builder is None or self.codec is None:
             raise RuntimeError("call reset(view) before observe(view)")
         state = self._state(view)
@@ -143,16 +179,31 @@ class ViewObserver:
     def encode(self, node_job: np.ndarray) -> np.ndarray:
         """The mode's action nearest the node map ``node_job`` on the last observed view
         (``ActionCodec.encode``).
+
+        Args:
+            node_job: (N,) the wanted job per node, -1 = none.
         """
         return self.codec.encode(node_job, self._state_now, self._instance, self.slots)  # type: ignore[union-attr,arg-type]
 
     def decode(self, action: np.ndarray) -> np.ndarray:
-        """The node map the env would apply for ``action`` on the last observed view."""
+        """The node map the env would apply for ``action`` on the last observed view.
+
+        Args:
+            action: An action of the mode's action space.
+
+        Returns:
+            (N,) job per node, -1 = none.
+        """
         node_job, _ = self.codec.decode(action, self._state_now, self._instance, self.slots)  # type: ignore[union-attr,arg-type]
         return node_job
 
     def _state(self, view: SchedulerView) -> SimpleNamespace:
-        """State-shaped copies of the view's arrays, with the dtypes the kernels take."""
+        """State-shaped copies of the view's arrays, with the dtypes the kernels take.
+
+        Derived fields (module docstring): ``window`` is the node's own index while it is
+        idle (one window per node), ``stall_until`` is +inf for a pausing job and -inf
+        otherwise, and ``arrival_cursor`` counts the jobs no longer ``FUTURE``.
+        """
         available = np.array(view.available, dtype=np.bool_)
         n_nodes = np.array(view.n_nodes, dtype=np.int32)
         rate = np.array(view.rate, dtype=np.float64)

@@ -3,6 +3,16 @@
 Every consumer (``mtgym run``, ``evaluate``, the Ray backend, training evaluation, the bridge
 recorder, the reproductions) plays an episode through it, so a MILP, a heuristic and a
 learned agent are driven the same way.
+
+**Schedule.** The policy decides at every decision event (BFTrainer re-solves on each node
+and job event) or, with ``decision_interval_s``, only every that many seconds (events in
+between are handled with the standing allocation). Left as None, it is the policy's own
+schedule: a round-based policy's ``round_s`` (PAL), else its ``decision_interval_s``
+attribute (a learned agent trained on a fixed interval).
+
+**End.** A run stops at ``until`` (capped at the horizon), when every job has finished
+(unless ``to_horizon``, which keeps replaying the supply: benchmarks), or when a step
+neither advances time nor sees an event.
 """
 
 from __future__ import annotations
@@ -25,14 +35,23 @@ from mtgym.sim.view import ViewBuilder
 
 @dataclass
 class EpisodeResult:
-    """Metrics plus the final state and timing of one episode."""
+    """Metrics plus the final state and timing of one episode.
+
+    Attributes:
+        metrics: The episode's metrics (``compute_metrics`` of the final state).
+        state: The final state.
+        wall_s: Wall seconds of the whole episode, the policy's time included.
+        policy_s: Wall seconds spent in ``policy.decide``.
+        decisions: Calls of ``policy.decide``.
+        repairs: Decisions whose allocation the simulator had to repair.
+    """
 
     metrics: EpisodeMetrics
     state: ClusterState
     wall_s: float
-    policy_s: float  # time spent in policy.decide
+    policy_s: float
     decisions: int
-    repairs: int  # decisions that needed a repair
+    repairs: int
 
     @property
     def decision_ms(self) -> float:
@@ -52,21 +71,26 @@ def play(
 ) -> EpisodeResult:
     """Run ``policy`` from ``instance.t_start`` until the workload is done or the horizon.
 
-    The policy decides at every decision event (BFTrainer re-solves on each node and job
-    event) or, with ``decision_interval_s``, only every that many seconds (events in
-    between are handled with the standing allocation). Left as None, it is the policy's own
-    schedule: a round-based policy's ``round_s`` (PAL), else its ``decision_interval_s``
-    attribute (a learned agent trained on a fixed interval). ``debug`` (default: the
-    ``MTGYM_DEBUG`` environment variable) checks every invariant after each step.
-    ``to_horizon`` keeps replaying the supply after the workload is done (benchmarks).
+    When it decides and when it stops: the module docstring.
+
+    Args:
+        instance: The episode.
+        policy: The policy; ``reset`` once, then ``decide`` at each epoch.
+        until: Stop at this time, seconds; None: the instance's horizon.
+        decision_interval_s: Seconds between decisions, > 0; None: the policy's own.
+        debug: Check every invariant after each step (slow); None: the ``MTGYM_DEBUG``
+            environment variable (set and not ``0``).
+        on_step: Called after each step with the state (updated in place) and the
+            step's ``StepInfo``.
+        to_horizon: Keep stepping after the workload is done (to the horizon or ``until``).
 
     Raises:
+        ValueError: ``decision_interval_s`` (given or the policy's) is not > 0.
+        InvariantError: with ``debug``, a broken invariant (a simulator bug).
         PolicyUnsupportedError: the policy cannot run on this instance (from its ``reset``),
             naming the instance's scenario.
     """
-    if decision_interval_s is None:
-        # the policy's own schedule: a round-based policy's rounds (PAL), else the
-        # interval a learned agent was trained on
+    if decision_interval_s is None:  # the policy's own schedule (module docstring)
         decision_interval_s = getattr(policy, "round_s", None)
         if decision_interval_s is None:
             decision_interval_s = getattr(policy, "decision_interval_s", None)

@@ -32,6 +32,18 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
     """Instantiate the policy registered as ``name``.
 
     ``name:ARG`` passes ARG as the factory's first argument (e.g. ``agent:runs/a/model.zip``).
+    A ``module:attr`` that is not a registered name is imported and called (module
+    docstring).
+
+    Args:
+        name: A registered name, ``name:ARG``, or ``module:factory``.
+        **kwargs: Keyword arguments of the factory (a policy's constructor).
+
+    Raises:
+        KeyError: an unknown name, or a ``module:factory`` that does not import (the
+            message lists the registered names).
+        TypeError: the factory of a plain registered name or of a ``module:factory``
+            built something that is not a ``Policy`` (``name:ARG`` is not checked).
     """
     eps = {ep.name: ep for ep in entry_points(group=GROUP)}
     if ":" in name and name.split(":", 1)[0] in eps:
@@ -57,6 +69,7 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
 
 
 def _checked(policy: Any, what: str) -> Policy:
+    """``policy`` if it has a ``Policy``'s members, else ``TypeError`` naming ``what``."""
     if not isinstance(policy, Policy):
         raise TypeError(f"policy {what} did not build a Policy (name, info_mode, reset, decide)")
     return policy

@@ -38,11 +38,19 @@ def records_knobs(init: Callable[..., None]) -> Callable[..., None]:
     """Decorate a tunable policy's ``__init__``: remember which keywords the caller gave.
 
     The knobs given stay fixed when a scenario's values are applied (``Tunable``).
+
+    After ``__init__`` runs, the instance holds ``_given`` (keyword -> value, positional
+    arguments bound to their names; ``tuned`` included when given) and ``_init`` (the
+    undecorated ``__init__``, which ``apply_knobs`` calls again).
+
+    Args:
+        init: The policy's ``__init__``.
     """
     sig = inspect.signature(init)
 
     @functools.wraps(init)
     def wrapper(self: Tunable, *args: Any, **kwargs: Any) -> None:
+        """Run ``init`` and record the arguments the caller passed."""
         given = sig.bind_partial(self, *args, **kwargs).arguments
         given.pop("self", None)
         init(self, *args, **kwargs)
@@ -58,6 +66,11 @@ class Tunable:
     Subclasses list their knobs in ``KNOBS`` (constructor keywords), decorate ``__init__``
     with ``records_knobs`` and accept ``tuned``; ``tuning_grid`` names the values
     ``mtgym tune`` tries on a scenario, each knob's first value being its default.
+
+    Attributes:
+        name: The policy's name, the key of ``episode.baselines``.
+        KNOBS: The constructor keywords that are knobs.
+        tuned: Whether the scenario's values apply (``use_scenario_defaults``).
     """
 
     name: str
@@ -73,6 +86,13 @@ class Tunable:
 
     def apply_knobs(self, values: dict[str, Any]) -> None:
         """Rebuild with ``values`` for the knobs the constructor was not given.
+
+        The instance is re-initialised in place (``__init__`` again with the caller's
+        arguments and the free knobs); its ``name`` and the caller's record survive, so a
+        later call still treats the caller's knobs as fixed.
+
+        Args:
+            values: Knob -> value (a scenario's ``episode.baselines[name]``).
 
         Raises:
             ValueError: a name that is not one of ``KNOBS``, or a value the constructor
@@ -97,6 +117,12 @@ class Tunable:
     def use_scenario_defaults(self, episode: object) -> None:
         """Apply the scenario's values for this policy (``episode.baselines[name]``), then
         the scenario defaults the policy reads itself (``scenario_hook``).
+
+        With ``tuned=False`` the baselines table is ignored; the hook runs either way.
+
+        Args:
+            episode: The scenario's ``EpisodeSpec`` (any object; a missing ``baselines``
+                counts as empty).
         """
         table = getattr(episode, "baselines", None) or {}
         if self.tuned and self.name in table:
@@ -112,7 +138,14 @@ class Tunable:
             nxt(episode)
 
     def tuning_grid(self, episode: object) -> dict[str, list[Any]]:
-        """Knob -> values ``mtgym tune`` tries on a scenario (first = the default)."""
+        """Knob -> values ``mtgym tune`` tries on a scenario (first = the default).
+
+        Args:
+            episode: The scenario's ``EpisodeSpec`` (grids may scale with it).
+
+        Returns:
+            Empty here: a policy with knobs overrides it.
+        """
         return {}
 
 
@@ -126,6 +159,13 @@ def admission_cap(view: SchedulerView, max_jobs: int | None) -> int:
     never more than ``MAX_JOBS_SCALED``. So every job that could run at its minimum on the
     idle nodes is considered, on 64 nodes as on 512; the solver then sizes each job. Only
     on pools of hundreds of idle 1-node-minimum jobs (Summit) does the time budget bind.
+
+    Args:
+        view: The current state.
+        max_jobs: The fixed cap, or None for the scaled one.
+
+    Returns:
+        The cap; it may exceed the number of active jobs (callers slice with it).
     """
     if max_jobs is not None:
         return int(max_jobs)
@@ -137,7 +177,13 @@ def admission_cap(view: SchedulerView, max_jobs: int | None) -> int:
 
 
 def admission_order(view: SchedulerView) -> np.ndarray:
-    """Active jobs, running ones first (they keep their admission), then by submission."""
+    """Active jobs, running ones first (they keep their admission), then by submission.
+
+    Within each group jobs keep index order, which is submission order.
+
+    Returns:
+        The job indices, int64.
+    """
     active = np.flatnonzero(view.status == JobStatus.ACTIVE)
     running = active[view.n_nodes[active] > 0]
     waiting = active[view.n_nodes[active] == 0]
@@ -152,6 +198,11 @@ def admit(view: SchedulerView, max_jobs: int | None) -> np.ndarray:
 def cap_grid(default: int | None, episode: object) -> list[int | None]:
     """The admission caps ``mtgym tune`` tries: the default, the paper's 10, the scenario's
     slot count, and 2x, 4x and 8x of it (sorted, no repeats).
+
+    Args:
+        default: The policy's default cap (None: scaled), tried first.
+        episode: The scenario's ``EpisodeSpec``; its ``max_jobs`` (None or missing: 16)
+            is the slot count.
     """
     slots = int(getattr(episode, "max_jobs", 16) or 16)
     fixed = sorted({MAX_JOBS_PAPER, slots, 2 * slots, 4 * slots, 8 * slots})
@@ -159,5 +210,12 @@ def cap_grid(default: int | None, episode: object) -> list[int | None]:
 
 
 def scaled(values: list[float], base: float) -> list[float]:
-    """``values`` x ``base``, rounded to 3 significant digits (a grid around a default)."""
+    """``values`` x ``base``, rounded to 3 significant digits (a grid around a default).
+
+    Products that are not finite are dropped.
+
+    Args:
+        values: Multipliers (e.g. ``[1, 0.5, 2]``).
+        base: The default they scale.
+    """
     return [float(f"{v * base:.3g}") for v in values if math.isfinite(v * base)]

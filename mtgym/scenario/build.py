@@ -25,12 +25,22 @@ from mtgym.scenario.schema import EpisodeSpec, ScenarioSpec
 
 
 def costs(spec: sc.CostSpec) -> CostModel:
-    """The cost model."""
+    """The cost model of a ``costs`` section (its names are the enums' values)."""
     return CostModel(RescaleMode(spec.rescale), PreemptionMode(spec.preemption))
 
 
 def variability(spec: sc.VariabilitySpec | None, base: Path):  # spec, samples or None
-    """A ``VariabilitySpec``, measured samples per class, or None."""
+    """A ``VariabilitySpec``, measured samples per class, or None.
+
+    ``none`` (or no section) gives None; ``longhorn-like`` the calibrated default with the
+    section's correlation; ``parametric`` one ``ClassVariability`` per class; ``measured``
+    reads each class's CSV and keeps the per-GPU slowdowns of its first class column
+    (a per-GPU file has one; a ready-made table's first is its class A).
+
+    Args:
+        spec: The ``variability`` section.
+        base: The scenario file's folder (for relative CSV paths).
+    """
     if spec is None or spec.kind == "none":
         return None
     if spec.kind == "longhorn-like":
@@ -53,12 +63,25 @@ def variability(spec: sc.VariabilitySpec | None, base: Path):  # spec, samples o
 
 
 def supply(spec: sc.SupplySpec, base: Path):  # -> a supply source
-    """The supply source of a spec (``mtgym.generate.supply.SOURCES``, by its kind)."""
+    """The supply source of a spec (``mtgym.generate.supply.SOURCES``, by its kind).
+
+    Args:
+        spec: The ``supply`` section.
+        base: The scenario file's folder; the source resolves its data paths from it.
+    """
     return SOURCES[spec.kind].from_spec(spec, lambda value: resolve_path(value, base))
 
 
 def build_generator(spec: sc.ScenarioSpec, base: Path) -> Generator:
-    """The generator a scenario describes."""
+    """The generator a scenario describes.
+
+    ``synthetic`` gives a ``SyntheticGenerator``, ``summit-replay`` a ``SummitReplay``,
+    ``pal-philly`` a ``PALPhilly``; data paths are resolved (``${VAR}`` expanded) here.
+
+    Args:
+        spec: The validated scenario.
+        base: The scenario file's folder.
+    """
     g = spec.generator
     if isinstance(g, sc.SyntheticGen):
         return _synthetic_generator(spec.name, g, base)
@@ -94,7 +117,13 @@ def _with_tuples(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _synthetic_generator(name: str, g: sc.SyntheticGen, base: Path) -> SyntheticGenerator:
-    """The ``SyntheticGenerator`` of a synthetic scenario's generator section."""
+    """The ``SyntheticGenerator`` of a synthetic scenario's generator section.
+
+    Args:
+        name: The scenario's name.
+        g: The ``generator`` section.
+        base: The scenario file's folder.
+    """
     c = g.cluster
     w = g.workload
     if isinstance(w, sc.MixSpec):
@@ -129,7 +158,15 @@ def _synthetic_generator(name: str, g: sc.SyntheticGen, base: Path) -> Synthetic
 def _level_groups(
     c: sc.ClusterSpec, base: Path
 ) -> tuple[tuple[int, ...] | None, tuple[tuple[int, ...], ...] | None]:
-    """The inner topology levels' group sizes, or (with a node list) each node's groups."""
+    """The inner topology levels' group sizes, or (with a node list) each node's groups.
+
+    Returns:
+        (sizes, None) without a node list; (None, groups) with one, ``groups`` holding one
+        tuple per inner level with each node's group id there.
+
+    Raises:
+        ValueError: the node list's node count differs from ``num_nodes``.
+    """
     inner = c.levels[1:-1]
     if c.nodes is None:
         return tuple(int(lv.group_size) for lv in inner), None  # type: ignore[arg-type]
@@ -146,11 +183,17 @@ def _level_groups(
 
 @dataclass(frozen=True)
 class SpecGenerator:
-    """The generator a scenario file describes; ``episode`` holds the env defaults."""
+    """The generator a scenario file describes; ``episode`` holds the env defaults.
+
+    Attributes:
+        spec: The validated scenario.
+        base_dir: The folder relative data paths start from (the file's folder).
+        source: The scenario file, named in build errors; None names the scenario.
+    """
 
     spec: ScenarioSpec
     base_dir: Path
-    source: Path | None = None  # the scenario file (named in build errors)
+    source: Path | None = None
 
     @property
     def name(self) -> str:
@@ -167,6 +210,14 @@ class SpecGenerator:
 
         A supply with no idle window in the episode is a ``ScenarioError`` (nothing could
         ever run); so is a data or parameter error met while building, with the file named.
+
+        The generator is rebuilt from the spec on every call (nothing is cached).
+
+        Args:
+            seed: The episode's seed.
+
+        Raises:
+            ScenarioError: as above; the original error is its ``__cause__``.
         """
         where = self.source if self.source is not None else self.spec.name
         try:

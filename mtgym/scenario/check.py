@@ -33,10 +33,16 @@ _NODE_BYTES = 512  # per node: topology coordinates, slowdowns, state arrays
 
 
 def _paths(spec: sc.ScenarioSpec) -> Iterator[tuple[str, str, bool]]:
-    """(field path, value, is a folder) of every data path of ``spec``."""
+    """(field path, value, is a folder) of every data path of ``spec``.
+
+    Synthetic: a replayed supply's ``path``, a table workload's ``path``, the node list
+    and measured variability CSVs. Summit replay: its three CSVs and measured
+    variability. PAL-Philly: the trace and the variability folder.
+    """
     g = spec.generator
 
     def var(v: sc.VariabilitySpec | None, where: str) -> Iterator[tuple[str, str, bool]]:
+        """The measured-variability CSVs of ``v`` (none for other kinds), under ``where``."""
         if v is not None and v.kind == "measured":
             for k, rel in (v.measured or {}).items():
                 yield f"{where}.variability.measured.{k}", rel, False
@@ -59,6 +65,13 @@ def _paths(spec: sc.ScenarioSpec) -> Iterator[tuple[str, str, bool]]:
 
 
 def _path_problem(value: str, base: Path, folder: bool) -> str | None:
+    """What is wrong with one data path, or None when it is usable.
+
+    Args:
+        value: The path as written (``${VAR}`` allowed).
+        base: The scenario file's folder (relative paths start there).
+        folder: The path must be a readable, searchable folder, else a readable file.
+    """
     try:
         p = resolve_path(value, base)
     except ScenarioError as exc:
@@ -75,7 +88,12 @@ def _path_problem(value: str, base: Path, folder: bool) -> str | None:
 
 
 def _synthetic_cells(g: sc.SyntheticGen) -> float:
-    """Nodes x sampled cycles of a synthetic supply (``SyntheticSupply.generate``)."""
+    """Nodes x sampled cycles of a synthetic supply (``SyntheticSupply.generate``).
+
+    Cycles: the horizon over one idle-plus-busy cycle (``window_mean_s / idle_fraction``),
+    with a margin of 1.5x plus 6 standard deviations plus 8, as the sampler draws them.
+    An always-idle or recorded supply counts one cell per node.
+    """
     s, n, span = g.supply, g.cluster.num_nodes, g.horizon_s
     if isinstance(s, sc.AlwaysIdleSpec):
         return float(n)
@@ -87,14 +105,21 @@ def _synthetic_cells(g: sc.SyntheticGen) -> float:
 
 
 def estimate_build_bytes(spec: sc.ScenarioSpec) -> int:
-    """An estimate (upper end) of the peak memory of building ``spec``'s instance, bytes."""
+    """An estimate (upper end) of the peak memory of building ``spec``'s instance, bytes.
+
+    Synthetic: sampled supply cells, drained-node entries, per-node arrays and about 2 kB
+    per job (mix jobs and campaign trials). Summit replay: per-node arrays of its nodes
+    (4,734 when ``num_nodes`` is None). PAL-Philly: per-GPU arrays. Data files' own size
+    is not counted. Capped at 2**62.
+    """
     g = spec.generator
     if isinstance(g, sc.SyntheticGen):
         total = _synthetic_cells(g) * _CELL_BYTES + g.cluster.num_nodes * _NODE_BYTES
         s = g.supply
         if isinstance(s, sc.SyntheticSupplySpec) and s.drains_per_hour > 0:
             drains = s.drains_per_hour * g.horizon_s / 3600.0
-            size = min(s.drain_nodes_median * math.e, g.cluster.num_nodes)  # (lognormal mean)
+            # e x the median: above the mean of the lognormal(sigma 1) block size, e^0.5 x
+            size = min(s.drain_nodes_median * math.e, g.cluster.num_nodes)
             total += drains * size * _DRAIN_BYTES
         jobs = (g.workload.num_jobs if isinstance(g.workload, sc.MixSpec) else 0) + sum(
             c.num_trials for c in g.campaigns
@@ -107,7 +132,14 @@ def estimate_build_bytes(spec: sc.ScenarioSpec) -> int:
 
 
 def check_spec(spec: sc.ScenarioSpec, path: str | Path, *, allow_large: bool = False) -> None:
-    """Raise ``ScenarioError`` listing every problem above (nothing when all hold)."""
+    """Raise ``ScenarioError`` listing every problem above (nothing when all hold).
+
+    Args:
+        spec: The validated scenario.
+        path: The scenario file; relative data paths are resolved from its folder, and
+            the message names it.
+        allow_large: Accept an estimate above ``MAX_BUILD_BYTES``.
+    """
     p = Path(path)
     base = p.resolve().parent
     problems = []

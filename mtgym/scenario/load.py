@@ -46,6 +46,16 @@ def _field_path(loc: tuple[Any, ...], data: Any) -> list[str]:
 
 
 def _format_errors(path: str, err: ValidationError, data: Any = None) -> str:
+    """Pydantic's errors as ``problems_message`` lines: ``field.path: message; got VALUE``.
+
+    A model validator's message that starts with a field name is pinned to that field
+    and its value; an unknown field gets a spelling hint; values are cut at 80 characters.
+
+    Args:
+        path: The file, for the header.
+        err: The validation error.
+        data: The parsed file, to drop union tags from the field paths.
+    """
     lines = []
     for e in err.errors():
         parts = _field_path(e["loc"], data)
@@ -69,7 +79,17 @@ def _format_errors(path: str, err: ValidationError, data: Any = None) -> str:
 
 
 def parse_text(text: str, path: str) -> dict[str, Any]:
-    """YAML or JSON text -> a mapping (ScenarioError on syntax errors)."""
+    """YAML or JSON text -> a mapping (ScenarioError on syntax errors).
+
+    Args:
+        text: The file's text.
+        path: The file's name: a ``.json`` name is parsed as JSON, anything else as YAML;
+            also named in errors.
+
+    Raises:
+        ScenarioError: a syntax error, an alias or anchor, too deep or too large a text
+            (``mtgym.scenario.safe_yaml``), or a top level that is not a mapping.
+    """
     data = parse_bounded(text, path)  # size, alias and depth limits (safe_yaml)
     if not isinstance(data, dict):
         raise ScenarioError(
@@ -87,6 +107,16 @@ def load_scenario(
     With ``check`` (the default), also the checks of ``mtgym.scenario.check``: data paths
     exist and are readable, and the estimated build memory is within its ceiling (unless
     ``allow_large``).
+
+    Args:
+        path: The scenario file (YAML, or JSON when its name ends in ``.json``).
+        check: Also run the file-system and memory checks; False validates the text
+            only (``mtgym scenario list``/``show`` on presets whose data is absent).
+        allow_large: Accept an estimated build above ``check.MAX_BUILD_BYTES``.
+
+    Raises:
+        ScenarioError: the file is missing, unreadable, not UTF-8, too large, malformed,
+            or fails validation or a check; the message lists every problem found.
     """
     p = Path(path)
     if not p.is_file():

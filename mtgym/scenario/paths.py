@@ -20,9 +20,20 @@ def problems_message(path: str | Path, problems: list[str]) -> str:
 
 
 def resolve_path(value: str, base: Path) -> Path:
-    """Expand ``${VAR}`` (``MTGYM_DATA`` defaults to the data folder) and make it absolute."""
+    """Expand ``${VAR}`` (``MTGYM_DATA`` defaults to the data folder) and make it absolute.
+
+    ``~`` is expanded too. The path is not checked to exist (``mtgym.scenario.check``).
+
+    Args:
+        value: The path as written in the scenario file.
+        base: The folder a relative path starts from (the file's folder).
+
+    Raises:
+        ScenarioError: ``${VAR}`` names a variable that is not set.
+    """
 
     def sub(m: re.Match[str]) -> str:
+        """The value of the ``${VAR}`` matched (``data_dir()`` for an unset MTGYM_DATA)."""
         name = m.group(1)
         if name == "MTGYM_DATA":
             return str(data_dir())

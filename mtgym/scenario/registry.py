@@ -59,6 +59,13 @@ def get_generator(name_or_path: str | Path, *, allow_large: bool = False) -> Gen
     ``KeyError`` lists the known names; a malformed file raises ``ScenarioError`` (also for
     missing data paths, and for an estimated build above ``check.MAX_BUILD_BYTES`` unless
     ``allow_large``).
+
+    A path wins over a name when it ends in ``.yaml``, ``.yml`` or ``.json`` and exists;
+    then built-in names, then presets. Preset files are loaded on every call.
+
+    Args:
+        name_or_path: A scenario name or a file path.
+        allow_large: Accept an estimated build above ``check.MAX_BUILD_BYTES``.
     """
     s = str(name_or_path)
     p = Path(s)

@@ -38,7 +38,15 @@ class ScenarioError(MtgymError, ValueError):
 
 
 def read_bounded(path: Path) -> str:
-    """The text of ``path`` (UTF-8), refusing files above ``MAX_BYTES``."""
+    """The text of ``path`` (UTF-8), refusing files above ``MAX_BYTES``.
+
+    The size is checked with ``stat`` first and again on the bytes read (a file that grew
+    meanwhile), so at most ``MAX_BYTES + 1`` bytes are ever read.
+
+    Raises:
+        ScenarioError: too large, or not UTF-8.
+        OSError: the file cannot be read.
+    """
     size = path.stat().st_size
     if size > MAX_BYTES:
         raise ScenarioError(
@@ -84,7 +92,19 @@ def _check_events(text: str, where: str) -> None:
 
 
 def parse_bounded(text: str, where: str) -> Any:
-    """YAML (or, for a ``.json`` name, JSON) text -> Python data, within the limits above."""
+    """YAML (or, for a ``.json`` name, JSON) text -> Python data, within the limits above.
+
+    JSON's depth is counted on brackets before parsing (brackets inside strings count
+    too, so it errs on the strict side).
+
+    Args:
+        text: The text.
+        where: The file's name: picks the format and is named in errors.
+
+    Raises:
+        ScenarioError: too long (over ``MAX_BYTES`` characters), too deep, an alias or
+            anchor, or a syntax error.
+    """
     if len(text) > MAX_BYTES:
         raise ScenarioError(f"{where}: text is over the {MAX_BYTES:,}-byte limit")
     is_json = where.endswith(".json")

@@ -21,11 +21,20 @@ Knob = StrictBool | StrictInt | float | str | None
 
 
 class _Model(BaseModel):
+    """Base of the record's models: unknown fields and non-finite floats are refused."""
+
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Point(_Model):
-    """One setting tried: its knobs, per-seed headline and jobs completed, and its cost."""
+    """One setting tried: its knobs, per-seed headline and jobs completed, and its cost.
+
+    Attributes:
+        params: Every knob's value at this point.
+        jobs_completed: Jobs completed per tuning seed.
+        mean: The mean of ``headline``.
+        wall_s: Wall seconds the point's episodes took.
+    """
 
     knob: str = Field(description="the knob this point varies ('' for the default point)")
     params: dict[str, Knob]
@@ -36,7 +45,15 @@ class Point(_Model):
 
 
 class PolicyTuning(_Model):
-    """One policy's sweep on the scenario and what it chose."""
+    """One policy's sweep on the scenario and what it chose.
+
+    Attributes:
+        chosen: The knobs picked by the record's ``rule``.
+        default_mean: The mean headline of ``default`` on the tuning seeds.
+        chosen_mean: The mean headline of ``chosen``.
+        sweep: Every point tried, in order.
+        wall_s: Wall seconds of the whole sweep.
+    """
 
     default: dict[str, Knob] = Field(description="the untuned knobs (the policy's defaults)")
     chosen: dict[str, Knob]
@@ -47,7 +64,13 @@ class PolicyTuning(_Model):
 
 
 class TuningRecord(_Model):
-    """Everything ``mtgym tune`` recorded for one scenario."""
+    """Everything ``mtgym tune`` recorded for one scenario.
+
+    Attributes:
+        scenario: The scenario's name (the file is ``<scenario>.json``).
+        seeds: The tuning seeds (kept apart from the test seeds).
+        policies: Policy name -> its sweep and choice.
+    """
 
     scenario: str
     seeds: list[int]
@@ -97,7 +120,15 @@ def load_record(scenario: str) -> TuningRecord | None:
 
 
 def save_record(record: TuningRecord, path: Path | None = None) -> Path:
-    """Write ``record`` (atomically: a temporary file renamed over the old one)."""
+    """Write ``record`` (atomically: a temporary file renamed over the old one).
+
+    Args:
+        record: The record.
+        path: The file; None: ``record_path(record.scenario)`` (the folder is created).
+
+    Returns:
+        The path written.
+    """
     path = record_path(record.scenario) if path is None else path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")

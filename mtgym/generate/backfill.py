@@ -97,16 +97,36 @@ class Schedule:
         return self.start_s - self.submit_s
 
     def nodes_of(self, i: int) -> np.ndarray:
-        """The node ids job ``i`` ran on."""
+        """The node ids job ``i`` ran on.
+
+        Args:
+            i: the job's row in the schedule (not its log row or number).
+
+        Returns:
+            int32 node ids, ascending (a read-only view).
+        """
         return self.node_idx[self.node_ptr[i] : self.node_ptr[i + 1]]
 
     def busy_node_seconds(self, t0: float, t1: float) -> float:
-        """Node-seconds the jobs occupied within [t0, t1)."""
+        """Node-seconds the jobs occupied within [t0, t1).
+
+        Args:
+            t0: span start, seconds of log time.
+            t1: span end.
+        """
         d = np.clip(np.minimum(self.end_s, t1) - np.maximum(self.start_s, t0), 0.0, None)
         return float(np.dot(d, self.nodes))
 
     def utilisation(self, t0: float, t1: float) -> float:
-        """Share of the machine's node-seconds on [t0, t1) that jobs occupied."""
+        """Share of the machine's node-seconds on [t0, t1) that jobs occupied.
+
+        Args:
+            t0: span start, seconds of log time.
+            t1: span end, finite and after ``t0``.
+
+        Raises:
+            ConfigError: a span not finite or empty.
+        """
         _check_span(t0, t1)
         return self.busy_node_seconds(t0, t1) / (self.num_nodes * (t1 - t0))
 
@@ -193,6 +213,17 @@ def _simulate(
     A pass after arrivals only (no completion, same head) need only consider the new
     arrivals for backfilling: free nodes, shadow time and extra nodes are as the last pass
     left them, and time has moved on, so every older queued job is still refused.
+
+    Args:
+        submit: submit times, non-decreasing.
+        need: nodes of each job, each at most ``num_nodes``.
+        run_for: real run time of each job, ``min(run_s, req_time_s)``.
+        req: requested time of each job.
+        num_nodes: nodes of the machine.
+
+    Returns:
+        Per job: start time, node ids, first reservation, when it was made, and since when
+        its final start was fixed (``Schedule``'s columns; NaN where none).
     """
     sim = _Backfill(need, run_for, req, num_nodes)
     J = len(submit)
@@ -223,6 +254,30 @@ class _Backfill:
     real end in a heap, by requested end sorted), the queue, and the blocked head's
     reservation; per job its start, nodes, first reservation and when its final start
     became known.
+
+    Args:
+        need: nodes of each job.
+        run_for: real run time of each job.
+        req: requested time of each job.
+        num_nodes: nodes of the machine.
+
+    Attributes:
+        start: per job, its start time (NaN while queued).
+        assigned: per job, its node ids (empty until it starts).
+        reserved: per job, its first reservation as the blocked head (NaN if none).
+        reserved_at: per job, when that reservation was made.
+        known: per job, since when the start it got was fixed (NaN unless it started at
+            its standing reservation).
+        cur_res: the blocked head's current reservation (shadow time).
+        cur_since: since when ``cur_res`` has held unchanged.
+        free: (num_nodes,) bool, free nodes.
+        n_free: number of free nodes.
+        ends: heap of (real end, job) of the running jobs.
+        by_req_end: the running jobs' (requested end, job), sorted.
+        queue: queued jobs, in submission order.
+        head: the job ``cur_res`` is for (-1 when none is blocked).
+        shadow: the blocked head's shadow time, as of the last pass.
+        extra: nodes free at the shadow time beyond the head's need, left for backfilling.
     """
 
     def __init__(
@@ -248,7 +303,12 @@ class _Backfill:
         self.extra = 0
 
     def launch(self, j: int, t: float) -> None:
-        """Start job j at time t on the first free nodes."""
+        """Start job j at time t on the first free nodes.
+
+        Args:
+            j: the job (it must fit: ``need[j] <= n_free``).
+            t: the start time.
+        """
         k = self.need[j]
         got = np.flatnonzero(self.free)[:k]
         self.free[got] = False
@@ -259,7 +319,11 @@ class _Backfill:
         bisect.insort(self.by_req_end, (t + self.req[j], j))
 
     def complete_until(self, t: float) -> bool:
-        """Release the nodes of every job that ends by t; whether any did."""
+        """Release the nodes of every job that ends by t; whether any did.
+
+        Args:
+            t: the current time; jobs whose real end is ``<= t`` finish.
+        """
         ends, by_req_end, need, start, req = (
             self.ends,
             self.by_req_end,
@@ -279,6 +343,13 @@ class _Backfill:
     def start_heads(self, t: float) -> bool:
         """Start heads while they fit; then reserve for the blocked head. False when the
         queue emptied.
+
+        A head that starts at time ``cur_res`` (its reservation, unmoved since
+        ``cur_since``) gets ``known = cur_since``. A new blocked head records its first
+        reservation; a moved reservation restarts ``cur_since``.
+
+        Args:
+            t: the current time.
         """
         need, queue = self.need, self.queue
         q = 0
@@ -306,6 +377,14 @@ class _Backfill:
     def backfill(self, t: float, scan_from: int) -> None:
         """Start queued jobs from ``scan_from`` on that fit now and do not delay the head's
         reservation.
+
+        A queued job that fits in the free nodes starts if it ends (by its request) by the
+        shadow time, or else if it needs no more than the extra nodes, which it then uses
+        up. The started jobs leave the queue.
+
+        Args:
+            t: the current time.
+            scan_from: the first queue position to consider (1: all but the head).
         """
         if self.n_free == 0:
             return
@@ -336,6 +415,16 @@ def _shadow(
     """Shadow time and extra nodes for a head needing ``want`` nodes (``want > n_free``).
 
     Walks the running jobs by requested end until enough nodes would be free.
+
+    Args:
+        by_req_end: the running jobs' (requested end, job), sorted.
+        need: nodes of each job.
+        n_free: nodes free now.
+        want: the head's need.
+
+    Returns:
+        (shadow time, extra nodes): the requested end at which the head fits, and the
+        nodes free then (ties at that end included) beyond its need.
     """
     avail = n_free
     for t_end, j in by_req_end:

@@ -19,14 +19,24 @@ from mtgym.core.types import AppClass
 
 @dataclass(frozen=True)
 class ModelProfile:
-    """What the parametric throughput model needs to know about one DNN."""
+    """What the parametric throughput model needs to know about one DNN.
+
+    Attributes:
+        name: the catalog key, e.g. ``"resnet50"``.
+        app_class: variability class (PAL's mapping, module docstring).
+        rate_per_gpu: GPU type name -> samples/s of one GPU alone at slowdown 1 (no
+            communication).
+        local_batch: samples per GPU per iteration.
+        params_m: millions of parameters (the gradient is 4 bytes each).
+        overlap: share of the all-reduce hidden behind backward compute, in [0, 1].
+    """
 
     name: str
     app_class: AppClass
-    rate_per_gpu: Mapping[str, float] = field(repr=False)  # samples/s per GPU, slowdown 1
-    local_batch: int = 32  # samples per GPU per iteration
-    params_m: float = 25.0  # millions of parameters (gradient = 4 bytes each)
-    overlap: float = 0.3  # share of all-reduce hidden behind backward compute
+    rate_per_gpu: Mapping[str, float] = field(repr=False)
+    local_batch: int = 32
+    params_m: float = 25.0
+    overlap: float = 0.3
 
     @property
     def grad_bytes(self) -> float:
@@ -34,7 +44,15 @@ class ModelProfile:
         return self.params_m * 1e6 * 4.0
 
     def rate_on(self, gpu_type: str) -> float:
-        """Per-GPU rate on ``gpu_type`` (KeyError naming the known types if missing)."""
+        """Per-GPU rate on ``gpu_type`` (KeyError naming the known types if missing).
+
+        Args:
+            gpu_type: a GPU type name: ``"K80"``, ``"P100"``, ``"V100"``, ``"A100"`` or
+                ``"H100"`` for the catalog's profiles.
+
+        Returns:
+            Samples/s of one GPU at slowdown 1.
+        """
         try:
             return self.rate_per_gpu[gpu_type]
         except KeyError:
@@ -47,6 +65,15 @@ class ModelProfile:
 def _rates(
     v100: float, p100: float, k80: float, a100_x: float, h100_x: float = 1.8
 ) -> dict[str, float]:
+    """Per-GPU rates by type from Gavel's three measurements and two assumed speed-ups.
+
+    Args:
+        v100: measured samples/s on a V100.
+        p100: measured samples/s on a P100.
+        k80: measured samples/s on a K80.
+        a100_x: assumed A100 / V100 speed-up.
+        h100_x: assumed H100 / A100 speed-up.
+    """
     return {
         "K80": k80,
         "P100": p100,

@@ -36,7 +36,16 @@ def build_cluster(
             per class (resampled), or None for identical devices.
         profile_noise: relative sd of the per-node factors a profile reports (PAL measures
             them; 0 = exact).
-        node_names: optional host names.
+        node_names: optional host names, one per node.
+
+    Returns:
+        The validated cluster: per-device factors (N, gpus_per_node, 4), per-node true
+        factors (the slowest device's) and the profiled factors (the true ones times
+        ``exp(profile_noise x standard normal)``), all read-only.
+
+    Raises:
+        ConfigError: ``gpus_per_node`` < 1, a topology of another node count, or
+            ``profile_noise`` outside [0, 0.5).
     """
     gtype = np.asarray(gpu_type, dtype=np.int16)
     n = gtype.shape[0]

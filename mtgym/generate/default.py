@@ -31,7 +31,12 @@ DEFAULT_CAMPAIGN = Campaign(
 
 
 def default_generator() -> SyntheticGenerator:
-    """The default scenario's generator."""
+    """The default scenario's generator.
+
+    Returns:
+        A ``SyntheticGenerator`` named ``"default"`` (module docstring); call it with a seed
+        (``DEFAULT_SEED`` for the reference instance).
+    """
     return SyntheticGenerator(
         name="default",
         num_nodes=64,

@@ -45,7 +45,15 @@ HORIZON_S = 6 * 3600.0
 
 @dataclass(frozen=True)
 class DefaultFamily:
-    """See module docstring."""
+    """The default scenario randomised per seed (module docstring).
+
+    Attributes:
+        name: the generator's name, given to every variant and instance.
+        num_nodes: nodes of every variant (fixed, so every instance has the env's shapes).
+
+    Raises:
+        ConfigError: ``num_nodes`` < 1.
+    """
 
     name: str = "default-family"
     num_nodes: int = 64
@@ -55,7 +63,12 @@ class DefaultFamily:
             raise ConfigError("num_nodes", self.num_nodes, ">= 1")
 
     def variant(self, seed: int) -> SyntheticGenerator:
-        """The scenario that ``seed`` plays (drawn from the stream ``"family"``)."""
+        """The scenario that ``seed`` plays (drawn from the stream ``"family"``).
+
+        Args:
+            seed: the instance seed; the variant's own draws use only its ``"family"``
+                stream, so they never shift the instance's.
+        """
         rng = stream(seed, "family")
         n = self.num_nodes
         shapes = [(r, r * k) for r in (4, 8) for k in (2, 4) if n % (r * k) == 0]

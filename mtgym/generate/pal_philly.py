@@ -94,7 +94,21 @@ def host_topology(num_hosts: int, gpus_per_host: int, locality: float, growth: f
     ``growth == 0``: levels ``("gpu", "node", "system")`` with factors ``(1, 1, lambda)``,
     PAL's model. ``growth > 0``: levels ``gpu, node, hosts2, hosts4, ..., system`` (aligned
     blocks of 2, 4, ... hosts) with factor ``1 + (lambda - 1) (1 + growth log2(H / 2))`` for
-    a block of H hosts (the system counts as one block of all hosts).
+    a block of H hosts (the system counts as one block of all hosts). With two hosts or
+    fewer there is no block between the host and the system: PAL's model whatever
+    ``growth``.
+
+    Args:
+        num_hosts: hosts of the machine.
+        gpus_per_host: GPUs per host (the allocation unit is one GPU).
+        locality: PAL's lambda, >= 1.
+        growth: how fast the penalty grows with the hosts spanned (0 = PAL's constant).
+
+    Returns:
+        The topology of ``num_hosts x gpus_per_host`` one-GPU units.
+
+    Raises:
+        ConfigError: ``growth`` negative or not finite.
     """
     if not (np.isfinite(growth) and growth >= 0):
         raise ConfigError("locality_growth", growth, "a finite value >= 0")
@@ -129,6 +143,23 @@ def pal_cluster(
 
     ``classes`` maps each class to its file under ``variability_dir`` (default:
     ``PAL_CLASS_FILES``, in the artifact's class order A, B, C, D).
+
+    Args:
+        topo: the units' topology (``host_topology``); one unit per node.
+        variability_dir: the folder of the class files.
+        draw: ``"artifact"`` or ``"stream"``.
+        seed: the instance seed (its ``"variability"`` stream; unused by ``"artifact"``).
+        samples: the pool each file gives (``pal_slowdown_pool``: ``"runs"`` or
+            ``"gpu-max"``).
+        classes: class -> file name; a class not listed keeps factor 1 (``"artifact"``
+            draws the listed classes in class order).
+
+    Returns:
+        A cluster of single-V100 nodes whose true and profiled factors are the draw.
+
+    Raises:
+        ConfigError: an unknown ``draw`` or ``samples``, or an empty pool.
+        DataError: a class file missing or malformed.
     """
     if draw not in DRAWS:
         raise ConfigError("draw", draw, f"one of {DRAWS}")
@@ -222,7 +253,16 @@ class PALPhilly:
         )
 
     def rows(self) -> list[JobRow]:
-        """The trace's jobs as rigid table rows (work = iterations)."""
+        """The trace's jobs as rigid table rows (work = iterations).
+
+        Returns:
+            The first ``max_jobs`` jobs in file order, named ``job<id>-<model>``, each with
+            a flat curve of ``1 / PAL_ITER_TIME_S[model]`` iterations/s at its demand.
+
+        Raises:
+            ConfigError: a model PAL has no iteration time for, or a demand above the
+                cluster's GPUs.
+        """
         tr = read_philly_trace(self.trace)
         n = len(tr) if self.max_jobs is None else min(self.max_jobs, len(tr))
         capacity = self.num_hosts * self.gpus_per_host
@@ -261,7 +301,14 @@ class PALPhilly:
         return rows
 
     def __call__(self, seed: int = 0) -> Instance:
-        """Build the instance; the per-GPU factors come from ``draw``."""
+        """Build the instance; the per-GPU factors come from ``draw``.
+
+        Args:
+            seed: the instance seed (only the ``"stream"`` draw uses it).
+
+        Returns:
+            The validated instance on [0, ``horizon_s``), every GPU idle throughout.
+        """
         topo = self.topology()
         cl = pal_cluster(
             topo, self.variability_dir, draw=self.draw, seed=seed, samples=self.samples
@@ -287,6 +334,16 @@ def philly_demands(traces: list[str | Path], max_gpus: int = SYNERGY_MAX_GPUS) -
 
     The Synergy experiment draws jobs from Microsoft's Philly log (``cluster_job_log``),
     which is not public here; these Sia-Philly traces are the Philly demands we have.
+
+    Args:
+        traces: paths of ``workload-<k>.csv`` files.
+        max_gpus: the largest demand kept.
+
+    Returns:
+        1-D int array of the kept demands (1..``max_gpus``), trace by trace.
+
+    Raises:
+        ConfigError: no job of 1..``max_gpus`` GPUs in the traces.
     """
     g = np.concatenate([np.asarray(read_philly_trace(t).num_gpus, dtype=int) for t in traces])
     g = g[(g >= 1) & (g <= max_gpus)]
@@ -344,7 +401,15 @@ class PALSynergy:
             raise ConfigError("draw", self.draw, f"one of {DRAWS}")
 
     def rows(self, seed: int) -> list[JobRow]:
-        """The jobs of ``seed`` (the ``"workload"`` stream): arrivals, demands, durations."""
+        """The jobs of ``seed`` (the ``"workload"`` stream): arrivals, demands, durations.
+
+        Args:
+            seed: the instance seed.
+
+        Returns:
+            ``num_jobs`` rigid rows (one iteration/s, so work = duration in seconds), the
+            first submitted at t = 0.
+        """
         rng = stream(seed, "workload")
         n = self.num_jobs
         submit = np.cumsum(rng.exponential(3600.0 / self.jobs_per_hour, size=n))
@@ -373,7 +438,15 @@ class PALSynergy:
         ]
 
     def __call__(self, seed: int = 0) -> Instance:
-        """Build the instance of ``seed`` (jobs from its ``"workload"`` stream)."""
+        """Build the instance of ``seed`` (jobs from its ``"workload"`` stream).
+
+        Args:
+            seed: the instance seed; the devices come from ``draw`` (``"artifact"``
+                ignores it).
+
+        Returns:
+            The validated instance on [0, ``horizon_s``), every GPU idle throughout.
+        """
         topo = host_topology(self.num_hosts, self.gpus_per_host, self.locality)
         cl = pal_cluster(topo, self.variability_dir, draw=self.draw, seed=seed)
         jobs = build_jobs(self.rows(seed), cl)

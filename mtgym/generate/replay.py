@@ -49,6 +49,7 @@ class SummitReplay:
             (the Replayer's ``-nN``); default all 4,734.
         variability: per-GPU slowdowns (None: identical devices, as BFTrainer assumes).
         costs: the cost model (default: BFTrainer's accounting).
+        name: the generator's and its instances' name.
     """
 
     fragments: str | Path
@@ -64,7 +65,17 @@ class SummitReplay:
     )
 
     def __call__(self, seed: int = 0) -> Instance:
-        """Build the instance (the seed only matters with ``variability``)."""
+        """Build the instance (the seed only matters with ``variability``).
+
+        The topology is node -> cabinet -> row -> system from ``summit-nodes.csv``; each
+        node has 6 V100s; the jobs' submission times keep the trace's clock.
+
+        Args:
+            seed: the instance seed (its ``"variability"`` stream draws the devices).
+
+        Returns:
+            The validated instance on [``t_start``, ``t_end``).
+        """
         win = read_idle_windows(self.fragments)
         nodes = read_summit_nodes(self.nodes)
         keep = np.arange(len(nodes) if self.num_nodes is None else min(self.num_nodes, len(nodes)))

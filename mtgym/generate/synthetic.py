@@ -39,20 +39,50 @@ from mtgym.model.variability import VariabilitySpec
 
 @dataclass(frozen=True)
 class SyntheticGenerator:
-    """See module docstring. Sizes are read from here by everything downstream."""
+    """See module docstring. Sizes are read from here by everything downstream.
+
+    Attributes:
+        name: the generator's and its instances' name.
+        num_nodes: nodes of the machine.
+        gpus_per_node: GPUs per node.
+        group_size: nodes per group of a three-level topology (node -> group -> system).
+        gpu_types: GPU type names (a parametric job's profile needs a rate for each).
+        group_types: GPU type index of each first-level group, cycled: group g gets
+            ``group_types[g % len(group_types)]``.
+        level_names: every level's name, node first and system last (2 + the number of
+            intermediate levels).
+        bandwidth_gbps: ring bandwidth per level, GB/s (default: NVLink, HDR IB, tapered).
+        latency_s: per-hop latency per level, seconds.
+        locality_factor: PAL's lambda per level (None: 1 everywhere).
+        level_sizes: nodes per group of each intermediate level, innermost first, each a
+            multiple of the previous (None: ``(group_size,)``).
+        level_groups: or each node's group id at each intermediate level (a node list;
+            overrides the sizes): one tuple of ``num_nodes`` ids per level.
+        variability: per-device slowdowns (None: identical devices).
+        profile_noise: relative noise of the profiled per-node factors.
+        supply: the idle-window source.
+        horizon_s: the episode's ``t_end`` (it starts at 0), seconds.
+        jobs: the workload source (independent jobs).
+        campaigns: NAS/HPO campaigns added to the workload.
+        declaration: how users misdeclare curves and costs.
+        costs: how rescales and pre-emptions are charged.
+
+    Raises:
+        ConfigError: a size < 1, no GPU type, a group type out of range, a horizon <= 0,
+            level sizes that do not nest, or a level name count that does not match.
+    """
 
     name: str = "synthetic"
     num_nodes: int = 64
     gpus_per_node: int = 4
     group_size: int = 16
     gpu_types: Sequence[str] = ("A100", "V100")
-    group_types: Sequence[int] = (0, 0, 1, 1)  # type of each group, cycled over the groups
+    group_types: Sequence[int] = (0, 0, 1, 1)
     level_names: tuple[str, ...] = ("node", "group", "system")
-    bandwidth_gbps: tuple[float, ...] = (150.0, 25.0, 12.5)  # NVLink, HDR IB, tapered
+    bandwidth_gbps: tuple[float, ...] = (150.0, 25.0, 12.5)
     latency_s: tuple[float, ...] = (1e-6, 2e-6, 5e-6)
     locality_factor: tuple[float, ...] | None = None
-    level_sizes: tuple[int, ...] | None = None  # nodes per group of each intermediate level
-    # or each node's group id at each intermediate level (a node list; overrides the sizes)
+    level_sizes: tuple[int, ...] | None = None
     level_groups: tuple[tuple[int, ...], ...] | None = None
     variability: VariabilitySpec | None = field(default_factory=VariabilitySpec)
     profile_noise: float = 0.01
@@ -118,7 +148,18 @@ class SyntheticGenerator:
         return topo, gtypes
 
     def __call__(self, seed: int) -> Instance:
-        """Build the instance for ``seed``."""
+        """Build the instance for ``seed``.
+
+        Each part draws from its own stream of ``seed``: ``"variability"`` (the devices),
+        ``"supply"``, ``"arrivals"`` (the job mix), ``"campaign<i>"`` (campaign i) and
+        ``"declarations"``; campaign i's trials are named after ``<kind><i>``.
+
+        Args:
+            seed: the instance seed.
+
+        Returns:
+            The validated instance on [0, ``horizon_s``).
+        """
         topo, gtypes = self._layout
         cluster = build_cluster(
             stream(seed, "variability"),

@@ -23,6 +23,13 @@ class LinearToy:
     The job scales linearly (``rate`` samples/s per node) up to ``num_nodes`` nodes, needs
     ``work`` samples, costs nothing to start or rescale. **Optimum:** run it on every node
     from t = 0; it completes at ``work / (num_nodes * rate)``, and no schedule does better.
+
+    Attributes:
+        name: the generator's name.
+        num_nodes: identical single-GPU nodes, idle throughout.
+        rate: samples/s per node.
+        work: samples to do.
+        horizon_s: the episode's end, seconds.
     """
 
     name: str = "toy-linear"
@@ -63,6 +70,11 @@ class TwoJobToy:
     allows. **Optimum** (max samples in the horizon): job 1 on one node, job 0 on the
     other ``N - 1``: ``100 * N * horizon_s`` samples. Equal share gets
     ``100 * (N / 2 + 1) * horizon_s``.
+
+    Attributes:
+        name: the generator's name.
+        num_nodes: N, identical single-GPU nodes, idle throughout.
+        horizon_s: the episode's end, seconds.
     """
 
     name: str = "toy-two-jobs"

@@ -18,7 +18,17 @@ def uniform_cluster(
     group_size: int = 2,
     locality_factor: tuple[float, float, float] | None = None,
 ) -> Cluster:
-    """Identical single-GPU V100 nodes in groups of ``group_size``, no variability."""
+    """Identical single-GPU V100 nodes in groups of ``group_size``, no variability.
+
+    Args:
+        num_nodes: nodes of the cluster.
+        group_size: nodes per group (node -> group -> system; the last group is partial
+            when it does not divide ``num_nodes``).
+        locality_factor: PAL's lambda at the node, group and system levels (None: 1).
+
+    Returns:
+        A cluster whose true and profiled slowdowns are all 1.
+    """
     topo = Topology.uniform(num_nodes, group_size, locality_factor=locality_factor)
     return build_cluster(
         np.random.default_rng(0),
@@ -48,6 +58,21 @@ def uniform_instance(
     ``tiny_instance``.
 
     ``windows`` are (node, start, end); default: every node idle on [0, t_end).
+
+    Args:
+        num_nodes: nodes of the cluster.
+        rows: the jobs (``build_jobs`` tabulates them on this cluster, exactly declared).
+        windows: idle windows (node, start, end), seconds, end unknown in advance.
+        t_end: the episode's end (it starts at 0), seconds.
+        costs: how rescales and pre-emptions are charged (default ``CostModel()``).
+        group_size: nodes per topology group.
+        slowdown: (N, 4) true per-class node factors, also used as the device and profiled
+            ones (None: all 1).
+        locality_factor: PAL's lambda at the node, group and system levels.
+        campaigns: the campaign table the rows' ``campaign`` indices refer to.
+
+    Returns:
+        The validated instance, named ``"uniform"``, seed 0.
     """
     cl = uniform_cluster(num_nodes, group_size, locality_factor)
     if slowdown is not None:

@@ -41,7 +41,15 @@ class WorkloadSource(Protocol):
     """Anything that draws job rows (``rng`` is the "arrivals" stream)."""
 
     def rows(self, rng: np.random.Generator, prefix: str = "job") -> list[JobRow]:
-        """The jobs."""
+        """The jobs.
+
+        Args:
+            rng: the "arrivals" stream of the instance's seed (a table source ignores it).
+            prefix: start of each job's name.
+
+        Returns:
+            The rows in any order (``build_jobs`` sorts them by submission).
+        """
         ...
 
 
@@ -49,6 +57,40 @@ class WorkloadSource(Protocol):
 class JobRow:
     """One job before tabulation. Give ``work`` in samples, or ``work_hours`` to size it as
     that many hours on ``work_ref_nodes`` nodes (parametric jobs).
+
+    A row has either the table form (``curve_nodes`` and ``curve_tput``) or the parametric
+    form (``profile``); with a profile the curve fields are ignored.
+
+    Attributes:
+        name: the job's name (instance-unique by convention, not checked here).
+        model: the DNN's name (a catalog name, or a table's own).
+        app_class: variability class, the column of the slowdown tables that applies.
+        submit_s: submission time, seconds on the instance's clock.
+        min_nodes: fewest nodes the job runs on (>= 1).
+        max_nodes: most nodes it runs on (>= min_nodes).
+        work: samples to completion; None: sized from ``work_hours``.
+        work_hours: hours of work at the job's rate on ``work_ref_nodes`` nodes: the
+            exact rate, packed, on the best device type (parametric), or the curve
+            interpolated (table).
+        work_ref_nodes: node count ``work_hours`` refers to.
+        r_up_s: cost of a grow, seconds (BFTrainer measured about 18).
+        r_down_s: cost of a shrink or a pre-emption, seconds (BFTrainer: about 12).
+        startup_s: pause when the job starts from 0 nodes, seconds.
+        ckpt_every: samples between periodic checkpoints (inf = none); a negative value is
+            seconds of one-node work, turned into samples by ``build_jobs``.
+        curve_nodes: table form: the measured node counts, ascending (a 0 is prepended
+            when the first is not 0).
+        curve_tput: table form: the whole job's samples/s at those counts.
+        type_speed: table form: GPU type name -> speed relative to the type the table was
+            measured on (a type not listed: 1.0; None: 1.0 for all).
+        profile: parametric form: the model's per-GPU rates, batch and gradient size.
+        rate_scale: multiplies the profile's per-GPU rates (a NAS architecture).
+        params_scale: multiplies the profile's gradient size.
+        local_batch: per-GPU batch (None: the profile's).
+        campaign: index of the job's campaign, -1 = none.
+        rungs: increasing fractions in (0, 1) of the work at which the campaign judges the
+            trial (empty: never stopped).
+        quality: the trial's hidden quality (higher ranks better at a rung).
     """
 
     name: str
@@ -67,11 +109,11 @@ class JobRow:
     # table form
     curve_nodes: Sequence[float] | None = None
     curve_tput: Sequence[float] | None = None
-    type_speed: Mapping[str, float] | None = None  # table jobs: speed of each type vs the table's
+    type_speed: Mapping[str, float] | None = None
     # parametric form
     profile: ModelProfile | None = None
-    rate_scale: float = 1.0  # multiplies the profile's per-GPU rates (a NAS architecture)
-    params_scale: float = 1.0  # multiplies the profile's gradient size
+    rate_scale: float = 1.0
+    params_scale: float = 1.0
     local_batch: int | None = None
     # campaign
     campaign: int = -1
@@ -83,6 +125,16 @@ class JobRow:
 class Declaration:
     """How users misdeclare: declared = true x bias x lognormal(0, sigma) (per breakpoint for
     curves, per job for costs). The default is exact declarations.
+
+    Attributes:
+        curve_bias: multiplies every declared throughput (> 0; < 1 = users underclaim).
+        curve_sigma: lognormal noise of each declared breakpoint, in [0, 3).
+        cost_bias: multiplies the declared rescale costs (> 0).
+        cost_sigma: lognormal noise of each job's declared up and down costs (drawn apart),
+            in [0, 3).
+
+    Raises:
+        ConfigError: a bias <= 0 or a sigma outside [0, 3).
     """
 
     curve_bias: float = 1.0
@@ -118,7 +170,27 @@ def build_jobs(
     rng: np.random.Generator | None = None,
     declaration: Declaration | None = None,
 ) -> Jobs:
-    """Tabulate rows (sorted by submission, stable) into a validated ``Jobs``."""
+    """Tabulate rows (sorted by submission, stable) into a validated ``Jobs``.
+
+    Parametric curves are tabulated at 0, 1, 2, 4, ... ``max_nodes`` nodes on this
+    cluster; work given in hours and checkpoint periods given in seconds become samples;
+    declarations get ``declaration``'s noise. Every array of the result is read-only.
+
+    Args:
+        rows: the jobs, any order.
+        cluster: the machine the curves are computed on (its GPU types and topology).
+        rng: the "declarations" stream; needed only when ``declaration`` is not exact.
+        declaration: how users misdeclare (None: exactly).
+
+    Returns:
+        The jobs table, sorted by submission time.
+
+    Raises:
+        ConfigError: a row with bad node bounds, rungs or curve, with neither curve nor
+            profile, or without work; a noisy declaration without ``rng``; any value
+            ``Jobs.validate`` refuses (work <= 0, a negative cost, ...).
+        KeyError: a profile without a rate for one of the cluster's GPU types.
+    """
     rows = sorted(rows, key=lambda r: r.submit_s)
     J = len(rows)
     types = cluster.gpu_type_names
@@ -151,6 +223,15 @@ class _Performance:
 
     ``curves`` holds each job's (nodes, throughput) breakpoints; a parametric job's
     throughputs are empty until the model tabulates them.
+
+    Attributes:
+        kind: (J,) int8 ``PerfKind``.
+        type_rate: (J, T) per-GPU samples/s per type (parametric) or speed relative to
+            the measured type (table).
+        local_batch: (J,) per-GPU batch (parametric; 0 for table jobs).
+        grad: (J,) bytes all-reduced per iteration (parametric; 0 for table jobs).
+        overlap: (J,) share of the all-reduce hidden behind compute (parametric).
+        curves: per job, (node counts, samples/s) as 1-D float64 arrays.
     """
 
     kind: np.ndarray
@@ -162,7 +243,15 @@ class _Performance:
 
 
 def _performance_columns(rows: Sequence[JobRow], types: Sequence[str]) -> _Performance:
-    """Check each row's node range and curve or profile, and read its performance."""
+    """Check each row's node range and curve or profile, and read its performance.
+
+    Args:
+        rows: the rows, sorted by submission.
+        types: the cluster's GPU type names, in type-index order.
+
+    Raises:
+        ConfigError: ``min_nodes < 1``, ``max_nodes < min_nodes`` or a bad curve.
+    """
     J, T = len(rows), len(types)
     perf = _Performance(
         kind=np.zeros(J, dtype=np.int8),
@@ -192,7 +281,17 @@ def _performance_columns(rows: Sequence[JobRow], types: Sequence[str]) -> _Perfo
 
 
 def _read_table_row(j: int, r: JobRow, types: Sequence[str], perf: _Performance) -> None:
-    """Row ``j``, a table job: its measured curve (from 0 nodes) and per-type speeds."""
+    """Row ``j``, a table job: its measured curve (from 0 nodes) and per-type speeds.
+
+    Args:
+        j: the row's index (for errors and ``perf``'s rows).
+        r: the row.
+        types: the cluster's GPU type names.
+        perf: the columns being filled; its ``curves`` list gets this job's curve.
+
+    Raises:
+        ConfigError: no curve, or node and throughput lists of different shapes or empty.
+    """
     if r.curve_nodes is None or r.curve_tput is None:
         raise ConfigError(f"jobs[{j}] ({r.name})", "no curve and no profile", "one of them")
     perf.kind[j] = _TABLE
@@ -211,7 +310,11 @@ def _read_table_row(j: int, r: JobRow, types: Sequence[str], perf: _Performance)
 def _padded_curves(
     curves: Sequence[tuple[np.ndarray, np.ndarray]], J: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The curves as (J, K) arrays, each padded by repeating its last breakpoint."""
+    """The curves as (J, K) arrays, each padded by repeating its last breakpoint.
+
+    K is the longest curve's length; a curve with no throughputs yet (parametric) leaves
+    its ``curve_tput`` row 0.
+    """
     K = max((c[0].size for c in curves), default=1)
     curve_nodes = np.zeros((J, K))
     curve_tput = np.zeros((J, K))
@@ -225,7 +328,13 @@ def _padded_curves(
 
 
 def _rungs(rows: Sequence[JobRow]) -> np.ndarray:
-    """Campaign rungs as a (J, R) array of increasing fractions, NaN-padded."""
+    """Campaign rungs as a (J, R) array of increasing fractions, NaN-padded.
+
+    R is the most rungs of any row, at least 1 (a column of NaN when no job has rungs).
+
+    Raises:
+        ConfigError: rungs not strictly increasing inside (0, 1).
+    """
     R = max((len(r.rungs) for r in rows), default=0)
     rungs = np.full((len(rows), max(R, 1)), np.nan)
     for j, r in enumerate(rows):
@@ -286,6 +395,20 @@ def _tabulate_and_size(
 ) -> np.ndarray:
     """Fill the parametric jobs' curves in ``curve_tput`` (in place) and return each job's
     work in samples (``work``, or ``work_hours`` at its rate on ``work_ref_nodes``).
+
+    A parametric job's curve is its rate on the fastest type at slowdown 1, packed (the
+    best placement); every curve and reference rate is computed in one formula call.
+
+    Args:
+        rows: the rows, sorted by submission.
+        cluster: the machine.
+        jobs: the table so far (its parametric columns feed the model).
+        perf: the rows' performance columns.
+        curve_nodes: (J, K) breakpoints.
+        curve_tput: (J, K) throughputs, filled in place for parametric jobs.
+
+    Raises:
+        ConfigError: a row with neither ``work`` nor ``work_hours``.
     """
     J = len(rows)
     kind, type_rate = perf.kind, perf.type_rate
@@ -333,7 +456,18 @@ def _declared(
     declaration: Declaration | None,
     rng: np.random.Generator | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What users declare: the curves and rescale costs with ``declaration``'s noise."""
+    """What users declare: the curves and rescale costs with ``declaration``'s noise.
+
+    With exact declarations nothing is drawn and the true arrays are returned. Otherwise
+    the draws are, in order, one normal per (job, breakpoint) and then one per (up, down)
+    and job; a padded breakpoint repeats its last real breakpoint's declared value.
+
+    Returns:
+        (declared curves (J, K), declared ``r_up_s`` (J,), declared ``r_down_s`` (J,)).
+
+    Raises:
+        ConfigError: noisy declarations without ``rng``.
+    """
     J = curve_tput.shape[0]
     decl = declaration or Declaration()
     d_curve, d_up, d_down = curve_tput, jobs.r_up_s, jobs.r_down_s
@@ -385,9 +519,15 @@ class JobMix:
         min_nodes: choices of minimum nodes (uniform).
         max_nodes: choices of maximum nodes (uniform; raised to min if below).
         work_hours: (low, high) uniform hours of work on ``work_ref_nodes`` nodes.
+        work_ref_nodes: node count of ``work_hours`` (capped at each job's maximum).
+        start_s: time of the first arrival, seconds.
         r_up_s, r_down_s: (low, high) uniform rescale costs (BFTrainer measured ~18 / ~12 s).
-        startup_s: launch cost from 0 nodes.
-        ckpt_every_s: checkpoint period in seconds of work at the reference rate (inf = none).
+        startup_s: launch cost from 0 nodes, seconds.
+        ckpt_every_s: checkpoint period in seconds of work at the job's one-node rate
+            (inf = none).
+
+    Raises:
+        ConfigError: ``num_jobs < 0``, a rate <= 0, or a model weight unknown or <= 0.
     """
 
     num_jobs: int = mix.NUM_JOBS
@@ -417,7 +557,15 @@ class JobMix:
             )
 
     def rows(self, rng: np.random.Generator, prefix: str = "job") -> list[JobRow]:
-        """Draw the jobs (none for ``num_jobs == 0``, drawing nothing from ``rng``)."""
+        """Draw the jobs (none for ``num_jobs == 0``, drawing nothing from ``rng``).
+
+        Args:
+            rng: the "arrivals" stream.
+            prefix: start of each job's name (``<prefix>0007-resnet50``).
+
+        Returns:
+            Parametric rows, in arrival order.
+        """
         if self.num_jobs == 0:
             return []
         names = list(self.models)
@@ -454,8 +602,9 @@ class JobMix:
 
 
 def _set_ckpt(rows: list[JobRow], every_s: float) -> None:
-    # A checkpoint every `every_s` seconds of one-node work: stored negative (seconds) and
-    # turned into samples by build_jobs once the curve is known.
+    """A checkpoint every ``every_s`` seconds of one-node work, on every row: stored negative
+    (seconds) and turned into samples by ``build_jobs`` once the curve is known.
+    """
     for r in rows:
         r.ckpt_every = np.inf if not np.isfinite(every_s) else -float(every_s)
 
@@ -469,6 +618,28 @@ class Campaign:
     lognormally with ``arch_sigma``). Every trial has a hidden quality; at each rung (a
     fraction of its work) a trial continues only if it is among the best ``1/eta`` of the
     trials that reached that rung (asynchronous successive halving). No rungs = no stopping.
+
+    Attributes:
+        kind: ``"hpo"`` or ``"nas"``.
+        model: the catalog model every trial trains.
+        num_trials: trials (jobs) in the campaign, >= 1.
+        start_s: the first trial's submission time, seconds.
+        interarrival_s: seconds between two trials' submissions (fixed, >= 0).
+        eta: successive-halving factor, >= 1.
+        rungs: fractions of a trial's work at which it is judged.
+        work_hours: (low, high) uniform hours of work on ``work_ref_nodes`` nodes.
+        work_ref_nodes: node count of ``work_hours`` (capped at ``max_nodes``).
+        min_nodes: fewest nodes of every trial.
+        max_nodes: most nodes of every trial.
+        arch_sigma: NAS: lognormal sigma of the per-GPU rate and of the gradient size.
+        batch_choices: HPO: per-GPU batches drawn uniformly.
+        r_up_s: grow cost, seconds.
+        r_down_s: shrink and pre-emption cost, seconds.
+        startup_s: start-up pause, seconds.
+
+    Raises:
+        ConfigError: an unknown kind or model, ``num_trials`` or ``eta`` < 1, or a
+            negative interarrival.
     """
 
     kind: str = "hpo"
@@ -501,7 +672,16 @@ class Campaign:
             )
 
     def rows(self, rng: np.random.Generator, campaign_id: int, prefix: str) -> list[JobRow]:
-        """Draw the trials."""
+        """Draw the trials.
+
+        Args:
+            rng: the campaign's own stream (``"campaign<id>"``).
+            campaign_id: the campaign's index in the instance.
+            prefix: the trials' name prefix (``<prefix>-t007``).
+
+        Returns:
+            One parametric row per trial, with a standard-normal hidden quality.
+        """
         p = CATALOG[self.model]
         n = self.num_trials
         quality = rng.standard_normal(n)
@@ -540,7 +720,12 @@ class Campaign:
 
 
 def campaigns_table(campaigns: Sequence[Campaign], names: Sequence[str]) -> Campaigns:
-    """The instance's campaign table."""
+    """The instance's campaign table.
+
+    Args:
+        campaigns: the campaigns, in campaign-index order.
+        names: their names (``hpo0``, ``nas1``, ...).
+    """
     return Campaigns(
         name=tuple(names),
         kind=tuple(c.kind for c in campaigns),
@@ -561,7 +746,16 @@ BFTRAINER_MODEL_CLASS = {
 
 
 def rows_from_bftrainer(table: BFTrainerJobs, *, startup_s: float = 0.0) -> list[JobRow]:
-    """Job rows from a BFTrainer workload table (table throughput form)."""
+    """Job rows from a BFTrainer workload table (table throughput form).
+
+    Args:
+        table: the jobs read by ``mtgym.readers.read_bftrainer_jobs``.
+        startup_s: start-up pause of every job, seconds (BFTrainer's: 0).
+
+    Returns:
+        One row per job, in table order; classes from ``BFTRAINER_MODEL_CLASS`` (A for a
+        model not listed).
+    """
     rows = []
     for j in range(len(table)):
         model = str(table.model[j])
@@ -591,6 +785,12 @@ class TableWorkload:
     Submission time ``time_offset_s`` becomes episode time 0 (the Summit trace's row 1000 is
     72,743 s, the first submission of BFTrainer's workloads). ``max_jobs`` keeps the first
     jobs only.
+
+    Attributes:
+        path: the workload CSV (``mtgym.readers.read_bftrainer_jobs``).
+        time_offset_s: subtracted from every submission time.
+        max_jobs: keep the first ``max_jobs`` jobs of the file (None = all).
+        startup_s: start-up pause of every job, seconds.
     """
 
     path: str | Path

@@ -33,6 +33,19 @@ def pack_view(view: SchedulerView, jobs: np.ndarray, targets: np.ndarray) -> np.
     """``pack_targets`` on a scheduler view: a node map giving ``jobs[i]`` exactly
     ``targets[i]`` of the view's idle nodes, without migration (shrinking jobs keep their
     fastest nodes).
+
+    Args:
+        view: the policy's view (its idle nodes, current map, profiled slowdowns, classes
+            and topology).
+        jobs: job indices to place, in priority order (earlier jobs take the better free
+            nodes).
+        targets: node count for each of ``jobs``.
+
+    Returns:
+        (N,) int32 node map; jobs not in ``jobs`` get no node.
+
+    Raises:
+        ValueError: the targets need more free nodes than there are.
     """
     return pack_targets(
         view.available,
@@ -64,6 +77,14 @@ def pack_targets(
         topology_coords: (N, L) group ids; level 1 is the grouping used for packing.
         jobs: job indices to place, in priority order.
         targets: node count for each of ``jobs``; ``sum(targets) <= available.sum()``.
+            ``jobs`` must be distinct: a job listed twice grows once per entry.
+
+    Returns:
+        (N,) int32 node map: -1 on nodes not idle or not given, else the job.
+
+    Raises:
+        ValueError: the growing jobs need more nodes than are free after the shrinking
+            ones released theirs.
     """
     group, seg_start, seg_nodes = _static_order(slowdown, topology_coords)
     a, total, free = _pack(
@@ -87,7 +108,11 @@ _CLASS_CACHE: list = [None, None]
 
 
 def _classes64(app_class: np.ndarray) -> np.ndarray:
-    """``app_class`` as a contiguous int64 array; cached for a read-only input."""
+    """``app_class`` as a contiguous int64 array; cached for a read-only input.
+
+    Only the last read-only array is remembered (one instance at a time is the common
+    case); a writeable array is converted on every call, since it may change.
+    """
     if isinstance(app_class, np.ndarray) and not app_class.flags.writeable:
         ref, out = _CLASS_CACHE
         if ref is not None and ref() is app_class:
@@ -108,6 +133,14 @@ def _static_order(
     index) give, for each group ``g``, its nodes in taking order as
     ``seg_nodes[seg_start[g]:seg_start[g + 1]]``. Returns (group of each node, seg_start,
     seg_nodes); cached for read-only inputs (an instance's arrays).
+
+    The group is the level-1 group of ``topology_coords`` when there are more than two
+    levels, else one group for all (node -> system). The cache holds at most 65 entries
+    and is cleared when full.
+
+    Args:
+        slowdown: (N, 4) profiled per-class factors; a node's speed key is its mean.
+        topology_coords: (N, L) group ids per level.
     """
     cacheable = not slowdown.flags.writeable and not topology_coords.flags.writeable
     key = (id(slowdown), id(topology_coords))
@@ -150,6 +183,18 @@ def _pack(
     slowdown, then highest index); free nodes are taken group by group, the group with the
     most free nodes first (ties: lowest group id), each group's nodes in the static order.
     When more nodes are needed than are free the map is incomplete (the caller raises).
+
+    Args:
+        available: (N,) bool, nodes idle now.
+        node_job: (N,) int32 current map; a node not idle or held by an unlisted job
+            starts free of it.
+        slowdown: (N, 4) float64 profiled per-class factors.
+        app_class: (J,) int64 class of every job.
+        group: (N,) int64 packing group of each node (``_static_order``).
+        seg_start: (G + 1,) int64 offsets of each group's nodes in ``seg_nodes``.
+        seg_nodes: (N,) int64 nodes by (group, speed, index).
+        jobs: (M,) int64 jobs to place, in priority order.
+        targets: (M,) int64 node count per entry of ``jobs``.
     """
     N = available.shape[0]
     J = app_class.shape[0]
@@ -240,6 +285,12 @@ def _pack(
 def _stable_argsort(v: np.ndarray) -> np.ndarray:  # pragma: no cover - jit
     """``np.argsort(v, kind="mergesort")``: a stable sort, NaN last. Short arrays (a job's
     nodes) by insertion, which gives the same permutation (a stable sort's is unique).
+
+    Args:
+        v: 1-D float64 keys.
+
+    Returns:
+        int64 indices that sort ``v``, ties in index order.
     """
     m = v.shape[0]
     if m > 64:

@@ -37,6 +37,15 @@ def interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
 
     ``xp`` rows are sorted and may repeat their last point (padding); values beyond the last
     breakpoint are held at the last value. Shapes: x (M,), xp and fp (M, K).
+
+    Args:
+        x: (M,) points, one per row.
+        xp: (M, K) breakpoints, each row non-decreasing; a zero-width segment (a repeated
+            point) contributes its left value.
+        fp: (M, K) values at the breakpoints.
+
+    Returns:
+        (M,) float64 interpolated values; a single breakpoint (K = 1) gives ``fp[:, 0]``.
     """
     K = xp.shape[1]
     if K == 1:
@@ -54,7 +63,16 @@ def interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
 
 
 class ThroughputModel:
-    """Vectorised throughput for one (cluster, jobs) pair, with cached constants."""
+    """Vectorised throughput for one (cluster, jobs) pair, with cached constants.
+
+    Args:
+        cluster: the machine (GPU types, true and profiled slowdowns, topology).
+        jobs: the jobs (perf kind, curves, per-type rates, batch, gradient size, overlap).
+
+    Attributes:
+        cluster: the machine given.
+        jobs: the jobs given.
+    """
 
     def __init__(self, cluster: Cluster, jobs: Jobs) -> None:
         self.cluster = cluster
@@ -101,6 +119,16 @@ class ThroughputModel:
     ) -> np.ndarray:
         """Rates (samples/s) of jobs ``job`` on ``count`` nodes with the given slowest-device
         factor ``slow`` (sf / type_rate) and spread level; all arrays broadcast to (M,).
+
+        Args:
+            job: job indices.
+            count: node counts (fractional counts interpolate a table; <= 0 gives 0).
+            slow: the slowest device's slowdown over the job's per-type rate: seconds per
+                sample per GPU for a parametric job, a multiplier for a table job.
+            spread: topology level spanned (0 = one node).
+
+        Returns:
+            float64 rates of the broadcast shape.
         """
         job, count, slow, spread = np.broadcast_arrays(
             np.asarray(job, dtype=np.int64),
@@ -115,7 +143,17 @@ class ThroughputModel:
     def node_slowness(
         self, job: np.ndarray, nodes: np.ndarray, slowdown: np.ndarray | None = None
     ) -> np.ndarray:
-        """Per (job, node) pair: sf[node, class(job)] / type_rate[job, type(node)]."""
+        """Per (job, node) pair: sf[node, class(job)] / type_rate[job, type(node)].
+
+        Args:
+            job: job indices, broadcast against ``nodes``.
+            nodes: node indices.
+            slowdown: (N, 4) factors to use (default: the cluster's true ones; pass the
+                profiled ones for a policy's estimate).
+
+        Returns:
+            The ``slow`` of ``formula`` for a job on that single node.
+        """
         sf = self.cluster.slowdown if slowdown is None else slowdown
         jb = self.jobs
         return sf[nodes, jb.app_class[job]] / jb.type_rate[job, self.cluster.gpu_type[nodes]]
@@ -126,11 +164,23 @@ class ThroughputModel:
         Returns three (J,) arrays: samples/s (0 for jobs without nodes), counts (int32) and
         spread levels (int8). Cost: one compiled pass over the nodes, then the formula for
         each job that holds nodes.
+
+        Args:
+            node_job: (N,) node map, -1 = none (any integer dtype).
         """
         return _job_rates_flat(np.ascontiguousarray(node_job, dtype=np.int32), *self._rate_args)
 
     def rate_on(self, job: int, nodes: np.ndarray) -> float:
-        """Rate of one job on an explicit node set."""
+        """Rate of one job on an explicit node set.
+
+        Args:
+            job: the job index.
+            nodes: node indices (distinct); empty gives 0.
+
+        Returns:
+            Samples/s on those nodes with the true slowdowns: the slowest node gates, the
+            set's spread prices the links.
+        """
         nodes = np.asarray(nodes, dtype=np.int64)
         if nodes.size == 0:
             return 0.0
@@ -144,7 +194,14 @@ class ThroughputModel:
 
     # -- predictions (cached) ----------------------------------------------------------
     def packed_spread(self, count: np.ndarray) -> np.ndarray:
-        """Lowest level whose largest group holds ``count`` nodes (best-case placement)."""
+        """Lowest level whose largest group holds ``count`` nodes (best-case placement).
+
+        Args:
+            count: node counts (0 is treated as 1: level 0).
+
+        Returns:
+            int spread levels, the system level when no smaller group is large enough.
+        """
         count = np.asarray(count)
         lvl = np.searchsorted(self._capacity, np.maximum(count, 1), side="left")
         return np.minimum(lvl, len(self._capacity) - 1)
@@ -154,6 +211,14 @@ class ThroughputModel:
 
         ``slow`` defaults to the job's best node (the fastest type at slowdown 1). Cached per
         model (so per instance); the result is read-only.
+
+        Args:
+            job: the job index.
+            slow: the ``slow`` of ``formula`` on every node (None: the job's fastest type
+                at slowdown 1, ``min(1 / type_rate[job])``).
+
+        Returns:
+            (max_nodes + 1,) float64 samples/s at 0, 1, ..., max_nodes nodes (0 at 0).
         """
         key = (int(job), slow)
         hit = self._curve_cache.get(key)
@@ -164,6 +229,7 @@ class ThroughputModel:
         return out
 
     def _ideal_curve(self, job: int, slow: float | None) -> np.ndarray:
+        """``ideal_curve`` uncached: the formula at every count, packed, made read-only."""
         jb = self.jobs
         n = np.arange(int(jb.max_nodes[job]) + 1)
         s = float(np.min(1.0 / jb.type_rate[job])) if slow is None else slow
@@ -178,6 +244,12 @@ class ThroughputModel:
         fastest device. A measured table may be super-linear (BFTrainer's VGG16: 1,193 at 1
         node, 2,389 at 2), so table jobs use the best ``tput(n) / n`` over the breakpoints,
         on the fastest device and without locality penalty: a true upper bound.
+
+        "Fastest device" is per job: the smallest true slowdown of its class on any node of
+        a type, over that type's rate for the job, minimised over the types.
+
+        Returns:
+            (J,) float64 samples/s per node.
         """
         J = self.jobs.num_jobs
         if J == 0:
@@ -209,25 +281,47 @@ class ThroughputModel:
 # branch or loop, which costs more than the arithmetic (see ``mtgym.sim.engine``).
 # ---------------------------------------------------------------------------------------
 class RateConsts(NamedTuple):
-    """Per-instance constants of the formula, as contiguous arrays (the kernels' input)."""
+    """Per-instance constants of the formula, as contiguous arrays (the kernels' input).
+
+    Attributes:
+        gpus_per_node: devices per node (the ring has ``count x gpus_per_node`` workers).
+        bw: (L,) float64 ring bandwidth per spread level, bytes/s.
+        lat: (L,) float64 per-hop latency per spread level, seconds.
+        lam: (L,) float64 locality factor (PAL's lambda) per spread level, >= 1.
+        is_table: (J,) bool, the job uses the table form.
+        curve_nodes: (J, K) float64 breakpoints of each job's curve, padded by repetition.
+        curve_tput: (J, K) float64 samples/s at the breakpoints (true curves).
+        local_batch: (J,) float64 samples per GPU per iteration (parametric jobs).
+        grad_bytes: (J,) float64 bytes all-reduced per iteration (parametric jobs).
+        overlap: (J,) float64 share of the all-reduce hidden behind compute, in [0, 1].
+        app_class: (J,) int64 variability class, the column of the slowdown tables.
+        type_rate: (J, T) float64 per-GPU samples/s per GPU type (parametric) or speed
+            relative to the measured type (table).
+    """
 
     gpus_per_node: int
-    bw: np.ndarray  # (L,) bytes/s per spread level
-    lat: np.ndarray  # (L,) s
-    lam: np.ndarray  # (L,) locality factor
-    is_table: np.ndarray  # (J,) bool
-    curve_nodes: np.ndarray  # (J, K)
-    curve_tput: np.ndarray  # (J, K)
-    local_batch: np.ndarray  # (J,)
-    grad_bytes: np.ndarray  # (J,)
-    overlap: np.ndarray  # (J,)
-    app_class: np.ndarray  # (J,) int64
-    type_rate: np.ndarray  # (J, T)
+    bw: np.ndarray
+    lat: np.ndarray
+    lam: np.ndarray
+    is_table: np.ndarray
+    curve_nodes: np.ndarray
+    curve_tput: np.ndarray
+    local_batch: np.ndarray
+    grad_bytes: np.ndarray
+    overlap: np.ndarray
+    app_class: np.ndarray
+    type_rate: np.ndarray
 
 
 @njit(cache=True, error_model="numpy")
 def _interp1(x: float, xp: np.ndarray, fp: np.ndarray) -> float:  # pragma: no cover - jit
-    """``interp_rows`` for one row (same operations, same order)."""
+    """``interp_rows`` for one row (same operations, same order).
+
+    Args:
+        x: the point.
+        xp: (K,) non-decreasing breakpoints.
+        fp: (K,) values at them.
+    """
     K = xp.shape[0]
     if K == 1:
         return fp[0]
@@ -248,7 +342,15 @@ def _interp1(x: float, xp: np.ndarray, fp: np.ndarray) -> float:  # pragma: no c
 def _rate1(
     consts: RateConsts, j: int, count: float, slow: float, lvl: int
 ) -> float:  # pragma: no cover - jit
-    """The formula for one (job, count, slowness, spread level); 0 when ``count <= 0``."""
+    """The formula for one (job, count, slowness, spread level); 0 when ``count <= 0``.
+
+    Args:
+        consts: the instance's constants.
+        j: the job index.
+        count: node count (a float: tables interpolate it).
+        slow: the slowest device's factor over the job's type rate (``formula``).
+        lvl: spread level, an index into ``bw``, ``lat`` and ``lam``.
+    """
     is_table, local_batch, grad_bytes, overlap = (
         consts.is_table,
         consts.local_batch,
@@ -275,7 +377,15 @@ def _rate1(
 def _formula_many(
     consts: RateConsts, job: np.ndarray, count: np.ndarray, slow: np.ndarray, spread: np.ndarray
 ) -> np.ndarray:  # pragma: no cover - jit
-    """``ThroughputModel.formula`` on flat (M,) arrays."""
+    """``ThroughputModel.formula`` on flat (M,) arrays.
+
+    Args:
+        consts: the instance's constants.
+        job: (M,) int64 job indices.
+        count: (M,) float64 node counts.
+        slow: (M,) float64 slowest-device factors.
+        spread: (M,) int64 spread levels.
+    """
     out = np.zeros(job.shape[0])
     for i in range(job.shape[0]):
         out[i] = _rate1(consts, job[i], count[i], slow[i], spread[i])
@@ -290,7 +400,18 @@ def _job_rates(
     gpu_type: np.ndarray,
     coords: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - jit
-    """``ThroughputModel.job_rates`` into new arrays (``_job_rates_of`` for all jobs)."""
+    """``ThroughputModel.job_rates`` into new arrays (``_job_rates_of`` for all jobs).
+
+    Args:
+        consts: the instance's constants.
+        node_job: (N,) int32 node map, -1 = none.
+        slowdown: (N, 4) true per-class node factors.
+        gpu_type: (N,) GPU type index of each node.
+        coords: (N, L) group id of each node at each topology level.
+
+    Returns:
+        (rate, count, spread): (J,) float64 samples/s, int32 node counts, int8 levels.
+    """
     J = consts.is_table.shape[0]
     rate = np.zeros(J)
     count = np.zeros(J, dtype=np.int32)
@@ -316,6 +437,20 @@ def _job_rates_of(
     caller knows only these jobs' node sets changed). One pass over the nodes (count,
     slowest device and per-level group range of each job), then the formula per job that
     holds nodes.
+
+    The spread is the lowest level at which the job's nodes share one group (the min and
+    max group id agree); the slowest device follows ``np.maximum`` (NaN propagates).
+
+    Args:
+        consts: the instance's constants.
+        node_job: (N,) node map, -1 = none.
+        slowdown: (N, 4) true per-class node factors.
+        gpu_type: (N,) GPU type index of each node.
+        coords: (N, L) group id of each node at each topology level.
+        rate: (J,) float64, written for ``jobs``.
+        count: (J,) node counts, written for ``jobs``.
+        spread: (J,) spread levels, written for ``jobs``.
+        jobs: distinct job indices to recompute.
     """
     app_class, type_rate = consts.app_class, consts.type_rate
     J = consts.is_table.shape[0]
@@ -380,7 +515,11 @@ def _job_rates_flat(
     gpu_type: np.ndarray,
     coords: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - jit
-    """``_job_rates`` with ``RateConsts`` given field by field (cheaper to call)."""
+    """``_job_rates`` with ``RateConsts`` given field by field (cheaper to call).
+
+    The arguments after ``node_job`` are the ``RateConsts`` fields in order, then the
+    cluster's ``slowdown``, ``gpu_type`` and ``topology.coords`` (``_job_rates``).
+    """
     c = RateConsts(
         gpus_per_node,
         bw,

@@ -59,6 +59,11 @@ class ClassVariability:
 
 
 def _longhorn_like() -> dict[AppClass, ClassVariability]:
+    """The default per-class mixtures, fitted to PAL's Longhorn V100 files (module doc).
+
+    A (ResNet-50): 1.7 % outliers up to 2.6x; B and C (BERT): 0.5 % up to 1.3x; D
+    (PageRank): a body only, nothing faster than 0.97.
+    """
     return {
         AppClass.A: ClassVariability(
             sigma=0.029, outlier_prob=0.017, outlier_min=1.1, outlier_max=2.6
@@ -75,10 +80,19 @@ def _longhorn_like() -> dict[AppClass, ClassVariability]:
 
 @dataclass(frozen=True)
 class VariabilitySpec:
-    """Parametric variability for all classes (defaults: Longhorn-like, see module doc)."""
+    """Parametric variability for all classes (defaults: Longhorn-like, see module doc).
+
+    Attributes:
+        classes: the mixture of each class; all four classes A-D are required.
+        correlation: Gaussian-copula correlation between the classes of one device, in
+            [0, 1] (0 = independent, as PAL's simulator draws them).
+
+    Raises:
+        ConfigError: a correlation outside [0, 1] or a class missing.
+    """
 
     classes: Mapping[AppClass, ClassVariability] = field(default_factory=_longhorn_like)
-    correlation: float = 0.7  # Gaussian-copula correlation between classes of one device
+    correlation: float = 0.7
 
     def __post_init__(self) -> None:
         if not (0 <= self.correlation <= 1):
@@ -94,7 +108,21 @@ class VariabilitySpec:
         return cls({c: flat for c in AppClass}, correlation=0.0)
 
     def sample(self, rng: np.random.Generator, num_devices: int) -> np.ndarray:
-        """Draw (num_devices, 4) factors."""
+        """Draw (num_devices, 4) factors.
+
+        One standard normal ``z`` per (device, class), correlated across classes; the body
+        is ``exp(sigma z)``. The outliers of a class are the devices whose ``z`` lies in its
+        top ``outlier_prob`` quantile (already the slowest of the body), whose factor becomes
+        the larger of the body and a uniform draw on [outlier_min, outlier_max]; then the
+        floor applies.
+
+        Args:
+            rng: the "variability" stream.
+            num_devices: devices (GPUs, not nodes) to draw.
+
+        Returns:
+            (num_devices, 4) float64 factors, column = ``AppClass``.
+        """
         # Correlated standard normals: z_c = sqrt(rho) * common + sqrt(1 - rho) * own_c.
         common = rng.standard_normal(num_devices)
         own = rng.standard_normal((num_devices, NUM_CLASSES))
@@ -113,6 +141,7 @@ class VariabilitySpec:
 
 
 def _norm_cdf(z: np.ndarray) -> np.ndarray:
+    """The standard normal CDF element-wise, through ``math.erf``."""
     from math import erf, sqrt
 
     x = np.asarray(z / sqrt(2.0), dtype=np.float64)  # (math.erf per value; no numpy erf)
@@ -126,6 +155,17 @@ def sample_empirical(
 
     Classes missing from ``samples`` get 1.0. Like PAL's simulator, classes are drawn
     independently.
+
+    Args:
+        rng: the "variability" stream.
+        num_devices: devices (GPUs) to draw.
+        samples: class -> 1-D measured factors (``mtgym.readers.slowdown_samples``).
+
+    Returns:
+        (num_devices, 4) float64 factors.
+
+    Raises:
+        ConfigError: a class's samples are empty, not finite or not positive.
     """
     out = np.ones((num_devices, NUM_CLASSES))
     for c in AppClass:
@@ -142,5 +182,9 @@ def sample_empirical(
 
 
 def node_factors(device_sf: np.ndarray) -> np.ndarray:
-    """(nodes, gpus_per_node, classes) -> (nodes, classes): the slowest device gates a node."""
+    """(nodes, gpus_per_node, classes) -> (nodes, classes): the slowest device gates a node.
+
+    Args:
+        device_sf: (nodes, gpus_per_node, classes) per-device factors.
+    """
     return device_sf.max(axis=1)

@@ -35,6 +35,15 @@ BOOL_ALLOWED = "one of " + ", ".join(_TRUE + _FALSE)
 def read_text(path: str | Path) -> str:
     """Read a whole text file as UTF-8; gzip is detected by its magic bytes.
 
+    A UTF-8 byte-order mark is dropped (``utf-8-sig``), so files saved by spreadsheet
+    programs read like the others.
+
+    Args:
+        path: the file, plain or gzip-compressed (whatever its name).
+
+    Returns:
+        The decoded text, line endings as in the file.
+
     Raises:
         DataError: the file is missing or unreadable (field ``path``), not valid gzip
             (field ``gzip``) or not UTF-8 (field ``encoding``).
@@ -93,7 +102,17 @@ class Table:
         return self.columns[name]
 
     def fail(self, name: str, i: int, allowed: str, value: Any = None) -> DataError:
-        """Build the error for data row ``i`` (0-based) of column ``name``."""
+        """Build the error for data row ``i`` (0-based) of column ``name``.
+
+        Args:
+            name: the column.
+            i: the data row, 0-based; the error names file row ``i + FIRST_DATA_ROW``.
+            allowed: what the value should have been, for the message.
+            value: the value to show (default: the raw text of that cell).
+
+        Returns:
+            The error, for the caller to raise.
+        """
         shown = self.columns[name][i] if value is None else value
         return DataError(self.path, name, shown, allowed, row=i + FIRST_DATA_ROW)
 
@@ -190,7 +209,19 @@ def _first_bad(values: Sequence[str], convert: Callable[[str], Any]) -> int:
 
 
 def floats(t: Table, name: str, *, finite: bool = True) -> np.ndarray:
-    """Column ``name`` as float64; with ``finite`` NaN and infinities are rejected."""
+    """Column ``name`` as float64; with ``finite`` NaN and infinities are rejected.
+
+    Args:
+        t: the table read.
+        name: a kept column.
+        finite: reject ``nan`` and ``inf`` (which ``float`` parses).
+
+    Returns:
+        (n_rows,) float64.
+
+    Raises:
+        DataError: naming the first cell that is not a number (or not finite).
+    """
     values = t.raw(name)
     allowed = "a finite number" if finite else "a number"
     try:
@@ -203,7 +234,19 @@ def floats(t: Table, name: str, *, finite: bool = True) -> np.ndarray:
 
 
 def ints(t: Table, name: str, dtype: type[np.integer] = np.int32) -> np.ndarray:
-    """Column ``name`` as integers of ``dtype`` (text such as ``1.0`` is rejected)."""
+    """Column ``name`` as integers of ``dtype`` (text such as ``1.0`` is rejected).
+
+    Args:
+        t: the table read.
+        name: a kept column.
+        dtype: the numpy integer type of the result; values outside its range are rejected.
+
+    Returns:
+        (n_rows,) array of ``dtype``.
+
+    Raises:
+        DataError: naming the first cell that is not an integer in range.
+    """
     values = t.raw(name)
     info = np.iinfo(dtype)
     allowed = f"an integer in [{info.min}, {info.max}]"
@@ -216,7 +259,15 @@ def ints(t: Table, name: str, dtype: type[np.integer] = np.int32) -> np.ndarray:
 
 
 def bools(t: Table, name: str) -> np.ndarray:
-    """Column ``name`` as bool, from 0/1/True/False (any of the usual spellings)."""
+    """Column ``name`` as bool, from 0/1/True/False (any of the usual spellings).
+
+    Args:
+        t: the table read.
+        name: a kept column.
+
+    Raises:
+        DataError: naming the first cell not in ``BOOL_ALLOWED`` (blanks are not stripped).
+    """
     values = t.raw(name)
     try:
         return np.fromiter(map(_BOOLS.__getitem__, values), dtype=bool, count=len(values))
@@ -225,7 +276,16 @@ def bools(t: Table, name: str) -> np.ndarray:
 
 
 def strs(t: Table, name: str, *, nonempty: bool = True) -> np.ndarray:
-    """Column ``name`` as a numpy str array, blanks stripped; empty text rejected if asked."""
+    """Column ``name`` as a numpy str array, blanks stripped; empty text rejected if asked.
+
+    Args:
+        t: the table read.
+        name: a kept column.
+        nonempty: reject a cell that is empty after stripping.
+
+    Raises:
+        DataError: naming the first empty cell (with ``nonempty``).
+    """
     stripped = [s.strip() for s in t.raw(name)]
     if nonempty and not all(stripped):
         raise t.fail(name, stripped.index(""), "non-empty text")
@@ -233,13 +293,26 @@ def strs(t: Table, name: str, *, nonempty: bool = True) -> np.ndarray:
 
 
 def check(t: Table, name: str, ok: np.ndarray, allowed: str) -> None:
-    """Raise the error for the first row of column ``name`` where ``ok`` is False."""
+    """Raise the error for the first row of column ``name`` where ``ok`` is False.
+
+    Args:
+        t: the table read.
+        name: the column the check is about (its raw text is shown).
+        ok: (n_rows,) bool, the rows that pass.
+        allowed: what a value should be, for the message.
+    """
     if not bool(np.all(ok)):
         raise t.fail(name, int(np.argmin(ok)), allowed)
 
 
 def unique_check(t: Table, name: str, values: np.ndarray) -> None:
-    """Raise when column ``name`` holds a value twice (names the second occurrence)."""
+    """Raise when column ``name`` holds a value twice (names the second occurrence).
+
+    Args:
+        t: the table read.
+        name: the column.
+        values: the column's parsed values (so ``01`` and ``1`` count as one integer).
+    """
     _, first = np.unique(values, return_index=True)
     if len(first) != len(values):
         dup = np.ones(len(values), dtype=bool)

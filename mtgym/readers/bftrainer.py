@@ -1,4 +1,8 @@
-"""Reader of the BFTrainer job workloads (ImageNet 1001J and the ShuffleNet HPS files)."""
+"""Reader of the BFTrainer job workloads (ImageNet 1001J and the ShuffleNet HPS files).
+
+One CSV row per job with the columns of ``JOB_COLUMNS`` and one ``tput_n<k>`` column per
+measured node count k (the whole job's samples/s on k nodes); other columns are ignored.
+"""
 
 from __future__ import annotations
 
@@ -65,6 +69,13 @@ def _k(column: str) -> int:
 
 def read_bftrainer_jobs(path: str | Path) -> BFTrainerJobs:
     """Read a BFTrainer workload CSV; the curve columns are every ``tput_n<k>`` present.
+
+    Args:
+        path: the CSV, plain or gzip-compressed.
+
+    Returns:
+        The jobs in file order, their curves starting at (0 nodes, 0 samples/s) and then
+        the ``tput_n<k>`` columns by increasing k.
 
     Raises:
         DataError: missing file or column, no ``tput_n<k>`` column (or k < 1, or one k

@@ -45,6 +45,15 @@ class GavelThroughputs:
     def rate(self, worker_type: str, job_type: str, scale_factor: int = 1) -> float:
         """Steps/s of ``job_type`` alone on ``scale_factor`` GPUs of ``worker_type``.
 
+        Args:
+            worker_type: a GPU type of the file, e.g. ``"v100"``.
+            job_type: a job type of the file, e.g. ``"A3C"``.
+            scale_factor: GPUs the job runs on (1 unless the file has multi-GPU entries).
+
+        Returns:
+            Training steps/s of the whole job (0 for the few entries without a usable
+            measurement).
+
         Raises:
             UnknownThroughputError: (a DataError and a KeyError) for an unknown worker type,
                 job type, or a scale factor the file has no entry for.
@@ -73,6 +82,13 @@ def read_gavel_throughputs(path: str | Path) -> GavelThroughputs:
     """Read Gavel's throughput JSON and keep the isolated (``"null"``) throughputs.
 
     Packed-pair entries are validated (tuple key, two throughputs >= 0) but not kept.
+
+    Args:
+        path: the JSON file, plain or gzip-compressed.
+
+    Returns:
+        The isolated throughputs, with the worker types in file order and the job types in
+        order of first appearance.
 
     Raises:
         DataError: missing file, invalid JSON, a level that is not an object, a key that is
@@ -131,7 +147,17 @@ def _expect_rate(path: Path, where: str, value: Any) -> None:
 def _parse_key(
     path: Path, where: str, text: str, cache: dict[str, tuple[str, int]]
 ) -> tuple[str, int]:
-    """Parse ``"('<job type>', <scale factor>)"`` (memoised in ``cache``)."""
+    """Parse ``"('<job type>', <scale factor>)"`` (memoised in ``cache``).
+
+    Args:
+        path: the file, for the error.
+        where: where the key is (worker and outer key), for the error.
+        text: the key as written.
+        cache: text -> parsed key, shared by one read (the same keys recur per worker).
+
+    Raises:
+        DataError: not a tuple of a string and an integer >= 1 (a bool is refused).
+    """
     if text in cache:
         return cache[text]
     try:

@@ -45,6 +45,14 @@ class NodeList:
 def read_node_list(path: str | Path, levels: Sequence[str]) -> NodeList:
     """Read a node list with one column per level of ``levels`` (innermost first).
 
+    Args:
+        path: the CSV, plain or gzip-compressed; one row per node in node-index order.
+        levels: the intermediate levels to read (the node and system levels excluded),
+            innermost first, e.g. ``("cabinet", "row")``.
+
+    Returns:
+        The labels and dense group ids, one column per level.
+
     Raises:
         DataError: missing file or column, an empty label, or groups that do not nest (a
             group of one level split across two groups of the next level).

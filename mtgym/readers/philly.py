@@ -36,7 +36,14 @@ PAL_ITER_TIME_S = MappingProxyType(
 
 
 def pal_app_class(model: str) -> str:
-    """PAL's variability class of ``model``; ``"A"`` for a model PAL does not list."""
+    """PAL's variability class of ``model``; ``"A"`` for a model PAL does not list.
+
+    Args:
+        model: a trace model name, case-sensitive (``"resnet50"``, ``"GPT2"``, ...).
+
+    Returns:
+        ``"A"``, ``"B"``, ``"C"`` or ``"D"`` (``AppClass.parse`` takes it).
+    """
     return PAL_APP_CLASS.get(model, "A")
 
 
@@ -65,6 +72,12 @@ class PhillyTrace:
 
 def read_philly_trace(path: str | Path) -> PhillyTrace:
     """Read one ``workload-<n>.csv`` trace.
+
+    Args:
+        path: the CSV (columns ``PHILLY_COLUMNS``; others ignored), plain or gzip.
+
+    Returns:
+        The jobs in file order; ``duration`` stays an iteration count.
 
     Raises:
         DataError: missing file or column, bad number, duplicated job_id, num_gpus < 1,

@@ -92,6 +92,12 @@ class NodeTable:
 def parse_summit_name(name: str) -> tuple[str, str, int]:
     """Split a Summit host name such as ``a01n01`` into (row, cabinet, node_in_cabinet).
 
+    Args:
+        name: the host name, lower case, e.g. ``"h37n18"``.
+
+    Returns:
+        (row letter, cabinet name, 1-based slot), e.g. ``("h", "h37", 18)``.
+
     Raises:
         ValueError: ``name`` does not match ``<row letter><2 digits>n<2 digits>``.
     """
@@ -103,6 +109,12 @@ def parse_summit_name(name: str) -> tuple[str, str, int]:
 
 def read_idle_windows(path: str | Path) -> IdleWindowTable:
     """Read ``summit-idle-fragments.csv(.gz)``: one row per idle window of one node.
+
+    Args:
+        path: the CSV (columns ``WINDOW_COLUMNS``), plain or gzip; it may hold no window.
+
+    Returns:
+        The windows sorted by (start, node index).
 
     Raises:
         DataError: missing file or column, bad number, ``end_s <= start_s``, negative
@@ -131,7 +143,21 @@ def read_idle_windows(path: str | Path) -> IdleWindowTable:
 def _check_nodes(
     t: Table, node_index: np.ndarray, name: np.ndarray, start: np.ndarray, end: np.ndarray
 ) -> None:
-    """One name per node index, and no two windows of one node overlap."""
+    """One name per node index, and no two windows of one node overlap.
+
+    Windows are half-open, so one may start where the previous one of its node ends.
+
+    Args:
+        t: the table read (for the errors' rows).
+        node_index: (W,) node index of each window, in file order.
+        name: (W,) host name of each window.
+        start: (W,) window starts, seconds.
+        end: (W,) window ends, seconds.
+
+    Raises:
+        DataError: naming the row of the later window (by start) of the first pair of
+            one node's windows that disagree on its name or overlap.
+    """
     o = np.lexsort((start, node_index))
     same = node_index[o][1:] == node_index[o][:-1]
     renamed = same & (name[o][1:] != name[o][:-1])
@@ -159,6 +185,12 @@ def _check_nodes(
 
 def read_summit_nodes(path: str | Path) -> NodeTable:
     """Read ``summit-nodes.csv``: one row per node, returned sorted by node_index.
+
+    Args:
+        path: the CSV (columns ``NODE_COLUMNS``), plain or gzip.
+
+    Returns:
+        The nodes by index, with dense row and cabinet codes (sorted names).
 
     Raises:
         DataError: missing file or column, bad number, node_index not a permutation of

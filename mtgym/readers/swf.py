@@ -145,6 +145,11 @@ class SWFLog:
             req_time_s: Requested times (default: the run times).
             header: Header lines to record.
 
+        Returns:
+            The log, jobs sorted by submit time; ``job_id`` is each job's 1-based position
+            in the given arrays, processors equal nodes (``procs_per_node`` 1), wait times
+            unknown (-1) and every status 1 (completed).
+
         Raises:
             ConfigError: shapes differ, or a run time, requested time or node count is not
                 positive.
@@ -184,6 +189,13 @@ class SWFLog:
 
 def header_int(header: Mapping[str, str], key: str, path: Path | str | None) -> int | None:
     """The leading integer of header value ``key`` (None when the key is absent).
+
+    Trailing text is ignored, so ``"1024 (nodes)"`` reads 1024.
+
+    Args:
+        header: the header entries of a log.
+        key: the header key, e.g. ``"MaxNodes"``.
+        path: the log, for the error (None: a log built from arrays).
 
     Raises:
         DataError: the value does not start with an integer.
@@ -269,6 +281,18 @@ def _split_lines(path: Path, text: str) -> tuple[dict[str, str], list[list[str]]
 
     Lines are split on line feeds only (not ``str.splitlines``, which also splits on form
     feeds and other separators), so line numbers match what editors show.
+
+    Args:
+        path: the file, for the errors.
+        text: its whole text.
+
+    Returns:
+        (header, rows, lines): ``Key -> value`` of the ``; Key: value`` lines (a repeated
+        key's values joined by newlines), the first 18 fields of each job line as text, and
+        each job line's 1-based line number.
+
+    Raises:
+        DataError: a job line with fewer than 18 fields.
     """
     header: dict[str, str] = {}
     rows: list[list[str]] = []
@@ -298,7 +322,16 @@ def _split_lines(path: Path, text: str) -> tuple[dict[str, str], list[list[str]]
 
 
 def _to_floats(path: Path, rows: list[list[str]], lines: list[int]) -> np.ndarray:
-    """The job fields as an (R, 18) float64 array; the first bad token raises."""
+    """The job fields as an (R, 18) float64 array; the first bad token raises.
+
+    Args:
+        path: the file, for the error.
+        rows: the job lines' first 18 fields, as text.
+        lines: each job line's 1-based line number.
+
+    Raises:
+        DataError: the first token, row by row, that is not a finite number.
+    """
     try:
         data = np.array(rows, dtype=np.float64)
     except ValueError:
@@ -319,7 +352,16 @@ def _to_floats(path: Path, rows: list[list[str]], lines: list[int]) -> np.ndarra
 def _check(
     path: Path, lines: list[int], name: str, values: np.ndarray, ok: np.ndarray, allowed: str
 ) -> None:
-    """Raise for the first job line where ``ok`` is False in field ``name``."""
+    """Raise for the first job line where ``ok`` is False in field ``name``.
+
+    Args:
+        path: the file.
+        lines: each job line's 1-based line number.
+        name: the SWF field checked.
+        values: (R,) the field's values (shown as an integer when whole).
+        ok: (R,) bool, the lines that pass.
+        allowed: what a value should be, for the message.
+    """
     if not ok.all():
         r = int(np.argmin(ok))
         v = float(values[r])
@@ -327,7 +369,15 @@ def _check(
 
 
 def _header_procs_per_node(path: Path, header: Mapping[str, str]) -> int:
-    """``MaxProcs / MaxNodes`` when both header values are present, else 1."""
+    """``MaxProcs / MaxNodes`` when both header values are present, else 1.
+
+    Args:
+        path: the file, for the errors.
+        header: its header entries.
+
+    Raises:
+        DataError: ``MaxNodes`` < 1, or ``MaxProcs`` not a positive multiple of it.
+    """
     max_nodes = header_int(header, "MaxNodes", path)
     max_procs = header_int(header, "MaxProcs", path)
     if max_nodes is None or max_procs is None:

@@ -76,6 +76,11 @@ class GpuVariability:
 def slowdown_samples(var: GpuVariability, cls: str) -> np.ndarray:
     """Per-GPU slowdown factors of class ``cls`` (read-only, shape (G,)).
 
+    Args:
+        var: a file read by ``read_variability``.
+        cls: one of ``var.classes``: ``"A"``..``"D"`` for the 32-GPU table, else the
+            workload name (e.g. ``"resnet"``).
+
     Raises:
         DataError: ``cls`` is not one of ``var.classes``.
     """
@@ -86,6 +91,13 @@ def slowdown_samples(var: GpuVariability, cls: str) -> np.ndarray:
 
 def read_variability(path: str | Path) -> GpuVariability:
     """Read one blox-pal variability file (layout detected from its columns).
+
+    Args:
+        path: the CSV, plain or gzip-compressed.
+
+    Returns:
+        One row per GPU: by file order for the ready-made table, by sorted UUID for the
+        per-run layouts.
 
     Raises:
         DataError: missing file, no known layout, a missing column, a bad or non-positive
@@ -109,7 +121,12 @@ def read_variability(path: str | Path) -> GpuVariability:
 
 
 def _ready_made(t: Table, classes: dict[str, str]) -> GpuVariability:
-    """Layout (a): slowdown factors given per GPU and class (column -> class name)."""
+    """Layout (a): slowdown factors given per GPU and class (column -> class name).
+
+    Args:
+        t: the table, with ``GPU_UUID``, ``Node_ID`` and the ``PerfVar_class<X>`` columns.
+        classes: column name -> class name ``X``, in header order.
+    """
     require(t, ("GPU_UUID", "Node_ID", *classes))
     slow = np.empty((t.n_rows, len(classes)), dtype=np.float64)
     for j, name in enumerate(classes):
@@ -128,7 +145,17 @@ def _ready_made(t: Table, classes: dict[str, str]) -> GpuVariability:
 
 
 def _per_gpu(t: Table, column: str) -> GpuVariability:
-    """Layouts (b) and (c): per-GPU median of ``column`` over the median GPU."""
+    """Layouts (b) and (c): per-GPU median of ``column`` over the median GPU.
+
+    The median of an even count is the mean of the two middle runs (as ``np.median``).
+
+    Args:
+        t: the table, with ``uuid`` and ``column`` (and optionally ``warmup``).
+        column: ``"norm_perf"`` (``ls6/``) or ``"perf"`` (a time: ``sim/``, ``frontera/``).
+
+    Raises:
+        DataError: a non-positive value, or every row a warm-up.
+    """
     require(t, ("uuid", column))
     value = floats(t, column)
     check(t, column, value > 0, "a finite number > 0")
@@ -155,7 +182,19 @@ def _per_gpu(t: Table, column: str) -> GpuVariability:
 
 
 def _nodes(t: Table, gpu: np.ndarray, names: np.ndarray) -> np.ndarray:
-    """Node id ``cabinet-node`` of each GPU in ``names``, from all rows (warm-up included)."""
+    """Node id ``cabinet-node`` of each GPU in ``names``, from all rows (warm-up included).
+
+    Rows whose cabinet or node is ``-1`` say nothing; a GPU never located is
+    ``unknown:<uuid>``.
+
+    Args:
+        t: the table read.
+        gpu: (R,) the GPU UUID of every row.
+        names: (G,) the distinct GPUs, in the result's order.
+
+    Raises:
+        DataError: one GPU on two hosts.
+    """
     if not (t.has("cabinet") and t.has("node")):
         return np.array([f"unknown:{g}" for g in names.tolist()], dtype=str)
     where: dict[str, tuple[str, int]] = {}
@@ -176,7 +215,11 @@ def _nodes(t: Table, gpu: np.ndarray, names: np.ndarray) -> np.ndarray:
 
 
 def _workload(t: Table) -> str:
-    """Workload name: the single value of ``exp`` or ``model``, else from the file name."""
+    """Workload name: the single value of ``exp`` or ``model``, else from the file name.
+
+    From the file name: its stem split on ``-`` without the site tokens (``agg``,
+    ``longhorn``, ``frontera``, ``ls6``), so ``resnet-longhorn-agg.csv`` gives ``resnet``.
+    """
     for name in ("exp", "model"):
         if t.has(name):
             values = set(strs(t, name).tolist())
@@ -199,6 +242,10 @@ def pal_slowdown_pool(path: str | Path, samples: str = "runs") -> np.ndarray:
         samples: ``"runs"``: every row's ``perf`` / the median ``perf`` of all rows, in file
             row order (what blox-pal's artifact branch draws from); ``"gpu-max"``: each GPU's
             largest ``perf`` / the median of those maxima (blox-pal commit ``efb093f``).
+
+    Returns:
+        1-D float64 pool, median 1.0 (``"runs"``: one value per row; ``"gpu-max"``: one
+        per GPU, by sorted UUID).
 
     Raises:
         ConfigError: unknown ``samples``.

@@ -48,11 +48,30 @@ __all__ = [
 
 @dataclass
 class StepInfo:
-    """What happened during one ``advance`` call."""
+    """What happened during one ``advance`` call.
+
+    Attributes:
+        t0: the time the call started at (the allocation's time), seconds.
+        t1: the time it stopped at.
+        kinds: kinds of the events processed during the call (at t1 and before), a bit set.
+        reclaimed_nodes: nodes the host took back.
+        idle_nodes: nodes that became idle (lent).
+        arrivals: jobs submitted.
+        completions: jobs that did all their work.
+        stops: campaign trials stopped at a rung.
+        preempted_jobs: job pre-emptions (a job once per reclaim event that hit it; reclaims
+            at ``t_end`` are not counted).
+        rescaled_jobs: jobs whose node set the allocation changed.
+        samples: useful samples processed during the call.
+        repair: what the repair changed in the allocation (empty when nothing); None when
+            no allocation was given.
+        all_done: every job completed or stopped, none left to arrive.
+        horizon: t1 reached the instance's ``t_end``.
+    """
 
     t0: float
     t1: float
-    kinds: EventKind = EventKind.NONE  # kinds of the events processed at t1 (and before)
+    kinds: EventKind = EventKind.NONE
     reclaimed_nodes: int = 0
     idle_nodes: int = 0
     arrivals: int = 0
@@ -60,10 +79,10 @@ class StepInfo:
     stops: int = 0
     preempted_jobs: int = 0
     rescaled_jobs: int = 0
-    samples: float = 0.0  # useful samples processed during the call
+    samples: float = 0.0
     repair: Repair | None = None
-    all_done: bool = False  # every job completed or stopped, none left to arrive
-    horizon: bool = False  # t1 reached the instance's t_end
+    all_done: bool = False
+    horizon: bool = False
 
     @property
     def terminated(self) -> bool:
@@ -75,7 +94,21 @@ class StepInfo:
 # Allocation: validate, repair, charge
 # ---------------------------------------------------------------------------------------
 def validate_allocation(node_job: np.ndarray, num_nodes: int, num_jobs: int) -> np.ndarray:
-    """Check an allocation is in range; return it as int32. Raises ``ValueError``."""
+    """Check an allocation is in range; return it as int32.
+
+    Args:
+        node_job: (num_nodes,) integer array (or anything ``np.asarray`` takes): the job of
+            each node, -1 = none.
+        num_nodes: the instance's node count.
+        num_jobs: the instance's job count.
+
+    Returns:
+        An int32 copy, which a repair may change in place without touching the caller's.
+
+    Raises:
+        ValueError: wrong shape, a non-integer dtype, or an entry outside -1..num_jobs-1
+            (the first one is named).
+    """
     a = np.asarray(node_job)
     if a.shape != (num_nodes,):
         raise ValueError(
@@ -104,6 +137,15 @@ def repair_allocation(state: ClusterState, instance: Instance, a: np.ndarray) ->
     3. A job above ``max_nodes`` keeps the nodes it already holds first, then the
        lowest-indexed new ones.
     4. A job given 1..min-1 nodes gets none.
+
+    Args:
+        state: the current state (read only).
+        instance: its instance (the jobs' node bounds).
+        a: (N,) int32 or int64 node map, in range; changed in place.
+
+    Returns:
+        What was changed, rule by rule, and the jobs concerned (an empty ``Repair`` when
+        the map was feasible).
     """
     jobs = instance.jobs
     if feasible(a, state.available, state.status, jobs.min_nodes, jobs.max_nodes):
@@ -119,7 +161,20 @@ def apply_allocation(
 ) -> tuple[Repair, int]:
     """Validate, repair and apply an allocation at ``state.time``, in place.
 
-    Returns the repair record and the number of jobs whose node set changed.
+    Rescale and start costs are charged to the jobs whose node set changed (see the module
+    rules); no time passes and no event is processed.
+
+    Args:
+        state: the state, changed in place.
+        instance: its instance.
+        allocation: an ``Allocation`` or a (N,) integer node map (-1 = none); never
+            modified (a repair works on a copy).
+
+    Returns:
+        The repair record and the number of jobs whose node set changed.
+
+    Raises:
+        ValueError: the allocation is out of range (``validate_allocation``).
     """
     ep = episode.bound(state, instance)
     rep, _ = _apply_and_run(ep, state, instance, allocation, engine.THEN_NOTHING, state.time, 0)
@@ -129,6 +184,12 @@ def apply_allocation(
 def initial_state(instance: Instance) -> ClusterState:
     """The state at ``t_start`` with every event due by then applied (nodes already idle,
     jobs already submitted), ready for the first decision.
+
+    Args:
+        instance: the instance.
+
+    Returns:
+        A new state at ``instance.t_start``.
     """
     state = ClusterState.initial(instance)
     ep = episode.bind(state, instance)
@@ -150,7 +211,24 @@ def advance(
 
     Pure when ``copy`` is True (the input state is untouched). Events that do not stop the
     call are handled with the standing allocation (reclaimed nodes drop out, new idle nodes
-    stay free). Returns the state at the stopping time and what happened.
+    stay free). Due timers of ``state.timers`` are popped and counted as ``TIMER`` events.
+
+    Args:
+        state: the state to start from.
+        instance: its instance.
+        allocation: an ``Allocation`` or (N,) integer node map applied first (validated,
+            repaired when infeasible); None keeps the standing allocation.
+        until: stop at this time at the latest (capped at ``instance.t_end``), seconds.
+        stop_on: event kinds that end the call (default ``DECISION_EVENTS``); the call
+            also ends when the last job finishes.
+        copy: work on a copy (True) or update ``state`` in place (False: faster, and the
+            episode binding is reused across calls).
+
+    Returns:
+        The state at the stopping time and what happened.
+
+    Raises:
+        ValueError: the allocation is out of range.
     """
     s = state.copy() if copy else state
     t0 = s.time
@@ -193,7 +271,11 @@ def _run(
     stop_on: int,
     resume: bool,
 ) -> tuple[int, int]:
-    """``engine.run`` on ``ep`` (the episode of ``s``), the next timer from ``s``'s heap."""
+    """``engine.run`` on ``ep`` (the episode of ``s``), the next timer from ``s``'s heap.
+
+    ``allocation`` None applies nothing; the other arguments are ``engine.run``'s. Returns
+    its (code, index of the first out-of-range entry or -1).
+    """
     return engine.run(
         ep,
         _NO_ALLOCATION if allocation is None else allocation,
@@ -254,6 +336,17 @@ def settle(
     for a repair (``NEEDS_REPAIR``: nothing changed), repair ``node_map`` in place, apply it
     and run on (``then``); then finish the due timers (``finish_timers``). Returns the
     repair record (None when none was needed) and the engine's last code.
+
+    Args:
+        ep: the episode of ``s`` (``episode.bound``).
+        s: the state, changed in place.
+        instance: its instance.
+        node_map: the (N,) map the engine was given; repaired in place when needed, so
+            pass a copy of a caller's array.
+        code: the engine call's result code.
+        then: ``engine.THEN_NOTHING``, ``THEN_LOOP`` or ``THEN_EVENTS_NOW``, as in that call.
+        until: the loop's time limit, seconds.
+        stop_on: the ``EventKind`` bits that stop the loop.
     """
     rep = None
     if code == engine.NEEDS_REPAIR:
@@ -267,6 +360,16 @@ def finish_timers(
 ) -> int:
     """While the engine hands back a due timer: pop the timers due (the heap is Python's),
     count them, and resume the engine's loop. Returns the last code.
+
+    The popped timers' payloads are dropped: only their number is recorded.
+
+    Args:
+        ep: the episode of ``s``; its scalars are updated (events, kinds).
+        s: the state whose timer heap is popped.
+        then: the engine's ``then`` argument of the interrupted call.
+        until: the loop's time limit, seconds.
+        stop_on: the ``EventKind`` bits that stop the loop.
+        code: the interrupted call's code; anything but ``engine.TIMER_DUE`` returns at once.
     """
     while code == engine.TIMER_DUE:
         scalars = ep.scalars[0]

@@ -56,7 +56,12 @@ THEN_NOTHING, THEN_LOOP, THEN_EVENTS_NOW = 0, 1, 2
 # ---------------------------------------------------------------------------------------
 @njit(cache=True)
 def fmax(a: float, b: float) -> float:  # pragma: no cover - jit
-    """``np.maximum`` on two floats (NaN propagates)."""
+    """``np.maximum`` on two floats (NaN propagates).
+
+    Args:
+        a: first value; returned when it is NaN or ``>= b``.
+        b: second value; returned otherwise (so a NaN ``b`` is returned too).
+    """
     if a != a or a >= b:
         return a
     return b
@@ -64,7 +69,12 @@ def fmax(a: float, b: float) -> float:  # pragma: no cover - jit
 
 @njit(cache=True)
 def out_of_range(a: np.ndarray, num_jobs: int) -> int:  # pragma: no cover - jit
-    """Index of the first entry outside -1..num_jobs-1, or -1."""
+    """Index of the first entry outside -1..num_jobs-1, or -1.
+
+    Args:
+        a: (N,) integer node map (any integer dtype).
+        num_jobs: J, the instance's job count.
+    """
     for n in range(a.shape[0]):
         if a[n] < -1 or a[n] >= num_jobs:
             return n
@@ -81,6 +91,13 @@ def feasible(
 ) -> bool:  # pragma: no cover - jit
     """True when ``repair_allocation`` would change nothing: every assigned node is idle and
     runs an active job, and every job gets 0 or between its min and max nodes.
+
+    Args:
+        a: (N,) node map, in range (-1 = none).
+        available: (N,) bool, nodes idle now.
+        status: (J,) int8 ``JobStatus``.
+        min_nodes: (J,) fewest nodes of a running job.
+        max_nodes: (J,) most nodes of a job.
     """
     cnt = np.zeros(status.shape[0], dtype=np.int64)
     for n in range(a.shape[0]):
@@ -110,6 +127,14 @@ def repair(
     the nodes it holds now first, then the lowest-indexed new ones; a job left with 1..min-1
     nodes gets none. Returns the counts (unavailable nodes, inactive-job nodes, nodes over
     a maximum, jobs below their minimum) and the sorted jobs whose allocation changed.
+
+    Args:
+        a: (N,) node map, in range; changed in place.
+        available: (N,) bool, nodes idle now.
+        status: (J,) int8 ``JobStatus``.
+        node_job: (N,) the map in force now (what a job "holds").
+        min_nodes: (J,) fewest nodes of a running job.
+        max_nodes: (J,) most nodes of a job.
     """
     J = status.shape[0]
     flag = np.zeros(J, dtype=np.bool_)
@@ -161,7 +186,17 @@ def repair(
 
 @njit(cache=True)
 def diff_jobs(old: np.ndarray, new: np.ndarray, J: int) -> tuple[np.ndarray, np.ndarray]:
-    """Jobs that gained a node (bool (J,)) and every job whose node set changed (sorted)."""
+    """Jobs that gained a node (bool (J,)) and every job whose node set changed (sorted).
+
+    Args:
+        old: (N,) node map in force.
+        new: (N,) node map to apply.
+        J: the job count.
+
+    Returns:
+        (gained, touched): (J,) bool, the job gets a node it did not run on; and the int64
+        indices, ascending, of the jobs that gain or lose any node.
+    """
     gained = np.zeros(J, dtype=np.bool_)
     touched = np.zeros(J, dtype=np.bool_)
     for n in range(old.shape[0]):
@@ -179,6 +214,10 @@ def diff_jobs(old: np.ndarray, new: np.ndarray, J: int) -> tuple[np.ndarray, np.
 def _refresh(episode: Any, jobs: np.ndarray) -> None:  # pragma: no cover - jit
     """Rates, node counts and spreads, in place, of the distinct ``jobs`` whose node sets
     changed (the other jobs' entries stand as they are).
+
+    Args:
+        episode: the episode; its ``rate``, ``n_nodes`` and ``spread`` are written.
+        jobs: distinct job indices, any order.
     """
     _job_rates_of(
         episode.rates,
@@ -201,6 +240,14 @@ def _charge_changes(
     per entry of ``touched``): a stop is free under ``PAUSE`` and costs ``r_down_s x rate
     before`` (debt) under BFTrainer; a start pauses ``startup_s``; a grow costs ``r_up_s``,
     a shrink ``r_down_s`` (a pause, or BFTrainer's lost samples).
+
+    Args:
+        episode: the episode after the new map and the refreshed rates, at the decision
+            time; its counters, pauses, debts and checkpoints are updated.
+        touched: sorted indices of the jobs whose node set changed.
+        gained: (J,) bool, the job got a node it did not hold (a grow, not only a shrink).
+        old_n: node count of each of ``touched`` before the change.
+        old_rate: samples/s of each of ``touched`` before the change.
     """
     e = episode
     ckpt_progress, progress, debt, n_nodes = e.ckpt_progress, e.progress, e.debt, e.n_nodes
@@ -239,6 +286,18 @@ def _charge_changes(
 def apply(episode: Any, node_map: np.ndarray, check_feasible: bool) -> int:  # pragma: no cover
     """Apply a node map (int32, in range) at the current time (``apply_allocation``).
     Nothing changes when, with ``check_feasible``, it needs a repair (``NEEDS_REPAIR``).
+
+    Once the map is accepted the decision is counted, and the number of jobs whose node
+    set changed is recorded in ``scalars`` (also when it is 0).
+
+    Args:
+        episode: the episode, changed in place.
+        node_map: (N,) int32 map, every entry in -1..J-1.
+        check_feasible: test the map first (``feasible``); without it, the map must be
+            feasible already.
+
+    Returns:
+        ``DONE`` or ``NEEDS_REPAIR``.
     """
     status, node_job, rate, n_nodes = (
         episode.status,
@@ -277,6 +336,15 @@ def next_event(
     ``min`` over ``t_end``, the next timer, window start, window end, arrival and milestone
     in that order (a later one wins only when strictly earlier; NaN propagates from the
     milestones).
+
+    Args:
+        episode: the episode at the current time (read only).
+        t_timer: the next Python timer's time (+inf when none).
+
+    Returns:
+        (held, t_hit, t_next): (H,) int64 indices of the jobs holding nodes, ascending;
+        (H,) float64 time each reaches its milestone; and the earliest event time (at
+        most ``t_end``).
     """
     e = episode
     n_nodes, rate, stall_until, debt = e.n_nodes, e.rate, e.stall_until, e.debt
@@ -328,6 +396,15 @@ def integrate(episode: Any, t1: float, held: np.ndarray) -> float:  # pragma: no
     """Advance progress and accumulators to ``t1`` (no event inside): per held job pause,
     then debt, then progress (capped at the milestone); periodic checkpoints; stalled and
     node seconds. Returns the useful samples gained.
+
+    The global accumulators grow with the interval too: offered, unused and allocated
+    node-seconds, productive node-seconds and the active-job integral; the clock moves to
+    ``t1``. Nothing happens when ``t1`` is not after the current time.
+
+    Args:
+        episode: the episode, changed in place.
+        t1: the end of the interval, at or before the next event.
+        held: the jobs holding nodes (``next_event``'s first result).
     """
     e = episode
     available, node_job, status, rate = e.available, e.node_job, e.status, e.rate
@@ -399,7 +476,16 @@ def integrate(episode: Any, t1: float, held: np.ndarray) -> float:  # pragma: no
 
 @njit(cache=True)
 def _release(episode: Any, jobs: np.ndarray, k: int) -> None:  # pragma: no cover - jit
-    """Take every node away from ``jobs[:k]`` (finished or below their minimum)."""
+    """Take every node away from ``jobs[:k]`` (finished or below their minimum).
+
+    Their rate, count and spread drop to 0 and their pending pause is cleared; nothing is
+    charged here.
+
+    Args:
+        episode: the episode, changed in place.
+        jobs: job indices; only the first ``k`` are read.
+        k: how many of ``jobs`` to release.
+    """
     node_job, n_nodes, rate = episode.node_job, episode.n_nodes, episode.rate
     spread, stall_until = episode.spread, episode.stall_until
     if k == 0:
@@ -426,6 +512,15 @@ def _milestones(episode: Any, held: np.ndarray, t_hit: np.ndarray) -> None:  # p
     times cannot finish a job early). The work done -> completed; a campaign rung -> the
     trial continues only if its quality ranks in the best ``1/eta`` of its campaign's
     trials at that rung, else it is stopped.
+
+    The remaining distance of every due job is added to ``scalars.samples`` (the
+    integration stopped short of it by rounding); a continuing trial's next milestone is
+    its next rung, or the work after the last one.
+
+    Args:
+        episode: the episode at the current time, changed in place.
+        held: the jobs holding nodes when the interval began (``next_event``).
+        t_hit: when each of ``held`` reaches its milestone.
     """
     e = episode
     debt, milestone, progress, work = e.debt, e.milestone, e.progress, e.work
@@ -501,6 +596,13 @@ def _sorted_distinct(a: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover -
     """``np.unique(a[:k])`` for the few entries of one instant, as a view of ``a`` sorted in
     place (an insertion sort: numba's ``np.unique`` costs over a microsecond even for three
     values).
+
+    Args:
+        a: integer array, its first ``k`` entries sorted and deduplicated in place.
+        k: number of entries to consider.
+
+    Returns:
+        ``a[:n]``, the n distinct values ascending.
     """
     for i in range(1, k):
         v = a[i]
@@ -524,6 +626,14 @@ def _reclaim_nodes(
     """Windows ``lo..hi-1`` (by end) end by ``t``: each one's node, if that window is still
     its current one, stops being idle and loses its job. Returns ``hi``, the number of such
     nodes and the sorted distinct jobs that lost nodes.
+
+    Only the node map, availability and windows change here; the jobs' counts and rates
+    are refreshed by the caller.
+
+    Args:
+        episode: the episode, changed in place.
+        t: the current time.
+        lo: ``end_cursor``, the first window end (in end order) not yet processed.
     """
     end_sorted_s, end_order, win_node = episode.end_sorted_s, episode.end_order, episode.win_node
     window, available, node_job = episode.window, episode.available, episode.node_job
@@ -558,6 +668,12 @@ def _preempt(
     to the progress since its last checkpoint, plus an ``r_down_s`` pause if it still runs;
     ``bftrainer`` rescaling -> ``r_down_s x rate before`` as debt, nodes left or not; else
     an ``r_down_s`` pause if it still runs.
+
+    Args:
+        episode: the episode at the reclaim time, changed in place.
+        hit: sorted distinct jobs that lost nodes.
+        past_end: the reclaim is at or after ``t_end`` (only the releases apply).
+        old_rate: each of ``hit``'s samples/s before the reclaim.
     """
     e = episode
     n_nodes, stall_until, min_nodes = e.n_nodes, e.stall_until, e.min_nodes
@@ -606,6 +722,12 @@ def _preempt(
 def _reclaims(episode: Any) -> None:  # pragma: no cover - jit
     """Windows ending by now: their nodes leave at once and their jobs are pre-empted
     (windows cut at ``t_end`` are not reclaims: nobody is charged).
+
+    Counts the live windows as events and reclaimed nodes, and the jobs hit as
+    pre-empted (not at or after ``t_end``).
+
+    Args:
+        episode: the episode at the current time, changed in place.
     """
     end_sorted_s = episode.end_sorted_s
     scalars = episode.scalars[0]
@@ -639,6 +761,10 @@ def _reclaims(episode: Any) -> None:  # pragma: no cover - jit
 def _open_windows(episode: Any) -> None:  # pragma: no cover - jit
     """Windows starting by now: their nodes become idle (unless the window also ended by
     now: the ``t_start`` case).
+
+    Args:
+        episode: the episode at the current time; availability, windows, the start
+            cursor and the counts of events and idle nodes are updated.
     """
     start_s, end_s, win_node = episode.start_s, episode.end_s, episode.win_node
     available, window = episode.available, episode.window
@@ -667,7 +793,12 @@ def _open_windows(episode: Any) -> None:  # pragma: no cover - jit
 
 @njit(cache=True, inline="always")
 def _arrivals(episode: Any) -> None:  # pragma: no cover - jit
-    """Jobs submitted by now become active (jobs are sorted by submission)."""
+    """Jobs submitted by now become active (jobs are sorted by submission).
+
+    Args:
+        episode: the episode at the current time; statuses, the arrival cursor and the
+            counts of events and arrivals are updated.
+    """
     submit_s, status = episode.submit_s, episode.status
     scalars = episode.scalars[0]
     t = scalars.time
@@ -688,7 +819,12 @@ def _arrivals(episode: Any) -> None:  # pragma: no cover - jit
 
 @njit(cache=True)
 def _all_done(status: np.ndarray, arrival_cursor: int) -> bool:  # pragma: no cover - jit
-    """Every job arrived (``arrival_cursor``) and completed or stopped."""
+    """Every job arrived (``arrival_cursor``) and completed or stopped.
+
+    Args:
+        status: (J,) int8 ``JobStatus``.
+        arrival_cursor: number of jobs submitted so far.
+    """
     if arrival_cursor < status.shape[0]:
         return False
     done = True
@@ -701,7 +837,13 @@ def _all_done(status: np.ndarray, arrival_cursor: int) -> bool:  # pragma: no co
 
 @njit(cache=True, error_model="numpy", inline="always")
 def events_now(episode: Any, held: np.ndarray, t_hit: np.ndarray) -> None:  # pragma: no cover
-    """Every event due now but timers, in the fixed order of kinds."""
+    """Every event due now but timers, in the fixed order of kinds.
+
+    Args:
+        episode: the episode at the current time, changed in place.
+        held: the jobs holding nodes (``next_event``), empty when no milestone can be due.
+        t_hit: when each of ``held`` reaches its milestone.
+    """
     _milestones(episode, held, t_hit)
     _reclaims(episode)
     _open_windows(episode)
@@ -716,6 +858,17 @@ def loop(
     kind in ``stop_on`` (an ``EventKind`` bit set), at ``until``, or when the last job
     finishes. ``TIMER_DUE`` hands the timer due at ``t_timer`` to Python; ``resume``
     continues after it (the end-of-instant checks).
+
+    Args:
+        episode: the episode, changed in place.
+        until: the latest time to stop at (the caller caps it at ``t_end``).
+        stop_on: ``EventKind`` bits; the loop returns after the instant at which an event
+            of one of these kinds was processed.
+        t_timer: the next Python timer's time (+inf when none).
+        resume: skip to the end-of-instant checks (after Python popped a due timer).
+
+    Returns:
+        ``DONE`` or ``TIMER_DUE``.
     """
     # The arrays the common path's tests read, taken out of the episode once.
     e = episode
@@ -786,6 +939,22 @@ def run(
     then (``then``) nothing, the loop (``loop``'s arguments) or only the events due now.
     The state's arrays change in place and its scalars in ``episode.scalars``. Returns
     (code, index of the first out-of-range entry or -1).
+
+    Args:
+        episode: the episode, changed in place.
+        allocation: (N,) integer node map (read only when ``with_allocation``; any integer
+            dtype, converted to int32).
+        with_allocation: apply ``allocation`` first.
+        check_feasible: see above; without it the map must be feasible already.
+        then: ``THEN_NOTHING``, ``THEN_LOOP`` or ``THEN_EVENTS_NOW``.
+        until: ``loop``'s time limit.
+        stop_on: ``loop``'s ``EventKind`` bits.
+        t_timer: the next Python timer's time (+inf when none).
+        resume: ``loop``'s resume flag.
+
+    Returns:
+        (``DONE``, ``OUT_OF_RANGE``, ``NEEDS_REPAIR`` or ``TIMER_DUE``; the first
+        out-of-range entry's index or -1).
     """
     if with_allocation:
         bad = out_of_range(allocation, episode.status.shape[0])

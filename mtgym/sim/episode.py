@@ -94,12 +94,23 @@ PREEMPT_CHECKPOINT, PREEMPT_BFTRAINER, PREEMPT_PAUSE = 0, 1, 2
 
 @structref.register
 class EpisodeType(ValueTyped):
-    """numba type of ``Episode``."""
+    """numba type of ``Episode``: a ``StructRef`` whose fields take the types of the values
+    it is built with (``mtgym.sim.struct.ValueTyped``), so one type per combination of
+    array dtypes and layouts.
+    """
 
 
 class Episode(structref.StructRefProxy):
     """An episode as the kernels see it (module docstring). Built by ``bind``; on the Python
     side it carries ``scalars``, the record array its kernel field shares.
+
+    Its fields, in ``FIELDS`` order, are passed positionally: the state's node and job
+    arrays, the ``INSTANCE_FIELDS`` arrays, ``rates`` (``RateConsts``), ``scalars`` and the
+    ``CONSTANTS``.
+
+    Attributes:
+        scalars: (1,) record array of dtype ``SCALARS``, the same memory as the kernel
+            field: ``scalars[0]["time"]`` is the engine's clock during and after a call.
     """
 
     scalars: np.ndarray
@@ -134,7 +145,14 @@ _BOUND: weakref.WeakKeyDictionary[ClusterState, tuple] = weakref.WeakKeyDictiona
 
 
 def throughput_model(instance: Instance) -> ThroughputModel:
-    """The (cached) throughput model of an instance."""
+    """The (cached) throughput model of an instance.
+
+    Args:
+        instance: the instance; the model is kept while it lives (a weak-keyed cache).
+
+    Returns:
+        ``ThroughputModel(instance.cluster, instance.jobs)``, the same object on every call.
+    """
     model = _MODELS.get(instance)
     if model is None:
         model = ThroughputModel(instance.cluster, instance.jobs)
@@ -143,7 +161,16 @@ def throughput_model(instance: Instance) -> ThroughputModel:
 
 
 def preempt_mode(instance: Instance) -> int:
-    """How the engine charges a reclaim under the instance's cost model."""
+    """How the engine charges a reclaim under the instance's cost model.
+
+    Args:
+        instance: the instance whose ``costs`` decide.
+
+    Returns:
+        ``PREEMPT_CHECKPOINT`` under ``PreemptionMode.CHECKPOINT`` (whatever the rescale
+        mode), else ``PREEMPT_BFTRAINER`` under ``RescaleMode.BFTRAINER``, else
+        ``PREEMPT_PAUSE``.
+    """
     costs = instance.costs
     if costs.preemption == PreemptionMode.CHECKPOINT:
         return PREEMPT_CHECKPOINT
@@ -156,6 +183,13 @@ def instance_fields(instance: Instance) -> tuple:
     """The instance's part of an ``Episode``, in ``FIELDS`` order after the state's arrays:
     ``INSTANCE_FIELDS``, ``rates`` and, after ``scalars``, the ``CONSTANTS`` (cached per
     instance).
+
+    Args:
+        instance: the instance (kept in a weak-keyed cache).
+
+    Returns:
+        (arrays, constants): the ``INSTANCE_FIELDS`` values followed by the ``RateConsts``,
+        and (``t_end``, whether rescales are charged BFTrainer's way, ``preempt_mode``).
     """
     got = _INSTANCE_PARTS.get(instance)
     if got is None:
@@ -182,12 +216,29 @@ def _values(state: ClusterState, instance: Instance) -> tuple:
 def fields_of(state: ClusterState, instance: Instance) -> dict[str, Any]:
     """Every field of the ``Episode`` of ``state`` on ``instance``, by name (``scalars``
     loaded with the state's scalars).
+
+    Args:
+        state: the state whose arrays the fields are (not copies).
+        instance: its instance.
+
+    Returns:
+        ``FIELDS`` name -> value; change some and pass the dict to ``from_fields``.
     """
     return dict(zip(FIELDS, _values(state, instance), strict=True))
 
 
 def from_fields(values: dict[str, Any]) -> Episode:
-    """An ``Episode`` with these fields (every name of ``FIELDS``; tests change some)."""
+    """An ``Episode`` with these fields (every name of ``FIELDS``; tests change some).
+
+    Args:
+        values: ``FIELDS`` name -> value, as ``fields_of`` returns; extra names are ignored.
+
+    Returns:
+        The episode, its Python-side ``scalars`` set to ``values["scalars"]``.
+
+    Raises:
+        KeyError: a name of ``FIELDS`` is missing.
+    """
     episode = Episode(*(values[name] for name in FIELDS))
     episode.scalars = values["scalars"]
     return episode
@@ -196,6 +247,13 @@ def from_fields(values: dict[str, Any]) -> Episode:
 def bind(state: ClusterState, instance: Instance) -> Episode:
     """The ``Episode`` of ``state`` on ``instance``: the state's arrays themselves (keep
     the state object: replacing one of its arrays needs a new ``bind``), its scalars loaded.
+
+    Args:
+        state: the state; the engine's updates of the episode's arrays are its updates.
+        instance: its instance.
+
+    Returns:
+        A new episode (``bound`` keeps one per state and reuses it).
     """
     values = _values(state, instance)
     episode = Episode(*values)
@@ -207,6 +265,13 @@ def bound(state: ClusterState, instance: Instance) -> Episode:
     """``bind``, kept per state object and reused while the state holds the same arrays
     and runs on the same instance (``advance(copy=False)`` in a loop binds once); its
     scalars loaded from the state.
+
+    Args:
+        state: the state.
+        instance: its instance; another instance than the last call's binds anew.
+
+    Returns:
+        The state's episode, its ``scalars`` loaded from the state and its results zeroed.
     """
     arrays = _STATE(state)
     hit = _BOUND.get(state)
@@ -220,13 +285,25 @@ def bound(state: ClusterState, instance: Instance) -> Episode:
 
 
 def load(episode: Episode, state: ClusterState) -> None:
-    """Before an engine call: the state's scalars into ``episode.scalars``, results zeroed."""
+    """Before an engine call: the state's scalars into ``episode.scalars``, results zeroed.
+
+    Args:
+        episode: the episode, written in place.
+        state: the state whose float and int fields are copied.
+    """
     episode.scalars[0] = _STATE_SCALARS(state) + _NO_RESULTS
 
 
 def store(episode: Episode, state: ClusterState) -> Scalars:
     """After an engine call: the scalars back into the state (Python floats and ints);
     returns the whole record (the call's results by name).
+
+    Args:
+        episode: the episode after the call.
+        state: its state, whose scalar fields are set.
+
+    Returns:
+        The record as a ``Scalars`` named tuple: the state's scalars, then ``RESULTS``.
     """
     values = episode.scalars.item(0)
     for name, value in zip(_STATE_SCALAR_NAMES, values, strict=False):

@@ -21,6 +21,15 @@ from typing import Any
 
 @dataclass(order=True)
 class _Entry:
+    """One heap entry; entries order by (time, priority, counter), never by payload.
+
+    Attributes:
+        time: when the timer is due, seconds on the instance's clock.
+        priority: lower pops first among entries of one time.
+        counter: insertion number, the last tie-break (first pushed, first popped).
+        payload: what the timer carries back to its owner (not compared).
+    """
+
     time: float
     priority: int
     counter: int
@@ -28,7 +37,11 @@ class _Entry:
 
 
 class EventQueue:
-    """A min-heap of timers; ties break by priority, then by insertion order."""
+    """A min-heap of timers; ties break by priority, then by insertion order.
+
+    The heap is Python's (``heapq``): the compiled engine only reads the next due time
+    (``peek_time``) and hands control back when a timer is due.
+    """
 
     __slots__ = ("_counter", "_heap")
 
@@ -37,7 +50,17 @@ class EventQueue:
         self._counter = 0
 
     def push(self, time: float, payload: Any = None, priority: int = 0) -> None:
-        """Schedule ``payload`` at ``time``."""
+        """Schedule ``payload`` at ``time``.
+
+        Args:
+            time: when it is due, seconds on the instance's clock (may be in the past: it is
+                then due at once).
+            payload: returned by ``pop_until`` with the time; should be immutable.
+            priority: among timers of one time, lower pops first.
+
+        Raises:
+            ValueError: ``time`` is NaN.
+        """
         if time != time:  # NaN
             raise ValueError("event time is NaN")
         heapq.heappush(self._heap, _Entry(float(time), int(priority), self._counter, payload))
@@ -48,7 +71,14 @@ class EventQueue:
         return self._heap[0].time if self._heap else float("inf")
 
     def pop_until(self, time: float) -> list[tuple[float, Any]]:
-        """Remove and return every timer due at or before ``time``, in order."""
+        """Remove and return every timer due at or before ``time``, in order.
+
+        Args:
+            time: the current time, seconds.
+
+        Returns:
+            (time, payload) pairs, by (time, priority, insertion).
+        """
         out = []
         while self._heap and self._heap[0].time <= time:
             e = heapq.heappop(self._heap)

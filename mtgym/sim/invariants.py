@@ -30,6 +30,19 @@ def check_state(
     - accumulators never decrease (with ``prev``);
     - ``deep``: rates equal a recomputation from the node map, and offered node-time equals
       the supply's idle node-time since ``t_start`` (O(N log N + W): debug runs only).
+
+    Tolerances: 1e-9 of a job's work (at least 1e-9 samples) for progress, 1e-6 relative for
+    node-time, 1e-12 relative for rates.
+
+    Args:
+        state: the state to check.
+        instance: its instance.
+        prev: an earlier state of the same episode, for the monotonicity checks (None:
+            skipped).
+        deep: also run the recomputations (the costly checks).
+
+    Raises:
+        InvariantError: the first invariant found broken, with the node or job concerned.
     """
     tol = 1e-9 * np.maximum(1.0, instance.jobs.work)
     _check_node_map(state, instance)
@@ -132,7 +145,11 @@ def _check_windows_and_status(state: ClusterState, instance: Instance, tol: np.n
 
 
 def _check_accumulators_grow(state: ClusterState, prev: ClusterState) -> None:
-    """No accumulator decreased since ``prev``."""
+    """No accumulator decreased since ``prev`` (1e-9 absolute slack).
+
+    The global node-time and job-time integrals, and per job the rescale, start and
+    pre-emption counts and the held and stalled seconds.
+    """
     for name in (
         "offered_node_s",
         "allocated_node_s",

@@ -16,7 +16,17 @@ from numba import njit
 
 @njit(cache=True)
 def _block(a: np.ndarray, lo: int, n: int) -> float:  # pragma: no cover - jit
-    """The numpy sum of one block ``a[lo:lo + n]``, ``n <= 128``."""
+    """The numpy sum of one block ``a[lo:lo + n]``, ``n <= 128``.
+
+    Below 8 elements a plain left-to-right sum; else eight running accumulators (element i
+    goes to accumulator ``i % 8``), combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) +
+    (r6 + r7))``, then the remainder added one by one: numpy's unrolled loop.
+
+    Args:
+        a: 1-D float64 array.
+        lo: first index of the block.
+        n: block length, 0..128.
+    """
     if n < 8:
         res = 0.0
         for i in range(lo, lo + n):
@@ -49,6 +59,12 @@ def _pairwise(a: np.ndarray, lo: int, n: int) -> float:  # pragma: no cover - ji
     """Sum of ``a[lo:lo + n]`` in numpy's pairwise order: above 128 elements, the halves
     (the first one a multiple of 8 long) are summed apart and added. Iterative (a recursive
     kernel cannot be cached): a stack of ranges to sum, with markers to add two results.
+
+    Args:
+        a: 1-D float64 array.
+        lo: first index of the range.
+        n: range length; the fixed stacks (256 ranges, 128 partial sums) hold any length
+            that fits in memory, the depth growing as log2(n / 128).
     """
     if n <= 128:
         return _block(a, lo, n)
@@ -79,13 +95,22 @@ def _pairwise(a: np.ndarray, lo: int, n: int) -> float:  # pragma: no cover - ji
 
 @njit(cache=True)
 def pairwise_sum(a: np.ndarray) -> float:  # pragma: no cover - jit
-    """``a.sum()`` for a 1-D float64 array, bit for bit (numpy starts from 0.0)."""
+    """``a.sum()`` for a 1-D float64 array, bit for bit (numpy starts from 0.0).
+
+    Args:
+        a: 1-D float64 array, contiguous or not; empty sums to 0.0.
+    """
     return 0.0 + _pairwise(a, 0, a.shape[0])
 
 
 @njit(cache=True)
 def dot(x: np.ndarray, y: np.ndarray) -> float:  # pragma: no cover - jit
-    """``sum(x * y)`` with the products summed pairwise (machine-independent rounding)."""
+    """``sum(x * y)`` with the products summed pairwise (machine-independent rounding).
+
+    Args:
+        x: (M,) numbers of any numeric dtype (node counts, say), converted to float.
+        y: (M,) float64.
+    """
     p = np.empty(x.shape[0])
     for i in range(x.shape[0]):
         p[i] = float(x[i]) * y[i]
@@ -94,7 +119,14 @@ def dot(x: np.ndarray, y: np.ndarray) -> float:  # pragma: no cover - jit
 
 @njit(cache=True)
 def log1p(a: np.ndarray) -> np.ndarray:  # pragma: no cover - jit
-    """``np.log1p`` element-wise with the C library's ``log1p`` (the kernels' own)."""
+    """``np.log1p`` element-wise with the C library's ``log1p`` (the kernels' own).
+
+    Args:
+        a: float64 array of any shape.
+
+    Returns:
+        A new array of ``a``'s shape.
+    """
     out = np.empty_like(a)
     flat, res = a.ravel(), out.ravel()
     for i in range(flat.shape[0]):

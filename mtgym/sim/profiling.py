@@ -16,7 +16,19 @@ from mtgym.sim.state import ClusterState
 
 
 class PassiveProfiler:
-    """Measured rates per (job, node count); NaN = never observed."""
+    """Measured rates per (job, node count); NaN = never observed.
+
+    Args:
+        instance: the episode's instance (its job count sizes the tables).
+        max_count: the largest node count recorded (default: the largest ``max_nodes``
+            of any job); measurements at larger counts are ignored.
+
+    Attributes:
+        max_count: the largest node count recorded.
+        rate: (J, max_count + 1) float64 latest measured samples/s per (job, node count);
+            column 0 is 0 (no nodes, no progress), NaN = never observed.
+        samples: (J, max_count + 1) int32 number of intervals measured per entry.
+    """
 
     def __init__(self, instance: Instance, max_count: int | None = None) -> None:
         cap = int(instance.jobs.max_nodes.max()) if instance.num_jobs else 0
@@ -39,6 +51,14 @@ class PassiveProfiler:
         or redoing lost work, and kept running: its rate is then exactly
         (progress - progress0) / dt, the throughput its reports show (MalleTrain skips the
         reports around a resize the same way).
+
+        Args:
+            t0: start of the interval, seconds.
+            progress0: (J,) the jobs' progress (samples) at ``t0``.
+            n_nodes0: (J,) their node counts at ``t0``.
+            debt0: (J,) their debts (samples to redo) at ``t0``.
+            after: the state at the end of the interval; nothing is recorded when its time
+                is not after ``t0``.
         """
         dt = after.time - t0
         if dt <= 0:
@@ -55,7 +75,18 @@ class PassiveProfiler:
     def curve_at(self, jobs: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Estimates at ``counts`` for ``jobs``, interpolated between measured counts.
 
-        Never extrapolated. Returns (values, known) of shape (len(jobs), len(counts)).
+        Never extrapolated: a count above the job's largest measured count, or above
+        ``max_count``, is unknown (value 0); below it the curve runs linearly between the
+        measured counts and (0 nodes, 0 samples/s). A job with no measurement besides 0
+        nodes is unknown everywhere.
+
+        Args:
+            jobs: (M,) job indices.
+            counts: (K,) node counts.
+
+        Returns:
+            (values, known): (M, K) float64 samples/s and (M, K) bool, True where the
+            value is interpolated from measurements.
         """
         out = np.zeros((jobs.size, counts.size))
         known = np.zeros((jobs.size, counts.size), dtype=bool)

@@ -28,64 +28,91 @@ class ClusterState:
 
     ``advance(copy=False)`` and the env update the arrays in place (they keep their
     identity); to restore a state, replace the whole object (``env.state = saved.copy()``).
+
+    Attributes:
+        time: the clock, seconds on the instance's time axis (``t_start`` .. ``t_end``).
+        available: (N,) bool, the node is idle and lent to the scavenger now.
+        node_job: (N,) int32, the job running on the node, -1 = none.
+        window: (N,) int64, index (into the instance's supply) of the node's current idle
+            window, -1 = none.
+        status: (J,) int8 ``JobStatus``: FUTURE, ACTIVE, COMPLETED or STOPPED.
+        n_nodes: (J,) int32 nodes held.
+        rate: (J,) float64 samples/s on the current node set (0 without nodes); a pending
+            pause (``stall_until``) is not subtracted.
+        spread: (J,) int8 topology level spanned by the node set (0 without nodes).
+        progress: (J,) float64 useful samples done, at most ``milestone``.
+        milestone: (J,) float64 next progress threshold: the next campaign rung (a fraction
+            of the work, in samples) or the work itself.
+        rung: (J,) int16 campaign rungs passed.
+        stall_until: (J,) float64 no progress before this time (rescale or start-up pause;
+            -inf = none).
+        debt: (J,) float64 samples to redo before progress counts again (pre-empted work,
+            or BFTrainer's rescale charge ``R x rate``).
+        ckpt_progress: (J,) float64 progress at the last checkpoint (voluntary changes and
+            the periodic ``ckpt_every`` checkpoints); what a reclaim under
+            ``PreemptionMode.CHECKPOINT`` falls back to.
+        first_start: (J,) float64 first time the job held nodes (NaN = never).
+        finish_time: (J,) float64 completion or stop time (NaN = not finished).
+        rescales: (J,) int32 changes of a running job's node set (starts excluded; a stop
+            counts under BFTrainer's accounting).
+        starts: (J,) int32 starts from 0 nodes.
+        preemptions: (J,) int32 events at which the host reclaimed some of its nodes.
+        rescale_cost_s: (J,) float64 nominal seconds charged for rescales and starts.
+        preempt_cost_s: (J,) float64 nominal seconds charged for pre-emptions.
+        preempt_lost_samples: (J,) float64 progress since the last checkpoint lost to
+            reclaims (``PreemptionMode.CHECKPOINT`` only).
+        stalled_s: (J,) float64 job-seconds with nodes but no useful progress (pausing or
+            paying debt).
+        node_s: (J,) float64 node-seconds held.
+        offered_node_s: node-seconds of idle (lent) nodes since ``t_start``.
+        allocated_node_s: node-seconds held by jobs.
+        unused_node_s: node-seconds offered but not given to any job (counted apart, so
+            ``check_state`` can verify offered = allocated + unused).
+        active_job_s: integral over time of the number of submitted, unfinished jobs (the
+            JCT reward).
+        productive_node_s: node-seconds of held nodes while their job made useful progress.
+        events: individual events processed (a node reclaim, an arrival, a timer, ...).
+        decisions: allocations applied.
+        start_cursor: windows opened so far: the next one is ``supply.start_s[start_cursor]``.
+        end_cursor: window ends processed so far, in ``supply.end_sorted_s`` order.
+        arrival_cursor: jobs submitted so far (jobs are sorted by submission).
+        timers: the scheduled timers (decision ticks, profiling probes), kept in Python.
     """
 
     time: float = field(metadata=FLOAT)
     # -- nodes (N,) --
-    available: np.ndarray = field(metadata=NODE)  # bool: idle and lent to the scavenger now
-    node_job: np.ndarray = field(metadata=NODE)  # int32: job running on the node, -1 = none
-    window: np.ndarray = field(
-        metadata=NODE
-    )  # int64: index of the node's current idle window, -1 = none
+    available: np.ndarray = field(metadata=NODE)
+    node_job: np.ndarray = field(metadata=NODE)
+    window: np.ndarray = field(metadata=NODE)
     # -- jobs (J,) --
-    status: np.ndarray = field(metadata=JOB)  # int8 JobStatus
-    n_nodes: np.ndarray = field(metadata=JOB)  # int32 nodes held
-    rate: np.ndarray = field(
-        metadata=JOB
-    )  # float64 samples/s on the current node set (0 without nodes)
-    spread: np.ndarray = field(metadata=JOB)  # int8 topology level spanned by the node set
-    progress: np.ndarray = field(metadata=JOB)  # float64 useful samples done
-    milestone: np.ndarray = field(
-        metadata=JOB
-    )  # float64 next progress threshold (a rung or the work)
-    rung: np.ndarray = field(metadata=JOB)  # int16 rungs passed
-    # float64 no progress before this time (rescale/start-up pause)
+    status: np.ndarray = field(metadata=JOB)
+    n_nodes: np.ndarray = field(metadata=JOB)
+    rate: np.ndarray = field(metadata=JOB)
+    spread: np.ndarray = field(metadata=JOB)
+    progress: np.ndarray = field(metadata=JOB)
+    milestone: np.ndarray = field(metadata=JOB)
+    rung: np.ndarray = field(metadata=JOB)
     stall_until: np.ndarray = field(metadata=JOB)
-    debt: np.ndarray = field(metadata=JOB)  # float64 samples to redo before progress counts again
-    ckpt_progress: np.ndarray = field(metadata=JOB)  # float64 progress at the last checkpoint
-    first_start: np.ndarray = field(
-        metadata=JOB
-    )  # float64 first time the job held nodes (nan = never)
-    finish_time: np.ndarray = field(
-        metadata=JOB
-    )  # float64 completion or stop time (nan = not finished)
-    # int32 changes of a running job's node set (starts excluded)
+    debt: np.ndarray = field(metadata=JOB)
+    ckpt_progress: np.ndarray = field(metadata=JOB)
+    first_start: np.ndarray = field(metadata=JOB)
+    finish_time: np.ndarray = field(metadata=JOB)
     rescales: np.ndarray = field(metadata=JOB)
-    starts: np.ndarray = field(metadata=JOB)  # int32 starts from 0 nodes
-    # int32 events at which the host reclaimed some of its nodes
+    starts: np.ndarray = field(metadata=JOB)
     preemptions: np.ndarray = field(metadata=JOB)
-    # float64 nominal seconds charged for rescales and starts
     rescale_cost_s: np.ndarray = field(metadata=JOB)
-    preempt_cost_s: np.ndarray = field(
-        metadata=JOB
-    )  # float64 nominal seconds charged for pre-emptions
-    # float64 progress since checkpoint lost to reclaims
+    preempt_cost_s: np.ndarray = field(metadata=JOB)
     preempt_lost_samples: np.ndarray = field(metadata=JOB)
-    stalled_s: np.ndarray = field(
-        metadata=JOB
-    )  # float64 job-seconds with nodes but no useful progress
-    node_s: np.ndarray = field(metadata=JOB)  # float64 node-seconds held
+    stalled_s: np.ndarray = field(metadata=JOB)
+    node_s: np.ndarray = field(metadata=JOB)
     # -- global accumulators --
     offered_node_s: float = field(metadata=FLOAT)
     allocated_node_s: float = field(metadata=FLOAT)
-    unused_node_s: float = field(metadata=FLOAT)  # offered but not given to any job
-    # integral of the number of submitted, unfinished jobs (JCT reward)
+    unused_node_s: float = field(metadata=FLOAT)
     active_job_s: float = field(metadata=FLOAT)
     productive_node_s: float = field(metadata=FLOAT)
-    events: int = field(
-        metadata=INT
-    )  # individual events processed (a node reclaim, an arrival, ...)
-    decisions: int = field(metadata=INT)  # allocations applied
+    events: int = field(metadata=INT)
+    decisions: int = field(metadata=INT)
     # -- cursors into the instance's sorted streams --
     start_cursor: int = field(metadata=INT)
     end_cursor: int = field(metadata=INT)
@@ -94,7 +121,18 @@ class ClusterState:
 
     @classmethod
     def initial(cls, instance: Instance) -> ClusterState:
-        """The state at ``instance.t_start``, before any event at that time is processed."""
+        """The state at ``instance.t_start``, before any event at that time is processed.
+
+        No node is idle and no job submitted yet (``dynamics.initial_state`` then applies
+        the events due at ``t_start``); each job's first milestone is its first rung (or the
+        work when it has none), pauses are -inf and times of events not yet seen are NaN.
+
+        Args:
+            instance: the episode's constants (sizes, the jobs' work and rungs, ``t_start``).
+
+        Returns:
+            A fresh state owning new arrays and an empty timer queue.
+        """
         N, J = instance.num_nodes, instance.num_jobs
         jobs = instance.jobs
         first_rung = (
@@ -141,7 +179,10 @@ class ClusterState:
         )
 
     def copy(self) -> ClusterState:
-        """A deep copy (arrays copied), so ``advance`` can stay pure."""
+        """A deep copy (arrays copied), so ``advance`` can stay pure.
+
+        The timer queue is copied too; its payloads are shared (``EventQueue.copy``).
+        """
         new = copy.copy(self)
         for f in fields(self):
             v = getattr(self, f.name)
@@ -162,6 +203,7 @@ class ClusterState:
 
 
 def _names(role: dict[str, str]) -> tuple[str, ...]:
+    """The fields of ``ClusterState`` with the kernel role ``role``, in declaration order."""
     return tuple(f.name for f in fields(ClusterState) if f.metadata == role)
 
 

@@ -26,7 +26,11 @@ from mtgym.sim.state import ClusterState
 
 
 class InfoMode(enum.StrEnum):
-    """Which job information a policy may see (see module docstring)."""
+    """Which job information a policy may see (see module docstring).
+
+    ``USER``: the declared curves and costs; ``PROFILED``: neither (NaN), nor the work;
+    ``ORACLE``: the true ones.
+    """
 
     USER = "user"
     PROFILED = "profiled"
@@ -34,6 +38,7 @@ class InfoMode(enum.StrEnum):
 
 
 def _ro(arr: np.ndarray) -> np.ndarray:
+    """A read-only view of ``arr`` (the array itself stays writeable for the simulator)."""
     v = arr.view()
     v.flags.writeable = False
     return v
@@ -41,39 +46,70 @@ def _ro(arr: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class SchedulerView:
-    """A decision-time snapshot. Per-node arrays (N,), per-job arrays (J,)."""
+    """A decision-time snapshot. Per-node arrays (N,), per-job arrays (J,).
+
+    Attributes:
+        time: the decision time, seconds on the instance's clock.
+        mode: what the job columns below reveal (``InfoMode``).
+        gpus_per_node: devices per node (every node has the same number).
+        available: (N,) bool, the node is idle and lent now.
+        node_job: (N,) int32, the job running on the node, -1 = none.
+        gpu_type: (N,) int16 index into the cluster's ``gpu_type_names``.
+        topology_coords: (N, L) int32 group id of each node at each topology level
+            (``mtgym.core.topology``).
+        locality_factor: (L,) PAL's lambda per spread level (public: the machine's).
+        slowdown: (N, 4) profiled per-class factors (a profile's, never the true ones).
+        window_end: (N,) float64 end of the node's current idle window when it is
+            announced, inf = unknown or not lent.
+        status: (J,) int8 ``JobStatus``.
+        submit_s: (J,) submission times, seconds.
+        app_class: (J,) ``AppClass`` index, the column of ``slowdown`` that applies.
+        min_nodes: (J,) fewest nodes a running job may hold.
+        max_nodes: (J,) most nodes it may hold.
+        n_nodes: (J,) nodes held now.
+        progress: (J,) useful samples done (the job reports it).
+        work: (J,) total work in samples if known (user/oracle), NaN otherwise.
+        curve_nodes: (J, K) node counts of each job's curve breakpoints.
+        curve_tput: (J, K) samples/s at those counts: declared (user), true (oracle) or
+            NaN (profiled).
+        r_up_s: (J,) scale-up cost, seconds: declared, true or NaN by mode.
+        r_down_s: (J,) scale-down cost, seconds: declared, true or NaN by mode.
+        rate: (J,) samples/s its progress reports show now (0 while pausing).
+        rescale_mode: how the system charges a resize (public, like the machine): a pause of
+            R s at the new size, or BFTrainer's R x (rate before) lost samples that the job
+            redoes.
+        idle_since: (N,) when each node's current idle window began (NaN = not lent): a
+            public fact a learned policy's observation shows (its idle time so far); None
+            where the view's builder does not know it.
+        t_end: when the episode ends (inf = open-ended or unknown), for time / horizon.
+    """
 
     time: float
     mode: InfoMode
     gpus_per_node: int
     # nodes
-    available: np.ndarray  # bool
-    node_job: np.ndarray  # int32, -1 = none
-    gpu_type: np.ndarray  # int16
-    topology_coords: np.ndarray  # (N, L) int32
-    locality_factor: np.ndarray  # (L,) PAL's lambda per spread level (public: the machine's)
-    slowdown: np.ndarray  # (N, 4) profiled per-class factors
-    window_end: np.ndarray  # float64 known end of the node's current idle window, inf = unknown
+    available: np.ndarray
+    node_job: np.ndarray
+    gpu_type: np.ndarray
+    topology_coords: np.ndarray
+    locality_factor: np.ndarray
+    slowdown: np.ndarray
+    window_end: np.ndarray
     # jobs
-    status: np.ndarray  # int8 JobStatus
+    status: np.ndarray
     submit_s: np.ndarray
     app_class: np.ndarray
     min_nodes: np.ndarray
     max_nodes: np.ndarray
     n_nodes: np.ndarray
-    progress: np.ndarray  # useful samples done (the job reports it)
-    work: np.ndarray  # total work if known (user/oracle), nan otherwise
-    curve_nodes: np.ndarray  # (J, K)
-    curve_tput: np.ndarray  # (J, K) declared / true / nan by mode
+    progress: np.ndarray
+    work: np.ndarray
+    curve_nodes: np.ndarray
+    curve_tput: np.ndarray
     r_up_s: np.ndarray
     r_down_s: np.ndarray
-    rate: np.ndarray  # samples/s its progress reports show now (0 while pausing)
-    # How the system charges a resize (public, like the machine): a pause of R s at the new
-    # size, or BFTrainer's R x (rate before) lost samples that the job redoes.
+    rate: np.ndarray
     rescale_mode: RescaleMode = RescaleMode.PAUSE
-    # When each node's current idle window began (nan = not lent), and when the episode ends
-    # (inf = open-ended): public facts a learned policy's observation shows (its idle time
-    # so far, time / horizon); None / inf where the view's builder does not know them.
     idle_since: np.ndarray | None = None
     t_end: float = float("inf")
 
@@ -89,7 +125,16 @@ class SchedulerView:
 
 
 class ViewBuilder:
-    """Builds views of one instance in one mode; the mode-dependent arrays are made once."""
+    """Builds views of one instance in one mode; the mode-dependent arrays are made once.
+
+    Args:
+        instance: the episode's instance.
+        mode: the information mode of every view built (an ``InfoMode`` or its value,
+            ``"user"``, ``"profiled"`` or ``"oracle"``).
+
+    Raises:
+        ValueError: an unknown mode.
+    """
 
     def __init__(self, instance: Instance, mode: InfoMode | str = InfoMode.USER) -> None:
         self.instance = instance
@@ -116,7 +161,16 @@ class ViewBuilder:
         self._window_start = np.asarray(instance.supply.start_s, dtype=np.float64)
 
     def __call__(self, state: ClusterState) -> SchedulerView:
-        """Snapshot ``state`` (cheap: read-only views, two small derived arrays)."""
+        """Snapshot ``state`` (cheap: read-only views, a few small derived arrays).
+
+        Args:
+            state: the current state of this builder's instance.
+
+        Returns:
+            The view. ``available``, ``node_job``, ``status``, ``n_nodes`` and
+            ``progress`` are read-only views of the state's arrays, so they follow later
+            in-place updates (copy them to keep a snapshot).
+        """
         w = state.window
         wend = np.where(w >= 0, self._window_end[np.maximum(w, 0)], np.inf)
         since = np.where(w >= 0, self._window_start[np.maximum(w, 0)], np.nan)

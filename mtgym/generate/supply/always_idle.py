@@ -14,7 +14,13 @@ from mtgym.core.spec import Strict, desc
 
 
 def always_idle(num_nodes: int, t0: float, t1: float) -> Supply:
-    """One window per node, [t0, t1): a dedicated cluster."""
+    """One window per node, [t0, t1): a dedicated cluster.
+
+    Args:
+        num_nodes: nodes of the machine.
+        t0: when every node becomes idle, seconds.
+        t1: when every window ends (not announced: ``end_known`` False).
+    """
     return Supply.from_windows(
         np.arange(num_nodes), np.full(num_nodes, t0), np.full(num_nodes, t1), num_nodes=num_nodes
     )
@@ -34,9 +40,21 @@ class AlwaysIdle:
 
     @classmethod
     def from_spec(cls, spec: AlwaysIdleSpec, resolve: Callable[[str], Path]) -> AlwaysIdle:
-        """The source a scenario file's spec describes."""
+        """The source a scenario file's spec describes.
+
+        Args:
+            spec: the scenario file's ``supply`` section (it has no parameter).
+            resolve: expands data paths (unused: no file is read).
+        """
         return cls()
 
     def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
-        """One window per node, [t0, t1)."""
+        """One window per node, [t0, t1).
+
+        Args:
+            rng: unused (nothing is random).
+            num_nodes: nodes of the machine.
+            t0: span start, seconds.
+            t1: span end.
+        """
         return always_idle(num_nodes, t0, t1)

@@ -13,7 +13,17 @@ class SupplySource(Protocol):
     """Anything that yields the idle windows of ``num_nodes`` nodes on [t0, t1)."""
 
     def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
-        """The windows (``rng`` is the "supply" stream; replayed sources ignore it)."""
+        """The windows (``rng`` is the "supply" stream; replayed sources ignore it).
+
+        Args:
+            rng: the "supply" stream of the instance's seed.
+            num_nodes: nodes of the machine; windows use node indices 0..num_nodes-1.
+            t0: span start, seconds on the instance's clock.
+            t1: span end; windows are clipped to [t0, t1).
+
+        Returns:
+            The validated, sorted windows.
+        """
         ...
 
 
@@ -37,6 +47,11 @@ def supply_from_windows(
 
     Returns:
         The supply (node indices renumbered) and the original index of each new node.
+        Windows of nodes not kept, or empty after clipping, are dropped; a kept node
+        without a window is never idle.
+
+    Raises:
+        ConfigError: windows that overlap on one node (``Supply.from_windows``).
     """
     node = np.asarray(node, dtype=np.int64)
     if nodes is None:

@@ -33,6 +33,13 @@ class SWFSupply:
     The log runs on a machine of ``num_nodes`` nodes (``mtgym.generate.backfill``); log time
     ``log_start_s`` becomes episode time 0. ``known_ends`` marks the windows whose end a
     reservation fixed when they opened.
+
+    Attributes:
+        path: the SWF log (``mtgym.readers.swf.read_swf``), read and replayed at each call.
+        procs_per_node: processors per node of the log (None: ``MaxProcs / MaxNodes`` from
+            its header, else 1).
+        log_start_s: log time of the episode start, seconds after the log's start.
+        known_ends: announce the ends fixed by a reservation (``backfill`` module).
     """
 
     path: str | Path
@@ -44,11 +51,23 @@ class SWFSupply:
 
     @classmethod
     def from_spec(cls, spec: SWFSupplySpec, resolve: Callable[[str], Path]) -> SWFSupply:
-        """The source a scenario file's spec describes (``resolve`` expands data paths)."""
+        """The source a scenario file's spec describes (``resolve`` expands data paths).
+
+        Args:
+            spec: the scenario file's ``supply`` section.
+            resolve: turns the spec's path (``${MTGYM_DATA}`` and all) into a file path.
+        """
         return cls(resolve(spec.path), spec.procs_per_node, spec.log_start_s, spec.known_ends)
 
     def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
-        """Replay the log and return its idle windows on [t0, t1) (episode time)."""
+        """Replay the log and return its idle windows on [t0, t1) (episode time).
+
+        Args:
+            rng: unused (the replay is deterministic).
+            num_nodes: nodes of the machine the log is replayed on.
+            t0: span start, seconds of episode time.
+            t1: span end.
+        """
         return self.windows(num_nodes, t0, t1)
 
     def windows(

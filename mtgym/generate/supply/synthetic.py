@@ -43,6 +43,13 @@ class SyntheticSupply:
         drains_per_hour: rate of correlated drains (0 = none).
         drain_nodes_median: median block size of a drain (lognormal, sigma 1).
         drain_median_s: median drain length (lognormal, sigma 0.8); drain ends are known.
+
+    Drains come on top of ``idle_fraction``: a drained node was busy, so the idle share
+    grows by the drains' node-time.
+
+    Raises:
+        ConfigError: a fraction outside (0, 1), median > mean, a minimum window not below
+            the median, a probability outside [0, 1], or a bad drain parameter.
     """
 
     idle_fraction: float = SUMMIT_IDLE_FRACTION
@@ -59,7 +66,12 @@ class SyntheticSupply:
 
     @classmethod
     def from_spec(cls, spec: Strict, resolve: Callable[[str], Path]) -> SyntheticSupply:
-        """The source a scenario file's spec describes (``resolve`` expands data paths)."""
+        """The source a scenario file's spec describes (``resolve`` expands data paths).
+
+        Args:
+            spec: the scenario file's ``supply`` section (a ``SyntheticSupplySpec``).
+            resolve: unused (no file is read).
+        """
         return cls(**spec.model_dump(exclude={"kind"}))
 
     def __post_init__(self) -> None:
@@ -88,7 +100,26 @@ class SyntheticSupply:
         return float(np.sqrt(2.0 * np.log(self.window_mean_s / self.window_median_s)))
 
     def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
-        """Windows of ``num_nodes`` nodes on [t0, t1) (clipped to the span)."""
+        """Windows of ``num_nodes`` nodes on [t0, t1) (clipped to the span).
+
+        Every node's renewal process is drawn for a fixed number of cycles (1.5 times the
+        expected count n, plus 6 sqrt(n) + 8), then the drains.
+
+        Args:
+            rng: the "supply" stream.
+            num_nodes: nodes of the machine.
+            t0: span start, seconds; the process is stationary there (a node may already
+                be idle at ``t0``).
+            t1: span end.
+
+        Returns:
+            The windows; an ordinary window's end is known with ``end_known_prob``, a
+            drain's always.
+
+        Raises:
+            ConfigError: ``num_nodes`` < 1, an empty span, or a span too long for the
+                cycles drawn.
+        """
         if num_nodes < 1 or not (t1 > t0):
             raise ConfigError("num_nodes/span", (num_nodes, t0, t1), "num_nodes >= 1, t1 > t0")
         f = self.idle_fraction
@@ -132,6 +163,16 @@ class SyntheticSupply:
         return Supply.from_windows(node[ok], s[ok], e[ok], k[ok], num_nodes=num_nodes)
 
     def _add_drains(self, rng, num_nodes, t0, t1, s, e, k, node):
+        """Add Poisson-many drains to the windows (s, e, k, node) of [t0, t1).
+
+        A drain picks a block of consecutive nodes (lognormal size, uniform position), a
+        uniform start and a lognormal length, and idles every node of the block that has
+        no window overlapping it; where two drains meet on a node, the first drawn wins.
+
+        Returns:
+            The windows (sorted by node and start once a drain is drawn), followed by the
+            drains' windows (ends known).
+        """
         n_drains = rng.poisson(self.drains_per_hour * (t1 - t0) / 3600.0)
         if n_drains == 0:
             return s, e, k, node
@@ -176,6 +217,7 @@ class SyntheticSupply:
 
 
 def _default(name: str) -> float:
+    """``SyntheticSupply``'s default of field ``name`` (the spec's defaults are the same)."""
     return SyntheticSupply.__dataclass_fields__[name].default
 
 
@@ -209,6 +251,7 @@ class SyntheticSupplySpec(Strict):
 
     @model_validator(mode="after")
     def _order(self) -> SyntheticSupplySpec:
+        """The lognormal's median <= mean, and the minimum window below the median."""
         if self.window_median_s > self.window_mean_s:
             raise ValueError("window_median_s must be <= window_mean_s (lognormal tail)")
         if self.min_window_s >= self.window_median_s:

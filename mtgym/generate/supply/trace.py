@@ -28,6 +28,11 @@ class TraceSupply:
 
     The first ``num_nodes`` nodes in the trace's column order are kept (the BFTrainer
     Replayer's ``-nN``); trace time ``trace_start_s`` becomes episode time 0.
+
+    Attributes:
+        path: the windows CSV (``mtgym.readers.read_idle_windows``), read at each
+            ``generate``.
+        trace_start_s: trace time of the episode start, seconds.
     """
 
     path: str | Path
@@ -37,11 +42,29 @@ class TraceSupply:
 
     @classmethod
     def from_spec(cls, spec: TraceSupplySpec, resolve: Callable[[str], Path]) -> TraceSupply:
-        """The source a scenario file's spec describes (``resolve`` expands data paths)."""
+        """The source a scenario file's spec describes (``resolve`` expands data paths).
+
+        Args:
+            spec: the scenario file's ``supply`` section.
+            resolve: turns the spec's path (``${MTGYM_DATA}`` and all) into a file path.
+        """
         return cls(resolve(spec.path), spec.trace_start_s)
 
     def generate(self, rng: np.random.Generator, num_nodes: int, t0: float, t1: float) -> Supply:
-        """Windows of the first ``num_nodes`` trace nodes, shifted and clipped to [t0, t1)."""
+        """Windows of the first ``num_nodes`` trace nodes, shifted and clipped to [t0, t1).
+
+        Window ends are not announced (``end_known`` False); a node beyond the trace's
+        nodes is never idle.
+
+        Args:
+            rng: unused (the trace is the truth).
+            num_nodes: nodes kept, trace node indices 0..num_nodes-1.
+            t0: span start, seconds of episode time.
+            t1: span end.
+
+        Raises:
+            DataError: the trace file is missing or malformed.
+        """
         from mtgym.readers import read_idle_windows
 
         win = read_idle_windows(self.path)

@@ -45,6 +45,7 @@ def _train(ns: argparse.Namespace) -> int:
         ent_coef_final=None if ns.ent_coef_final < 0 else ns.ent_coef_final,
         target_kl=ns.target_kl,
         critic_warmup=ns.critic_warmup,
+        **({"eval_seeds": tuple(ns.eval_seeds)} if ns.eval_seeds else {}),
         norm_reward=not ns.no_norm_reward,
         observation="dict" if ns.net == "set" else "pooled",
         net=ns.net,
@@ -161,6 +162,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         help="stop an update's epochs past this approximate KL (default: never)",
+    )
+    t.add_argument(
+        "--eval-seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="SEED",
+        help="seeds of the evaluation points, which also pick the kept weights "
+        "(default: 1000-1007)",
     )
     t.add_argument(
         "--critic-warmup",

@@ -10,6 +10,7 @@ Writes ``out/model.zip``, ``out/agent.json``, ``out/checkpoints/``, ``out/tb/``.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -330,8 +331,6 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
     """Behaviour cloning from ``args.bc_expert`` then DAgger rounds; returns the best
     (eval normalised samples, the headline's total; policy weights) seen.
     """
-    import copy
-
     from agents.imitation import collect, merge, pretrain
 
     kw = args.env_kwargs()
@@ -384,6 +383,37 @@ def frozen_actor(model: Any) -> Iterator[None]:
             p.requires_grad_(r)
 
 
+def keep_best(
+    model: Any, args: Args, out: Path, clone: tuple[float, dict | None], ppo: tuple
+) -> str:
+    """Keep in ``out/model.zip`` the best evaluated policy (eval seeds, normalised
+    samples): the clone, a PPO evaluation point, or the final model; returns which
+    (``"imitation"``, ``"ppo@<env steps>"`` or ``"ppo"``); a tie goes to the final model,
+    then to the clone.
+
+    Args:
+        model: the trained model (its final weights are in ``out/model.zip`` already).
+        args: the run's settings (its scenario and ``eval_seeds``).
+        out: the run's folder.
+        clone: (score, weights) of the best imitation round; weights None without one.
+        ppo: (score, weights, env steps) of the best PPO evaluation point (weights None
+            when none was evaluated).
+    """
+    from mtgym.core.io import atomic_path
+
+    if clone[1] is None and ppo[1] is None:
+        return "ppo"
+    final = evaluate_agent(out / "model.zip", args.scenario, args.eval_seeds)
+    candidates = [(clone[0], clone[1], "imitation"), (ppo[0], ppo[1], f"ppo@{ppo[2]}")]
+    score, weights, name = max((c for c in candidates if c[1] is not None), key=lambda c: c[0])
+    if score <= final["normalized_samples"]:
+        return "ppo"
+    model.policy.load_state_dict(weights)
+    with atomic_path(out / "model.zip") as tmp:  # never overwritten in place
+        model.save(str(tmp))
+    return name
+
+
 def train(args: Args) -> Path:
     """Train, checkpoint and save; returns the model path."""
     import torch
@@ -416,6 +446,8 @@ def train(args: Args) -> Path:
         def __init__(self) -> None:
             super().__init__()
             self.next_eval = args.eval_freq
+            # the best evaluated weights: (eval normalised samples, state dict, env steps)
+            self.best: tuple[float, dict | None, int] = (-np.inf, None, 0)
 
         def _on_training_start(self) -> None:
             from stable_baselines3.common.logger import HParam
@@ -447,8 +479,12 @@ def train(args: Args) -> Path:
                 for k, v in metrics.items():
                     if k in TAGS and not np.isnan(v):
                         self.logger.record(TAGS[k], v)
+                if metrics["normalized_samples"] > self.best[0]:
+                    weights = copy.deepcopy(self.model.policy.state_dict())
+                    self.best = (metrics["normalized_samples"], weights, self.num_timesteps)
             return True
 
+    tags = SharedTags()
     callbacks = CallbackList(
         [
             CheckpointCallback(
@@ -456,7 +492,7 @@ def train(args: Args) -> Path:
                 str(out / "checkpoints"),
                 name_prefix="model",
             ),
-            SharedTags(),
+            tags,
         ]
     )
     t0 = time.perf_counter()
@@ -483,17 +519,7 @@ def train(args: Args) -> Path:
 
     with atomic_path(out / "model.zip") as tmp:  # a crash mid-save keeps the old model
         model.save(str(tmp))
-    kept = "ppo"
-    if best[1] is not None:
-        # keep the better of the imitated policy and the PPO-fine-tuned one (eval seeds)
-        final = evaluate_agent(out / "model.zip", args.scenario, args.eval_seeds)[
-            "normalized_samples"
-        ]
-        if best[0] > final:
-            model.policy.load_state_dict(best[1])
-            with atomic_path(out / "model.zip") as tmp:  # never overwritten in place
-                model.save(str(tmp))
-            kept = "imitation"
+    kept = keep_best(model, args, out, best, tags.best)
     atomic_write_json(
         out / "train.json",
         {

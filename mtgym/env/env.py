@@ -122,12 +122,14 @@ class ScavengeEnv(gym.Env):
     ``events`` (bit set of ``EventKind``), ``reclaimed_nodes``, ``idle_nodes``, ``arrivals``,
     ``completions``, ``stops``, ``samples`` (this step) and ``elapsed_s`` = ``dt`` (simulated seconds this
     step covered). The last step of an episode adds ``metrics``
-    (``mtgym.metrics.EpisodeMetrics``): duration_s, samples, throughput (samples/s),
-    offered/allocated/productive_node_s, utilisation, productive_utilisation, jobs_total,
-    jobs_completed, jobs_stopped, jct_mean/p50/p99/geomean (s; nan if none completed), makespan,
-    rescales, starts, preemptions, lost_rescale_s, lost_preempt_s, preempt_lost_samples,
-    unpaid_debt_samples, stalled_job_s, upper_bound_samples, upper_bound_fraction, decisions,
-    events.
+    (``mtgym.metrics.EpisodeMetrics``, whose docstring defines each): duration_s, samples,
+    throughput (samples/s), offered_node_s, allocated_node_s, productive_node_s, utilisation,
+    productive_utilisation, jobs_total, jobs_completed, jobs_stopped, jct_mean, jct_p50,
+    jct_p99, jct_geomean (s; nan if none completed), makespan, makespan_censored, rescales,
+    starts, preemptions, lost_rescale_s, lost_preempt_s, preempt_lost_samples,
+    unpaid_debt_samples, stalled_job_s, upper_bound_samples, upper_bound_fraction,
+    normalized_samples, normalized_throughput (the headline), normalized_efficiency,
+    fairness_jain, decisions, events (engine events processed).
 
     ## State
     ``ClusterState`` (``self.state``): node map, availability, per-job progress, pauses,

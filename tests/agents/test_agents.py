@@ -264,6 +264,47 @@ def test_train__critic_warmup_fits_only_the_value_head_first(tmp_path, monkeypat
     assert MaskablePPO.load(path, device="cpu").num_timesteps == 128 + 256
 
 
+@pytest.mark.parametrize(
+    ("final", "kept"), [(9.0, "ppo"), (7.0, "ppo"), (5.0, "ppo@300"), (6.5, "ppo@300")]
+)
+def test_keep_best__keeps_the_best_evaluated_weights(tmp_path, monkeypatch, final, kept):
+    """The clone (6.0), the best PPO evaluation point (7.0 at 300 steps) and the final
+    model compete on the evaluation score; a tie goes to the final model."""
+    from sb3_contrib import MaskablePPO
+
+    from agents import train as tr
+
+    path = tmp_path / "model.zip"
+    MaskablePPO.load(PRETRAINED / "model.zip", device="cpu").save(str(path))
+    model = MaskablePPO.load(path, device="cpu")
+    w = {k: v.clone() for k, v in model.policy.state_dict().items()}
+    marked = {k: v + 1.0 if v.is_floating_point() else v for k, v in w.items()}
+    monkeypatch.setattr(tr, "evaluate_agent", lambda *a: {"normalized_samples": final})
+    got = tr.keep_best(model, tr.Args(), tmp_path, (6.0, w), (7.0, marked, 300))
+    assert got == kept
+    saved = MaskablePPO.load(path, device="cpu").policy.state_dict()
+    want = w if kept == "ppo" else marked
+    assert all(torch.equal(saved[k], want[k]) for k in w)
+
+
+def test_keep_best__the_clone_wins_a_tie_with_a_ppo_point(tmp_path, monkeypatch):
+    from agents import train as tr
+
+    class Model:
+        policy = type("P", (), {"load_state_dict": lambda self, w: setattr(self, "w", w)})()
+
+        def save(self, path):
+            Path(path).write_text("x")
+
+    monkeypatch.setattr(tr, "evaluate_agent", lambda *a: {"normalized_samples": 1.0})
+    assert tr.keep_best(Model(), tr.Args(), tmp_path, (2.0, {"a": 1}), (2.0, {"a": 2}, 9)) == (
+        "imitation"
+    )
+    assert tr.keep_best(Model(), tr.Args(), tmp_path, (-np.inf, None), (-np.inf, None, 0)) == (
+        "ppo"
+    )
+
+
 def test_train__same_seed_same_model_bit_for_bit(tmp_path, tiny_train):
     """Two runs of ``mtgym train``'s default model (pooled observation, per-slot net, its
     sampled rollouts in inference mode) with one seed give the same weights; another seed

@@ -30,7 +30,16 @@ from mtgym.env.batched import F_ELAPSED, F_SAMPLES, BatchedCore
 def _pool_batch(
     nodes, node_mask, node_job, job_mask, jobs, curve, known, glob, C, out, src, dst
 ):  # pragma: no cover - jit
-    """``PooledLayout.pool`` of episode ``src[i]`` of a batch into ``out[dst[i]]``."""
+    """``PooledLayout.pool`` of episode ``src[i]`` of a batch into ``out[dst[i]]``.
+
+    Args:
+        nodes, node_mask, node_job, job_mask, jobs, curve, known, glob: ``_pool``'s
+            arrays with a leading batch axis (``PooledLayout.inputs`` of a core's ``obs``).
+        C: ``_pool``'s count divisor (one for the whole batch).
+        out: (n, size) float32, the vec env's observations; rows ``dst`` are written.
+        src: (m,) int64 episode indices in the batch.
+        dst: (m,) int64 rows of ``out``.
+    """
     for i in range(src.shape[0]):
         b = src[i]
         _pool(
@@ -48,12 +57,28 @@ def _pool_batch(
 
 
 def _attr(env: gym.Env, name: str) -> Any:
-    """An attribute of the env, else of the ``ScavengeEnv`` under its wrappers."""
+    """An attribute of the env, else of the ``ScavengeEnv`` under its wrappers.
+
+    Args:
+        env: the env as its thunk made it.
+        name: the attribute.
+
+    Raises:
+        AttributeError: neither has it.
+    """
     return getattr(env, name) if hasattr(env, name) else getattr(env.unwrapped, name)
 
 
 def _group(envs: list[gym.Env]) -> list[list[int]]:
-    """The envs' indices grouped by equal observation spaces (a core steps one group)."""
+    """The envs' indices grouped by equal observation spaces (a core steps one group).
+
+    Args:
+        envs: the envs; the unwrapped spaces are compared.
+
+    Returns:
+        Groups in order of their first env, indices ascending within each; [[0, ..., n-1]]
+        when all sizes agree.
+    """
     groups: list[list[int]] = []
     for i, env in enumerate(envs):
         space = env.unwrapped.observation_space
@@ -70,6 +95,11 @@ class BatchedPooledVecEnv(PooledVecEnv):
     """n ``ScavengeEnv``s with the pooled flat observation, stepped by the batched core
     (module docstring): a drop-in ``PooledVecEnv``. ``envs`` are the envs in sync with the
     batch, to read (``sample_valid``, ``noop``); they are stepped only through here.
+
+    Args:
+        env_fns: thunks, each called once here, in order. Envs of different sizes (node
+            count, and so observation space) go to different cores; the pooled sizes
+            must be the first env's, as for ``PooledVecEnv``.
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
@@ -87,10 +117,17 @@ class BatchedPooledVecEnv(PooledVecEnv):
         self._masks = np.zeros((self.num_envs, self._inner[0].codec.mask_size), dtype=bool)
 
     def _pool(self, core: BatchedCore, src: np.ndarray, dst: np.ndarray) -> None:
-        """Pool the core's observations ``src`` into the rows ``dst`` of ``self._obs``."""
+        """Pool the core's observations ``src`` into the rows ``dst`` of ``self._obs``.
+
+        Args:
+            core: one group's core.
+            src: (m,) int64 episode indices in the core.
+            dst: (m,) int64 env indices (rows of the observations).
+        """
         _pool_batch(*self.layout.inputs(core.obs), self._obs, src, dst)
 
-    def reset(self) -> np.ndarray:  # noqa: D102
+    def reset(self) -> np.ndarray:
+        """``PooledVecEnv.reset``, each episode reset through its core (its wrappers)."""
         for i in range(self.num_envs):
             core, k = self._where[i]
             _, self.reset_infos[i] = core.reset(k, seed=self._seeds[i], options=self._options[i])
@@ -99,10 +136,18 @@ class BatchedPooledVecEnv(PooledVecEnv):
             self._masks[idx] = core.mask
         return self._after_reset()
 
-    def step_async(self, actions: np.ndarray) -> None:  # noqa: D102
+    def step_async(self, actions: np.ndarray) -> None:
+        """Keeps the (n, A) actions for ``step_wait`` (nothing runs in between)."""
         self._actions = actions
 
-    def step_wait(self):  # noqa: D102
+    def step_wait(self):
+        """``PooledVecEnv.step_wait``'s results: one compiled step per core, then the ended
+        episodes' statistics, terminal observations and resets in Python.
+
+        Raises:
+            ValueError: an action out of its space (``BatchedCore.check_actions``),
+                before any env moves.
+        """
         actions = np.asarray(self._actions)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for idx, core in self._groups:
@@ -132,7 +177,8 @@ class BatchedPooledVecEnv(PooledVecEnv):
         return self._obs.copy(), self._rews.copy(), self._dones.copy(), infos
 
     @property
-    def envs(self) -> list[gym.Env]:  # noqa: D102
+    def envs(self) -> list[gym.Env]:
+        """The envs, each synced with its core first (to read; never step them)."""
         return [core.env(k) for core, k in (self._where[i] for i in range(self.num_envs))]
 
     def action_masks(self) -> np.ndarray:
@@ -144,32 +190,40 @@ class BatchedPooledVecEnv(PooledVecEnv):
             env.close()
 
     def _synced(self, indices: Any) -> list[gym.Env]:
+        """The envs of ``indices`` (SB3's: None, an int or a list), synced with their core."""
         envs = []
         for i in self._get_indices(indices):
             core, k = self._where[i]
             envs.append(core.env(k))
         return envs
 
-    def get_images(self) -> Sequence[np.ndarray | None]:  # noqa: D102
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """None per env: the batched core does not render."""
         return [None for _ in self._envs]
 
-    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:  # noqa: D102
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        """Of the synced envs, else of their ``ScavengeEnv``; ``layout`` is this one's."""
         if attr_name == "layout":
             return [self.layout for _ in self._get_indices(indices)]
         return [_attr(env, attr_name) for env in self._synced(indices)]
 
-    def has_attr(self, attr_name: str) -> bool:  # noqa: D102
+    def has_attr(self, attr_name: str) -> bool:
+        """SB3's answer, and True for ``action_masks`` (MaskablePPO checks for it)."""
         if attr_name == "action_masks":
             return True
         return super().has_attr(attr_name)
 
-    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:  # noqa: D102
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        """Sets it on the synced envs; what a core already holds (such as the decision
+        interval, read when the core was made) does not change.
+        """
         for env in self._synced(indices):
             setattr(env, attr_name, value)
 
-    def env_method(  # noqa: D102
+    def env_method(
         self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any
     ) -> list[Any]:
+        """Calls it on the synced envs; ``action_masks`` comes from the cores' masks."""
         if method_name == "action_masks":  # MaskablePPO, before every step
             return list(self._masks[list(self._get_indices(indices))])
         return [

@@ -33,8 +33,25 @@ def compare(
     hindsight: bool = True,
 ) -> dict:
     """Run the agent and the baselines; write results, TensorBoard runs and the charts.
-    ``hindsight``: each seed's hindsight bound and every policy's ``bound_fraction`` of it
-    (``mtgym.evaluate.evaluate``).
+
+    Args:
+        scenario: a registered scenario name or a scenario file (``get_generator``).
+        agent: a ``model.zip`` or its folder; None: the shipped agent (``PRETRAINED``).
+        out: the output folder (created), as in the module docstring.
+        seeds: the evaluation seeds; every policy plays each seed's same instance.
+        baselines: registered policy names; None: every registered policy but ``agent``
+            and the ``*-milp`` ones (the node-level MILPs, much slower).
+        progress: show a transient progress bar.
+        reference: the policy the paired differences are taken against; None:
+            ``freetrain`` (``mtgym.evaluate.resolve_reference``).
+        hindsight: each seed's hindsight bound and every policy's ``bound_fraction`` of it
+            (``mtgym.evaluate.evaluate``).
+
+    Returns:
+        ``out/results.json``'s content.
+
+    Raises:
+        ValueError: ``reference`` is not one of the compared policies (before any episode).
     """
     from mtgym.evaluate import evaluate
     from mtgym.policy.registry import available_policies, make_policy
@@ -73,11 +90,17 @@ PANELS = (
 
 
 def _num(v: object) -> float:
+    """A results entry as a float; None (no value, e.g. no job completed) as NaN."""
     return float("nan") if v is None else float(v)  # type: ignore[arg-type]
 
 
 def plot(results: dict, path: Path) -> None:
-    """Write ``figure(results)`` to ``path`` (PNG)."""
+    """Write ``figure(results)`` to ``path`` (PNG, 80 dpi) and close the figure.
+
+    Args:
+        results: ``results.json``'s content.
+        path: the PNG file.
+    """
     import matplotlib.pyplot as plt
 
     fig = figure(results)
@@ -86,7 +109,16 @@ def plot(results: dict, path: Path) -> None:
 
 
 def figure(results: dict) -> Any:
-    """Bar charts with 95 % interval error bars (matplotlib Agg); a missing value draws no bar."""
+    """Bar charts with 95 % interval error bars (matplotlib Agg); a missing value draws no bar.
+
+    Args:
+        results: ``results.json``'s content: ``policies`` (name -> metrics, with
+            ``ci_low`` and ``ci_high`` by metric), ``seeds``, ``scenario``, ``reference``.
+
+    Returns:
+        A matplotlib figure: one panel per ``PANELS`` entry, a bar per policy (the agent
+        red, baselines blue), in the order of ``results["policies"]``.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -19,7 +19,15 @@ from torch import nn
 
 
 def mlp(sizes: list[int]) -> nn.Sequential:
-    """Linear + ReLU layers."""
+    """Linear + ReLU layers.
+
+    Args:
+        sizes: the widths [in, hidden..., out]; one ``Linear`` per consecutive pair.
+
+    Returns:
+        A ``Sequential`` with a ReLU after every ``Linear``, the last one included (its
+        outputs are >= 0; add a bare ``Linear`` for a signed output, as ``SlotValue``).
+    """
     layers: list[nn.Module] = []
     for a, b in itertools.pairwise(sizes):
         layers += [nn.Linear(a, b), nn.ReLU()]
@@ -27,7 +35,18 @@ def mlp(sizes: list[int]) -> nn.Sequential:
 
 
 class SetFeatures(BaseFeaturesExtractor):
-    """DeepSets over nodes, per-slot job embeddings, global features (module docstring)."""
+    """DeepSets over nodes, per-slot job embeddings, global features (module docstring).
+
+    ``features_dim`` is S*d + 2d + G (G: the env's global features).
+
+    Args:
+        observation_space: ``ScavengeEnv``'s Dict observation space: it fixes S, the
+            feature widths and G, not the node count.
+        embed_dim: d, the width of the node and slot embeddings (``mtgym train`` passes
+            its ``--embed-dim``).
+        context: each slot's embedding also sees the others (their mean) and the node
+            pool (``mtgym train``'s default; ``--no-context`` turns it off).
+    """
 
     def __init__(
         self,
@@ -53,7 +72,19 @@ class SetFeatures(BaseFeaturesExtractor):
             self.mix_net = mlp([2 * d, d, d])
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """(batch, features_dim)."""
+        """(batch, features_dim).
+
+        Args:
+            obs: the env's observation as (B, ...) float tensors by key: ``nodes``
+                (B, N, node_dim), ``node_mask`` (B, N), ``node_job`` (B, N: the slot, -1
+                none), ``jobs``, ``job_curve``, ``job_curve_known``, ``job_mask`` (B, S)
+                and ``global`` (B, G); any N.
+
+        Returns:
+            (B, S*d + 2d + G): the slot embeddings in slot order (an empty slot's all
+            zeros), the mean and the max node embedding over ``node_mask``'s nodes (zeros
+            when there are none), then ``global``.
+        """
         nodes, mask = obs["nodes"], obs["node_mask"]
         h = self.node_net(nodes)  # (B, N, d)
         m = mask.unsqueeze(-1)

@@ -3,11 +3,11 @@
 ``collect(...)`` plays episodes in the env while an *expert* (any registered view-based
 policy, e.g. FreeTrain's MILP) decides; its allocation is turned into the env's action
 (the codec's ``encode``: ``counts``, each slot's node count; ``delta``, shrink / keep /
-grow towards it; ``assign``, each node's slot) and the
-(observation, action, mask) triples are kept. ``pretrain(model, data)`` maximises the
-masked log-likelihood of the expert's actions under the policy (a few supervised epochs),
-then PPO fine-tunes as usual. This is the standard "imitate, then improve" recipe; the
-expert only ever sees its own information-limited view.
+grow towards it; ``assign``, each node's slot; ``shares``, keep, stop or a level near the
+count) and the (observation, action, mask) triples are kept. ``pretrain(model, data)``
+maximises the masked log-likelihood of the expert's actions under the policy (a few
+supervised epochs), then PPO fine-tunes as usual. This is the standard "imitate, then
+improve" recipe; the expert only ever sees its own information-limited view.
 """
 
 from __future__ import annotations
@@ -25,18 +25,37 @@ from mtgym.sim.view import ViewBuilder
 
 @dataclass
 class Demonstrations:
-    """Stacked observations (dict of arrays, or one array when pooled), actions and masks."""
+    """Stacked observations (dict of arrays, or one array when pooled), actions and masks.
+
+    Row i of each is one labelled state; only states whose expert action the masks allow
+    are kept (``collect``).
+
+    Attributes:
+        obs: the env's observations stacked per key, each (n, ...), or (n, size) pooled
+            vectors (``agents.pooled``).
+        actions: (n, A) the expert's env actions.
+        masks: (n, sum of nvec) the env's legal-action masks at those states.
+    """
 
     obs: dict[str, np.ndarray] | np.ndarray
     actions: np.ndarray
     masks: np.ndarray
 
     def __len__(self) -> int:
+        """n, the labelled states."""
         return int(self.actions.shape[0])
 
 
 def expert_action(env: ScavengeEnv, node_job: np.ndarray) -> np.ndarray:
-    """The env action that realises (as closely as the mode allows) an expert's node map."""
+    """The env action that realises (as closely as the mode allows) an expert's node map.
+
+    Args:
+        env: the (unwrapped) env in the state the expert decided on.
+        node_job: (N,) the expert's job index per node, -1 = idle (``Allocation``).
+
+    Returns:
+        (A,) the action in the env's mode (its codec's ``encode``).
+    """
     return env.codec.encode(node_job, env.state, env.instance, env.slots)
 
 
@@ -66,6 +85,12 @@ def collect(
         env_kwargs: ``ScavengeEnv`` keywords (the agent's action mode, slots, interval).
         actor: None (the expert drives) or an SB3 model (it drives; DAgger).
         pooled: keep ``agents.pooled``'s flat vectors rather than the Dict observations.
+
+    Returns:
+        The labelled states whose expert action the masks allow.
+
+    Raises:
+        ValueError: a list of scenarios whose length is not that of ``seeds``.
     """
     from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.scenario.registry import get_generator
@@ -116,7 +141,13 @@ def collect(
 
 
 def merge(a: Demonstrations, b: Demonstrations) -> Demonstrations:
-    """Concatenate two demonstration sets."""
+    """Concatenate two demonstration sets (``a``'s rows first), e.g. the cloning set and a
+    DAgger round's.
+
+    Args:
+        a: one set.
+        b: another, of the same observation kind (both pooled or both Dict, same keys).
+    """
     if isinstance(a.obs, np.ndarray):
         obs: dict[str, np.ndarray] | np.ndarray = np.concatenate([a.obs, b.obs])
     else:
@@ -135,7 +166,24 @@ def pretrain(
     lr: float = 1e-3,
     seed: int = 0,
 ) -> list[float]:
-    """Supervised epochs on the masked log-likelihood; returns the loss per epoch."""
+    """Supervised epochs on the masked log-likelihood; returns the loss per epoch.
+
+    Each minibatch takes a step of a fresh Adam (not the model's optimizer) on minus the
+    mean log-probability of the expert's actions under the masked policy.
+
+    Args:
+        model: an SB3 model whose policy's ``get_distribution`` takes ``action_masks``
+            (MaskablePPO), trained in place.
+        data: the demonstrations, of the observation kind the model reads.
+        epochs: passes over ``data``.
+        batch_size: states per minibatch (the last one may be smaller).
+        lr: Adam's learning rate.
+        seed: the minibatch order's seed (a permutation per epoch).
+
+    Returns:
+        One value per epoch: the mean over states of minus the log-probability of the
+        action (summed over its dimensions), in nats.
+    """
     import torch
 
     policy = model.policy

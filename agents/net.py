@@ -12,6 +12,7 @@ per-entity heads, as in AlphaStar's and Decima's schedulers), rather than one fl
 that must learn each slot separately. The value reads the context and the mean slot
 embedding. Per decision the network costs a few small matrix products, whatever the node
 count (the nodes were pooled before).
+
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ from agents.rollout import NumpySlotPass
 def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """``layer(x)`` without ``nn.Module.__call__`` (its hooks machinery costs about as much
     as a small product; these passes run thousands of times a second and set no hooks).
+
+    Args:
+        layer: a ``Linear`` of ``in_features`` -> ``out_features``.
+        x: (..., in_features).
+
+    Returns:
+        (..., out_features): ``x @ layer.weight.T + layer.bias`` (no bias if it has none).
     """
     return _linear(x, layer.weight, layer.bias)
 
@@ -43,6 +51,13 @@ def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
 def layers(seq: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     """``seq(x)``, with its (nested) ``Linear`` and ``ReLU`` layers applied as ``linear``
     does; any other module is called as usual.
+
+    Args:
+        seq: the stack, e.g. ``agents.features.mlp``'s (``SlotValue`` nests one in another).
+        x: (..., the first layer's in_features).
+
+    Returns:
+        (..., the last layer's out_features): the same values as ``seq(x)``.
     """
     for m in seq:
         if isinstance(m, nn.Linear):
@@ -59,6 +74,24 @@ def layers(seq: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
 class SlotFeatures(BaseFeaturesExtractor):
     """Slot embeddings (S x d, slot order), the context (d), then each slot's current node
     count (S; the pooled row's ``held_count`` times ``max_count``): module docstring.
+
+    ``features_dim`` is S*d + d + S for the S given here; ``encode`` reads S again from
+    each batch's width, so the same weights run on any number of slots whose rows have
+    ``slot_dim`` values and whose global part has ``glob_dim``.
+
+    Args:
+        observation_space: the pooled ``Box`` (``agents.pooled.PooledLayout.space``): S slot
+            rows of ``slot_dim`` values, then the global part, whose width ``glob_dim`` is
+            the rest.
+        num_slots: S of the training env (``PooledLayout.num_slots``).
+        slot_dim: values per slot row (``PooledLayout.slot_dim``).
+        max_count: the count cap C; the current count is ``held_count`` x C (the
+            scale-free layout's C is 1 and ``held_count`` a running flag: count 0 or 1).
+        embed_dim: d, the width of a slot embedding and of the context (``mtgym train``'s
+            ``--embed-dim``, 32).
+
+    Raises:
+        ValueError: the observation has no values left for the global part.
     """
 
     def __init__(
@@ -92,7 +125,14 @@ class SlotFeatures(BaseFeaturesExtractor):
         )
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """(batch, S*d + d + S): ``encode``'s three parts in one row (SB3's feature API)."""
+        """``encode``'s three parts in one row (SB3's feature API).
+
+        Args:
+            obs: (B, S*slot_dim + glob_dim) pooled observations, float32.
+
+        Returns:
+            (B, S*d + d + S): the slot embeddings (slot-major), the context, the counts.
+        """
         z, ctx, current = self.encode(obs)
         return torch.cat([z.flatten(1), ctx, current], dim=1)
 
@@ -100,6 +140,16 @@ class SlotFeatures(BaseFeaturesExtractor):
         """Slot embeddings (B, S, d), the context (B, d) and each slot's current count
         (B, S), without the flat row's concatenation (``SlotPolicy``'s own passes). The
         per-slot layers run on (B*S, .) matrices: one fused product-plus-bias each.
+
+        Args:
+            obs: (B, S*slot_dim + glob_dim) pooled observations, float32; S is read from
+                the width.
+
+        Returns:
+            (z, ctx, current). ``z``: an empty slot's row (``job_mask`` 0) is all zeros.
+            ``ctx``: ``ctx_net`` of the mean of ``slot_net``'s rows over the slots
+            holding a job (zeros when none does), joined to the global part.
+            ``current``: float node counts, rounded.
         """
         D, d = self.slot_dim, self.embed_dim
         S = (obs.shape[1] - self.glob_dim) // D  # any S: the weights are per slot
@@ -120,6 +170,15 @@ def _split_concat(old: str, first: str, second: str, d: int):
     """A load hook for models saved before a ``Linear`` of a concatenation ``[x, y]`` (x of
     ``d`` values) was split into ``first(x) + second(y)``: the old weight's columns are
     divided between the two, so such models load and compute the same function.
+
+    Args:
+        old: the old layer's name in the module (``"mix_net.0"``, ``"head"``).
+        first: the new layer that takes x and the old bias (``"mix_slot"``).
+        second: the new bias-free layer that takes y (``"mix_ctx"``).
+        d: the width of x: the old weight's first ``d`` columns go to ``first``.
+
+    Returns:
+        A ``load_state_dict`` pre-hook; a state without ``old`` passes unchanged.
     """
 
     def hook(state_dict, prefix, *_args) -> None:
@@ -143,6 +202,16 @@ class SlotHead(nn.Module):
     re-sizing ``equal-share`` on this scenario). A job without nodes gets no bonus, so it
     starts at a drawn size and then mostly keeps it: the untrained policy is a random rigid
     scheduler, and PPO learns which sizes and which re-sizes pay.
+
+    Args:
+        num_slots: S of the training env (``logits`` reads S from its input: any S).
+        embed_dim: d of ``SlotFeatures``.
+        choices: K, the choices per slot: C + 1 counts (``counts``) or 34 (``shares``).
+        stay_init: the bonus's initial logit. With near-uniform logits elsewhere a running
+            job keeps its count with probability e^b / (e^b + L - 1) over L legal
+            choices: 0.82 at ``mtgym train``'s 5.0 and L = 34.
+        keep_at_zero: where the bonus goes. False (``counts``): on choice c, the job's
+            current count c. True (``shares``): on choice 0, which keeps the allocation.
     """
 
     def __init__(
@@ -172,14 +241,26 @@ class SlotHead(nn.Module):
             _split_concat("head", "head_slot", "head_ctx", embed_dim)
         )
 
-    def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Splits ``SlotFeatures.forward``'s (B, S*d + d + S) row for ``logits``."""
         d = self.embed_dim
         S = (features.shape[1] - d) // (d + 1)  # ``SlotFeatures.forward``'s row: any S
         z = features[:, : S * d].reshape(-1, S, d)
         return self.logits(z, features[:, S * d : S * d + d], features[:, S * d + d :])
 
     def logits(self, z: torch.Tensor, ctx: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
-        """(B, S*K) logits from ``SlotFeatures.encode``'s parts."""
+        """(B, S*K) logits from ``SlotFeatures.encode``'s parts.
+
+        Args:
+            z: (B, S, d) slot embeddings.
+            ctx: (B, d) context.
+            current: (B, S) current node counts (float, whole numbers), clamped to
+                0..K-1 to pick the bonus's choice; 0 (no nodes) gets no bonus.
+
+        Returns:
+            (B, S*K), slot-major (slot s at columns s*K to s*K + K - 1), the layout of
+            sb3-contrib's MultiDiscrete masks.
+        """
         S, d, K = z.shape[1], self.embed_dim, self.choices
         idx = current.long().clamp(0, K - 1).unsqueeze(-1)
         # a running job keeps its count; a job without nodes gets no bonus for staying idle
@@ -192,31 +273,48 @@ class SlotHead(nn.Module):
 
 
 class SlotValue(nn.Module):
-    """Value from the context and the mean slot embedding (invariant to slot order)."""
+    """Value from the context and the mean slot embedding (invariant to slot order).
+
+    Args:
+        num_slots: S of the training env (kept for reference: ``value`` averages any S).
+        embed_dim: d of ``SlotFeatures``; the value MLP is 2d -> 64 -> 1.
+    """
 
     def __init__(self, num_slots: int, embed_dim: int) -> None:
         super().__init__()
         self.num_slots, self.embed_dim = num_slots, embed_dim
         self.net = nn.Sequential(mlp([2 * embed_dim, 64]), nn.Linear(64, 1))
 
-    def forward(self, features: torch.Tensor) -> torch.Tensor:  # noqa: D102
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Splits ``SlotFeatures.forward``'s (B, S*d + d + S) row for ``value``."""
         d = self.embed_dim
         S = (features.shape[1] - d) // (d + 1)  # ``SlotFeatures.forward``'s row: any S
         return self.value(features[:, : S * d].reshape(-1, S, d), features[:, S * d : S * d + d])
 
     def value(self, z: torch.Tensor, ctx: torch.Tensor) -> torch.Tensor:
-        """(B, 1) from ``SlotFeatures.encode``'s slot embeddings and context."""
+        """(B, 1) from ``SlotFeatures.encode``'s slot embeddings and context.
+
+        Args:
+            z: (B, S, d) slot embeddings; the mean is over all S slots, the empty ones'
+                zero rows included.
+            ctx: (B, d) context.
+        """
         return layers(self.net, torch.cat([z.mean(dim=1), ctx], dim=1))
 
 
 class _Identity(nn.Module):
-    """SB3's mlp_extractor slot: features pass through to both heads."""
+    """SB3's mlp_extractor slot: features pass through to both heads.
+
+    Args:
+        dim: ``SlotFeatures.features_dim``, which SB3 reads as both latent widths.
+    """
 
     def __init__(self, dim: int) -> None:
         super().__init__()
         self.latent_dim_pi = self.latent_dim_vf = dim
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(actor latent, critic latent): ``features`` twice, not copied."""
         return features, features
 
     def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
@@ -229,7 +327,21 @@ class _Identity(nn.Module):
 class SlotPolicy(MaskableActorCriticPolicy):
     """MaskablePPO's policy with ``SlotFeatures``, a shared per-slot head and ``SlotValue``.
 
-    Needs a ``MultiDiscrete`` action space of S equal sizes (the ``counts`` action mode).
+    Needs a ``MultiDiscrete`` action space of S equal sizes (the ``counts`` and ``shares``
+    action modes).
+
+    Args:
+        observation_space: the pooled ``Box`` (``agents.pooled.PooledLayout.space``).
+        action_space: ``MultiDiscrete([K] * S)``.
+        *a: ``MaskableActorCriticPolicy``'s positional arguments (``lr_schedule``).
+        stay_init: ``SlotHead``'s initial keep bonus (a logit).
+        keep_at_zero: ``SlotHead``'s: True for ``shares`` (choice 0 keeps a job's count).
+        **kw: ``MaskableActorCriticPolicy``'s keywords. ``features_extractor_class``
+            defaults to ``SlotFeatures`` (``features_extractor_kwargs`` then need
+            ``num_slots``, ``slot_dim`` and ``max_count``), ``ortho_init`` to False.
+
+    Raises:
+        ValueError: ``share_features_extractor=False``, or another action space.
     """
 
     def __init__(
@@ -256,9 +368,18 @@ class SlotPolicy(MaskableActorCriticPolicy):
         super().__init__(observation_space, action_space, *a, **kw)
 
     def _build_mlp_extractor(self) -> None:
+        """No MLP between the features and the heads: ``_Identity``."""
         self.mlp_extractor = _Identity(self.features_dim)
 
     def _build(self, lr_schedule) -> None:
+        """SB3's build with ``SlotCategorical`` as the distribution; then ``SlotHead`` and
+        ``SlotValue`` replace the heads SB3 made, and the optimizer is made again over the
+        final parameters (with the hook that loads pre-split Adam states).
+
+        Args:
+            lr_schedule: SB3's schedule (progress remaining 1 -> 0 to a learning rate);
+                the optimizer starts at ``lr_schedule(1)``.
+        """
         nvec = self.action_space.nvec
         self.action_dist = SlotCategorical(len(nvec), int(nvec[0]))
         super()._build(lr_schedule)
@@ -277,6 +398,16 @@ class SlotPolicy(MaskableActorCriticPolicy):
         """Optimizer states saved before the concat layers were split (``_split_concat``):
         each split weight takes its columns of the old weight's moments, so such
         checkpoints load and resume with the same Adam state. Other states pass as they are.
+
+        Args:
+            _optimizer: the optimizer loading the state (unused).
+            state_dict: ``torch.optim.Optimizer.state_dict()``'s layout: ``state`` (index ->
+                moments) and ``param_groups``.
+
+        Returns:
+            The state re-indexed to ``named_parameters``' order, or None to load it as
+            it is: one group already of today's length, several groups, or a count of
+            parameters that is not the old layout's.
         """
         names = [n for n, _ in self.named_parameters()]
         groups = state_dict["param_groups"]
@@ -310,6 +441,9 @@ class SlotPolicy(MaskableActorCriticPolicy):
         return {"state": state, "param_groups": [group]}
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
+        """SB3's saved constructor arguments plus ``stay_init`` and ``keep_at_zero``, so that
+        ``MaskablePPO.load`` rebuilds the same head.
+        """
         data = super()._get_constructor_parameters()
         data["stay_init"] = self.stay_init
         data["keep_at_zero"] = self.keep_at_zero
@@ -321,9 +455,14 @@ class SlotPolicy(MaskableActorCriticPolicy):
     # and re-slicing in every rollout step and minibatch.
 
     def _encoded(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``SlotFeatures.encode`` of ``obs`` (B, size) as float32."""
         return self.features_extractor.encode(obs.float())  # (SB3's preprocessing of a Box)
 
     def _distribution(self, parts: tuple, action_masks: Any) -> SlotCategorical:
+        """``self.action_dist`` set up on the logits of ``parts`` (``encode``'s (z, ctx,
+        current)) and masked by ``action_masks`` ((B, S*K) of 0/1, any array type; None:
+        all legal). One object serves every call: the next call replaces its logits.
+        """
         dist = self.action_dist.proba_distribution(self.action_net.logits(*parts))
         if action_masks is not None:
             dist.apply_masking(action_masks)
@@ -335,6 +474,15 @@ class SlotPolicy(MaskableActorCriticPolicy):
         """Actions, values and log-probabilities. Without gradients (SB3's rollouts, whose
         outputs are only read, never trained through) on a CPU float32 batch, the same
         function runs in numpy (``agents.rollout``: half the cost at a batch of 8).
+
+        Args:
+            obs: (B, S*slot_dim + glob_dim) pooled observations.
+            deterministic: each slot's most likely legal choice rather than a draw.
+            action_masks: (B, S*K) of 0/1 (numpy or torch); None: all legal.
+
+        Returns:
+            (actions (B, S) int64, values (B, 1), log-probabilities of the actions (B,),
+            summed over the slots).
         """
         if torch.is_grad_enabled() or obs.device.type != "cpu":
             return self._forward(obs, deterministic, action_masks)
@@ -348,6 +496,7 @@ class SlotPolicy(MaskableActorCriticPolicy):
         )
 
     def _numpy(self) -> NumpySlotPass:
+        """The numpy pass on the current parameters, made at first use."""
         if self._numpy_pass is None:
             self._numpy_pass = NumpySlotPass(self)
         return self._numpy_pass
@@ -362,6 +511,7 @@ class SlotPolicy(MaskableActorCriticPolicy):
     def _forward(
         self, obs: torch.Tensor, deterministic: bool, action_masks: Any
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``forward`` in torch: with gradients or off the CPU (the same arguments)."""
         parts = self._encoded(obs)
         values = self.value_net.value(parts[0], parts[1])
         dist = self._distribution(parts, action_masks)
@@ -369,19 +519,27 @@ class SlotPolicy(MaskableActorCriticPolicy):
         log_prob = dist.log_prob(actions)
         return actions.reshape(obs.shape[0], -1), values, log_prob
 
-    def evaluate_actions(  # noqa: D102
+    def evaluate_actions(
         self, obs: torch.Tensor, actions: torch.Tensor, action_masks: Any = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """From ``encode``'s parts, not SB3's flat feature row; the same values."""
         parts = self._encoded(obs)
         dist = self._distribution(parts, action_masks)
         return self.value_net.value(parts[0], parts[1]), dist.log_prob(actions), dist.entropy()
 
-    def get_distribution(self, obs: torch.Tensor, action_masks: Any = None) -> SlotCategorical:  # noqa: D102
+    def get_distribution(self, obs: torch.Tensor, action_masks: Any = None) -> SlotCategorical:
+        """From ``encode``'s parts, not SB3's flat feature row; the same distribution."""
         return self._distribution(self._encoded(obs), action_masks)
 
     def predict_values(self, obs: torch.Tensor) -> torch.Tensor:
         """Values; without gradients on CPU in numpy, as ``forward`` (SB3 bootstraps each
         truncated episode's last observation with it).
+
+        Args:
+            obs: (B, S*slot_dim + glob_dim) pooled observations.
+
+        Returns:
+            (B, 1) values.
         """
         if torch.is_grad_enabled() or obs.device.type != "cpu":
             z, ctx, _ = self._encoded(obs)
@@ -395,6 +553,11 @@ def _legal_top(raw: np.ndarray, legal: np.ndarray, top: np.ndarray) -> bool:  # 
     """Into ``top`` (B, S, 1): each slot's largest legal entry of ``raw`` (B, S, K), over all
     entries in a slot without a legal one (NaN if one is NaN, as ``amax``); returns whether
     any slot had no legal entry.
+
+    Args:
+        raw: (B, S, K) float32 logits, C-contiguous.
+        legal: (B, S, K) float32, nonzero for a legal choice.
+        top: (B, S, 1) float32, written.
     """
     B, S, K = raw.shape
     none_any = False
@@ -420,7 +583,11 @@ def _legal_top(raw: np.ndarray, legal: np.ndarray, top: np.ndarray) -> bool:  # 
 
 
 def _as_numpy(obs: torch.Tensor) -> np.ndarray:
-    """A float32 CPU batch as a numpy array (a view when it is float32 already)."""
+    """A CPU batch as a float32 numpy array (a view when it is float32 already).
+
+    Args:
+        obs: a CPU tensor of any float dtype; gradients are detached.
+    """
     return obs.detach().numpy() if obs.dtype == torch.float32 else obs.float().numpy()
 
 
@@ -431,6 +598,15 @@ class SlotCategorical(MaskableDistribution):
     equal slot sizes (illegal choices at logit -1e8, entropy over the legal ones), without
     its S ``torch.distributions.Categorical`` objects per call, which cost more than the
     network in training.
+
+    Args:
+        num_slots: S of the training env (``proba_distribution`` reads S from the logits'
+            width: any S).
+        choices: K, the choices per slot.
+
+    Attributes:
+        masks: (B, S, K) float, 1.0 legal and 0.0 illegal (a slot with no legal choice
+            all 1.0: uniform over its logits); None until ``apply_masking``, or unmasked.
     """
 
     def __init__(self, num_slots: int, choices: int) -> None:
@@ -443,15 +619,20 @@ class SlotCategorical(MaskableDistribution):
         self._neg: torch.Tensor | None = None
         self._top: torch.Tensor | None = None  # each slot's largest legal logit (B, S, 1)
 
-    def proba_distribution_net(self, latent_dim: int) -> nn.Module:  # noqa: D102
+    def proba_distribution_net(self, latent_dim: int) -> nn.Module:
+        """A flat ``Linear`` to S*K logits; ``SlotPolicy`` replaces it by ``SlotHead``."""
         return nn.Linear(latent_dim, self.S * self.K)
 
-    def proba_distribution(self, action_logits: torch.Tensor) -> SlotCategorical:  # noqa: D102
+    def proba_distribution(self, action_logits: torch.Tensor) -> SlotCategorical:
+        """Keeps (B, S*K) logits as (B, S, K), S from their width; drops masks and caches."""
         self._raw = action_logits.reshape(action_logits.shape[0], -1, self.K)  # any S
         self.masks = self._logp = self._parts = self._neg = self._top = None
         return self
 
-    def apply_masking(self, masks: Any) -> None:  # noqa: D102
+    def apply_masking(self, masks: Any) -> None:
+        """Keeps the masks as a float (B, S, K) (any array type; None: unmasked); on CPU
+        float32 a numba pass also finds each slot's largest legal logit for ``_normalise``.
+        """
         self._logp = self._parts = self._neg = self._top = None
         if masks is None:
             self.masks = None
@@ -512,7 +693,14 @@ class SlotCategorical(MaskableDistribution):
         return self._logp
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        """Summed over the slots; an illegal choice's is about -1e8, as sb3-contrib's."""
+        """Summed over the slots; an illegal choice's is about -1e8, as sb3-contrib's.
+
+        Args:
+            actions: (B, S), or any shape of B*S choice indices (read as B rows of S).
+
+        Returns:
+            (B,), differentiable in the logits.
+        """
         y, _e, _t, log_t = self._normalise()
         a = actions.long().reshape(self._raw.shape[0], -1, 1)
         lp = y.gather(-1, a).squeeze(-1) - log_t
@@ -523,6 +711,9 @@ class SlotCategorical(MaskableDistribution):
     def entropy(self) -> torch.Tensor:
         """Per slot, -sum p log p = log T - sum(e y) / T with p = e / T over the legal
         choices (an illegal one has e = 0 exactly and adds nothing), summed over the slots.
+
+        Returns:
+            (B,) in nats, differentiable in the logits.
         """
         y, e, total, log_t = self._normalise()
         return (log_t - (e * y).sum(dim=-1) / total).sum(dim=1)
@@ -531,21 +722,27 @@ class SlotCategorical(MaskableDistribution):
         """A draw per slot by the Gumbel-max trick: the argmax of the log-probabilities
         plus Gumbel noise (a tenth of ``torch.multinomial``'s cost on (B*S, K); an illegal
         choice, at about -1e8, is never drawn: the noise is below 20 in float32).
+
+        Returns:
+            (B, S) int64 choices, from torch's global generator (``torch.manual_seed``).
         """
         u = torch.rand_like(self.logp)
         return (self.logp - torch.log(-torch.log(u))).argmax(dim=-1)
 
-    def mode(self) -> torch.Tensor:  # noqa: D102
+    def mode(self) -> torch.Tensor:
+        """(B, S): each slot's most likely legal choice, the first of a tie."""
         return self.logp.argmax(dim=-1)
 
-    def actions_from_params(  # noqa: D102
+    def actions_from_params(
         self, action_logits: torch.Tensor, deterministic: bool = False
     ) -> torch.Tensor:
+        """(B, S) actions of (B, S*K) logits, unmasked."""
         self.proba_distribution(action_logits)
         return self.get_actions(deterministic=deterministic)
 
-    def log_prob_from_params(  # noqa: D102
+    def log_prob_from_params(
         self, action_logits: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Drawn (B, S) actions of (B, S*K) logits, unmasked, and their (B,) log-probs."""
         actions = self.actions_from_params(action_logits)
         return actions, self.log_prob(actions)

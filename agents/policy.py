@@ -31,28 +31,50 @@ OBSERVATIONS = ("dict", "pooled")
 
 @dataclass
 class AgentConfig:
-    """Env settings an agent was trained with (saved as ``agent.json`` beside the model)."""
+    """Env settings an agent was trained with (saved as ``agent.json`` beside the model).
+
+    A field missing from an ``agent.json`` takes the default below.
+
+    Attributes:
+        algo: ``"maskable_ppo"``, ``"ppo"`` or ``"a2c"`` (``load_model``'s classes).
+        action_mode: the env's ``action_mode`` (``counts``, ``assign``, ``delta``,
+            ``shares``).
+        reward: the env's reward (``mtgym.env.reward.REWARDS``); a record, not used to act.
+        info_mode: an ``InfoMode`` value: what the agent's observations show of the jobs.
+        max_jobs: the slots S; None: ``mtgym.env.slots.slot_rule`` of each cluster (a
+            scale-free agent serves any S).
+        max_count: the count cap C of the action and the observation.
+        decision_interval_s: simulated seconds between decisions; None: at every event.
+        scenario: the scenario trained on (a record).
+        observation: ``"dict"``, the env's Dict observation, or ``"pooled"``,
+            ``agents.pooled``'s flat vector.
+        sample: False: the most likely action; True: actions drawn from the policy with a
+            generator seeded at every episode's start (``sample_seed``), so an episode is
+            still reproducible.
+        sample_seed: that generator's seed.
+        temperature: draws come from softmax(logits / temperature), > 0: below 1 the
+            agent re-sizes less at random.
+        extra: free-form notes kept in the file; nothing reads them.
+    """
 
     algo: str = "maskable_ppo"
     action_mode: str = "counts"
     reward: str = "throughput"
     info_mode: str = "user"
-    max_jobs: int | None = 16  # None: ``mtgym.env.slots.slot_rule`` of each cluster
+    max_jobs: int | None = 16
     max_count: int = 16
     decision_interval_s: float | None = None
     scenario: str = "default"
-    # "dict": the env's Dict observation; "pooled": agents.pooled's flat vector
     observation: str = "dict"
-    # False: the most likely action; True: actions drawn from the policy with a generator
-    # seeded at every episode's start (``sample_seed``), so an episode is still reproducible
     sample: bool = False
     sample_seed: int = 0
-    # draws come from softmax(logits / temperature): below 1 the agent re-sizes less at random
     temperature: float = 1.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def env_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``ScavengeEnv``."""
+        """Keyword arguments for ``ScavengeEnv``: the action mode, reward, information
+        mode, slots, count cap and decision interval (the scenario is the caller's).
+        """
         return {
             "action_mode": self.action_mode,
             "reward": self.reward,
@@ -63,14 +85,26 @@ class AgentConfig:
         }
 
     def save(self, path: Path) -> None:
-        """Write ``agent.json``."""
+        """Write ``agent.json`` (atomically: a reader never sees half a file).
+
+        Args:
+            path: the file to write.
+        """
         from mtgym.core.io import atomic_write_json
 
         atomic_write_json(path, self.__dict__)
 
     @classmethod
     def load(cls, path: Path) -> AgentConfig:
-        """Read ``agent.json``."""
+        """Read ``agent.json``.
+
+        Args:
+            path: the file.
+
+        Raises:
+            TypeError: a key that is not a field.
+            ValueError: an unknown ``observation`` or a temperature that is not > 0.
+        """
         cfg = cls(**json.loads(path.read_text()))
         if cfg.observation not in OBSERVATIONS:
             raise ValueError(
@@ -81,12 +115,25 @@ class AgentConfig:
 
 
 def _check_temperature(value: float, where: str = "") -> None:
+    """``ValueError`` (its message starting with ``where``) unless ``value`` is finite, > 0."""
     if not (value > 0 and np.isfinite(value)):
         raise ValueError(f"{where}temperature {value!r} is not a positive number")
 
 
 def load_model(path: str | Path) -> tuple[Any, AgentConfig]:
-    """A saved model and its config (``path``: a model.zip or its folder)."""
+    """A saved model and its config, on the CPU; sets torch to one thread (process-wide).
+
+    Args:
+        path: a ``model.zip`` or its folder; ``agent.json`` is read from the same folder
+            (missing: ``AgentConfig()``'s defaults).
+
+    Returns:
+        (the SB3 model of ``config.algo``, the config).
+
+    Raises:
+        FileNotFoundError: no model there.
+        ValueError: an unknown ``algo``, or an invalid ``agent.json`` (``AgentConfig.load``).
+    """
     import torch
 
     p = Path(path)
@@ -107,7 +154,26 @@ def load_model(path: str | Path) -> tuple[Any, AgentConfig]:
 
 
 class AgentPolicy:
-    """A trained SB3 model as an mtgym ``Policy`` (see module docstring)."""
+    """A trained SB3 model as an mtgym ``Policy`` (see module docstring).
+
+    Args:
+        path: a ``model.zip`` or its folder; None or empty: the shipped agent
+            (``PRETRAINED``).
+        deterministic: True: the most likely action; False: a draw; None: as
+            ``agent.json``'s ``sample`` says.
+        temperature: overrides ``agent.json``'s (> 0); it shapes the draws of a
+            MaskablePPO agent whose slots have one size (every shipped agent), not the mode.
+
+    Attributes:
+        info_mode: from ``agent.json``: the view the driver must build.
+        decision_interval_s: from ``agent.json``; ``play`` uses it unless told another.
+        layout: the pooled layout for the current cluster (None for a Dict agent, or
+            before ``reset``).
+
+    Raises:
+        FileNotFoundError: no model at ``path``.
+        ValueError: a temperature that is not > 0, or an invalid ``agent.json``.
+    """
 
     info_mode = InfoMode.USER
 
@@ -146,7 +212,15 @@ class AgentPolicy:
 
     def reset(self, view: SchedulerView) -> None:
         """Size the observation for the view's cluster (any node count: set-based extractor
-        or pooled observation).
+        or pooled observation), and re-seed the draws (the same draws for the same episode).
+
+        Args:
+            view: the episode's first view.
+
+        Raises:
+            PolicyUnsupportedError: the network does not fit this cluster: its action head
+                (``_check_fits``) or its pooled input's width (slot rows and global part
+                when scale-free, else the whole vector).
         """
         self.observer.reset(view)
         self._check_fits(view)
@@ -180,6 +254,11 @@ class AgentPolicy:
         The per-slot action modes (``counts``, ``delta``) size the head by slots and counts,
         not nodes; the codec caps the count at the node count, so a cluster with fewer nodes
         than the agent's ``max_count`` would need a narrower head than the one trained.
+        A scale-free head fits when its per-slot width matches (any S); ``assign`` is not
+        checked.
+
+        Args:
+            view: the view being reset to (its node count goes into the message).
         """
         codec = self.observer.codec
         have = getattr(self.model.action_space, "nvec", None)
@@ -204,7 +283,14 @@ class AgentPolicy:
         raise PolicyUnsupportedError(self.name, reason)
 
     def decide(self, view: SchedulerView) -> Allocation:
-        """Observe the view as the env would, run the network, decode its action."""
+        """Observe the view as the env would, run the network, decode its action.
+
+        Args:
+            view: what the policy sees now (``reset`` first, once per episode).
+
+        Returns:
+            The node map the env would apply for the agent's action (repairs included).
+        """
         obs = self.observer.observe(view)
         action = self.act(obs, self.observer.mask)
         return Allocation(self.observer.decode(action))
@@ -219,6 +305,14 @@ class AgentPolicy:
         agent gets ``agents.pooled``'s vector of ``obs``. Deterministic MaskablePPO actions
         skip SB3's distribution objects (16 masked ``Categorical``s, most of the cost): the
         masked logits' per-slot argmax is their mode.
+
+        Args:
+            obs: one env observation by key, no batch axis (as ``ScavengeEnv`` returns it).
+            mask: the flat (sum of nvec,) legal-action mask; None: ``obs["action_mask"]``.
+                Ignored by PPO and A2C agents.
+
+        Returns:
+            The (A,) int64 action for the env.
         """
         torch = self._torch
         if torch.get_num_threads() != 1:
@@ -253,7 +347,16 @@ class AgentPolicy:
         return action.numpy().reshape(-1).astype(np.int64)
 
     def _mode(self, policy: Any, t: Any, mask: np.ndarray) -> np.ndarray:
-        """The most likely legal action: per-slot argmax of the masked logits."""
+        """The most likely legal action: per-slot argmax of the masked logits.
+
+        Args:
+            policy: the model's SB3 policy.
+            t: the observation as torch input, batch of 1 (a tensor, or a dict of them).
+            mask: (1, A) bool legal actions.
+
+        Returns:
+            (A,) int64; a slot with no legal choice gets 0 (all its logits -inf).
+        """
         torch = self._torch
         features = policy.extract_features(t, policy.pi_features_extractor)
         logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
@@ -268,7 +371,19 @@ class AgentPolicy:
         return logits.argmax(dim=1).numpy().astype(np.int64)
 
     def _sample(self, policy: Any, t: Any, mask: np.ndarray) -> np.ndarray:
-        """A legal action drawn from the policy with the episode's seeded generator."""
+        """A legal action drawn from the policy with the episode's seeded generator.
+
+        One draw per slot from softmax(masked logits / temperature) by
+        ``torch.multinomial``; the slots must have one size.
+
+        Args:
+            policy: the model's SB3 policy.
+            t: the observation as torch input, batch of 1 (a tensor, or a dict of them).
+            mask: (1, A) bool legal actions; a slot needs at least one.
+
+        Returns:
+            (A,) int64.
+        """
         torch = self._torch
         features = policy.extract_features(t, policy.pi_features_extractor)
         logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
@@ -283,7 +398,14 @@ class AgentPolicy:
 
 
 def _dict_space(obs: dict[str, np.ndarray]) -> Any:
-    """A Dict space with the shapes of ``obs`` (for the pooled layout)."""
+    """A Dict space with the shapes of ``obs`` (for the pooled layout).
+
+    Args:
+        obs: an env observation by key.
+
+    Returns:
+        ``spaces.Dict`` of unbounded float32 ``Box``es, one per key (only shapes matter).
+    """
     from gymnasium import spaces
 
     return spaces.Dict(

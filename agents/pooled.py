@@ -58,7 +58,9 @@ _CAP_COLS = [JOB_FEATURES[c].start for c in CAP_COLUMNS]
 class PooledLayout:
     """Sizes of the pooled vector, read from the env's Dict observation space.
 
-    Args:
+    Make one with ``of`` (a space) or ``for_env`` (an env) rather than by hand.
+
+    Attributes:
         num_slots: job slots S.
         node_dim: columns of a node row (``nodes``).
         job_dim: columns of a job row as pooled (scale-free: ``jobs``, ``job_scale`` and
@@ -79,9 +81,20 @@ class PooledLayout:
 
     @classmethod
     def of(cls, space: spaces.Dict, max_count: int, *, scale_free: bool = False) -> PooledLayout:
-        """The layout for an env observation space and its count cap (``scale_free``: the
-        scale-free layout, which needs the ``job_scale``, ``job_shape`` and
-        ``global_scale`` keys).
+        """The layout for an env observation space and its count cap.
+
+        Args:
+            space: ``ScavengeEnv``'s Dict observation space (or one with its keys and
+                shapes, as ``AgentPolicy`` builds from an observation).
+            max_count: the env's count cap C (ignored when scale-free: 1).
+            scale_free: the scale-free layout (module docstring), which needs the
+                ``job_scale``, ``job_shape`` and ``global_scale`` keys.
+
+        Returns:
+            The layout, frozen.
+
+        Raises:
+            TypeError: ``space`` is not a Dict with a ``nodes`` key.
         """
         if not isinstance(space, spaces.Dict) or "nodes" not in space.spaces:
             raise TypeError(f"expected ScavengeEnv's Dict observation space, got {space!r}")
@@ -106,6 +119,10 @@ class PooledLayout:
     def for_env(cls, env: gym.Env) -> PooledLayout:
         """The layout of a ``ScavengeEnv`` (possibly wrapped): scale-free for the modes in
         ``SCALE_FREE_MODES``.
+
+        Args:
+            env: the env; its ``unwrapped`` gives the space, ``max_count`` and
+                ``action_mode``.
         """
         inner = env.unwrapped
         free = inner.action_mode in SCALE_FREE_MODES
@@ -113,7 +130,10 @@ class PooledLayout:
 
     @property
     def slot_dim(self) -> int:
-        """Values per slot: mask, job row, curve, known, held-node mean, held count."""
+        """Values per slot: mask, job row, curve, known, held-node mean, held count.
+
+        1 + job_dim + 2 * points + node_dim + 1; the same for any N and (scale-free) any S.
+        """
         return 1 + self.job_dim + 2 * self.points + self.node_dim + 1
 
     @property
@@ -128,7 +148,11 @@ class PooledLayout:
 
     @property
     def global_dim(self) -> int:
-        """Values after the slots: env global, lent/idle mean and max, lent/idle counts."""
+        """Values after the slots: env global, lent/idle mean and max, lent/idle counts.
+
+        env_global_dim + 4 * node_dim + 2, in the order lent mean, lent max, idle mean,
+        idle max (``node_dim`` each), then the lent and the idle count.
+        """
         return self.env_global_dim + 4 * self.node_dim + 2
 
     @property
@@ -137,12 +161,23 @@ class PooledLayout:
         return self.num_slots * self.slot_dim + self.global_dim
 
     def space(self) -> spaces.Box:
-        """The pooled observation space."""
+        """The pooled observation space: ``Box`` of ``size`` float32 values in [-1, 1000]
+        (loose bounds; SB3 reads only the shape and dtype).
+        """
         return spaces.Box(-1.0, np.float32(1e3), (self.size,), np.float32)
 
     def inputs(self, obs: dict[str, np.ndarray]) -> tuple[Any, ...]:
         """``_pool``'s arguments before ``out`` from an observation's arrays: one env's, or a
         batch's with a leading axis (the scale-free parts are joined along the last axis).
+
+        Args:
+            obs: the env's observation arrays by key (``action_mask`` is not read).
+
+        Returns:
+            (nodes, node_mask, node_job, job_mask, jobs, curve, known, glob, C) as float32
+            arrays (``jobs`` with ``job_scale`` and ``job_shape`` joined and the
+            ``CAP_COLUMNS`` zeroed, ``curve`` and ``known`` empty, when scale-free) and C:
+            ``max_count``, or minus the node count N when scale-free (``_pool``).
         """
         f32 = np.float32
         jobs = np.asarray(obs["jobs"], dtype=f32)
@@ -171,6 +206,13 @@ class PooledLayout:
     def pool(self, obs: dict[str, np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
         """The pooled vector of one env observation (module docstring), written into
         ``out`` (a float32 vector of ``size`` values, e.g. a vec env's row) when given.
+
+        Args:
+            obs: one env's observation arrays by key (no batch axis).
+            out: (size,) float32, C-contiguous, overwritten; None: a new vector.
+
+        Returns:
+            ``out``, or the new vector.
         """
         if out is None:
             out = np.empty(self.size, dtype=np.float32)
@@ -185,6 +227,18 @@ def _pool(
     """Fill ``out`` with the pooled vector (``PooledLayout``'s order); sums in float64.
     ``C`` > 0: counts / C (clipped at ``COUNT_CLIP``); ``C`` < 0: the scale-free layout,
     the held column 1 for a running slot and the lent and idle counts / -C.
+
+    Args:
+        nodes: (N, D) node features.
+        lent: (N,) ``node_mask``: > 0 for a node lent to the scavenger.
+        node_job: (N,) the slot holding each node, -1 for none.
+        job_mask: (S,) 1 for a slot holding a job.
+        jobs: (S, J) job rows.
+        curve, known: (S, P) curve points and their known flags (P = 0: none).
+        glob: (E,) the env's global features.
+        C: the count divisor, its sign picking the layout (above).
+        out: (S * W + E + 4 * D + 2,) with W = 1 + J + 2 * P + D + 1, written; the mean
+            and max of an empty pool, and a slot's held-node mean without nodes, are 0.
     """
     N, D = nodes.shape
     S, J = jobs.shape
@@ -234,14 +288,22 @@ def _pool(
 
 
 class PooledObservation(gym.ObservationWrapper):
-    """``ScavengeEnv`` with the pooled flat observation (``PooledLayout.pool``)."""
+    """``ScavengeEnv`` with the pooled flat observation (``PooledLayout.pool``).
+
+    Args:
+        env: a ``ScavengeEnv``, possibly wrapped; its action mode fixes the layout.
+
+    Attributes:
+        layout: the ``PooledLayout``, read once from the env at construction.
+    """
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         self.layout = PooledLayout.for_env(env)
         self.observation_space = self.layout.space()
 
-    def observation(self, observation: dict[str, np.ndarray]) -> np.ndarray:  # noqa: D102
+    def observation(self, observation: dict[str, np.ndarray]) -> np.ndarray:
+        """The pooled (size,) float32 vector of the env's Dict observation."""
         return self.layout.pool(observation)
 
     def action_masks(self) -> Any:
@@ -255,13 +317,19 @@ class SlimInfo(gym.Wrapper):
     SB3's ``DummyVecEnv`` deep-copies every info dict on every step; the env's (action mask,
     slot map, repair counts, ...) cost more to copy than the step itself. Training needs
     none of it (``Monitor`` adds the episode statistics above this wrapper).
+
+    Args:
+        env: the env to wrap.
+        keys: the info keys kept when present (``dt``: the step's simulated seconds,
+            ``samples``: the samples trained in it); others are dropped.
     """
 
     def __init__(self, env: gym.Env, keys: tuple[str, ...] = ("dt", "samples")) -> None:
         super().__init__(env)
         self.keys = keys
 
-    def step(self, action: Any):  # noqa: D102
+    def step(self, action: Any):
+        """The env's step with ``info`` cut down to ``keys``."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, reward, terminated, truncated, {k: info[k] for k in self.keys if k in info}
 

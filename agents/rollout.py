@@ -29,7 +29,17 @@ from agents.pooled import SLOT_COUNT, SLOT_MASK
 
 
 def _layer_views(seq: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray | None] | None]:
-    """A ``Linear``/``ReLU`` stack as (W^T, b) numpy views and ``None`` for each ReLU."""
+    """A ``Linear``/``ReLU`` stack as (W^T, b) numpy views and ``None`` for each ReLU.
+
+    Args:
+        seq: the stack; nested ``Sequential``s are flattened in order.
+
+    Returns:
+        One entry per layer, in order: ``_linear_view`` of a ``Linear``, None of a ReLU.
+
+    Raises:
+        TypeError: a layer of another kind (the numpy pass would compute another function).
+    """
     out: list[tuple[np.ndarray, np.ndarray | None] | None] = []
     for m in seq:
         if isinstance(m, nn.Sequential):
@@ -44,12 +54,21 @@ def _layer_views(seq: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray | None
 
 
 def _linear_view(m: nn.Linear) -> tuple[np.ndarray, np.ndarray | None]:
-    """(W^T, b) of ``m`` as numpy views of its parameters."""
+    """(W^T, b) of ``m`` as numpy views of its parameters.
+
+    Args:
+        m: a CPU float32 ``Linear``.
+
+    Returns:
+        (in_features, out_features) W^T and the (out_features,) bias (None without one):
+        views sharing the parameters' memory, so the optimizer's in-place updates show.
+    """
     b = None if m.bias is None else m.bias.detach().numpy()
     return m.weight.detach().numpy().T, b
 
 
 def _dense(x: np.ndarray, wb: tuple[np.ndarray, np.ndarray | None]) -> np.ndarray:
+    """``x @ W^T + b`` for (n, in) ``x`` and ``_linear_view``'s ``wb``: a new (n, out)."""
     y = x @ wb[0]
     if wb[1] is not None:
         y += wb[1]
@@ -57,7 +76,15 @@ def _dense(x: np.ndarray, wb: tuple[np.ndarray, np.ndarray | None]) -> np.ndarra
 
 
 def _apply(stack: list, x: np.ndarray) -> np.ndarray:
-    """The stack on ``x`` (never written to: ReLUs work in place on the layers' outputs)."""
+    """The stack on ``x`` (never written to: ReLUs work in place on the layers' outputs).
+
+    Args:
+        stack: ``_layer_views``' list.
+        x: (n, the first layer's in_features) float32.
+
+    Returns:
+        (n, the last layer's out_features); ``x`` itself for an empty stack.
+    """
     fresh = False
     for wb in stack:
         if wb is None:
@@ -72,6 +99,10 @@ class NumpySlotPass:
     """``SlotPolicy``'s no-gradient forward (module docstring), bound to one policy's
     parameters. Rebuild it if the parameter tensors are replaced (``SlotPolicy`` drops it
     in ``_apply``, which ``.to()``/``.float()`` go through).
+
+    Args:
+        policy: an ``agents.net.SlotPolicy`` with float32 parameters on the CPU (the
+            views need CPU memory); its layers are read, never copied.
     """
 
     def __init__(self, policy: Any) -> None:
@@ -89,7 +120,14 @@ class NumpySlotPass:
 
     def encode(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``SlotFeatures.encode``: slot embeddings (B, S, d), context (B, d), the slot
-        table (B*S, slot_dim, a view of ``obs``).
+        table (B*S, slot_dim: ``obs``'s slot part, a view for B = 1, else a copy, as the
+        global part lies between two observations' slots).
+
+        Args:
+            obs: (B, S*slot_dim + glob_dim) float32 pooled observations; any S.
+
+        Returns:
+            (z, ctx, table); the current counts are read from ``table`` by the caller.
         """
         D, d = self.D, self.d
         B = obs.shape[0]
@@ -107,7 +145,12 @@ class NumpySlotPass:
         return z, ctx, table
 
     def value(self, z: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-        """``SlotValue.value``: (B, 1)."""
+        """``SlotValue.value``: (B, 1).
+
+        Args:
+            z: (B, S, d) slot embeddings.
+            ctx: (B, d) context.
+        """
         return _apply(self.value_net, np.concatenate([z.mean(axis=1), ctx], axis=1))
 
     def __call__(
@@ -115,6 +158,17 @@ class NumpySlotPass:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(actions (B, S) int64, values (B, 1), log-probabilities (B,)) for float32
         observations (B, size) and masks (B, S*K) of 0/1 (or ``None``: all legal).
+
+        Args:
+            obs: (B, S*slot_dim + glob_dim) float32 pooled observations.
+            masks: (B, S*K) bool, MaskablePPO's ``action_masks``; None: all legal.
+            deterministic: each slot's most likely legal choice; else a draw, which
+                consumes B*S*K numbers of torch's global generator as
+                ``SlotCategorical.sample`` does.
+
+        Returns:
+            The actions, the values (float32) and the actions' log-probabilities summed
+            over the slots (float32).
         """
         d, K = self.d, self.K
         B = obs.shape[0]
@@ -153,6 +207,17 @@ def _draw(
     (``SlotCategorical``: a slot with no legal choice counts as all legal), the draw
     (Gumbel-max with the uniforms ``u``, or the mode) into ``actions`` and the sum of the
     drawn log-probabilities into ``log_prob``.
+
+    Args:
+        logits: (B, S, K) float32, without the bonus; the bonus is added in place.
+        current: (B, S) int64 current node counts (clamped to 0..K-1).
+        stay: ``SlotHead.stay``, the bonus logit.
+        legal: (B, S, K) bool.
+        u: (B, S, K) uniforms in [0, 1) (ignored when ``deterministic``).
+        deterministic: take each slot's most likely legal choice, the first of a tie.
+        actions: (B, S) int64, written.
+        log_prob: (B,) float32, written.
+        keep_at_zero: the bonus on choice 0 (``shares``), else on choice ``current``.
     """
     B, S, K = logits.shape
     for b in range(B):

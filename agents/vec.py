@@ -26,6 +26,18 @@ from agents.pooled import PooledLayout
 class PooledVecEnv(VecEnv):
     """n ``ScavengeEnv``s (each possibly under reset-only wrappers such as ``SeedOffset``)
     with the pooled flat observation (module docstring).
+
+    Steps go to each env's ``unwrapped`` (a wrapper's ``step`` is never called), resets
+    through the wrappers.
+
+    Args:
+        env_fns: thunks, each called once here, in order. The envs may differ in node
+            count; the pooled sizes (slots, feature widths, count cap) are the first
+            env's, and the others must have the same (not checked).
+
+    Attributes:
+        envs: the envs as the thunks made them (wrappers included).
+        layout: the first env's ``PooledLayout``; ``get_attr("layout")`` returns it.
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
@@ -33,7 +45,11 @@ class PooledVecEnv(VecEnv):
         self._bind(self.envs)
 
     def _bind(self, envs: list[gym.Env]) -> None:
-        """The layout, spaces and buffers of ``envs`` (the first one's sizes)."""
+        """The layout, spaces and buffers of ``envs`` (the first one's sizes).
+
+        Args:
+            envs: the made envs; their count is ``num_envs``.
+        """
         self._inner = [e.unwrapped for e in envs]
         first = self._inner[0]
         self.layout = PooledLayout.for_env(first)
@@ -47,7 +63,10 @@ class PooledVecEnv(VecEnv):
         self._t0 = time.time()
         self._actions: np.ndarray | None = None
 
-    def reset(self) -> np.ndarray:  # noqa: D102
+    def reset(self) -> np.ndarray:
+        """Resets every env with the seeds and options set by ``seed``/``set_options``
+        (used once); returns the (n, size) float32 first observations (a copy).
+        """
         for i, env in enumerate(self.envs):
             obs, info = env.reset(seed=self._seeds[i], options=self._options[i])
             self.reset_infos[i] = info
@@ -67,6 +86,13 @@ class PooledVecEnv(VecEnv):
     def _episode(self, i: int) -> dict[str, Any]:
         """Env ``i``'s ended episode as SB3's ``Monitor`` reports it (``info["episode"]``);
         its return and length start again from 0.
+
+        Args:
+            i: the env's index.
+
+        Returns:
+            ``r``: the undiscounted return (rounded to 6 decimals), ``l``: the steps,
+            ``t``: wall-clock seconds since this vec env was made.
         """
         ep = {
             "r": round(float(self._ret[i]), 6),
@@ -77,10 +103,19 @@ class PooledVecEnv(VecEnv):
         self._len[i] = 0
         return ep
 
-    def step_async(self, actions: np.ndarray) -> None:  # noqa: D102
+    def step_async(self, actions: np.ndarray) -> None:
+        """Keeps the (n, ...) actions for ``step_wait`` (nothing runs in between)."""
         self._actions = actions
 
-    def step_wait(self):  # noqa: D102
+    def step_wait(self):
+        """One step of each env in turn, an ended episode reset at once (SB3's auto-reset).
+
+        Returns:
+            (observations (n, size) float32, rewards (n,) float32, dones (n,) bool,
+            infos): copies. An info holds ``dt``, ``samples`` and
+            ``TimeLimit.truncated``, and at an episode's end ``episode`` and
+            ``terminal_observation`` (the last observation, pooled).
+        """
         infos: list[dict[str, Any]] = []
         actions = self._actions
         for i, env in enumerate(self._inner):
@@ -110,23 +145,27 @@ class PooledVecEnv(VecEnv):
     def get_images(self) -> Sequence[np.ndarray | None]:  # noqa: D102
         return [env.render() for env in self.envs]
 
-    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:  # noqa: D102
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        """An attribute of the (wrapped) envs; ``layout`` is this vec env's, for each."""
         if attr_name == "layout":
             return [self.layout for _ in self._get_indices(indices)]
         return [getattr(self.envs[i], attr_name) for i in self._get_indices(indices)]
 
-    def has_attr(self, attr_name: str) -> bool:  # noqa: D102
+    def has_attr(self, attr_name: str) -> bool:
+        """SB3's answer, and True for ``action_masks`` (MaskablePPO checks for it)."""
         if attr_name == "action_masks":
             return True
         return super().has_attr(attr_name)
 
-    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:  # noqa: D102
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        """Sets the attribute on the outer (wrapped) envs."""
         for i in self._get_indices(indices):
             setattr(self.envs[i], attr_name, value)
 
-    def env_method(  # noqa: D102
+    def env_method(
         self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any
     ) -> list[Any]:
+        """Calls the method of the outer envs; ``action_masks`` of the unwrapped ones."""
         if method_name == "action_masks":  # MaskablePPO, before every step
             return [self._inner[i].action_masks() for i in self._get_indices(indices)]
         return [

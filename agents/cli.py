@@ -88,8 +88,25 @@ def _compare(ns: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Register ``train`` and ``compare``."""
+    """Register ``train`` and ``compare`` on ``mtgym``'s subcommand parser ``sub``."""
     t = sub.add_parser("train", help="train a learned scheduler (MaskablePPO by default)")
+    _add_run_options(t.add_argument_group("run"))
+    _add_imitation_options(t.add_argument_group("imitation (before RL)"))
+    _add_learning_options(t.add_argument_group("environment, network and learning"))
+    t.add_argument("--no-progress", action="store_true")
+    add_backend_options(t, "ray: a seed sweep, one Ray task per seed")
+    t.add_argument(
+        "--ray-seeds",
+        type=int,
+        default=2,
+        help="with --backend ray: seeds to train (default: %(default)s)",
+    )
+    t.set_defaults(func=_train)
+    _add_compare(sub)
+
+
+def _add_run_options(t: argparse._ActionsContainer) -> None:
+    """``train``'s scenario, algorithm, length, output, evaluation and resume options."""
     t.add_argument(
         "--scenario", default="default", help="scenario name or file (default: %(default)s)"
     )
@@ -112,6 +129,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--eval-freq", type=int, default=20_000, help="steps between evaluations (0 = none)"
     )
     t.add_argument("--resume", default=None, metavar="ZIP", help="continue from a checkpoint")
+
+
+def _add_imitation_options(t: argparse._ActionsContainer) -> None:
+    """``train``'s behaviour cloning and DAgger options."""
     t.add_argument(
         "--bc-expert",
         default=None,
@@ -130,6 +151,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=4,
         help="expert episodes to clone, and per DAgger round (default: %(default)s)",
     )
+
+
+def _add_learning_options(t: argparse._ActionsContainer) -> None:
+    """``train``'s environment, network and PPO options."""
     t.add_argument(
         "--no-context",
         action="store_true",
@@ -203,16 +228,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--n-steps", type=int, default=128, help="rollout steps per env")
     t.add_argument("--batch-size", type=int, default=256)
     t.add_argument("--n-epochs", type=int, default=4, help="PPO epochs per rollout")
-    t.add_argument("--no-progress", action="store_true")
-    add_backend_options(t, "ray: a seed sweep, one Ray task per seed")
-    t.add_argument(
-        "--ray-seeds",
-        type=int,
-        default=2,
-        help="with --backend ray: seeds to train (default: %(default)s)",
-    )
-    t.set_defaults(func=_train)
 
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    """Register ``compare``: the agent beside every baseline on the same seeds."""
     c = sub.add_parser("compare", help="agent vs every baseline: TensorBoard, results.json, chart")
     c.add_argument(
         "--scenario", default="default", help="scenario name or file (default: %(default)s)"

@@ -415,108 +415,39 @@ def keep_best(
 
 
 def train(args: Args) -> Path:
-    """Train, checkpoint and save; returns the model path."""
-    import torch
-    from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+    """Train, checkpoint and save (module docstring); returns the model's path.
 
-    from mtgym.evaluate import TAGS
+    Imitation first when ``args.bc_expert`` is set (``imitate``), then the critic's
+    warm-up (``args.critic_warmup`` steps, ``frozen_actor``), then ``args.timesteps`` steps
+    of RL; ``out/model.zip`` holds the best evaluated weights (``keep_best``) and
+    ``out/train.json`` the timings and which weights were kept.
+
+    Args:
+        args: the run's settings; ``args.out`` is created (and written into) as needed.
+    """
+    import torch
+
+    from agents.callbacks import training_callbacks
+    from mtgym.core.io import atomic_path, atomic_write_json
 
     _check(args)
     torch.set_num_threads(1)
     out = Path(args.out)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     args.config().save(out / "agent.json")
-    from mtgym.core.io import atomic_write_json
-
     atomic_write_json(out / "args.json", asdict(args), default=str)
     env = training_env(args)
-    tb = str(out / "tb")
-    if args.resume:
-        from agents.policy import load_model
-
-        model, _ = load_model(args.resume)
-        model.set_env(env)
-        model.tensorboard_log = tb
-    else:
-        model = build_model(args, env, tb)
-
-    class SharedTags(BaseCallback):
-        """Log hyper-parameters once, and the shared eval/* tags every ``eval_freq`` steps."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.next_eval = args.eval_freq
-            # the best evaluated weights: (eval normalised samples, state dict, env steps)
-            self.best: tuple[float, dict | None, int] = (-np.inf, None, 0)
-
-        def _on_training_start(self) -> None:
-            from stable_baselines3.common.logger import HParam
-
-            hp = {
-                k: (str(v) if not isinstance(v, int | float | str | bool) else v)
-                for k, v in asdict(args).items()
-            }
-            self.logger.record(
-                "hparams",
-                HParam(hp, {"rollout/ep_rew_mean": 0.0}),
-                exclude=("stdout", "log", "json", "csv"),
-            )
-
-        def _on_rollout_start(self) -> None:
-            if args.ent_coef_final is not None:  # linear entropy schedule
-                frac = min(self.num_timesteps / max(args.timesteps, 1), 1.0)
-                ent = args.ent_coef + frac * (args.ent_coef_final - args.ent_coef)
-                self.model.ent_coef = ent
-                self.logger.record("train/ent_coef_scheduled", ent)
-
-        def _on_step(self) -> bool:
-            if args.eval_freq and self.num_timesteps >= self.next_eval:
-                self.next_eval += args.eval_freq
-                tmp = out / "checkpoints" / "eval_tmp.zip"
-                self.model.save(str(tmp))
-                (out / "checkpoints" / "agent.json").write_text((out / "agent.json").read_text())
-                metrics = evaluate_agent(tmp, args.scenario, args.eval_seeds)
-                for k, v in metrics.items():
-                    if k in TAGS and not np.isnan(v):
-                        self.logger.record(TAGS[k], v)
-                if metrics["normalized_samples"] > self.best[0]:
-                    weights = copy.deepcopy(self.model.policy.state_dict())
-                    self.best = (metrics["normalized_samples"], weights, self.num_timesteps)
-            return True
-
-    tags = SharedTags()
-    callbacks = CallbackList(
-        [
-            CheckpointCallback(
-                max(args.checkpoint_freq // args.n_envs, 1),
-                str(out / "checkpoints"),
-                name_prefix="model",
-            ),
-            tags,
-        ]
-    )
+    model = _initial_model(args, env, str(out / "tb"))
+    callbacks, tags = training_callbacks(args, out, evaluate_agent)
     t0 = time.perf_counter()
     best: tuple[float, dict | None] = (-np.inf, None)
     if args.bc_expert and not args.resume:
         best = imitate(model, args, out)
         model.save(str(out / "checkpoints" / "clone.zip"))  # the kept clone, before PPO
     t_rl = time.perf_counter()
-    tb_name = f"{args.scenario}__{args.algo}__{args.seed}"
-    warm = args.critic_warmup if not args.resume else 0
-    if warm:
-        with frozen_actor(model):
-            model.learn(warm, callback=callbacks, progress_bar=args.progress, tb_log_name=tb_name)
-    model.learn(
-        total_timesteps=args.timesteps,
-        callback=callbacks,
-        progress_bar=args.progress,
-        tb_log_name=tb_name,  # the warm-up's run goes on (one TensorBoard curve)
-        reset_num_timesteps=not (args.resume or warm),
-    )
+    _learn(model, args, callbacks)
     t_end = time.perf_counter()
     wall, rl_s = t_end - t0, t_end - t_rl
-    from mtgym.core.io import atomic_path
-
     with atomic_path(out / "model.zip") as tmp:  # a crash mid-save keeps the old model
         model.save(str(tmp))
     kept = keep_best(model, args, out, best, tags.best)
@@ -533,3 +464,33 @@ def train(args: Args) -> Path:
     )
     env.close()
     return out / "model.zip"
+
+
+def _initial_model(args: Args, env: Any, tb: str) -> Any:
+    """A fresh model (``build_model``), or the checkpoint ``args.resume`` on ``env``."""
+    if not args.resume:
+        return build_model(args, env, tb)
+    from agents.policy import load_model
+
+    model, _ = load_model(args.resume)
+    model.set_env(env)
+    model.tensorboard_log = tb
+    return model
+
+
+def _learn(model: Any, args: Args, callbacks: Any) -> None:
+    """The critic's warm-up (not when resuming), then ``args.timesteps`` steps of RL, on one
+    TensorBoard run (``<scenario>__<algo>__<seed>``).
+    """
+    tb_name = f"{args.scenario}__{args.algo}__{args.seed}"
+    warm = args.critic_warmup if not args.resume else 0
+    if warm:
+        with frozen_actor(model):
+            model.learn(warm, callback=callbacks, progress_bar=args.progress, tb_log_name=tb_name)
+    model.learn(
+        total_timesteps=args.timesteps,
+        callback=callbacks,
+        progress_bar=args.progress,
+        tb_log_name=tb_name,  # the warm-up's run goes on (one TensorBoard curve)
+        reset_num_timesteps=not (args.resume or warm),
+    )

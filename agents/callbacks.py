@@ -1,0 +1,97 @@
+"""The training run's SB3 callbacks: checkpoints, the hyper-parameter table, the entropy
+schedule, and the shared ``eval/*`` tags at evaluation points (the tags ``mtgym evaluate``
+writes for the baselines, so the agent's curves sit beside theirs in TensorBoard), which
+also remember the best evaluated weights for ``agents.train.keep_best``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+
+from mtgym.evaluate import TAGS
+
+
+class SharedTags(BaseCallback):
+    """Log the hyper-parameters once, schedule the entropy bonus, and every
+    ``args.eval_freq`` env steps evaluate the current weights and log the shared tags.
+
+    Args:
+        args: the run's ``agents.train.Args`` (``eval_freq``, ``eval_seeds``, the entropy
+            schedule ``ent_coef`` -> ``ent_coef_final`` over ``timesteps``).
+        out: the run's folder (the evaluated weights go to ``checkpoints/eval_tmp.zip``).
+        evaluate: ``agents.train.evaluate_agent`` (path, scenario, seeds -> mean metrics).
+
+    Attributes:
+        best: (eval normalised samples, policy state dict, env steps) of the best evaluation
+            point so far; (-inf, None, 0) before the first.
+    """
+
+    def __init__(self, args: Any, out: Path, evaluate: Callable[..., dict[str, float]]):
+        super().__init__()
+        self.args, self.out, self.evaluate = args, out, evaluate
+        self.next_eval = args.eval_freq
+        self.best: tuple[float, dict | None, int] = (-np.inf, None, 0)
+
+    def _on_training_start(self) -> None:
+        """Log ``args`` as TensorBoard's hyper-parameter table (once per ``learn`` call)."""
+        from stable_baselines3.common.logger import HParam
+
+        hp = {
+            k: (str(v) if not isinstance(v, int | float | str | bool) else v)
+            for k, v in asdict(self.args).items()
+        }
+        self.logger.record(
+            "hparams",
+            HParam(hp, {"rollout/ep_rew_mean": 0.0}),
+            exclude=("stdout", "log", "json", "csv"),
+        )
+
+    def _on_rollout_start(self) -> None:
+        """Set this rollout's entropy bonus (linear schedule; none when ``ent_coef_final``
+        is None).
+        """
+        a = self.args
+        if a.ent_coef_final is not None:
+            frac = min(self.num_timesteps / max(a.timesteps, 1), 1.0)
+            ent = a.ent_coef + frac * (a.ent_coef_final - a.ent_coef)
+            self.model.ent_coef = ent
+            self.logger.record("train/ent_coef_scheduled", ent)
+
+    def _on_step(self) -> bool:
+        """At an evaluation point: save, evaluate on ``eval_seeds``, log, remember the best."""
+        a = self.args
+        if a.eval_freq and self.num_timesteps >= self.next_eval:
+            self.next_eval += a.eval_freq
+            tmp = self.out / "checkpoints" / "eval_tmp.zip"
+            self.model.save(str(tmp))
+            (self.out / "checkpoints" / "agent.json").write_text(
+                (self.out / "agent.json").read_text()
+            )
+            metrics = self.evaluate(tmp, a.scenario, a.eval_seeds)
+            for k, v in metrics.items():
+                if k in TAGS and not np.isnan(v):
+                    self.logger.record(TAGS[k], v)
+            if metrics["normalized_samples"] > self.best[0]:
+                weights = copy.deepcopy(self.model.policy.state_dict())
+                self.best = (metrics["normalized_samples"], weights, self.num_timesteps)
+        return True
+
+
+def training_callbacks(
+    args: Any, out: Path, evaluate: Callable[..., dict[str, float]]
+) -> tuple[CallbackList, SharedTags]:
+    """Checkpoints every ``args.checkpoint_freq`` env steps (``out/checkpoints/model_<n>_
+    steps.zip``) and ``SharedTags``; returns the list for ``learn`` and the tags callback
+    (its ``best``).
+    """
+    tags = SharedTags(args, out, evaluate)
+    every = max(args.checkpoint_freq // args.n_envs, 1)  # (SB3 counts calls, not env steps)
+    ckpt = CheckpointCallback(every, str(out / "checkpoints"), name_prefix="model")
+    return CallbackList([ckpt, tags]), tags

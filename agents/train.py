@@ -28,7 +28,68 @@ ALGOS = ("maskable_ppo", "ppo", "a2c")
 
 @dataclass
 class Args:
-    """Training configuration (CleanRL-style: every knob in one typed place)."""
+    """Training configuration (CleanRL-style: every knob in one typed place; ``mtgym train``
+    sets each from its flag of the same name, and ``out/args.json`` records them all).
+
+    Attributes:
+        scenario: the scenario trained on (a name, preset or file); also where the
+            evaluation points and imitation play.
+        algo: ``"maskable_ppo"`` (masks honoured), ``"ppo"`` or ``"a2c"``.
+        timesteps: env steps of RL after imitation and the critic's warm-up.
+        seed: the model's and the training envs' seed (env rank i resets with
+            ``seed * 1000 + i``; ``SeedOffset`` keeps them apart from evaluation seeds).
+        out: the run's folder (model.zip, agent.json, args.json, train.json,
+            checkpoints/, tb/).
+        n_envs: envs stepped together (one batched compiled call for the pooled layout).
+        vec: ``"dummy"`` (one process) or ``"subproc"`` (one process per env).
+        action_mode, reward, info_mode: the env's keywords (``ScavengeEnv``).
+        max_jobs: the training envs' job slots S (a scale-free agent then runs on any S).
+        max_count: the ``counts`` head's count cap (the other modes ignore it).
+        decision_interval_s: a decision every that many simulated seconds (None: at every
+            event). Steps of equal length (a plain MDP, 180 per 6-hour episode at 120 s)
+            learnt far better than a decision at every event (``agents/pretrained``).
+        n_steps, batch_size, n_epochs: PPO's rollout length per env, minibatch size and
+            epochs per rollout.
+        learning_rate: Adam's step size at the start.
+        lr_schedule: ``"linear"`` (to 0 at the end of ``timesteps``) or ``"constant"``.
+        gamma, gae_lambda: the per-step discount and GAE's lambda.
+        ent_coef, ent_coef_final: the entropy bonus at the start and at the end (linear
+            schedule; ``ent_coef_final`` None: constant).
+        target_kl: stop a PPO update's epochs once the approximate KL to the rollout
+            policy passes this (None: never); fine-tuning a clone blew up at the first
+            update without it (KL 1.75, round 5).
+        critic_warmup: env steps after imitation that fit only the value head, the actor
+            frozen (``frozen_actor``): imitation trains no critic, and PPO's first updates
+            from an unfitted one follow noise.
+        norm_reward: scale rewards by VecNormalize's running return spread (rewards only:
+            the observation is O(1) by construction).
+        observation: ``"pooled"`` (``agents.pooled``: fixed size whatever the node count)
+            or ``"dict"`` (every node).
+        net: ``"slot"`` (``agents.net``: per-slot shared head, pooled observation) or
+            ``"set"`` (``agents.features``: the Dict observation).
+        embed_dim: slot and context embedding width.
+        sample: the saved agent acts by drawing from its policy (seeded per episode)
+            rather than by its mode: the mode of a clone rarely changes a count (its
+            draws carry the expert's changes; round 6 measured 0.61 vs 0.82).
+        stay_init: ``"slot"`` net: the initial logit bonus for keeping a running job's
+            count.
+        context: ``"set"`` net: slot embeddings see the other jobs and the pool.
+        eval_seeds: the evaluation points' seeds; they also pick the kept weights
+            (``keep_best``).
+        eval_freq: env steps between evaluation points (0: none).
+        checkpoint_freq: env steps between checkpoints.
+        resume: a checkpoint to continue from (no imitation, no warm-up).
+        progress: show SB3's progress bar.
+        bc_expert: imitate this registered policy first (e.g. ``"freetrain-speedup"``);
+            None: RL from scratch.
+        bc_seeds: the expert's episodes (episode i on the i-th training size).
+        dagger_rounds: rounds of DAgger after behaviour cloning (the agent drives, the
+            expert labels), each on as many episodes as ``bc_seeds``.
+        bc_epochs: supervised epochs of the first cloning (half in each DAgger round).
+        num_nodes: mixed cluster sizes: env rank i trains on the scenario resized to
+            ``num_nodes[i % len]`` nodes (synthetic generators only; (): its own size).
+        extra: free-form notes recorded in args.json.
+    """
 
     scenario: str = "default"
     algo: str = "maskable_ppo"
@@ -36,50 +97,40 @@ class Args:
     seed: int = 0
     out: Path = Path("runs/agent")
     n_envs: int = 8
-    vec: str = "dummy"  # "dummy" or "subproc"
+    vec: str = "dummy"
     action_mode: str = "counts"
     reward: str = DEFAULT_REWARD
     info_mode: str = "user"
     max_jobs: int = 16
     max_count: int = 16
-    # a decision every 2 simulated minutes: steps of equal length (a plain MDP, 180 per
-    # 6-hour episode) learnt far better than a decision at every event (see README)
     decision_interval_s: float | None = 120.0
     n_steps: int = 128
     batch_size: int = 256
     n_epochs: int = 4
     learning_rate: float = 3e-3
-    lr_schedule: str = "linear"  # "linear" (to 0 at the end) or "constant"
+    lr_schedule: str = "linear"
     gamma: float = 0.99
     gae_lambda: float = 0.95
     ent_coef: float = 0.003
-    ent_coef_final: float | None = 0.0  # linear entropy schedule to this (None: constant)
-    # stop a PPO update's epochs once the approximate KL to the rollout policy passes this
-    # (None: never); fine-tuning a clone blew up at the first update without it
+    ent_coef_final: float | None = 0.0
     target_kl: float | None = None
-    # env steps of PPO after imitation with the actor frozen (only the value head learns):
-    # imitation trains no critic, and PPO's first updates from an unfitted one follow noise
     critic_warmup: int = 0
-    norm_reward: bool = True  # VecNormalize's running return scale for the rewards
-    observation: str = "pooled"  # "pooled" (agents/pooled.py) or "dict" (every node)
-    net: str = "slot"  # "slot": agents/net.py's per-slot head; "set": agents/features.py
+    norm_reward: bool = True
+    observation: str = "pooled"
+    net: str = "slot"
     embed_dim: int = 32
-    # the agent acts by drawing from its policy (seeded per episode) rather than by its
-    # mode: with the keep-count bonus the mode never changes a count it has not learnt to
     sample: bool = True
-    stay_init: float = 5.0  # "slot" net: initial logit bonus for keeping a running job's count
-    context: bool = True  # "set" net: slot embeddings see the other jobs and the pool
+    stay_init: float = 5.0
+    context: bool = True
     eval_seeds: tuple[int, ...] = tuple(range(1000, 1008))
-    eval_freq: int = 20_000  # env steps between evaluations (0 = none)
+    eval_freq: int = 20_000
     checkpoint_freq: int = 20_000
     resume: Path | None = None
     progress: bool = True
-    bc_expert: str | None = None  # imitate this registered policy first (e.g. "freetrain")
+    bc_expert: str | None = None
     bc_seeds: tuple[int, ...] = (11, 12, 13, 14)
-    dagger_rounds: int = 3  # rounds of DAgger after behaviour cloning
+    dagger_rounds: int = 3
     bc_epochs: int = 30
-    # mixed cluster sizes: env rank i trains on the scenario with num_nodes[i % len] nodes
-    # (synthetic generators only; () = the scenario's own size)
     num_nodes: tuple[int, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 

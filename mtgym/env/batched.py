@@ -1,7 +1,7 @@
 """The batched core: B episodes advanced by one decision each in one compiled call.
 
 ``mtgym.env.step`` steps one episode in two compiled calls (``_pre``, ``_post``) around a
-little Python (``dynamics.settle``, ``episode.load``/``store``, the info dict): ~10 Python
+little Python (``dynamics.settle``, ``sim_kernel.load``/``store``, the info dict): ~10 Python
 calls and ~80 array arguments' worth of boxing per step. ``BatchedCore`` keeps B episodes'
 ``StepKernel`` structs in one numba typed ``List`` and steps all of them in one call,
 ``step_batch``, that runs for each episode the very kernels the single env runs:
@@ -13,10 +13,10 @@ calls and ~80 array arguments' worth of boxing per step. ``BatchedCore`` keeps B
   ``dynamics.repair_allocation``) and applied by ``engine.run``, as there. Due timers are
   Python's (``EventQueue``): nothing in the env schedules one, so a batched episode has
   none (``t_timer`` is +inf) and ``TIMER_DUE`` cannot come back;
-- the episode's scalars stay in its record (``Episode.scalars``) between steps instead of
-  going through the ``ClusterState``'s attributes and back (``episode.store`` then
-  ``episode.load``: the same values, bit for bit); the call zeroes the record's results
-  (``episode.RESULTS``) as ``episode.load`` does. ``sync(b)`` writes them to the state
+- the episode's scalars stay in its record (``SimKernel.scalars``) between steps instead of
+  going through the ``ClusterState``'s attributes and back (``sim_kernel.store`` then
+  ``sim_kernel.load``: the same values, bit for bit); the call zeroes the record's results
+  (``sim_kernel.RESULTS``) as ``sim_kernel.load`` does. ``sync(b)`` writes them to the state
   when Python needs it (the metrics at an episode's end, ``noop``, ``sample_valid``, ...);
 - the observation is written straight into batched arrays (a leading B axis), each
   episode's rows first set from the template ``ObservationBuilder.outputs()`` gave at its
@@ -50,30 +50,55 @@ from numba.typed import List
 
 from mtgym.env import step as single
 from mtgym.env.actions.base import pack_failed
-from mtgym.env.step import PACK_FAILED, Step, _post, _pre
-from mtgym.sim import engine, episode
+from mtgym.env.step import PACK_FAILED, STEP_COUNTERS, Step, _post, _pre
+from mtgym.sim import engine
+from mtgym.sim import kernel as sim_kernel
 from mtgym.sim.engine import OUT_OF_RANGE
 from mtgym.sim.invariants import check_state
 from mtgym.sim.view import InfoMode
 
-# ``ints``' columns: the info's integer counters (``STEP_COUNTERS`` but ``samples`` and
-# ``elapsed_s``), then the observation's counts, the engine's repair counts
-# (``ENGINE_REPAIRS``) and whether the engine repaired, then ``step_batch``'s code (the
+#: ``mtgym.sim.kernel.COUNTERS``' names split by type: the integer ones are ``ints``' first
+#: columns, the float ones ``floats``' columns after the time (``F_COUNTERS``), in order.
+INT_COUNTERS = tuple(name for name, dtype in sim_kernel.COUNTERS if np.dtype(dtype).kind == "i")
+FLOAT_COUNTERS = tuple(name for name, dtype in sim_kernel.COUNTERS if np.dtype(dtype).kind == "f")
+# ``ints``' columns: the integer counters, then the observation's counts, the engine's repair
+# counts (``ENGINE_REPAIRS``) and whether the engine repaired, then ``step_batch``'s code (the
 # engine's, or ``PACK_FAILED``) and its two values (the bad entry, or needed and free nodes).
-I_EVENTS, I_RECLAIMED, I_IDLE, I_ARRIVALS, I_COMPLETIONS, I_STOPS = range(6)
-I_NODES_IDLE, I_ACTIVE, I_HELD, I_PRESENT = range(6, 10)
-I_REPAIR = 10  # 4 columns: unavailable, inactive-job, over-max nodes, below-min jobs
-I_ENGINE_REPAIRED = 14
-I_CODE, I_X, I_Y = 15, 16, 17
-NUM_INTS = 18
-# ``floats``' columns: time after the step, useful samples, elapsed simulated seconds.
-F_TIME, F_SAMPLES, F_ELAPSED = range(3)
-NUM_FLOATS = 3
+_K = len(INT_COUNTERS)
+I_NODES_IDLE, I_ACTIVE, I_HELD, I_PRESENT = range(_K, _K + 4)
+I_REPAIR = _K + 4  # 4 columns: unavailable, inactive-job, over-max nodes, below-min jobs
+I_ENGINE_REPAIRED = _K + 8
+I_CODE, I_X, I_Y = _K + 9, _K + 10, _K + 11
+NUM_INTS = _K + 12
+# ``floats``' columns: time after the step, the float counters, elapsed simulated seconds.
+F_TIME = 0
+F_COUNTERS = 1
+F_ELAPSED = F_COUNTERS + len(FLOAT_COUNTERS)
+F_SAMPLES = F_COUNTERS + FLOAT_COUNTERS.index("samples")  # (``agents.batched_vec`` reads it)
+NUM_FLOATS = F_ELAPSED + 1
+
+
+def _counter_column(name: str) -> tuple[bool, int]:
+    """Where the step counter ``name`` (one of ``STEP_COUNTERS``) is after ``step_batch``.
+
+    Returns:
+        (True, its column of ``floats``) for ``elapsed_s`` and the ``FLOAT_COUNTERS``, else
+        (False, its column of ``ints``).
+    """
+    if name == "elapsed_s":
+        return True, F_ELAPSED
+    if name in FLOAT_COUNTERS:
+        return True, F_COUNTERS + FLOAT_COUNTERS.index(name)
+    return False, INT_COUNTERS.index(name)
+
+
+#: Where each of ``STEP_COUNTERS`` is, in its order (``_counter_column``).
+COUNTER_COLUMNS = tuple(_counter_column(name) for name in STEP_COUNTERS)
 
 _INF = float("inf")
 _DONE, _NEEDS_REPAIR, _TIMER_DUE = engine.DONE, engine.NEEDS_REPAIR, engine.TIMER_DUE
 _THEN_LOOP = engine.THEN_LOOP
-_RESULT_NAMES = tuple(name for name, _ in episode.RESULTS)
+_RESULT_NAMES = tuple(name for name, _ in sim_kernel.RESULTS)
 
 
 # ---------------------------------------------------------------------------------------
@@ -88,8 +113,14 @@ def _generated(name: str, args: str, body: list[str]) -> Any:
 
 
 def zero_results(rec: Any) -> None:
-    """In compiled code: zero the results of an ``Episode.scalars`` record (``RESULTS``),
-    as ``episode.load`` does before an engine call.
+    """In compiled code: zero the results of a ``SimKernel.scalars`` record (``RESULTS``),
+    as ``sim_kernel.load`` does before an engine call.
+
+    Args:
+        rec: the record (``scalars[0]``), written in place; its state scalars are kept.
+
+    Raises:
+        NotImplementedError: called from Python.
     """
     raise NotImplementedError("compiled code only")
 
@@ -99,8 +130,43 @@ def _zero_results(rec):  # pragma: no cover - compile time
     return _generated("impl", "rec", [f"rec.{name} = 0" for name in _RESULT_NAMES] + ["return"])
 
 
+def store_counters(rec: Any, row: np.ndarray, f: np.ndarray) -> None:
+    """In compiled code: the ``COUNTERS`` of a ``SimKernel.scalars`` record into an episode's
+    row of ``ints`` (``INT_COUNTERS``, columns 0, 1, ...) and of ``floats``
+    (``FLOAT_COUNTERS``, from ``F_COUNTERS``).
+
+    Args:
+        rec: the record after the engine call.
+        row: (NUM_INTS,) int64, the episode's row of ``ints``.
+        f: (NUM_FLOATS,) float64, its row of ``floats``.
+
+    Raises:
+        NotImplementedError: called from Python.
+    """
+    raise NotImplementedError("compiled code only")
+
+
+@overload(store_counters)
+def _store_counters(rec, row, f):  # pragma: no cover - compile time
+    body = [f"row[{i}] = rec.{name}" for i, name in enumerate(INT_COUNTERS)]
+    body += [f"f[{F_COUNTERS + i}] = rec.{name}" for i, name in enumerate(FLOAT_COUNTERS)]
+    return _generated("impl", "rec, row, f", [*body, "return"])
+
+
 def rows(arrays: tuple, b: int) -> tuple:
-    """In compiled code: ``tuple(a[b] for a in arrays)`` (row b of each batched array)."""
+    """In compiled code: ``tuple(a[b] for a in arrays)`` (row b of each batched array).
+
+    Args:
+        arrays: a tuple of arrays with a leading B axis (of any types: a heterogeneous
+            tuple, which compiled code cannot loop over).
+        b: the row.
+
+    Returns:
+        The rows, views into ``arrays``.
+
+    Raises:
+        NotImplementedError: called from Python.
+    """
     raise NotImplementedError("compiled code only")
 
 
@@ -152,17 +218,36 @@ def step_batch(
     terminated, 2 truncated), the counters (``ints``, ``floats``), the decoder's repair
     counts (``decoded``), the mask and the slots. Returns how many episodes stopped on an
     error (``ints[b, I_CODE]``: ``PACK_FAILED``; nothing changed for them).
+
+    Args:
+        kernels: numba typed ``List`` of the B episodes' ``StepKernel``s.
+        actions: (B, A) int64.
+        live: (B,) bool, the episodes to step (the others are left as they are).
+        t_end: (B,) float64, each episode's end, seconds.
+        interval: the decision interval, seconds; <= 0: at every decision event.
+        stop_on: the ``EventKind`` bits that end a step.
+        cursors: (B,) int64, the slots' admission cursors (``JobSlots.cursor``), updated.
+        template: the output rows' values before ``fill`` (``outputs()`` at each reset).
+        out: the batched output arrays, (B, ...) each, written.
+        mask: (B, mask size) int8, written.
+        slots: (B, S) int64, the slots' jobs, written.
+        rewards: (B,) float64, written.
+        ended: (B,) int8, written: 0 running, 1 terminated, 2 truncated.
+        ints: (B, NUM_INTS) int64, zeroed then written per live episode (column names
+            ``I_*`` and ``INT_COUNTERS``).
+        floats: (B, NUM_FLOATS) float64, written (``F_*``).
+        decoded: (B, len(repair_keys)) int64, the decoder's repair counts, written.
     """
     errors = 0
     for b in range(len(kernels)):
         if not live[b]:
             continue
         step = kernels[b]
-        ep = step.episode
+        ep = step.sim
         rec = ep.scalars[0]
         t0 = rec.time
         active0 = rec.active_job_s
-        zero_results(rec)  # (``episode.load``; the state's scalars are the record's)
+        zero_results(rec)  # (``sim_kernel.load``; the state's scalars are the record's)
         until = min(t_end[b], t0 + interval) if interval > 0 else t_end[b]
         code, x, y = _pre(step, actions[b], until, stop_on, _INF)
         row = ints[b]
@@ -198,23 +283,17 @@ def step_batch(
         t = rec.time
         if rec.all_done:  # ``episode_end``
             ended[b] = 1
-        elif t >= t_end[b] or (t == t0 and rec.kinds == 0):
+        elif t >= t_end[b] or (t == t0 and rec.event_kinds == 0):
             ended[b] = 2
         else:
             ended[b] = 0
-        row[I_EVENTS] = rec.kinds
-        row[I_RECLAIMED] = rec.reclaimed_nodes
-        row[I_IDLE] = rec.idle_nodes
-        row[I_ARRIVALS] = rec.arrivals
-        row[I_COMPLETIONS] = rec.completions
-        row[I_STOPS] = rec.stops
+        f = floats[b]
+        store_counters(rec, row, f)
         row[I_NODES_IDLE] = counts[0]
         row[I_ACTIVE] = counts[1]
         row[I_HELD] = counts[2]
         row[I_PRESENT] = counts[3]
-        f = floats[b]
         f[F_TIME] = t
-        f[F_SAMPLES] = rec.samples
         f[F_ELAPSED] = t - t0
         act = step.actions
         mask[b, :] = act.mask
@@ -237,6 +316,31 @@ class BatchedCore:
     After ``step(actions, live)``: ``obs`` (key -> (B, ...) arrays, the observation),
     ``rewards``, ``terminated``, ``truncated`` and the info's values (``info(b)``: episode
     b's info dict, as the single env's ``step`` returns it).
+
+    Args:
+        envs: the B env objects (above).
+
+    Attributes:
+        inner: the B unwrapped ``ScavengeEnv``s.
+        obs: key -> (B, ...) array, the last observation of every episode (overwritten by
+            each step: copy what you keep).
+        mask: (B, mask size) int8, the action masks (``obs["action_mask"]`` itself).
+        slots: (B, S) int64, each episode's slots' jobs, -1 = empty.
+        rewards: (B,) float64, the last step's rewards.
+        ended: (B,) int8, 0 running, 1 terminated, 2 truncated.
+        ints: (B, NUM_INTS) int64, the last step's integer counters, the observation's
+            counts, the engine's repairs and the call's code, by column (``I_*``,
+            ``INT_COUNTERS``).
+        floats: (B, NUM_FLOATS) float64, the time, the float counters and the elapsed
+            seconds (``F_*``).
+        decoded: (B, len(repair_keys)) int64, the decoder's repair counts.
+        live: (B,) bool, the episodes ``step`` steps when given none (all).
+        queued: (B,) int64, submitted jobs without a slot.
+        time: (B,) float64, each episode's simulated time, seconds.
+        steps: each episode's ``Step`` (None before its first reset).
+
+    Raises:
+        ValueError: no env, or envs that cannot share a call (``_check_alike``).
     """
 
     def __init__(self, envs: Sequence[gym.Env]) -> None:
@@ -464,12 +568,16 @@ class BatchedCore:
     # -- Python's view of an episode -----------------------------------------------------
     def sync(self, b: int) -> None:
         """Write episode b's scalars, slot cursor, mask and end flag back to its env object
-        (``episode.store``), so its Python methods see the state the batch reached.
+        (``sim_kernel.store``), so its Python methods see the state the batch reached.
+
+        Args:
+            b: the episode; nothing happens when it is in sync already (not stepped since
+                its last sync or reset).
         """
         if self._synced[b]:
             return
         env, step = self.inner[b], self.steps[b]
-        episode.store(step.episode, env.state)
+        sim_kernel.store(step.sim, env.state)
         env.slots.cursor = int(self.cursors[b])
         env._mask = step.action_mask = self.mask[b].copy()
         env._ended = bool(self.ended[b])
@@ -503,16 +611,7 @@ class BatchedCore:
             from mtgym.core.types import Repair
 
             engine_rep = Repair(*(int(v) for v in i[I_REPAIR : I_REPAIR + 4]), [])
-        counters = (
-            int(i[I_EVENTS]),
-            int(i[I_RECLAIMED]),
-            int(i[I_IDLE]),
-            int(i[I_ARRIVALS]),
-            int(i[I_COMPLETIONS]),
-            int(i[I_STOPS]),
-            float(f[F_SAMPLES]),
-            float(f[F_ELAPSED]),
-        )
+        counters = tuple(float(f[c]) if is_float else int(i[c]) for is_float, c in COUNTER_COLUMNS)
         return single.step_info(
             float(f[F_TIME]),
             self.mask[b],

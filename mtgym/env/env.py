@@ -119,9 +119,11 @@ class ScavengeEnv(gym.Env):
     ## Info
     ``reset`` and ``step`` return ``time`` (simulated s), ``action_mask``, ``slots`` (job index
     per slot, -1 = empty) and ``queued``. ``step`` adds ``repair``/``repaired`` (above),
-    ``events`` (bit set of ``EventKind``), ``reclaimed_nodes``, ``idle_nodes``, ``arrivals``,
-    ``completions``, ``stops``, ``samples`` (this step) and ``elapsed_s`` = ``dt`` (simulated seconds this
-    step covered). The last step of an episode adds ``metrics``
+    ``event_kinds`` (the kinds of the events processed this step: a bit set of ``EventKind``,
+    not a count), ``reclaimed_nodes``, ``idle_nodes``, ``arrivals``, ``completions``,
+    ``stops``, ``samples`` (this step), ``elapsed_s`` = ``dt`` (simulated seconds this step
+    covered) and ``events``: deprecated, ``event_kinds`` under its old name (the same value;
+    kept for one release, then removed). The last step of an episode adds ``metrics``
     (``mtgym.metrics.EpisodeMetrics``, whose docstring defines each): duration_s, samples,
     throughput (samples/s), offered_node_s, allocated_node_s, productive_node_s, utilisation,
     productive_utilisation, jobs_total, jobs_completed, jobs_stopped, jct_mean, jct_p50,

@@ -214,7 +214,7 @@ define(ObsFrame, ObsFrameType, FRAME_FIELDS)
 
 @njit(cache=True)
 def _new_frame(*values: Any) -> ObsFrame:  # pragma: no cover - jit
-    """``ObsFrame(*values)``, compiled once and cached (as ``mtgym.sim.episode.Episode``)."""
+    """``ObsFrame(*values)``, compiled once and cached (as ``mtgym.sim.kernel.SimKernel``)."""
     return ObsFrame(*values)
 
 

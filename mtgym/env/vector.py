@@ -31,27 +31,21 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from mtgym.env.actions.base import ENGINE_REPAIRS
-from mtgym.env.batched import (
-    F_ELAPSED,
-    F_SAMPLES,
-    F_TIME,
-    I_ARRIVALS,
-    I_COMPLETIONS,
-    I_EVENTS,
-    I_IDLE,
-    I_RECLAIMED,
-    I_REPAIR,
-    I_STOPS,
-    BatchedCore,
-)
+from mtgym.env.batched import COUNTER_COLUMNS, F_TIME, I_REPAIR, BatchedCore
 from mtgym.env.env import ScavengeEnv
-from mtgym.env.step import STEP_COUNTERS
+from mtgym.env.step import INFO_ALIASES, STEP_COUNTERS
 
-# ``STEP_COUNTERS`` in ``BatchedCore.ints`` (the integer ones, in order) and in
-# ``_FLOAT_COLUMNS``' rows (the float ones)
-_INT_COUNTERS = [I_EVENTS, I_RECLAIMED, I_IDLE, I_ARRIVALS, I_COMPLETIONS, I_STOPS]
-_FLOAT_COLUMNS = [F_TIME, F_SAMPLES, F_ELAPSED, F_ELAPSED]  # time, samples, elapsed_s, dt
-_FLOAT_COUNTERS = {"samples": 1, "elapsed_s": 2}
+#: The step's counter keys of ``info`` and their aliases, in ``ScavengeEnv.step``'s order,
+#: and where each is in the core's arrays (``COUNTER_COLUMNS``: in ``floats``?, column).
+_COUNTER_KEYS = (*STEP_COUNTERS, *INFO_ALIASES)
+_COLUMNS = (
+    *COUNTER_COLUMNS,
+    *(COUNTER_COLUMNS[STEP_COUNTERS.index(key)] for key in INFO_ALIASES.values()),
+)
+#: The ``ints`` columns of the integer counter keys, and the ``floats`` columns of the time
+#: and of the float ones, in ``_COUNTER_KEYS``' order (one fancy index each: fresh rows).
+_INT_COLUMNS = [c for is_float, c in _COLUMNS if not is_float]
+_FLOAT_COLUMNS = [F_TIME, *(c for is_float, c in _COLUMNS if is_float)]
 
 
 def make_envs(num_envs: int, scenario: Any = "default", **kwargs: Any) -> list[ScavengeEnv]:
@@ -182,16 +176,16 @@ class ScavengeVectorEnv(VectorEnv):
             return {}
         every = bool(live.all())
         repair_keys = (*core.codec.repair_keys, *ENGINE_REPAIRS)
-        # integer columns: queued, the repair counts, then the integer STEP_COUNTERS
+        # integer columns: queued, the repair counts, then the integer counter keys
         ints = np.concatenate(
             (
                 core.queued[None],
                 core.decoded.T,
                 core.ints[:, I_REPAIR : I_REPAIR + len(ENGINE_REPAIRS)].T,
-                core.ints[:, _INT_COUNTERS].T,
+                core.ints[:, _INT_COLUMNS].T,
             )
         )
-        floats = core.floats[:, _FLOAT_COLUMNS].T  # time, samples, elapsed_s, dt (fresh)
+        floats = core.floats[:, _FLOAT_COLUMNS].T  # time, then the float counter keys (fresh)
         mask, slots = core.mask.copy(), core.slots.copy()
         if not every:
             dead = ~live
@@ -199,7 +193,7 @@ class ScavengeVectorEnv(VectorEnv):
                 a[:, dead] = 0
             mask[dead] = 0
             slots[dead] = 0
-        masks = np.repeat(live[None], 6 + len(STEP_COUNTERS) + len(repair_keys), axis=0)
+        masks = np.repeat(live[None], 6 + len(_COUNTER_KEYS) + len(repair_keys), axis=0)
         rep = ints[1 : 1 + len(repair_keys)]
         infos: dict[str, Any] = {
             "time": floats[0],
@@ -213,14 +207,13 @@ class ScavengeVectorEnv(VectorEnv):
         }
         repair: dict[str, Any] = {}
         for k, key in enumerate(repair_keys):
-            repair[key], repair["_" + key] = rep[k], masks[6 + len(STEP_COUNTERS) + k]
+            repair[key], repair["_" + key] = rep[k], masks[6 + len(_COUNTER_KEYS) + k]
         infos["repair"], infos["_repair"] = repair, masks[4]
         infos["repaired"], infos["_repaired"] = rep.any(axis=0), masks[5]
-        counters = iter(ints[1 + len(repair_keys) :])
-        for k, key in enumerate(STEP_COUNTERS):
-            value = floats[_FLOAT_COUNTERS[key]] if key in _FLOAT_COUNTERS else next(counters)
+        int_rows, float_rows = iter(ints[1 + len(repair_keys) :]), iter(floats[1:])
+        for k, (key, (is_float, _)) in enumerate(zip(_COUNTER_KEYS, _COLUMNS, strict=True)):
+            value = next(float_rows) if is_float else next(int_rows)
             infos[key], infos["_" + key] = value, masks[6 + k]
-        infos["dt"], infos["_dt"] = floats[3], live.copy()
         for i in ended:
             infos = self._add_info(infos, {"metrics": core.metrics(int(i))}, int(i))
         return infos

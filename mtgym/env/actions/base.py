@@ -19,7 +19,7 @@ A mode is a subclass of ``ActionCodec`` (one module in this folder) registered b
 - ``noop`` (the action that keeps every allocation), ``sample_valid`` (a random action
   that needs no repair) and, optionally, ``encode`` (the action closest to a node map).
 
-The kernels read one ``ActionFrame`` (a numba struct, as ``mtgym.sim.episode.Episode``):
+The kernels read one ``ActionFrame`` (a numba struct, as ``mtgym.sim.kernel.SimKernel``):
 the state's arrays (the same arrays, so a frame kept across in-place steps stays current),
 the jobs' bounds and classes, the slots, the count cap, the placement's static node order,
 and the mask, node map and repair buffers. Its ``mode`` field carries the codec's numba type
@@ -132,7 +132,7 @@ define(ActionFrame, ActionFrameType, FRAME_FIELDS)
 
 @njit(cache=True)
 def _new_frame(*values: Any) -> ActionFrame:  # pragma: no cover - jit
-    """``ActionFrame(*values)``, compiled once and cached (as ``mtgym.sim.episode.Episode``)."""
+    """``ActionFrame(*values)``, compiled once and cached (as ``mtgym.sim.kernel.SimKernel``)."""
     return ActionFrame(*values)
 
 

@@ -105,7 +105,16 @@ _RESULT_NAMES = tuple(name for name, _ in sim_kernel.RESULTS)
 # Helpers generated for the declared fields (compiled into their callers)
 # ---------------------------------------------------------------------------------------
 def _generated(name: str, args: str, body: list[str]) -> Any:
-    """A Python function from source lines (an overload's implementation)."""
+    """A Python function from source lines (an overload's implementation).
+
+    numba compiles the returned function into the overload's caller, so a loop over the
+    declared fields written out here costs nothing at run time.
+
+    Args:
+        name: the function's name (also in its pseudo file name, for tracebacks).
+        args: its parameter list, as written in a ``def``.
+        body: its lines, without indentation.
+    """
     src = f"def {name}({args}):\n" + "".join(f"    {line}\n" for line in body)
     ns: dict[str, Any] = {}
     exec(compile(src, f"<mtgym.env.batched.{name}>", "exec"), ns)
@@ -177,7 +186,16 @@ def _rows(arrays, b):  # pragma: no cover - compile time
 
 
 def copy_rows(dst: tuple, src: tuple, b: int) -> None:
-    """In compiled code: row b of each array of ``src`` into the same row of ``dst``."""
+    """In compiled code: row b of each array of ``src`` into the same row of ``dst``.
+
+    Args:
+        dst: a tuple of arrays with a leading B axis, written.
+        src: a tuple of arrays of the same shapes, read.
+        b: the row.
+
+    Raises:
+        NotImplementedError: called from Python.
+    """
     raise NotImplementedError("compiled code only")
 
 
@@ -348,22 +366,8 @@ class BatchedCore:
             raise ValueError("a batch needs at least one env")
         self._envs = list(envs)
         self.inner = [e.unwrapped for e in self._envs]
+        _check_alike(self.inner)
         first = self.inner[0]
-        for env in self.inner:
-            if env.render_mode is not None:
-                raise ValueError("the batched env does not render")
-            same = (
-                env.action_mode == first.action_mode
-                and env.action_space == first.action_space
-                and env.observation_space == first.observation_space
-                and env.decision_interval_s == first.decision_interval_s
-                and env.info_mode == first.info_mode
-            )
-            if not same:
-                raise ValueError(
-                    "the batch's envs differ in action mode, spaces, information mode or "
-                    "decision interval"
-                )
         self.num_envs = B = len(self._envs)
         self.codec = first.codec
         self.observation_space = first.observation_space
@@ -405,6 +409,12 @@ class BatchedCore:
         identity through ``complete``, which maps them to keys; after a ``bind``), each with
         its shape and dtype; None for an output the observation leaves out (the empty
         scale-free parts of a mode without them).
+
+        Args:
+            env: a ``ScavengeEnv`` after ``reset`` (its builder's ``queued`` is restored).
+
+        Raises:
+            TypeError: ``complete`` no longer returns ``fill``'s arrays themselves.
         """
         builder = env.builder
         queued = builder.queued
@@ -423,25 +433,83 @@ class BatchedCore:
     def reset(self, b: int, seed: int | None = None, options: dict | None = None) -> tuple:
         """Reset episode b through its env (``env.reset``: its wrappers, its seeds) and bind
         its step into the batch; returns the env's (obs, info), also written into ``obs``.
+
+        Args:
+            b: the episode, 0..B-1.
+            seed: the env's ``reset`` seed (instance ``seed``, through its wrappers); None:
+                the env draws the next one from its generator.
+            options: the env's ``reset`` options (``ScavengeEnv`` takes none).
+
+        Returns:
+            The env's (observation, info), as ``ScavengeEnv.reset`` returns them.
+
+        Raises:
+            TypeError: the episode's step has another numba type than the batch's (its
+                arrays' dtypes differ), or the observation has a key the kernels do not
+                fill.
         """
         obs, info = self._envs[b].reset(seed=seed, options=options)
         env = self.inner[b]
         if not self.keys:
-            spaces = self.observation_space.spaces
-            self.obs = {
-                k: np.zeros((self.num_envs, *spaces[k].shape), spaces[k].dtype) for k in obs
-            }
-            self.mask = self.obs["action_mask"]
-            outputs = self._output_keys(env)
-            self.keys = tuple(k for k, _, _ in outputs)
-            missing = set(obs) - set(self.keys) - {"action_mask"}
-            if missing:  # (a key ``complete`` builds in Python: the call would leave it stale)
-                raise TypeError(f"observation keys not filled by the step's kernels: {missing}")
-            self._out = tuple(
-                self.obs[k] if k is not None else np.zeros((self.num_envs, *shape), dtype)
-                for k, shape, dtype in outputs
-            )
-            self._template = tuple(np.zeros_like(a) for a in self._out)
+            self._lay_out(obs, env)
+        step = self._bind(b, env)
+        self.t_end[b] = step.t_end
+        self.cursors[b] = env.slots.cursor
+        for i, a in enumerate(env.builder.outputs()):
+            self._template[i][b] = a
+        for key, value in obs.items():
+            self.obs[key][b] = value
+        self.slots[b] = env.slots.job
+        self.time[b] = env.state.time
+        self.queued[b] = env.builder.queued
+        self.ended[b] = 0
+        self.rewards[b] = 0.0
+        self._synced[b] = True
+        return obs, info
+
+    def _lay_out(self, obs: dict[str, np.ndarray], env: Any) -> None:
+        """At the first reset: the batched observation ``obs`` (one zeroed (B, ...) array per
+        key of the first observation, the mask among them), the kernels' output arrays
+        (``_out``, in ``ObservationBuilder.outputs()`` order: the batched observation's
+        arrays, or a private one for an output the observation leaves out) and their
+        templates (``_template``, each episode's row set at its reset).
+
+        Args:
+            obs: the first reset's observation (its keys and order).
+            env: that episode's ``ScavengeEnv`` (after ``reset``: its builder is bound).
+
+        Raises:
+            TypeError: an observation key the step's kernels do not fill.
+        """
+        spaces = self.observation_space.spaces
+        self.obs = {k: np.zeros((self.num_envs, *spaces[k].shape), spaces[k].dtype) for k in obs}
+        self.mask = self.obs["action_mask"]
+        outputs = self._output_keys(env)
+        self.keys = tuple(k for k, _, _ in outputs)
+        missing = set(obs) - set(self.keys) - {"action_mask"}
+        if missing:  # (a key ``complete`` builds in Python: the call would leave it stale)
+            raise TypeError(f"observation keys not filled by the step's kernels: {missing}")
+        self._out = tuple(
+            self.obs[k] if k is not None else np.zeros((self.num_envs, *shape), dtype)
+            for k, shape, dtype in outputs
+        )
+        self._template = tuple(np.zeros_like(a) for a in self._out)
+
+    def _bind(self, b: int, env: Any) -> Step:
+        """Build episode b's ``Step`` on its env's new state (what the env's own first step
+        would build, and the env keeps it) and put its ``StepKernel`` into slot b of the
+        typed list ``step_batch`` takes (made at the first reset, with placeholders).
+
+        Args:
+            b: the episode.
+            env: its ``ScavengeEnv``, just reset.
+
+        Returns:
+            The new step (also ``steps[b]``).
+
+        Raises:
+            TypeError: its ``StepKernel``'s numba type is not the batch's.
+        """
         step = Step(
             env.state,
             env.instance,
@@ -466,24 +534,23 @@ class BatchedCore:
         if self.steps[b] is None:
             self._unreset -= 1
         self.steps[b] = step
-        self.t_end[b] = step.t_end
-        self.cursors[b] = env.slots.cursor
-        for i, a in enumerate(env.builder.outputs()):
-            self._template[i][b] = a
-        for key, value in obs.items():
-            self.obs[key][b] = value
-        self.slots[b] = env.slots.job
-        self.time[b] = env.state.time
-        self.queued[b] = env.builder.queued
-        self.ended[b] = 0
-        self.rewards[b] = 0.0
-        self._synced[b] = True
-        return obs, info
+        return step
 
     # -- steps (one compiled call) -------------------------------------------------------
     def check_actions(self, actions: Any) -> np.ndarray:
         """The actions as a (B, A) int64 array, or ``ValueError`` naming the episode and
         the entry (``ActionCodec.validate``) before anything changes.
+
+        Args:
+            actions: B actions, anything ``np.asarray`` takes; an int64 (B, A) array in
+                range is returned as it is.
+
+        Returns:
+            (B, A) int64.
+
+        Raises:
+            ValueError: not B actions, or ``env b: `` and the first bad entry of the first
+                bad episode.
         """
         a = np.asarray(actions)
         nvec = self.codec.nvec
@@ -508,7 +575,20 @@ class BatchedCore:
     def step(self, actions: np.ndarray, live: np.ndarray | None = None) -> np.ndarray:
         """One decision of each ``live`` episode (all when None) in one compiled call;
         returns the indices of the episodes stepped that ended (terminated or truncated).
-        ``actions``: (B, A) int64 in range (``check_actions``).
+
+        Args:
+            actions: (B, A) int64 in range (``check_actions``); the rows of episodes not
+                live are not read.
+            live: (B,) bool, the episodes to step; None: ``self.live`` (every episode).
+
+        Returns:
+            The indices of the stepped episodes that ended, ascending.
+
+        Raises:
+            RuntimeError: an episode was never reset, or the engine stopped with an
+                unexpected code.
+            ValueError: an episode's placement needs more nodes than are free
+                (``env b: ...``); the first such episode is named.
         """
         if self._kernels is None or self._unreset:
             raise RuntimeError("reset every episode before stepping the batch")
@@ -584,7 +664,14 @@ class BatchedCore:
         self._synced[b] = True
 
     def env(self, b: int) -> gym.Env:
-        """Episode b's env object, in sync with the batch (to read: step it through here)."""
+        """Episode b's env object, in sync with the batch (to read: step it through here).
+
+        Args:
+            b: the episode.
+
+        Returns:
+            The env as given to the core (with its wrappers).
+        """
         self.sync(b)
         return self._envs[b]
 
@@ -596,7 +683,14 @@ class BatchedCore:
         return list(self._envs)
 
     def metrics(self, b: int) -> dict[str, Any]:
-        """Episode b's metrics (``compute_metrics``: the info of an episode's last step)."""
+        """Episode b's metrics (``compute_metrics``: the info of an episode's last step).
+
+        Args:
+            b: the episode (synced first).
+
+        Returns:
+            ``EpisodeMetrics.as_dict()`` of its state now.
+        """
         from mtgym.metrics import compute_metrics
 
         self.sync(b)
@@ -604,7 +698,14 @@ class BatchedCore:
         return compute_metrics(env.state, env.instance).as_dict()
 
     def info(self, b: int) -> dict[str, Any]:
-        """Episode b's info of the last step, as the single env's ``step`` returns it."""
+        """Episode b's info of the last step, as the single env's ``step`` returns it.
+
+        Args:
+            b: the episode; its ``metrics`` are added when its last step ended it.
+
+        Returns:
+            ``step_info``'s dict, the same keys and values as ``ScavengeEnv.step``'s.
+        """
         i, f = self.ints[b], self.floats[b]
         engine_rep = None
         if i[I_ENGINE_REPAIRED]:
@@ -623,5 +724,40 @@ class BatchedCore:
         )
 
     def observation(self, b: int) -> dict[str, np.ndarray]:
-        """Episode b's observation of the last step (fresh arrays)."""
+        """Episode b's observation of the last step (fresh arrays).
+
+        Args:
+            b: the episode.
+
+        Returns:
+            key -> a copy of row b of ``obs``.
+        """
         return {key: a[b].copy() for key, a in self.obs.items()}
+
+
+def _check_alike(envs: list[Any]) -> None:
+    """Check that a batch's envs can share one compiled call.
+
+    Args:
+        envs: the episodes' ``ScavengeEnv``s (unwrapped).
+
+    Raises:
+        ValueError: an env renders, or the envs differ in action mode, action or
+            observation space, information mode or decision interval.
+    """
+    first = envs[0]
+    for env in envs:
+        if env.render_mode is not None:
+            raise ValueError("the batched env does not render")
+        same = (
+            env.action_mode == first.action_mode
+            and env.action_space == first.action_space
+            and env.observation_space == first.observation_space
+            and env.decision_interval_s == first.decision_interval_s
+            and env.info_mode == first.info_mode
+        )
+        if not same:
+            raise ValueError(
+                "the batch's envs differ in action mode, spaces, information mode or "
+                "decision interval"
+            )

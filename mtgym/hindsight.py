@@ -58,7 +58,7 @@ import numpy as np
 from mtgym.core.errors import MtgymError
 from mtgym.core.instance import Instance
 from mtgym.metrics import reference_rate
-from mtgym.sim.episode import throughput_model
+from mtgym.sim.kernel import throughput_model
 
 if TYPE_CHECKING:
     from mtgym.core.instance import Jobs
@@ -311,7 +311,7 @@ class _Candidates:
     largest group of them at each topology level, and the cluster's throughput model.
 
     Attributes:
-        model: The instance's true throughput model (``mtgym.sim.episode``).
+        model: The instance's true throughput model (``mtgym.sim.kernel``).
         size: Number of candidates, C.
         types: The candidates' GPU types (sorted, unique).
         cap: (L,) the largest group of candidates at each topology level.

@@ -10,9 +10,15 @@ import gymnasium as gym
 import numpy as np
 
 from mtgym.core.instance import Instance
-from mtgym.core.names import DEFAULT_REWARD, SCALE_FREE_MODES
+from mtgym.core.names import SCALE_FREE_MODES
 from mtgym.env.actions import make_codec
-from mtgym.env.args import check_keywords, check_reset_options, resolve_max_count
+from mtgym.env.args import (
+    EnvKeywords,
+    check_keywords,
+    check_reset_options,
+    resolve_keywords,
+    resolve_max_count,
+)
 from mtgym.env.observation import ObservationBuilder
 from mtgym.env.render import History, render_ansi, render_gantt
 from mtgym.env.slots import JobSlots, slot_rule
@@ -119,9 +125,11 @@ class ScavengeEnv(gym.Env):
     ## Info
     ``reset`` and ``step`` return ``time`` (simulated s), ``action_mask``, ``slots`` (job index
     per slot, -1 = empty) and ``queued``. ``step`` adds ``repair``/``repaired`` (above),
-    ``events`` (bit set of ``EventKind``), ``reclaimed_nodes``, ``idle_nodes``, ``arrivals``,
-    ``completions``, ``stops``, ``samples`` (this step) and ``elapsed_s`` = ``dt`` (simulated seconds this
-    step covered). The last step of an episode adds ``metrics``
+    ``event_kinds`` (the kinds of the events processed this step: a bit set of ``EventKind``,
+    not a count), ``reclaimed_nodes``, ``idle_nodes``, ``arrivals``, ``completions``,
+    ``stops``, ``samples`` (this step), ``elapsed_s`` = ``dt`` (simulated seconds this step
+    covered) and ``events``: deprecated, ``event_kinds`` under its old name (the same value;
+    kept for one release, then removed). The last step of an episode adds ``metrics``
     (``mtgym.metrics.EpisodeMetrics``, whose docstring defines each): duration_s, samples,
     throughput (samples/s), offered_node_s, allocated_node_s, productive_node_s, utilisation,
     productive_utilisation, jobs_total, jobs_completed, jobs_stopped, jct_mean, jct_p50,
@@ -191,60 +199,60 @@ class ScavengeEnv(gym.Env):
         render_mode: str | None = None,
         debug: bool = False,
     ) -> None:
-        self._fixed: Instance | None = None
-        if isinstance(scenario, Instance):
-            self._fixed = scenario
-            self._generator: Generator | None = None
-        elif isinstance(scenario, (str, PathLike)):
-            from mtgym.scenario.registry import get_generator
-
-            self._generator = get_generator(scenario)
-        elif callable(scenario):
-            self._generator = scenario
-        else:
-            raise TypeError(
-                "scenario must be a built-in name, preset name or scenario file path, a "
-                f"Generator or an Instance; got {scenario!r}"
-            )
-        # explicit keyword > the scenario file's episode section > built-in default
-        ep = getattr(self._generator, "episode", None)
-
-        def pick(given: Any, key: str, default: Any) -> Any:
-            if given is not None:
-                return given
-            value = getattr(ep, key, None) if ep is not None else None
-            return default if value is None else value
-
-        kw = check_keywords(  # TypeError/ValueError naming the keyword (mtgym.env.args)
-            action_mode=pick(action_mode, "action_mode", "counts"),
-            reward=pick(reward, "reward", DEFAULT_REWARD),
-            info_mode=pick(info_mode, "info_mode", "user"),
-            horizon_s=pick(horizon_s, "horizon_s", None),
-            decision_interval_s=pick(decision_interval_s, "decision_interval_s", None),
-            max_jobs=pick(max_jobs, "max_jobs", None),
+        self._fixed, self._generator = _scenario_source(scenario)
+        given = EnvKeywords(
+            action_mode=action_mode,
+            reward=reward,
+            info_mode=info_mode,
+            horizon_s=horizon_s,
+            decision_interval_s=decision_interval_s,
+            max_jobs=max_jobs,
             max_count=max_count,
             render_mode=render_mode,
             debug=debug,
         )
-        action_mode, reward, max_jobs = kw["action_mode"], kw["reward"], kw["max_jobs"]
-        horizon_s, decision_interval_s = kw["horizon_s"], kw["decision_interval_s"]
-        render_mode, debug = kw["render_mode"], kw["debug"]
-        self.info_mode = InfoMode(kw["info_mode"])
+        # explicit keyword > the scenario file's episode section > built-in default, then
+        # TypeError/ValueError naming the keyword (mtgym.env.args)
+        section = getattr(self._generator, "episode", None)
+        self._configure(check_keywords(resolve_keywords(given, section)))
+        self._build_parts()
+
+    def _configure(self, kw: EnvKeywords) -> None:
+        """Set the env's settings and sizes from its checked keywords and the scenario.
+
+        The sizes (nodes, topology levels, GPU types, the largest ``max_nodes``) come from a
+        probe: the fixed instance, or the generator's instance 0 (every instance of a
+        scenario has the same machine).
+
+        Args:
+            kw: the keywords, resolved and checked (``mtgym.env.args.check_keywords``).
+
+        Raises:
+            ValueError: ``max_count`` above the node count (``resolve_max_count``).
+        """
+        self.info_mode = InfoMode(kw.info_mode)
         probe = self._fixed if self._fixed is not None else self._generator(0)  # sizes only
         self.num_nodes = probe.num_nodes
         cap = int(probe.jobs.max_nodes.max()) if probe.num_jobs else 1
-        self.max_count = resolve_max_count(kw["max_count"], cap, self.num_nodes)
+        self.max_count = resolve_max_count(kw.max_count, cap, self.num_nodes)
         # None: the slots scale with the machine (``mtgym.env.slots.slot_rule``)
+        max_jobs = kw.max_jobs
         self.num_slots = int(max_jobs) if max_jobs is not None else slot_rule(probe.num_nodes)
-        self.action_mode = action_mode
-        self.reward_name = reward
-        self.horizon_s = horizon_s
-        self.decision_interval_s = decision_interval_s
-        self.render_mode = render_mode
-        self.debug = debug
+        self.action_mode = kw.action_mode
+        self.reward_name = kw.reward
+        self.horizon_s = kw.horizon_s
+        self.decision_interval_s = kw.decision_interval_s
+        self.render_mode = kw.render_mode
+        self.debug = kw.debug
         self._num_levels = probe.cluster.topology.num_levels
         self._num_types = probe.cluster.num_gpu_types
-        self.codec = make_codec(action_mode, self.num_nodes, self.num_slots, self.max_count)
+
+    def _build_parts(self) -> None:
+        """Build the action codec, the observation builder, the spaces and the per-episode
+        holders (slots, render history), for the sizes ``_configure`` set; the episode
+        itself (``instance``, ``state``) waits for ``reset``.
+        """
+        self.codec = make_codec(self.action_mode, self.num_nodes, self.num_slots, self.max_count)
         self.builder = ObservationBuilder(
             self.num_nodes,
             self.num_slots,
@@ -253,7 +261,7 @@ class ScavengeEnv(gym.Env):
             self._num_types,
             self.info_mode,
             self.codec.mask_size,
-            scale_free=action_mode in SCALE_FREE_MODES,
+            scale_free=self.action_mode in SCALE_FREE_MODES,
         )
         self.action_space = self.codec.space
         self.observation_space = self.builder.space
@@ -267,7 +275,23 @@ class ScavengeEnv(gym.Env):
         self._ended = False
 
     # -- Gymnasium API ---------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: D102
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode: the scenario's instance ``seed`` (class docstring: Seeds).
+
+        Args:
+            seed: the instance to play (also seeds ``np_random``); None: the next instance
+                seed drawn from ``np_random``. A fixed ``Instance`` ignores it for the
+                instance.
+            options: None or empty (no option is supported).
+
+        Returns:
+            (observation, info): the first observation and ``time``, ``action_mask``,
+            ``slots`` and ``queued``.
+
+        Raises:
+            ValueError: an option given, or an instance with another node count than the
+                env was built for.
+        """
         check_reset_options(options)
         super().reset(seed=seed)
         self._ended = False
@@ -296,7 +320,21 @@ class ScavengeEnv(gym.Env):
             float(self.state.time), self._mask, self.slots.job, self.builder.queued
         )
 
-    def step(self, action):  # noqa: D102
+    def step(self, action):
+        """Apply ``action`` now and simulate to the next decision (class docstring).
+
+        Args:
+            action: an action of ``action_space`` (any integer array-like; class
+                docstring: Action). An infeasible one is repaired, not refused.
+
+        Returns:
+            (observation, reward, terminated, truncated, info), Gymnasium's step tuple.
+
+        Raises:
+            RuntimeError: before ``reset``, or after the episode ended.
+            ValueError: an action outside the space (naming the entry and its value),
+                or a placement that needs more nodes than are free; nothing changed.
+        """
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         if self._ended:
@@ -328,12 +366,22 @@ class ScavengeEnv(gym.Env):
     def __getstate__(self) -> dict[str, Any]:
         """Picklable and deep-copyable (for look-ahead search): the compiled step's arrays
         are not carried, the copy builds its own at its first step.
+
+        Returns:
+            The instance's ``__dict__``, ``_step`` set to None.
         """
         d = self.__dict__.copy()
         d["_step"] = None
         return d
 
-    def render(self):  # noqa: D102
+    def render(self):
+        """The current frame in ``render_mode`` (class docstring: Arguments).
+
+        Returns:
+            ``"ansi"``: a text summary (``render_ansi``); ``"rgb_array"``: a (480, 640, 3)
+            uint8 Gantt chart of the last 400 steps since the reset (``render_gantt``);
+            None without a render mode or before ``reset``.
+        """
         if self.render_mode is None or self.state is None:
             return None
         if self.render_mode == "ansi":
@@ -342,13 +390,27 @@ class ScavengeEnv(gym.Env):
 
     # -- masks and helpers -----------------------------------------------------------
     def action_masks(self) -> np.ndarray:
-        """Legal actions as a flat bool array (sb3-contrib's MaskablePPO convention)."""
+        """Legal actions as a flat bool array (sb3-contrib's MaskablePPO convention).
+
+        Returns:
+            (mask size,) bool, the per-dimension masks one after the other (a fresh
+            array); per-slot bounds only (class docstring: Action).
+        """
         return self._mask.astype(bool)
 
     def sample_valid(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """A random action that needs no repair (``info["repaired"]`` stays False): unlike
         sampling per slot from ``action_masks()``, it respects the shared node budget.
-        ``rng``: a ``numpy.random.Generator`` or a seed (None: the env's ``np_random``).
+
+        Args:
+            rng: a ``numpy.random.Generator``, or a seed for a new one; None: the env's
+                ``np_random``.
+
+        Returns:
+            An action of ``action_space``, (A,) int64.
+
+        Raises:
+            RuntimeError: before ``reset``.
         """
         if self.state is None:
             raise RuntimeError("call reset() before sample_valid()")
@@ -359,13 +421,53 @@ class ScavengeEnv(gym.Env):
         return self.codec.sample_valid(self.state, self.instance, self.slots, rng)
 
     def noop(self) -> np.ndarray:
-        """The action that keeps every job's current allocation."""
+        """The action that keeps every job's current allocation.
+
+        Returns:
+            (A,) int64 (the mode's ``noop``; in ``counts`` a job above ``max_count`` is
+            asked for ``max_count``).
+
+        Raises:
+            RuntimeError: before ``reset``.
+        """
         if self.state is None:
             raise RuntimeError("call reset() before noop()")
         return self.codec.noop(self.state, self.instance, self.slots)
 
     def _observe(self) -> dict[str, np.ndarray]:
+        """The observation of the state now (``ObservationBuilder.build``), its mask
+        recomputed and kept as ``_mask``.
+        """
         self._mask = self.codec.mask(self.state, self.instance, self.slots).copy()
         return self.builder.build(
             self.state, self.instance, self.slots, self.profiler, self._mask, self.instance.t_end
         )
+
+
+def _scenario_source(scenario: Any) -> tuple[Instance | None, Generator | None]:
+    """Where the env's instances come from.
+
+    Args:
+        scenario: ``ScavengeEnv``'s first argument: a fixed ``Instance``; a built-in name,
+            preset name or scenario file path (a ``str`` or ``os.PathLike``); or a
+            ``Generator`` (any callable seed -> ``Instance``).
+
+    Returns:
+        (the fixed instance, None) for an ``Instance``, else (None, the generator), a
+        name or path loaded by ``mtgym.scenario.registry.get_generator``.
+
+    Raises:
+        TypeError: ``scenario`` is none of these.
+    """
+    if isinstance(scenario, Instance):
+        return scenario, None
+    if isinstance(scenario, (str, PathLike)):
+        from mtgym.scenario.registry import get_generator
+
+        return None, get_generator(scenario)
+    if callable(scenario):
+        return None, scenario
+    raise TypeError(
+        "scenario must be a built-in name, preset name or scenario file path, a "
+        f"Generator or an Instance; got {scenario!r}"
+    )

@@ -38,7 +38,14 @@ _ACTIVE = int(JobStatus.ACTIVE)  # a compile-time constant in the kernels
 
 # -- features by name: each key's columns, declared once (the env docstring's table) -------
 def _columns(*parts: tuple[str, int]) -> dict[str, slice]:
-    """Named parts of a row, in order: name -> its slice of columns."""
+    """Named parts of a row, in order: name -> its slice of columns.
+
+    Args:
+        parts: (name, width) pairs, left to right.
+
+    Returns:
+        name -> ``slice(start, start + width)``, the parts laid end to end from column 0.
+    """
     out: dict[str, slice] = {}
     o = 0
     for name, width in parts:
@@ -203,6 +210,10 @@ class ObsFrameType(ValueTyped):
 class ObsFrame(structref.StructRefProxy):
     """Everything the observation's kernels read (``FRAME_FIELDS``), taken whole by them
     (``ObservationBuilder.frame`` builds one).
+
+    Its fields, in ``FRAME_FIELDS`` order and passed positionally: ``FROM_STATE`` (the
+    state's own arrays: a frame stays current across in-place steps), ``FROM_INSTANCE``
+    and ``OWN`` (the slots' jobs, the horizon and the builder's arrays for the episode).
     """
 
     def __new__(cls, *values: Any) -> ObsFrame:  # noqa: D102
@@ -214,12 +225,20 @@ define(ObsFrame, ObsFrameType, FRAME_FIELDS)
 
 @njit(cache=True)
 def _new_frame(*values: Any) -> ObsFrame:  # pragma: no cover - jit
-    """``ObsFrame(*values)``, compiled once and cached (as ``mtgym.sim.episode.Episode``)."""
+    """``ObsFrame(*values)``, compiled once and cached (as ``mtgym.sim.kernel.SimKernel``)."""
     return ObsFrame(*values)
 
 
 def curve_points(max_count: int) -> np.ndarray:
-    """Node counts at which curves are observed: 1, 2, 4, ... and ``max_count``."""
+    """Node counts at which curves are observed: 1, 2, 4, ... and ``max_count``.
+
+    Args:
+        max_count: the count cap, >= 1.
+
+    Returns:
+        (P,) float64: the powers of two below ``max_count``, then ``max_count`` itself
+        (P = 1 + ceil(log2(max_count)); ``[1.0]`` for a cap of 1).
+    """
     pts = [1]
     while pts[-1] * 2 < max_count:
         pts.append(pts[-1] * 2)
@@ -229,7 +248,31 @@ def curve_points(max_count: int) -> np.ndarray:
 
 
 class ObservationBuilder:
-    """Builds observations for fixed sizes; buffers are preallocated and reused."""
+    """Builds observations for fixed sizes; buffers are preallocated and reused.
+
+    Build once per env, ``bind`` once per episode, then ``build`` (or, in the step,
+    ``frame`` + ``outputs`` + the kernels ``log_arguments`` and ``fill`` + ``complete``).
+
+    Args:
+        num_nodes: N, the machine's nodes (``nodes`` rows).
+        num_slots: S, the job slots (``jobs`` rows).
+        max_count: C, the count cap: node counts are shown / C and curves end at C.
+        num_levels: the topology's levels, the whole machine included; ``group`` reads the
+            coarsest level below the machine, level ``num_levels - 2`` when that is at
+            least 1 (else the column is 0).
+        num_gpu_types: the GPU types T; ``gpu_type`` is shown / (T - 1).
+        mode: the information mode: what the job rows and curves show.
+        mask_size: the action mask's length (``obs["action_mask"]``).
+        scale_free: add ``job_scale``, ``job_shape`` and ``global_scale`` (the
+            ``SCALE_FREE_MODES``).
+
+    Attributes:
+        points: (P,) float64, the node counts the curves are shown at (``curve_points``).
+        P: their number.
+        features: key -> feature -> its columns, for the keys this observation has.
+        queued: submitted jobs without a slot, as of the last ``complete``.
+        space: the observation's ``gymnasium.spaces.Dict``.
+    """
 
     NODE_BASE = NODE_COORDS  # (the columns before the topology coordinates)
 
@@ -286,7 +329,18 @@ class ObservationBuilder:
         self._no_scale = (f0.reshape(0, SCALE_DIM), f0.reshape(0, SHAPE_POINTS), f0)
 
     def bind(self, instance: Instance) -> None:
-        """Precompute the parts of the observation that never change in an episode."""
+        """Precompute the parts of the observation that never change in an episode.
+
+        The static node columns (GPU type, profiled slowdowns, topology group), each job's
+        static row (present, class, min and max / C; in ``user`` and ``oracle`` also the
+        rescale costs and the info level), its declared or true curve at ``points`` and
+        which points are known (in ``profiled`` zeros: ``complete`` adds the measured
+        ones), the scale-free reference rates and shapes, and the divisors of the
+        log-scaled features (``log_arguments``' layout).
+
+        Args:
+            instance: the episode's instance, of the sizes the builder was made for.
+        """
         cl, jobs = instance.cluster, instance.jobs
         C = self.C
         ns = np.zeros((self.N, self.node_dim), dtype=np.float32)
@@ -341,6 +395,10 @@ class ObservationBuilder:
     def _bind_shape(self, jobs: Any, oracle: bool) -> None:
         """Each job's reference rate (its shown curve at its maximum) and its curve at
         ``SHAPE_POINTS`` fractions of its own range over that rate.
+
+        Args:
+            jobs: the instance's jobs.
+            oracle: read the true curves (``oracle``), else the declared ones (``user``).
         """
         J = jobs.min_nodes.shape[0]
         tput = jobs.curve_tput if oracle else jobs.declared_curve_tput
@@ -358,6 +416,15 @@ class ObservationBuilder:
     def frame(self, state: Any, instance: Any, slot_job: np.ndarray, t_end: float) -> ObsFrame:
         """The kernels' view of ``state`` on ``instance`` (after ``bind``): the same arrays,
         so an ``ObsFrame`` kept across in-place steps stays current (``mtgym.env.step``).
+
+        Args:
+            state: the state (its arrays, not copies).
+            instance: the instance ``bind`` was called with.
+            slot_job: (S,) the slots' jobs (the env's ``JobSlots.job``).
+            t_end: the episode's end, seconds: ``global``'s time is shown / its span.
+
+        Returns:
+            A new ``ObsFrame``.
         """
         own = (
             slot_job,
@@ -383,7 +450,19 @@ class ObservationBuilder:
         action_mask: np.ndarray,
         t_end: float,
     ) -> dict[str, np.ndarray]:
-        """The observation of ``state`` (fresh arrays: safe to keep). Call ``bind`` first."""
+        """The observation of ``state`` (fresh arrays: safe to keep). Call ``bind`` first.
+
+        Args:
+            state: the state now.
+            instance: the instance ``bind`` was called with.
+            slots: the env's ``JobSlots``.
+            profiler: the episode's passive profiler (its measured curves in ``profiled``).
+            action_mask: (mask_size,) int8, copied into ``obs["action_mask"]``.
+            t_end: the episode's end, seconds.
+
+        Returns:
+            key -> float32 array (``action_mask`` int8), the keys of ``space``.
+        """
         frame = self.frame(state, instance, slots.job, t_end)
         counts = log_arguments(frame, state.time)
         out = self.outputs()
@@ -413,6 +492,10 @@ class ObservationBuilder:
     def _scale_free_outputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``job_scale``, ``job_shape`` and ``global_scale``: zeroed views of one fresh
         block (one allocation per step rather than three).
+
+        Returns:
+            (S, SCALE_DIM), (S, SHAPE_POINTS) and (GLOBAL_SCALE_DIM,) float32; without
+            the scale-free keys, three shared empty arrays (``fill`` writes nothing there).
         """
         if not self.scale_free:
             return self._no_scale
@@ -436,6 +519,18 @@ class ObservationBuilder:
         """The observation from ``outputs()`` filled by ``fill`` and the ``counts``
         ``log_arguments`` returned (idle nodes, active jobs, held nodes, occupied slots); in
         ``profiled`` mode the measured curves are added here.
+
+        Args:
+            slots: the env's ``JobSlots`` (the present slots' jobs, for ``profiled``).
+            profiler: the passive profiler; read in ``profiled`` mode only (None otherwise
+                is fine).
+            action_mask: (mask_size,) int8, copied.
+            out: ``outputs()``' arrays after ``fill``; they become the observation's
+                arrays (not copied).
+            counts: ``log_arguments``' four counts; sets ``queued``.
+
+        Returns:
+            key -> array, the keys of ``space``.
         """
         nodes, node_job, node_mask, jf, job_mask, curve, known_c, g, js, shape, gs = out
         n_present = counts[3]
@@ -473,9 +568,17 @@ class ObservationBuilder:
 def log_arguments(frame: Any, t: float) -> tuple[int, int, int, int]:  # pragma: no cover - jit
     """Arguments of the log-scaled features at time ``t`` into ``frame.log_args``, flat: per
     node the idle time so far and the known time until reclaim (2N), then per slot the shown
-    rate, age, progress and remaining work (``L_SLOT`` S; 0 for an empty slot, remaining work 0 when
-    ``work`` is empty), then the time since the start. Returns the idle node count, the
-    active job count, the nodes held by jobs and the occupied slots.
+    rate, age, progress and remaining work (``L_SLOT`` S; 0 for an empty slot, remaining
+    work 0 when ``work`` is empty), then the time since the start. Returns the idle node
+    count, the active job count, the nodes held by jobs and the occupied slots.
+
+    Args:
+        frame: the ``ObsFrame``.
+        t: the time now, seconds.
+
+    Returns:
+        (idle nodes, active jobs, nodes held by jobs, occupied slots): what ``fill`` and
+        ``ObservationBuilder.complete`` need (queued jobs = active - occupied).
     """
     x, available, window, start_s = frame.log_args, frame.available, frame.window, frame.start_s
     end_s, end_known, slot_job, status = frame.end_s, frame.end_known, frame.slot_job, frame.status
@@ -517,7 +620,13 @@ def log_arguments(frame: Any, t: float) -> tuple[int, int, int, int]:  # pragma:
 
 @njit(cache=True)
 def _clip32(v: float, lo: float) -> np.float32:  # pragma: no cover - jit
-    """``v`` as float32, clipped to [lo, OBS_HIGH] (as ``np.clip`` on the float32 array)."""
+    """``v`` as float32, clipped to [lo, OBS_HIGH] (as ``np.clip`` on the float32 array).
+
+    Args:
+        v: the float64 value; rounded to float32 before the clip, as the vectorised build
+            cast then clipped.
+        lo: the lower bound (-1 for most features, 0 for curves and fractions).
+    """
     f = np.float32(v)
     return min(max(f, np.float32(lo)), np.float32(OBS_HIGH))
 
@@ -530,6 +639,13 @@ def fill(
     node_job; node_mask; jobs; job_mask; job_curve and job_curve_known, zeros; global) at
     time ``t`` from the static parts, the features (``log1p`` of ``log_arguments``' output,
     divided by ``frame.log_scale``) and the ``counts`` it returned.
+
+    Args:
+        frame: the ``ObsFrame``, its ``log_args`` filled by ``log_arguments`` at ``t``.
+        t: the time now, seconds.
+        counts: ``log_arguments``' (idle nodes, active jobs, held nodes, occupied slots).
+        out: the eleven output arrays, written in place; the last three (scale-free)
+            only when they are not empty.
     """
     nodes, node_slot, node_mask, job_rows, job_mask, curve, known, global_row = out[:8]
     n_avail, n_active, n_held, n_present = counts
@@ -602,6 +718,14 @@ def _fill_scale(
 ) -> None:  # pragma: no cover - jit
     """The scale-free parts (``job_scale``, ``job_shape``, ``global_scale``; zeros in):
     counts over the idle pool and the job's own range, rates over the job's reference.
+
+    Args:
+        frame: the ``ObsFrame`` (its ``log_args`` hold the shown rates).
+        n_avail: idle nodes now: the pool the counts are fractions of (taken as 1 when 0).
+        n_held: nodes held by jobs: the free part of the pool is the rest.
+        rows: (S, SCALE_DIM) ``job_scale``; empty: nothing is written.
+        shape: (S, SHAPE_POINTS) ``job_shape``.
+        g: (GLOBAL_SCALE_DIM,) ``global_scale``.
     """
     slot_job, n_nodes, x = frame.slot_job, frame.n_nodes, frame.log_args
     lo_of, hi_of, ref, shape_static = (

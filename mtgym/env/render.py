@@ -19,7 +19,14 @@ FRAME_W, FRAME_H, DPI = 640, 480, 80
 
 
 class History:
-    """The last ``maxlen`` steps: (t0, t1, node_job, available)."""
+    """The last ``maxlen`` steps: (t0, t1, node_job, available).
+
+    Args:
+        maxlen: the steps kept; older ones are dropped (the Gantt's left edge moves).
+
+    Attributes:
+        steps: deque of (t0, t1, (N,) node map, (N,) availability) per recorded step.
+    """
 
     def __init__(self, maxlen: int = 400) -> None:
         self.steps: deque[tuple[float, float, np.ndarray, np.ndarray]] = deque(maxlen=maxlen)
@@ -29,13 +36,31 @@ class History:
         self.steps.clear()
 
     def record(self, t0: float, t1: float, node_job: np.ndarray, available: np.ndarray) -> None:
-        """Add one step (arrays are copied)."""
+        """Add one step (arrays are copied).
+
+        Args:
+            t0: the step's start, simulated seconds.
+            t1: its end; a step that moved no time is not recorded.
+            node_job: (N,) each node's job after the step, -1 = none.
+            available: (N,) bool, idle and lent after the step.
+        """
         if t1 > t0:
             self.steps.append((t0, t1, node_job.copy(), available.copy()))
 
 
 def render_ansi(state: ClusterState, instance: Instance, slots_job: np.ndarray) -> str:
-    """A few lines: time, node use, and one line per slot."""
+    """A few lines: time, node use, and one line per slot.
+
+    Args:
+        state: the state now.
+        instance: its instance (job names and work, the node count).
+        slots_job: (S,) the slots' jobs, -1 = empty (empty slots get no line).
+
+    Returns:
+        The text, newline-terminated: a summary line, one line per occupied slot (name,
+        nodes, rate, a 20-character progress bar), and the first 80 nodes as characters
+        (``.`` not lent, ``-`` idle and free, a letter per job index modulo 26).
+    """
     n_av = int(state.available.sum())
     n_used = int(state.n_nodes.sum())
     active = int(np.count_nonzero(state.status == JobStatus.ACTIVE))
@@ -63,7 +88,17 @@ def render_ansi(state: ClusterState, instance: Instance, slots_job: np.ndarray) 
 
 
 def render_gantt(history: History, instance: Instance, now: float) -> np.ndarray:
-    """An (FRAME_H, FRAME_W, 3) uint8 Gantt image of the recorded history."""
+    """An (FRAME_H, FRAME_W, 3) uint8 Gantt image of the recorded history.
+
+    Args:
+        history: the recorded steps (empty: a blank chart of the nodes).
+        instance: the episode's instance (node and job counts, its name for the title).
+        now: the time now, seconds: the chart's right edge at least.
+
+    Returns:
+        The RGB frame: nodes down, time across in hours over 300 columns, a colour per job
+        (``_palette``), grey where a node was not lent, white where it was idle and free.
+    """
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -102,7 +137,14 @@ def render_gantt(history: History, instance: Instance, now: float) -> np.ndarray
 
 
 def _palette(n: int) -> np.ndarray:
-    """Distinct-ish colours for n jobs (golden-angle hues), stable per job index."""
+    """Distinct-ish colours for n jobs (golden-angle hues), stable per job index.
+
+    Args:
+        n: the number of jobs (at least one colour is made).
+
+    Returns:
+        (max(n, 1), 3) float RGB in [0, 1].
+    """
     import colorsys
 
     return np.array(

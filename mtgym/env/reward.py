@@ -25,7 +25,13 @@ from mtgym.sim.numeric import dot, pairwise_sum
 
 @dataclass(frozen=True)
 class Reward:
-    """A reward's kernel id and its meaning (scale and episode return)."""
+    """A reward's kernel id and its meaning (scale and episode return).
+
+    Attributes:
+        kernel: the id ``reward_kernel`` dispatches on (``PROGRESS``, ``THROUGHPUT``,
+            ``JCT`` or ``NORMALIZED``), also the name's index in ``REWARD_NAMES``.
+        doc: what one unit of the reward is, and what the episode's return sums to.
+    """
 
     kernel: int
     doc: str
@@ -63,6 +69,13 @@ REWARDS: dict[str, Reward] = {
 def reward_weights(reward: str, instance: Instance) -> np.ndarray:
     """(J,) the per-job weight of each sample in ``reward``: 1 / work for ``progress``,
     1 / (reference rate x N x 3,600 s) for ``normalized``, 1 / work (unused) otherwise.
+
+    Args:
+        reward: the reward's name (a key of ``REWARDS``).
+        instance: the episode's instance (work, reference rates, node count).
+
+    Returns:
+        (J,) float64.
     """
     if reward == "normalized":
         return 1.0 / (reference_rate(instance) * max(instance.num_nodes, 1) * 3600.0)
@@ -70,7 +83,16 @@ def reward_weights(reward: str, instance: Instance) -> np.ndarray:
 
 
 def throughput_scale(instance: Instance) -> float:
-    """``throughput``'s divisor, inverted: 1 / (best node rate x nodes x 3,600 s)."""
+    """``throughput``'s divisor, inverted: 1 / (best node rate x nodes x 3,600 s).
+
+    Args:
+        instance: the episode's instance: the best single-node rate of any job on any
+            node (the true model), and the node count.
+
+    Returns:
+        The factor the step's sample count is multiplied by; 0 without jobs (the
+        divisor is floored at 1e-12).
+    """
     best = throughput_model(instance).best_node_rate()
     if not best.size:
         return 0.0
@@ -90,6 +112,20 @@ def reward_kernel(
     """The reward ``kind`` of a step: ``p0``/``active0`` the progress and active job-seconds
     before, ``progress``/``active`` after (sums in a fixed order: ``mtgym.sim.numeric``);
     ``weight`` the per-job weights of ``reward_weights``.
+
+    Args:
+        kind: the reward's kernel id (``Reward.kernel``).
+        progress: (J,) the jobs' progress (samples) after the step.
+        p0: (J,) before it.
+        weight: (J,) the per-sample weights (``progress``, ``normalized``).
+        tput_scale: ``throughput_scale`` (``throughput``).
+        active: the state's active job-seconds after the step (``jct``).
+        active0: before it.
+
+    Returns:
+        ``progress`` and ``normalized``: the weighted sum of the progress made;
+        ``throughput``: the samples made x ``tput_scale``; ``jct`` (any other id): minus
+        the active job-hours the step added.
     """
     if kind == PROGRESS or kind == NORMALIZED:  # noqa: SIM109 (plain compares for numba)
         dp = np.empty(progress.shape[0])

@@ -26,12 +26,28 @@ def slot_rule(num_nodes: int) -> int:
     once on ``default`` and 707 on ``summit-hps``; ``freetrain`` backfills small rigid jobs
     past waiting 24-GPU ones on ``pal-philly-64gpu``). The machine, not its idle pool, sets
     it: a live scavenger knows the one and not the other.
+
+    Args:
+        num_nodes: the machine's nodes N.
+
+    Returns:
+        min(max(N, 1), ``MAX_AUTO_SLOTS``).
     """
     return int(min(max(int(num_nodes), 1), MAX_AUTO_SLOTS))
 
 
 class JobSlots:
-    """Slot -> job map (``-1`` = empty), updated after each step."""
+    """Slot -> job map (``-1`` = empty), updated after each step.
+
+    Args:
+        num_slots: S, the env's job slots.
+
+    Attributes:
+        job: (S,) int64, each slot's job, -1 = empty (the step's kernels update it in
+            place).
+        cursor: every job before this index was admitted already, or was no longer
+            active when the cursor passed it.
+    """
 
     def __init__(self, num_slots: int) -> None:
         self.num_slots = num_slots
@@ -44,7 +60,11 @@ class JobSlots:
         self.cursor = 0
 
     def update(self, state: ClusterState) -> None:
-        """Free the slots of finished jobs; admit waiting jobs FCFS into free slots."""
+        """Free the slots of finished jobs; admit waiting jobs FCFS into free slots.
+
+        Args:
+            state: the state now (its job statuses and its count of jobs submitted).
+        """
         # jobs are stored in submission order: admit from the cursor while active
         self.cursor = _update(self.job, state.status, self.cursor, state.arrival_cursor)
 
@@ -54,7 +74,11 @@ class JobSlots:
         return self.job >= 0
 
     def queued(self, state: ClusterState) -> int:
-        """Submitted, unfinished jobs without a slot."""
+        """Submitted, unfinished jobs without a slot.
+
+        Args:
+            state: the state now (its job statuses).
+        """
         return _queued(self.job, state.status)
 
 
@@ -71,6 +95,12 @@ def _update(
     ``submitted`` take the free slots in order (lowest slot first). The cursor moves past
     the last job admitted, or to ``submitted`` when no active job was waiting; it stays
     put when no slot is free.
+
+    Args:
+        job: (S,) int64, each slot's job, -1 = empty; updated.
+        status: (J,) the jobs' ``JobStatus``.
+        nxt: the admission cursor.
+        submitted: the jobs submitted so far (``ClusterState.arrival_cursor``).
     """
     S = job.shape[0]
     n_free = 0
@@ -99,7 +129,12 @@ def _update(
 
 @njit(cache=True)
 def _queued(job: np.ndarray, status: np.ndarray) -> int:  # pragma: no cover - jit
-    """Active jobs minus occupied slots."""
+    """Active jobs minus occupied slots.
+
+    Args:
+        job: (S,) each slot's job, -1 = empty.
+        status: (J,) the jobs' ``JobStatus``.
+    """
     active = 0
     for j in range(status.shape[0]):
         if status[j] == _ACTIVE:

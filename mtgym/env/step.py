@@ -3,7 +3,7 @@
 numba's dispatcher costs ~0.1 us per argument, and a step touches ~80 arrays (the state's,
 the instance's, the slots', the profiler's, the observation builder's). ``StepKernel`` (a
 numba ``StructRef``) holds them all: the episode the engine runs on
-(``mtgym.sim.episode.Episode``), the observation's frame (``ObsFrame``), the action
+(``mtgym.sim.kernel.SimKernel``, field ``sim``), the observation's frame (``ObsFrame``), the action
 mode's frame (``mtgym.env.actions.base.ActionFrame``, whose numba type names the mode) and
 the step's own arrays and constants (``StepArrays``). Each call takes it whole: ``_pre``
 decodes the action with the mode's kernel, places it and runs the engine
@@ -21,6 +21,7 @@ side, as for ``advance`` (``dynamics.settle``).
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,7 +35,8 @@ from mtgym.env.actions.base import ActionCodec, ActionFrame, pack_failed
 from mtgym.env.observation import ObservationBuilder, fill, log_arguments
 from mtgym.env.reward import REWARDS, reward_kernel, reward_weights, throughput_scale
 from mtgym.env.slots import JobSlots, _update
-from mtgym.sim import dynamics, engine, episode
+from mtgym.sim import dynamics, engine
+from mtgym.sim import kernel as sim_kernel
 from mtgym.sim.engine import OUT_OF_RANGE
 from mtgym.sim.profiling import PassiveProfiler, _observe
 from mtgym.sim.state import ClusterState
@@ -42,20 +44,34 @@ from mtgym.sim.struct import ValueTyped, define
 
 
 class StepArrays(NamedTuple):
-    """The step's own fields of ``StepKernel`` (besides ``episode``, ``frame``, ``actions``)."""
+    """The step's own fields of ``StepKernel`` (besides ``sim``, ``frame``, ``actions``).
 
-    prof_rate: np.ndarray  # the passive profiler's tables (``PassiveProfiler``)
+    Attributes:
+        prof_rate: (J, C + 1) float64, the passive profiler's measured samples/s per (job,
+            node count), NaN = never observed (``PassiveProfiler.rate``, the same array).
+        prof_samples: (J, C + 1) int32, its intervals measured per entry.
+        reward_weight: (J,) float64, each job's weight per sample (``reward_weights``).
+        progress0: (J,) float64, the jobs' progress (samples) before the step (``_pre``
+            writes it; the profiler and the reward read it).
+        n_nodes0: (J,) the jobs' node counts before the step (the state's dtype).
+        debt0: (J,) float64, the jobs' debts (samples to redo) before the step.
+        reward_kind: the reward's kernel id, ``REWARDS[name].kernel``.
+        tput_scale: 1 / the ``throughput`` reward's divisor (``throughput_scale``).
+        profiler_max_count: the largest node count the profiler records.
+    """
+
+    prof_rate: np.ndarray
     prof_samples: np.ndarray
-    reward_weight: np.ndarray  # (J,) per-job reward weights (``reward_weights``)
-    progress0: np.ndarray  # (J,) progress, node counts and debts before the step
+    reward_weight: np.ndarray
+    progress0: np.ndarray
     n_nodes0: np.ndarray
     debt0: np.ndarray
-    reward_kind: int  # ``REWARDS[name].kernel``
-    tput_scale: float  # the throughput reward's divisor
-    profiler_max_count: int  # the profiler's largest node count
+    reward_kind: int
+    tput_scale: float
+    profiler_max_count: int
 
 
-STEP_FIELDS = ("episode", "frame", "actions", *StepArrays._fields)
+STEP_FIELDS = ("sim", "frame", "actions", *StepArrays._fields)
 
 
 @structref.register
@@ -64,7 +80,12 @@ class StepKernelType(ValueTyped):
 
 
 class StepKernel(structref.StructRefProxy):
-    """Every array of one env episode, for the step's kernels (built at the first step)."""
+    """Every array of one env episode, for the step's kernels (built at the first step).
+
+    Its fields, in ``STEP_FIELDS`` order and passed positionally: ``sim`` (the episode's
+    ``mtgym.sim.kernel.SimKernel``), ``frame`` (its ``ObsFrame``), ``actions`` (its
+    ``ActionFrame``: the mode is part of the numba type) and the ``StepArrays``.
+    """
 
     def __new__(cls, *values: Any) -> StepKernel:  # noqa: D102
         return _new_step_kernel(*values)
@@ -75,7 +96,7 @@ define(StepKernel, StepKernelType, STEP_FIELDS)
 
 @njit(cache=True)
 def _new_step_kernel(*values: Any) -> StepKernel:  # pragma: no cover - jit
-    """``StepKernel(*values)``, compiled once and cached (as ``mtgym.sim.episode.Episode``)."""
+    """``StepKernel(*values)``, compiled once and cached (as ``mtgym.sim.kernel.SimKernel``)."""
     return StepKernel(*values)
 
 
@@ -83,17 +104,16 @@ _DECISION = int(dynamics.DECISION_EVENTS)  # stop kinds as ints
 _HORIZON = int(EventKind.HORIZON)
 _THEN_LOOP = engine.THEN_LOOP
 PACK_FAILED = 10  # ``_pre``'s code beyond the engine's: more nodes needed than are free
-# ``info``'s counters of what happened during a step, in order (after ``repaired``).
-STEP_COUNTERS = (
-    "events",
-    "reclaimed_nodes",
-    "idle_nodes",
-    "arrivals",
-    "completions",
-    "stops",
-    "samples",
-    "elapsed_s",
-)
+#: ``info``'s counters of a step, in order (after ``repaired``): the engine call's counters,
+#: declared once as ``mtgym.sim.kernel.COUNTERS`` (``event_kinds``, ..., ``samples``), then
+#: ``elapsed_s``, the simulated seconds the step covered.
+STEP_COUNTERS = (*(name for name, _ in sim_kernel.COUNTERS), "elapsed_s")
+#: ``info``'s keys that repeat another key's value, after the counters: ``dt`` is
+#: ``elapsed_s`` (the name ``mtgym.env.wrappers.TimeDiscount`` reads); ``events`` is
+#: ``event_kinds`` under its old name, deprecated (kept for one release, then removed).
+INFO_ALIASES = {"dt": "elapsed_s", "events": "event_kinds"}
+#: A ``kernel.store`` record -> the values of its ``COUNTERS``, in order.
+_COUNTERS_OF = attrgetter(*(name for name, _ in sim_kernel.COUNTERS))
 
 
 def step_info(
@@ -106,9 +126,22 @@ def step_info(
     metrics: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The env's info dict (fresh arrays): at reset the first four keys; after a step the
-    repair record (``repair_record``), ``repaired``, the ``STEP_COUNTERS``, ``dt`` (the
-    same as ``elapsed_s``) and, at the end
-    of an episode, its metrics.
+    repair record (``repair_record``), ``repaired``, the ``STEP_COUNTERS``, their
+    ``INFO_ALIASES`` (``dt``, and ``events``, deprecated) and, at the end of an episode,
+    its metrics.
+
+    Args:
+        time: the simulated time now, seconds.
+        mask: the action mask (copied).
+        slot_job: (S,) the slots' jobs, -1 = empty (copied).
+        queued: submitted, unfinished jobs without a slot.
+        repair: the step's repair record; None at a reset (then ``counters`` is unused).
+        counters: the values of ``STEP_COUNTERS``, in order (Python ints; ``samples`` and
+            ``elapsed_s`` floats).
+        metrics: ``EpisodeMetrics.as_dict()`` at an episode's last step, else None.
+
+    Returns:
+        The info dict, keys in the order above.
     """
     info: dict[str, Any] = {
         "time": time,
@@ -120,18 +153,28 @@ def step_info(
         info["repair"] = repair
         info["repaired"] = any(repair.values())
         info.update(zip(STEP_COUNTERS, counters, strict=True))
-        info["dt"] = info["elapsed_s"]  # (the semi-MDP step's duration, for discounting)
+        for alias, key in INFO_ALIASES.items():
+            info[alias] = info[key]
     if metrics is not None:
         info["metrics"] = metrics
     return info
 
 
-def episode_end(all_done: bool, t0: float, t: float, t_end: float, kinds: int) -> tuple[bool, bool]:
+def episode_end(
+    all_done: bool, t0: float, t: float, t_end: float, event_kinds: int
+) -> tuple[bool, bool]:
     """(terminated, truncated): every job finished; else the horizon reached, or a step
     that moved no time and saw no event (nothing is left to happen).
+
+    Args:
+        all_done: the engine's flag: every job completed or stopped, none left to arrive.
+        t0: the time before the step, seconds.
+        t: the time after it.
+        t_end: the episode's end.
+        event_kinds: the ``EventKind`` bits of the step's events (0: none).
     """
     terminated = bool(all_done)
-    return terminated, (not terminated) and (t >= t_end or (t == t0 and kinds == 0))
+    return terminated, (not terminated) and (t >= t_end or (t == t0 and event_kinds == 0))
 
 
 @njit(cache=True, error_model="numpy")
@@ -141,13 +184,21 @@ def _pre(
     """Decode an action (the mode's kernel: ``actions.decode``, resolved when this is
     compiled for the mode of ``step.actions``), keep the progress, node counts and debts of
     before, then apply and run (``engine.apply``, then ``engine.loop``) on the episode,
-    whose scalars Python loaded (``episode.load``). Returns (code, the first entry out of
+    whose scalars Python loaded (``mtgym.sim.kernel.load``). Returns (code, the first entry out of
     range or -1, 0), or for ``PACK_FAILED`` (code, nodes needed, nodes free); the decoder's
     repair counts are in ``step.actions.repairs``. Nothing changes unless the code is the
     engine's ``DONE`` or ``TIMER_DUE`` (``NEEDS_REPAIR``: the map, kept in
     ``step.actions.node_map``, needs ``dynamics.settle``).
+
+    Args:
+        step: the episode's ``StepKernel``.
+        action: (A,) int64, the action (its range is checked here, by the decoder).
+        until: the latest time the engine runs to, seconds.
+        stop_on: the ``EventKind`` bits that end the run (the decision events, or the
+            horizon with a decision interval).
+        t_timer: the time of the next Python timer (+inf: none).
     """
-    ep, act = step.episode, step.actions
+    ep, act = step.sim, step.actions
     bad, node_map, need, free, check = actions.decode(act, action)
     if bad >= 0:
         return engine.OUT_OF_RANGE, bad, 0
@@ -174,8 +225,15 @@ def _post(
     ``actions.mask``), and the
     observation into ``out`` (``ObservationBuilder.outputs``). Returns (reward, the slots'
     cursor, (idle nodes, active jobs, held nodes, occupied slots)).
+
+    Args:
+        step: the episode's ``StepKernel``, after ``_pre`` and the engine.
+        t0: the time before the step, seconds (the profiler measures over [t0, now]).
+        active0: the state's active job-seconds before the step (the ``jct`` reward).
+        slot_cursor: the slots' admission cursor (``JobSlots.cursor``).
+        out: ``ObservationBuilder.outputs()``' arrays, filled.
     """
-    ep, frame = step.episode, step.frame
+    ep, frame = step.sim, step.frame
     scalars = ep.scalars[0]
     t = scalars.time
     if t - t0 > 0:
@@ -206,6 +264,24 @@ def _post(
 class Step:
     """The step of one episode: bound to its state, instance and the env's parts (built
     at the first step after a reset, and again when the env's state object is replaced).
+
+    Args:
+        state: the episode's state, updated in place by every call.
+        instance: its instance.
+        codec: the env's action codec.
+        builder: the env's observation builder, bound to ``instance``.
+        slots: the env's ``JobSlots``.
+        profiler: the episode's passive profiler.
+        reward: the reward's name (a key of ``REWARDS``).
+        decision_interval_s: decide every that many simulated seconds; None: at every
+            decision event.
+
+    Attributes:
+        sim: the episode's ``SimKernel`` (``mtgym.sim.kernel.bind``).
+        actions: the codec's ``ActionFrame`` for this episode.
+        kernel: the ``StepKernel`` the compiled calls take.
+        t_end: the episode's end, seconds.
+        action_mask: the mask after the last step (a copy of the codec's buffer).
     """
 
     def __init__(
@@ -234,10 +310,10 @@ class Step:
             tput_scale=float(throughput_scale(inst)),
             profiler_max_count=int(profiler.max_count),
         )
-        self.episode = episode.bind(s, inst)
+        self.sim = sim_kernel.bind(s, inst)
         frame = builder.frame(s, inst, slots.job, inst.t_end)
         self.actions: ActionFrame = codec.frame(s, inst, slots.job)
-        self.kernel = StepKernel(self.episode, frame, self.actions, *own)
+        self.kernel = StepKernel(self.sim, frame, self.actions, *own)
         self.t_end = float(inst.t_end)
         self.interval = decision_interval_s
         self.action_mask = codec.mask_buffer.copy()  # the mask after the last step
@@ -245,8 +321,20 @@ class Step:
     def __call__(self, action: np.ndarray) -> tuple:
         """One env step on a validated int64 action: (obs, reward, terminated, truncated,
         info), the state updated in place.
+
+        Args:
+            action: (A,) int64, the shape checked (``ActionCodec.validate``); its range is
+                checked here.
+
+        Returns:
+            Gymnasium's step tuple: the observation (fresh arrays), the reward (float),
+            terminated, truncated, and the info (``step_info``).
+
+        Raises:
+            ValueError: an entry out of range (named), or a placement needing more nodes
+                than are free; nothing changed.
         """
-        s, inst, ep, kernel, slots = self.state, self.inst, self.episode, self.kernel, self.slots
+        s, inst, ep, kernel, slots = self.state, self.inst, self.sim, self.kernel, self.slots
         t0 = s.time
         if self.interval is None:
             until, stop_on = self.t_end, _DECISION
@@ -254,7 +342,7 @@ class Step:
             until, stop_on = min(self.t_end, t0 + self.interval), _HORIZON
         active0 = s.active_job_s
         t_timer = s.timers.peek_time()
-        episode.load(ep, s)
+        sim_kernel.load(ep, s)
         code, x, y = _pre(kernel, action, until, stop_on, t_timer)
         if code == PACK_FAILED:  # (nothing changed)
             raise pack_failed(x, y)
@@ -263,13 +351,13 @@ class Step:
             raise AssertionError("an action out of range passed validation")
         codec = self.codec
         dyn, _ = dynamics.settle(ep, s, inst, codec.node_map, code, _THEN_LOOP, until, stop_on)
-        done = episode.store(ep, s)
+        done = sim_kernel.store(ep, s)
         t = s.time
         builder = self.builder
         out = builder.outputs()
         reward, slots.cursor, counts = _post(kernel, t0, active0, slots.cursor, out)
         metrics = None
-        terminated, truncated = episode_end(done.all_done, t0, t, self.t_end, done.kinds)
+        terminated, truncated = episode_end(done.all_done, t0, t, self.t_end, done.event_kinds)
         if terminated or truncated:
             from mtgym.metrics import compute_metrics  # (not a kernel source: see _kernel_cache)
 
@@ -282,16 +370,7 @@ class Step:
             slots.job,
             builder.queued,
             codec.repair_record(codec.repairs.tolist(), dyn),
-            (
-                done.kinds,
-                done.reclaimed_nodes,
-                done.idle_nodes,
-                done.arrivals,
-                done.completions,
-                done.stops,
-                done.samples,
-                t - t0,
-            ),
+            (*_COUNTERS_OF(done), t - t0),
             metrics,
         )
         return obs, reward, terminated, truncated, info

@@ -31,32 +31,37 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from mtgym.env.actions.base import ENGINE_REPAIRS
-from mtgym.env.batched import (
-    F_ELAPSED,
-    F_SAMPLES,
-    F_TIME,
-    I_ARRIVALS,
-    I_COMPLETIONS,
-    I_EVENTS,
-    I_IDLE,
-    I_RECLAIMED,
-    I_REPAIR,
-    I_STOPS,
-    BatchedCore,
-)
+from mtgym.env.batched import COUNTER_COLUMNS, F_TIME, I_REPAIR, BatchedCore
 from mtgym.env.env import ScavengeEnv
-from mtgym.env.step import STEP_COUNTERS
+from mtgym.env.step import INFO_ALIASES, STEP_COUNTERS
 
-# ``STEP_COUNTERS`` in ``BatchedCore.ints`` (the integer ones, in order) and in
-# ``_FLOAT_COLUMNS``' rows (the float ones)
-_INT_COUNTERS = [I_EVENTS, I_RECLAIMED, I_IDLE, I_ARRIVALS, I_COMPLETIONS, I_STOPS]
-_FLOAT_COLUMNS = [F_TIME, F_SAMPLES, F_ELAPSED, F_ELAPSED]  # time, samples, elapsed_s, dt
-_FLOAT_COUNTERS = {"samples": 1, "elapsed_s": 2}
+#: The step's counter keys of ``info`` and their aliases, in ``ScavengeEnv.step``'s order,
+#: and where each is in the core's arrays (``COUNTER_COLUMNS``: in ``floats``?, column).
+_COUNTER_KEYS = (*STEP_COUNTERS, *INFO_ALIASES)
+_COLUMNS = (
+    *COUNTER_COLUMNS,
+    *(COUNTER_COLUMNS[STEP_COUNTERS.index(key)] for key in INFO_ALIASES.values()),
+)
+#: The ``ints`` columns of the integer counter keys, and the ``floats`` columns of the time
+#: and of the float ones, in ``_COUNTER_KEYS``' order (one fancy index each: fresh rows).
+_INT_COLUMNS = [c for is_float, c in _COLUMNS if not is_float]
+_FLOAT_COLUMNS = [F_TIME, *(c for is_float, c in _COLUMNS if is_float)]
 
 
 def make_envs(num_envs: int, scenario: Any = "default", **kwargs: Any) -> list[ScavengeEnv]:
     """``num_envs`` ``ScavengeEnv``s with the same keywords (the scenario's generator is
     loaded once and shared: it is a pure function of the seed).
+
+    Args:
+        num_envs: how many, >= 1.
+        scenario: ``ScavengeEnv``'s first argument.
+        **kwargs: ``ScavengeEnv``'s keywords, the same for every env.
+
+    Returns:
+        The envs, not reset.
+
+    Raises:
+        ValueError: ``num_envs`` is not a positive int.
     """
     if not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -68,6 +73,15 @@ def make_envs(num_envs: int, scenario: Any = "default", **kwargs: Any) -> list[S
 class ScavengeVectorEnv(VectorEnv):
     """``num_envs`` episodes of ``ScavengeEnv`` stepped in one compiled call (module
     docstring); the keywords are ``ScavengeEnv``'s (``render_mode`` excepted).
+
+    Args:
+        num_envs: the episodes B stepped together.
+        scenario: ``ScavengeEnv``'s first argument, shared by every episode.
+        autoreset_mode: Gymnasium's ``AutoresetMode`` (or its value as a str).
+        **kwargs: ``ScavengeEnv``'s keywords.
+
+    Attributes:
+        core: the ``BatchedCore`` that steps the episodes.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}  # noqa: RUF012
@@ -98,6 +112,18 @@ class ScavengeVectorEnv(VectorEnv):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Reset every episode (or those of ``options["reset_mask"]``), seeds as
         ``SyncVectorEnv``: an int ``s`` gives env i ``s + i``.
+
+        Args:
+            seed: None (each env draws its next instance), an int ``s`` (env i plays
+                instance ``s + i``) or one seed (or None) per env.
+            options: ``{"reset_mask": (B,) bool}`` resets only those envs (at least one);
+                any other option goes to ``ScavengeEnv.reset`` (which takes none).
+
+        Returns:
+            The batched observation and the reset envs' infos (Gymnasium's vector layout).
+
+        Raises:
+            ValueError: a seed list of the wrong length, or a bad ``reset_mask``.
         """
         n = self.num_envs
         if seed is None:
@@ -126,7 +152,22 @@ class ScavengeVectorEnv(VectorEnv):
     def step(
         self, actions: Any
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict]:
-        """One decision of every episode (module docstring: auto-reset)."""
+        """One decision of every episode (module docstring: auto-reset).
+
+        Args:
+            actions: (B, A) integer actions; the rows of episodes being auto-reset this
+                step (``NEXT_STEP``) are checked but not applied.
+
+        Returns:
+            (observations, rewards (B,) float64, terminated (B,) bool, truncated (B,) bool,
+            infos), as ``SyncVectorEnv`` of ``ScavengeEnv``s returns them.
+
+        Raises:
+            RuntimeError: before ``reset``, or an ended episode not reset while
+                ``autoreset_mode`` is ``DISABLED``.
+            ValueError: an action out of the space or a placement that does not fit,
+                naming the env.
+        """
         if not self._reset_done:
             raise RuntimeError("call reset() before step()")
         core, n = self.core, self.num_envs
@@ -176,22 +217,31 @@ class ScavengeVectorEnv(VectorEnv):
         """The steps' infos of the ``live`` episodes (``ScavengeEnv.step``'s keys, each with
         its ``_key`` mask; zeros elsewhere), the episodes that ended with their ``metrics``.
         Each value is fresh; the counters are rows of one array filled in one go.
+
+        Args:
+            live: (B,) bool, the episodes stepped.
+            ended: the indices of those whose step ended them (they get ``metrics``).
+
+        Returns:
+            key -> (B,) value array (``action_mask`` and ``slots`` (B, ...)), ``_key`` ->
+            (B,) bool; ``repair`` a nested dict of the same layout. Empty when none is
+            live.
         """
         core = self.core
         if not live.any():
             return {}
         every = bool(live.all())
         repair_keys = (*core.codec.repair_keys, *ENGINE_REPAIRS)
-        # integer columns: queued, the repair counts, then the integer STEP_COUNTERS
+        # integer columns: queued, the repair counts, then the integer counter keys
         ints = np.concatenate(
             (
                 core.queued[None],
                 core.decoded.T,
                 core.ints[:, I_REPAIR : I_REPAIR + len(ENGINE_REPAIRS)].T,
-                core.ints[:, _INT_COUNTERS].T,
+                core.ints[:, _INT_COLUMNS].T,
             )
         )
-        floats = core.floats[:, _FLOAT_COLUMNS].T  # time, samples, elapsed_s, dt (fresh)
+        floats = core.floats[:, _FLOAT_COLUMNS].T  # time, then the float counter keys (fresh)
         mask, slots = core.mask.copy(), core.slots.copy()
         if not every:
             dead = ~live
@@ -199,7 +249,7 @@ class ScavengeVectorEnv(VectorEnv):
                 a[:, dead] = 0
             mask[dead] = 0
             slots[dead] = 0
-        masks = np.repeat(live[None], 6 + len(STEP_COUNTERS) + len(repair_keys), axis=0)
+        masks = np.repeat(live[None], 6 + len(_COUNTER_KEYS) + len(repair_keys), axis=0)
         rep = ints[1 : 1 + len(repair_keys)]
         infos: dict[str, Any] = {
             "time": floats[0],
@@ -213,20 +263,28 @@ class ScavengeVectorEnv(VectorEnv):
         }
         repair: dict[str, Any] = {}
         for k, key in enumerate(repair_keys):
-            repair[key], repair["_" + key] = rep[k], masks[6 + len(STEP_COUNTERS) + k]
+            repair[key], repair["_" + key] = rep[k], masks[6 + len(_COUNTER_KEYS) + k]
         infos["repair"], infos["_repair"] = repair, masks[4]
         infos["repaired"], infos["_repaired"] = rep.any(axis=0), masks[5]
-        counters = iter(ints[1 + len(repair_keys) :])
-        for k, key in enumerate(STEP_COUNTERS):
-            value = floats[_FLOAT_COUNTERS[key]] if key in _FLOAT_COUNTERS else next(counters)
+        int_rows, float_rows = iter(ints[1 + len(repair_keys) :]), iter(floats[1:])
+        for k, (key, (is_float, _)) in enumerate(zip(_COUNTER_KEYS, _COLUMNS, strict=True)):
+            value = next(float_rows) if is_float else next(int_rows)
             infos[key], infos["_" + key] = value, masks[6 + k]
-        infos["dt"], infos["_dt"] = floats[3], live.copy()
         for i in ended:
             infos = self._add_info(infos, {"metrics": core.metrics(int(i))}, int(i))
         return infos
 
     def _merge_resets(self, infos: dict[str, Any], reset: np.ndarray) -> dict[str, Any]:
-        """Add the reset infos of the episodes ``reset`` (time, mask, slots, queued)."""
+        """Add the reset infos of the episodes ``reset`` (time, mask, slots, queued).
+
+        Args:
+            infos: the step's infos, completed in place (a missing key gets a zeroed array
+                and mask).
+            reset: the indices of the episodes just reset.
+
+        Returns:
+            ``infos``.
+        """
         if not len(reset):
             return infos
         core = self.core
@@ -260,6 +318,14 @@ class ScavengeVectorEnv(VectorEnv):
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call a method (or read an attribute) of every episode's ``ScavengeEnv``
         (``noop``, ``sample_valid``, ...), in sync with the batch.
+
+        Args:
+            name: the method or attribute (of the env as given, wrappers included).
+            *args: the call's positional arguments (unused for an attribute).
+            **kwargs: its keyword arguments.
+
+        Returns:
+            One result per env, in order.
         """
         out = []
         for i in range(self.num_envs):
@@ -268,9 +334,17 @@ class ScavengeVectorEnv(VectorEnv):
         return tuple(out)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """An attribute of every episode's ``ScavengeEnv``."""
+        """An attribute of every episode's ``ScavengeEnv``.
+
+        Args:
+            name: the attribute (a method is called without arguments, as ``call``).
+
+        Returns:
+            One value per env, in order.
+        """
         return self.call(name)
 
-    def close_extras(self, **kwargs: Any) -> None:  # noqa: D102
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every episode's env (Gymnasium's ``close`` calls this); ``kwargs`` unused."""
         for env in self.envs:
             env.close()

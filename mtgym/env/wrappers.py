@@ -38,7 +38,17 @@ TRAIN_SEED_OFFSET = 1 << 30  # training instances: seeds >= 2**30 (evaluation us
 
 
 class TimeDiscount(gym.Wrapper):
-    """Per-step discount of a semi-MDP from a discount per simulated hour (module docstring)."""
+    """Per-step discount of a semi-MDP from a discount per simulated hour (module docstring).
+
+    Args:
+        env: the env; its step's info must have ``dt`` (``ScavengeEnv``'s has).
+        gamma_per_hour: the discount of one simulated hour, in (0, 1].
+        scale_rewards: multiply each reward by the discount accumulated up to its step's
+            start (for a learner with gamma = 1); False only adds the info keys.
+
+    Raises:
+        ValueError: ``gamma_per_hour`` outside (0, 1].
+    """
 
     def __init__(self, env: gym.Env, gamma_per_hour: float, *, scale_rewards: bool = True) -> None:
         super().__init__(env)
@@ -50,14 +60,35 @@ class TimeDiscount(gym.Wrapper):
         self._elapsed_s = 0.0  # simulated seconds since the episode's start
 
     def discount(self, dt: float) -> float:
-        """The discount of a step lasting ``dt`` simulated seconds."""
+        """The discount of a step lasting ``dt`` simulated seconds.
+
+        Args:
+            dt: the duration, simulated seconds.
+
+        Returns:
+            ``gamma_per_hour ** (dt / 3600)``, computed as ``exp(log(gamma) dt / 3600)``.
+        """
         return math.exp(self._log_gamma * dt / 3600.0)
 
-    def reset(self, **kwargs: Any):  # noqa: D102
+    def reset(self, **kwargs: Any):
+        """The inner env's ``reset(**kwargs)``; the episode's clock restarts at 0."""
         self._elapsed_s = 0.0
         return self.env.reset(**kwargs)
 
-    def step(self, action: Any):  # noqa: D102
+    def step(self, action: Any):
+        """The inner env's step, the reward discounted to the episode's start.
+
+        Args:
+            action: the inner env's action.
+
+        Returns:
+            Its (obs, reward, terminated, truncated, info); the reward times
+            ``info["cumulative_discount"]`` when ``scale_rewards``; ``info`` gains
+            ``discount``, ``cumulative_discount`` and ``raw_reward``.
+
+        Raises:
+            KeyError: the inner info has no ``dt``.
+        """
         obs, reward, terminated, truncated, info = self.env.step(action)
         if "dt" not in info:
             raise KeyError("TimeDiscount needs info['dt'] (the step's simulated seconds)")
@@ -73,11 +104,20 @@ class TimeDiscount(gym.Wrapper):
 
 
 class SeedOffset(gym.Wrapper):
-    """``reset(seed=s)`` -> the inner env's ``reset(seed=s + offset)`` (module docstring)."""
+    """``reset(seed=s)`` -> the inner env's ``reset(seed=s + offset)`` (module docstring).
+
+    Args:
+        env: the env.
+        offset: added to every reset seed; ``TRAIN_SEED_OFFSET`` by default, which keeps
+            training instances apart from the evaluation ones.
+    """
 
     def __init__(self, env: gym.Env, offset: int = TRAIN_SEED_OFFSET) -> None:
         super().__init__(env)
         self.offset = int(offset)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: D102
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """The inner env's reset with ``seed + offset`` (None stays None: the inner env
+        draws its next seed); ``options`` passed on.
+        """
         return self.env.reset(seed=None if seed is None else seed + self.offset, options=options)

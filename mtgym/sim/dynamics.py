@@ -28,9 +28,9 @@ from mtgym.core.types import (
     EventKind,
     Repair,
 )
-from mtgym.sim import engine, episode
+from mtgym.sim import engine, kernel
 from mtgym.sim.engine import feasible, out_of_range
-from mtgym.sim.episode import Episode, throughput_model
+from mtgym.sim.kernel import SimKernel, throughput_model
 from mtgym.sim.state import ClusterState
 
 __all__ = [
@@ -176,9 +176,9 @@ def apply_allocation(
     Raises:
         ValueError: the allocation is out of range (``validate_allocation``).
     """
-    ep = episode.bound(state, instance)
+    ep = kernel.bound(state, instance)
     rep, _ = _apply_and_run(ep, state, instance, allocation, engine.THEN_NOTHING, state.time, 0)
-    return rep, int(episode.store(ep, state).rescaled_jobs)
+    return rep, int(kernel.store(ep, state).rescaled_jobs)
 
 
 def initial_state(instance: Instance) -> ClusterState:
@@ -192,9 +192,9 @@ def initial_state(instance: Instance) -> ClusterState:
         A new state at ``instance.t_start``.
     """
     state = ClusterState.initial(instance)
-    ep = episode.bind(state, instance)
+    ep = kernel.bind(state, instance)
     _run(ep, state, None, False, engine.THEN_EVENTS_NOW, state.time, 0, False)
-    episode.store(ep, state)
+    kernel.store(ep, state)
     return state
 
 
@@ -222,7 +222,7 @@ def advance(
         stop_on: event kinds that end the call (default ``DECISION_EVENTS``); the call
             also ends when the last job finishes.
         copy: work on a copy (True) or update ``state`` in place (False: faster, and the
-            episode binding is reused across calls).
+            kernel struct (``kernel.bound``) is reused across calls).
 
     Returns:
         The state at the stopping time and what happened.
@@ -232,15 +232,15 @@ def advance(
     """
     s = state.copy() if copy else state
     t0 = s.time
-    ep = episode.bound(s, instance)
+    ep = kernel.bound(s, instance)
     rep, _ = _apply_and_run(
         ep, s, instance, allocation, engine.THEN_LOOP, min(until, instance.t_end), int(stop_on)
     )
-    done = episode.store(ep, s)
+    done = kernel.store(ep, s)
     return s, StepInfo(
         t0,
         s.time,
-        EventKind(done.kinds),
+        EventKind(done.event_kinds),
         reclaimed_nodes=done.reclaimed_nodes,
         idle_nodes=done.idle_nodes,
         arrivals=done.arrivals,
@@ -256,13 +256,13 @@ def advance(
 
 
 # ---------------------------------------------------------------------------------------
-# Calling the compiled engine (``mtgym.sim.engine``) through an ``Episode``
+# Calling the compiled engine (``mtgym.sim.engine``) through a ``SimKernel``
 # ---------------------------------------------------------------------------------------
 _NO_ALLOCATION = np.zeros(0, dtype=np.int32)
 
 
 def _run(
-    ep: Episode,
+    ep: SimKernel,
     s: ClusterState,
     allocation: np.ndarray | None,
     check_feasible: bool,
@@ -271,7 +271,7 @@ def _run(
     stop_on: int,
     resume: bool,
 ) -> tuple[int, int]:
-    """``engine.run`` on ``ep`` (the episode of ``s``), the next timer from ``s``'s heap.
+    """``engine.run`` on ``ep`` (the kernel struct of ``s``), the next timer from ``s``'s heap.
 
     ``allocation`` None applies nothing; the other arguments are ``engine.run``'s. Returns
     its (code, index of the first out-of-range entry or -1).
@@ -290,7 +290,7 @@ def _run(
 
 
 def _apply_and_run(
-    ep: Episode,
+    ep: SimKernel,
     s: ClusterState,
     instance: Instance,
     allocation: Allocation | np.ndarray | None,
@@ -322,7 +322,7 @@ def _apply_and_run(
 
 
 def settle(
-    ep: Episode,
+    ep: SimKernel,
     s: ClusterState,
     instance: Instance,
     node_map: np.ndarray,
@@ -338,7 +338,7 @@ def settle(
     repair record (None when none was needed) and the engine's last code.
 
     Args:
-        ep: the episode of ``s`` (``episode.bound``).
+        ep: the kernel struct of ``s`` (``kernel.bound``).
         s: the state, changed in place.
         instance: its instance.
         node_map: the (N,) map the engine was given; repaired in place when needed, so
@@ -356,7 +356,7 @@ def settle(
 
 
 def finish_timers(
-    ep: Episode, s: ClusterState, then: int, until: float, stop_on: int, code: int
+    ep: SimKernel, s: ClusterState, then: int, until: float, stop_on: int, code: int
 ) -> int:
     """While the engine hands back a due timer: pop the timers due (the heap is Python's),
     count them, and resume the engine's loop. Returns the last code.
@@ -364,7 +364,7 @@ def finish_timers(
     The popped timers' payloads are dropped: only their number is recorded.
 
     Args:
-        ep: the episode of ``s``; its scalars are updated (events, kinds).
+        ep: the kernel struct of ``s``; its scalars are updated (events, event_kinds).
         s: the state whose timer heap is popped.
         then: the engine's ``then`` argument of the interrupted call.
         until: the loop's time limit, seconds.
@@ -375,6 +375,6 @@ def finish_timers(
         scalars = ep.scalars[0]
         due = s.timers.pop_until(float(scalars["time"]))
         scalars["events"] += len(due)
-        scalars["kinds"] |= engine.K_TIMER
+        scalars["event_kinds"] |= engine.K_TIMER
         code, _ = _run(ep, s, None, False, then, until, stop_on, True)
     return code

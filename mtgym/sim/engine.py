@@ -2,11 +2,11 @@
 allocation, then integrates and processes events until a stop (``mtgym.sim.dynamics`` has
 the rules).
 
-Every kernel here that works on the episode takes it whole (``mtgym.sim.episode.Episode``)
-and reads the fields it uses into locals (the small helpers on plain arrays, ``feasible``,
-``repair``, ``diff_jobs``, ..., take arrays); the state's scalars and the call's results are
-fields of its one-row record ``episode.scalars`` (``scalars.time``, ``scalars.events``,
-...). Every piece
+Every kernel here that works on the episode takes its struct whole (``episode``, a
+``mtgym.sim.kernel.SimKernel``) and reads the fields it uses into locals (the small helpers
+on plain arrays, ``feasible``, ``repair``, ``diff_jobs``, ..., take arrays); the state's
+scalars and the call's results are fields of its one-row record ``episode.scalars``
+(``scalars.time``, ``scalars.events``, ``scalars.event_kinds``, ...). Every piece
 is the loop form of the vectorised code it replaced, with the same floating-point
 operations in the same order; sums use numpy's pairwise order (``mtgym.sim.numeric``), so
 results are the same bits as before.
@@ -25,7 +25,7 @@ from numba import njit
 
 from mtgym.core.types import EventKind, JobStatus
 from mtgym.model.throughput import _job_rates_of
-from mtgym.sim.episode import PREEMPT_BFTRAINER, PREEMPT_CHECKPOINT
+from mtgym.sim.kernel import PREEMPT_BFTRAINER, PREEMPT_CHECKPOINT
 from mtgym.sim.numeric import dot, pairwise_sum
 
 _ACTIVE = int(JobStatus.ACTIVE)  # compile-time constants in the kernels
@@ -555,14 +555,14 @@ def _milestones(episode: Any, held: np.ndarray, t_hit: np.ndarray) -> None:  # p
     _release(e, done, n_done)
     if n_done:
         scalars.completions += n_done
-        scalars.kinds |= K_COMPLETED
+        scalars.event_kinds |= K_COMPLETED
     rung, campaign, quality, eta, rungs = e.rung, e.campaign, e.quality, e.eta, e.rungs
     stopped = np.empty(n_due, dtype=np.int64)
     n_stop = 0
     for j in due:
         if not milestone[j] < work[j]:  # (campaign rungs: rare)
             continue
-        scalars.kinds |= K_RUNG
+        scalars.event_kinds |= K_RUNG
         rr = rung[j]
         rung[j] = rr + 1
         c = campaign[j]
@@ -587,7 +587,7 @@ def _milestones(episode: Any, held: np.ndarray, t_hit: np.ndarray) -> None:  # p
             finish_time[stopped[i]] = t
         _release(e, stopped, n_stop)
         scalars.stops += n_stop
-        scalars.kinds |= K_STOPPED
+        scalars.event_kinds |= K_STOPPED
     _refresh(e, due)  # (only due jobs lost nodes)
 
 
@@ -743,7 +743,7 @@ def _reclaims(episode: Any) -> None:  # pragma: no cover - jit
         return
     scalars.events += n_live
     scalars.reclaimed_nodes += n_live
-    scalars.kinds |= K_RECLAIMED
+    scalars.event_kinds |= K_RECLAIMED
     if hit.shape[0] == 0:
         return
     rate = episode.rate
@@ -788,7 +788,7 @@ def _open_windows(episode: Any) -> None:  # pragma: no cover - jit
     scalars.events += k
     scalars.idle_nodes += k
     if k:
-        scalars.kinds |= K_IDLE
+        scalars.event_kinds |= K_IDLE
 
 
 @njit(cache=True, inline="always")
@@ -814,7 +814,7 @@ def _arrivals(episode: Any) -> None:  # pragma: no cover - jit
     scalars.arrival_cursor = hi
     scalars.events += hi - lo
     scalars.arrivals += hi - lo
-    scalars.kinds |= K_ARRIVED
+    scalars.event_kinds |= K_ARRIVED
 
 
 @njit(cache=True)
@@ -913,12 +913,12 @@ def loop(
                 return TIMER_DUE
         resume = False
         if scalars.time >= t_end:
-            scalars.kinds |= K_HORIZON
+            scalars.event_kinds |= K_HORIZON
             scalars.horizon = 1
         done = _all_done(status, scalars.arrival_cursor)
         scalars.all_done = 1 if done else 0
-        finished_now = done and (scalars.kinds & K_FINISHING) != 0
-        if (scalars.kinds & stop_on) != 0 or scalars.time >= until or finished_now:
+        finished_now = done and (scalars.event_kinds & K_FINISHING) != 0
+        if (scalars.event_kinds & stop_on) != 0 or scalars.time >= until or finished_now:
             return DONE
 
 

@@ -12,7 +12,7 @@ from mtgym.core.types import JobStatus
 from mtgym.sim.events import EventQueue
 
 # The kernels' role of a field: the compiled engine sees the state through an
-# ``mtgym.sim.episode.Episode``, whose fields are these arrays by name, and these scalars as
+# ``mtgym.sim.kernel.SimKernel``, whose fields are these arrays by name, and these scalars as
 # fields of its record ``scalars``. The state's fields are declared here only: a new one is
 # its line below plus its value in ``initial``.
 NODE, JOB, FLOAT, INT = ({"kernel": role} for role in ("node", "job", "float", "int"))
@@ -207,7 +207,7 @@ def _names(role: dict[str, str]) -> tuple[str, ...]:
     return tuple(f.name for f in fields(ClusterState) if f.metadata == role)
 
 
-NODE_ARRAYS = _names(NODE)  # (N,) arrays (fields of ``Episode``, by name)
+NODE_ARRAYS = _names(NODE)  # (N,) arrays (fields of ``SimKernel``, by name)
 JOB_ARRAYS = _names(JOB)  # (J,) arrays
-FLOAT_SCALARS = _names(FLOAT)  # float64 scalars (fields of ``Episode.scalars``)
+FLOAT_SCALARS = _names(FLOAT)  # float64 scalars (fields of ``SimKernel.scalars``)
 INT_SCALARS = _names(INT)  # int64 scalars

@@ -1,4 +1,4 @@
-"""The recipe of mtgym's numba structs (``sim.episode.Episode``, ``env.observation.ObsFrame``,
+"""The recipe of mtgym's numba structs (``sim.kernel.SimKernel``, ``env.observation.ObsFrame``,
 ``env.step.StepKernel``): a ``StructRef`` type whose fields take the types of the values a
 struct is built with, and its constructor and boxing. Each struct also compiles its Python
 constructor once, cached (numba's own is compiled anew in every process, ~1 s a struct).

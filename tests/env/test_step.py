@@ -13,7 +13,7 @@ from reference.compare import identical
 from reference.step import ReferenceEnv
 
 from mtgym.core.instance import CostModel
-from mtgym.core.types import PreemptionMode, RescaleMode
+from mtgym.core.types import EventKind, PreemptionMode, RescaleMode
 from mtgym.env import ScavengeEnv
 from mtgym.scenario.registry import get_generator
 
@@ -140,3 +140,30 @@ def test_step__rendering_and_debug_checks_see_the_same_steps():
             env.step(env.noop())
     assert len(envs[0].history.steps) == len(envs[1].history.steps) > 0
     assert np.array_equal(envs[0].render(), envs[1].render())
+
+
+def test_step__counters_are_declared_once_and_events_is_a_deprecated_alias():
+    """``STEP_COUNTERS`` and the batched core's columns come from ``sim.kernel.COUNTERS``;
+    ``info["events"]`` repeats ``info["event_kinds"]``, the step's ``EventKind`` bits."""
+    from mtgym.env.batched import COUNTER_COLUMNS, FLOAT_COUNTERS, INT_COUNTERS
+    from mtgym.env.step import INFO_ALIASES, STEP_COUNTERS
+    from mtgym.sim.kernel import COUNTERS, RESULTS
+
+    names = [name for name, _ in COUNTERS]
+    assert list(STEP_COUNTERS) == [*names, "elapsed_s"] and names[0] == "event_kinds"
+    assert RESULTS[: len(COUNTERS)] == COUNTERS
+    assert sorted(INT_COUNTERS + FLOAT_COUNTERS) == sorted(names)
+    assert len(set(COUNTER_COLUMNS)) == len(COUNTER_COLUMNS) == len(STEP_COUNTERS)
+    assert INFO_ALIASES == {"dt": "elapsed_s", "events": "event_kinds"}
+    env = ScavengeEnv("default", horizon_s=1800.0)
+    env.reset(seed=0)
+    seen, done = 0, False
+    while not done:
+        _, _, term, trunc, info = env.step(env.noop())
+        done = term or trunc
+        keys = list(info)[6 : 6 + len(STEP_COUNTERS) + len(INFO_ALIASES)]
+        assert keys == [*STEP_COUNTERS, *INFO_ALIASES]  # (after time ... repaired)
+        assert type(info["event_kinds"]) is int and info["events"] == info["event_kinds"]
+        assert info["dt"] == info["elapsed_s"]
+        seen |= info["event_kinds"]
+    assert seen & int(EventKind.JOB_ARRIVED)

@@ -282,11 +282,11 @@ def test_kernels__stable_argsort_is_numpy_mergesort():
 
 
 def test_kernels__next_event_time_is_min_of_the_candidates():
-    from mtgym.sim import episode
+    from mtgym.sim import kernel
     from mtgym.sim.engine import next_event
 
     inst = tiny_instance(4, [linear_job(f"j{i}", 10.0, 2, 1000.0) for i in range(12)])
-    base = episode.fields_of(initial_state(inst), inst)
+    base = kernel.fields_of(initial_state(inst), inst)
 
     def _next_event(
         t, n_nodes, rate, stall, debt, ms, prog, t_end, t_timer, start_s, c0, end_s, c1, sub, c2
@@ -306,7 +306,7 @@ def test_kernels__next_event_time_is_min_of_the_candidates():
         )
         sc = fields["scalars"]
         sc["time"], sc["start_cursor"], sc["end_cursor"], sc["arrival_cursor"] = t, c0, c1, c2
-        return next_event(episode.from_fields(fields), t_timer)
+        return next_event(kernel.from_fields(fields), t_timer)
 
     rng = np.random.default_rng(3)
     for _ in range(200):

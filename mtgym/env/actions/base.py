@@ -19,7 +19,7 @@ A mode is a subclass of ``ActionCodec`` (one module in this folder) registered b
 - ``noop`` (the action that keeps every allocation), ``sample_valid`` (a random action
   that needs no repair) and, optionally, ``encode`` (the action closest to a node map).
 
-The kernels read one ``ActionFrame`` (a numba struct, as ``mtgym.sim.episode.Episode``):
+The kernels read one ``ActionFrame`` (a numba struct, as ``mtgym.sim.kernel.SimKernel``):
 the state's arrays (the same arrays, so a frame kept across in-place steps stays current),
 the jobs' bounds and classes, the slots, the count cap, the placement's static node order,
 and the mask, node map and repair buffers. Its ``mode`` field carries the codec's numba type
@@ -61,6 +61,17 @@ ENGINE_REPAIRS = (
 def repair_record(keys: tuple[str, ...], decoded: Any, engine: Repair | None) -> dict[str, int]:
     """``info["repair"]``: the decoder's repair counts by ``keys``, then the engine's
     (``None``: none).
+
+    Args:
+        keys: the mode's ``ActionCodec.repair_keys``.
+        decoded: the decoder's counts, one per key (``ActionFrame.repairs`` as a list).
+        engine: the engine's repair of the decoded map, or None when it needed none.
+
+    Returns:
+        key -> count: ``keys`` then ``ENGINE_REPAIRS`` (zeros when ``engine`` is None).
+
+    Raises:
+        ValueError: ``decoded`` does not have one count per key.
     """
     rep = dict(zip(keys, decoded, strict=True))
     if engine is None:
@@ -82,7 +93,15 @@ def repair_record(keys: tuple[str, ...], decoded: Any, engine: Repair | None) ->
 
 
 def pack_failed(total: int, free: int) -> ValueError:
-    """The error of a placement that needs more nodes than are free (as ``pack_targets``)."""
+    """The error of a placement that needs more nodes than are free (as ``pack_targets``).
+
+    Args:
+        total: the nodes the placement needs.
+        free: the nodes free for it.
+
+    Returns:
+        The ``ValueError`` to raise (its message names both numbers).
+    """
     return ValueError(f"targets need {total} free nodes but only {free} are free")
 
 
@@ -121,7 +140,13 @@ class ActionFrameType(ValueTyped):
 
 
 class ActionFrame(structref.StructRefProxy):
-    """Everything an action mode's kernels read (``FRAME_FIELDS``; ``ActionCodec.frame``)."""
+    """Everything an action mode's kernels read (``FRAME_FIELDS``; ``ActionCodec.frame``).
+
+    Its fields, in ``FRAME_FIELDS`` order and passed positionally: ``FROM_STATE`` (the
+    state's own arrays), ``FROM_INSTANCE`` and ``OWN`` (module docstring). The buffers
+    (``mask``, ``node_map``, ``repairs``) are the codec's: a frame's kernels write what the
+    codec's Python side reads.
+    """
 
     def __new__(cls, *values: Any) -> ActionFrame:  # noqa: D102
         return _new_frame(*values)
@@ -132,7 +157,7 @@ define(ActionFrame, ActionFrameType, FRAME_FIELDS)
 
 @njit(cache=True)
 def _new_frame(*values: Any) -> ActionFrame:  # pragma: no cover - jit
-    """``ActionFrame(*values)``, compiled once and cached (as ``mtgym.sim.episode.Episode``)."""
+    """``ActionFrame(*values)``, compiled once and cached (as ``mtgym.sim.kernel.SimKernel``)."""
     return ActionFrame(*values)
 
 
@@ -168,6 +193,17 @@ _BY_KEY: dict[str, type[ActionCodec]] = {}
 
 
 def _mode_key(cls: type) -> str:
+    """The ``ModeType`` key of a codec class, made once and kept on the class.
+
+    Args:
+        cls: an ``ActionCodec`` subclass.
+
+    Returns:
+        ``module.qualname@digest``, the digest the first 12 hex digits of the SHA-256 of
+        the class's source file (``-`` when it has none): a kernel numba cached for a mode
+        is not reused after the mode's file is edited. The class is also recorded in
+        ``_BY_KEY`` for ``_codec_of``.
+    """
     key = cls.__dict__.get("_mode_key")
     if key is None:
         try:
@@ -182,19 +218,42 @@ def _mode_key(cls: type) -> str:
 
 
 def _codec_of(frame: Any) -> type[ActionCodec]:
-    """The codec class of a frame's numba type (compile time)."""
+    """The codec class of a frame's numba type (compile time).
+
+    Args:
+        frame: the numba type of an ``ActionFrame``; its ``mode`` field's ``ModeType``
+            names the class.
+
+    Raises:
+        KeyError: the class was never typed in this process (``_mode_key`` not called).
+    """
     return _BY_KEY[frame.field_dict["mode"].mode_key]
 
 
 def decode(frame: Any, action: np.ndarray) -> tuple:
     """In compiled code: the frame's mode's ``decode_kernel`` (repairs zeroed first), and
     its ``check_feasible`` as a constant: (bad, node_map, need, free, check_feasible).
+
+    Args:
+        frame: an ``ActionFrame``; its numba type picks the kernel when the caller is
+            compiled.
+        action: (A,) int64, the action as given (the kernel checks its range).
+
+    Raises:
+        NotImplementedError: called from Python (``ActionCodec.decode`` is the Python way).
     """
     raise NotImplementedError("compiled code only")
 
 
 def mask(frame: Any) -> None:
-    """In compiled code: the frame's mode's ``mask_kernel``."""
+    """In compiled code: the frame's mode's ``mask_kernel``, into ``frame.mask``.
+
+    Args:
+        frame: an ``ActionFrame``; its numba type picks the kernel.
+
+    Raises:
+        NotImplementedError: called from Python (``ActionCodec.mask`` is the Python way).
+    """
     raise NotImplementedError("compiled code only")
 
 
@@ -227,6 +286,24 @@ def _mask(frame):  # pragma: no cover - compile time
 class ActionCodec:
     """One action mode for fixed sizes (nodes, slots, count cap): its space, validation,
     mask and decoding (module docstring: what a subclass declares).
+
+    Args:
+        num_nodes: N, the machine's nodes.
+        num_slots: S, the env's job slots.
+        max_count: C, the count cap (``counts``' largest count; ``delta``'s cap on growth).
+
+    Attributes:
+        mode: the mode's name (``name``), for messages.
+        N: the nodes.
+        S: the job slots.
+        C: the count cap.
+        nvec: (A,) int64, each action entry's number of values (``nvec_of``).
+        space: ``MultiDiscrete(nvec)``.
+        mask_size: ``nvec.sum()``, the flat mask's length.
+        mask_buffer: (mask_size,) int8, the mask the kernels write (the same array each
+            step: copy what you keep).
+        node_map: (N,) int32, the last decoded node map, kept for a repair.
+        repairs: (len(repair_keys),) int64, the decoder's last repair counts.
     """
 
     name: ClassVar[str]
@@ -250,17 +327,45 @@ class ActionCodec:
     # -- what a mode defines ---------------------------------------------------------
     @classmethod
     def nvec_of(cls, num_nodes: int, num_slots: int, max_count: int) -> np.ndarray:
-        """The ``MultiDiscrete`` space's sizes."""
+        """The ``MultiDiscrete`` space's sizes.
+
+        Args:
+            num_nodes: N, the machine's nodes.
+            num_slots: S, the env's job slots.
+            max_count: the count cap.
+
+        Returns:
+            (A,) int64, the number of values of each action entry.
+        """
         raise NotImplementedError
 
     def noop(self, state: ClusterState, instance: Instance, slots: JobSlots) -> np.ndarray:
-        """The action that keeps every job's current allocation."""
+        """The action that keeps every job's current allocation.
+
+        Args:
+            state: the state now.
+            instance: its instance.
+            slots: the env's ``JobSlots``.
+
+        Returns:
+            (A,) int64.
+        """
         raise NotImplementedError
 
     def sample_valid(
         self, state: ClusterState, instance: Instance, slots: JobSlots, rng: np.random.Generator
     ) -> np.ndarray:
-        """A random action that needs no repair (the shared node budget respected)."""
+        """A random action that needs no repair (the shared node budget respected).
+
+        Args:
+            state: the state now.
+            instance: its instance.
+            slots: the env's ``JobSlots``.
+            rng: the random generator drawn from.
+
+        Returns:
+            (A,) int64; ``info["repaired"]`` stays False when it is stepped.
+        """
         raise NotImplementedError
 
     def encode(
@@ -268,6 +373,18 @@ class ActionCodec:
     ) -> np.ndarray:
         """The action that realises the node map ``node_job`` as closely as the mode allows
         (an expert's allocation as an action: ``agents.imitation``).
+
+        Args:
+            node_job: (N,) the job of each node, -1 = none.
+            state: the state now.
+            instance: its instance.
+            slots: the env's ``JobSlots``.
+
+        Returns:
+            (A,) int64.
+
+        Raises:
+            NotImplementedError: the mode has no ``encode``.
         """
         raise NotImplementedError(f"action mode {self.name!r} has no encode")
 
@@ -275,6 +392,17 @@ class ActionCodec:
     def frame(self, state: Any, instance: Any, slot_job: np.ndarray) -> ActionFrame:
         """The kernels' view of ``state`` on ``instance`` with these slots: the same arrays
         (kept current by in-place steps) and the codec's buffers.
+
+        The placement's static inputs (job classes, profiled slowdowns, the static node
+        order) are computed once per instance and kept.
+
+        Args:
+            state: the state (its arrays are the frame's, not copies).
+            instance: its instance.
+            slot_job: (S,) the slots' jobs (the env's ``JobSlots.job``, updated in place).
+
+        Returns:
+            A new ``ActionFrame``.
         """
         cached, placement = self._placement
         if cached is not instance:
@@ -300,6 +428,18 @@ class ActionCodec:
         ``check_range=False`` leaves an int64 array of the right shape to the step's decode
         kernel, which checks every entry anyway and changes nothing on one out of range
         (``mtgym.env.step`` then calls this again to name it): one pass less per step.
+
+        Args:
+            action: anything ``np.asarray`` takes (a list of Python ints keeps values
+                >= 2**63 exact for the message).
+            check_range: check each entry's range here (False: leave it to the kernel).
+
+        Returns:
+            (A,) int64.
+
+        Raises:
+            ValueError: as ``_check_slow``: wrong shape, non-numeric, non-finite,
+                non-integer or out-of-range entries.
         """
         a = np.asarray(action)
         if (
@@ -316,7 +456,19 @@ class ActionCodec:
         return self._check_slow(a)
 
     def _check_slow(self, a: np.ndarray) -> np.ndarray:
-        """Shape, integer values and range, with the offending value as given."""
+        """Shape, integer values and range, with the offending value as given.
+
+        Args:
+            a: the action as an array of any dtype (``object`` for Python ints >= 2**63).
+
+        Returns:
+            The action as int64.
+
+        Raises:
+            ValueError: the first problem found, in this order: the shape, a non-numeric
+                dtype, a non-finite entry, a non-integer value, an entry out of range
+                (named with its index, its value as given and the allowed range).
+        """
         if a.shape != self.nvec.shape:
             raise ValueError(
                 f"action has shape {a.shape}; expected {self.nvec.shape} "
@@ -352,6 +504,20 @@ class ActionCodec:
         """The node map the env's step would apply for ``action`` (its kernel) and the
         decoder's repair counts (``repair_keys``), for callers outside the env
         (``mtgym.policy.observe``).
+
+        Args:
+            action: the action (validated first).
+            state: the state now.
+            instance: its instance.
+            slots: the env's ``JobSlots``.
+
+        Returns:
+            ((N,) int32 node map, -1 = none; the repair counts). The map is the decoder's:
+            for a ``check_feasible`` mode the engine may still repair it.
+
+        Raises:
+            ValueError: the action is out of the space, or its placement needs more nodes
+                than are free.
         """
         a = self.validate(action)
         frame = self.frame(state, instance, slots.job)
@@ -364,12 +530,28 @@ class ActionCodec:
     def mask(self, state: Any, instance: Any, slots: JobSlots) -> np.ndarray:
         """Flat concatenation of per-dimension masks (sb3-contrib's MultiDiscrete layout),
         into ``mask_buffer`` (the step's kernel fills the same buffer after each step).
+
+        Args:
+            state: the state now.
+            instance: its instance.
+            slots: the env's ``JobSlots``.
+
+        Returns:
+            ``mask_buffer`` itself, (mask_size,) int8: copy it to keep it.
         """
         type(self).mask_kernel(self.frame(state, instance, slots.job))
         return self.mask_buffer
 
     def repair_record(self, decoded: Any, engine: Repair | None) -> dict[str, int]:
-        """``info["repair"]`` of a step: the decoder's counts, then the engine's."""
+        """``info["repair"]`` of a step: the decoder's counts, then the engine's.
+
+        Args:
+            decoded: the decoder's counts, one per ``repair_keys``.
+            engine: the engine's repair, or None.
+
+        Returns:
+            ``repair_record(repair_keys, decoded, engine)``.
+        """
         return repair_record(self.repair_keys, decoded, engine)
 
 
@@ -380,7 +562,12 @@ def _typeof_codec(val: ActionCodec, c: Any) -> ModeType:
 
 @njit(cache=True)
 def _out_of_range(a: np.ndarray, nvec: np.ndarray) -> int:  # pragma: no cover - jit
-    """Index of the first entry outside ``0..nvec-1``, or -1."""
+    """Index of the first entry outside ``0..nvec-1``, or -1.
+
+    Args:
+        a: (A,) int64, the action.
+        nvec: (A,) int64, each entry's number of values.
+    """
     for i in range(a.shape[0]):
         if a[i] < 0 or a[i] >= nvec[i]:
             return i
@@ -397,6 +584,16 @@ CODECS: dict[str, type[ActionCodec]] = {}
 def register(cls: type[ActionCodec]) -> type[ActionCodec]:
     """Register an action mode under ``cls.name`` (usable as a class decorator); a name
     taken by another class raises ``ValueError``.
+
+    Args:
+        cls: an ``ActionCodec`` subclass with a ``name``, a ``decode_kernel`` and a
+            ``mask_kernel``.
+
+    Returns:
+        ``cls``; registering the same class again changes nothing.
+
+    Raises:
+        ValueError: no name, a kernel missing, or the name taken by another class.
     """
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
@@ -412,13 +609,26 @@ def register(cls: type[ActionCodec]) -> type[ActionCodec]:
 
 
 def unregister(name: str) -> None:
-    """Remove an action mode (tests register toy modes for a while)."""
+    """Remove an action mode (tests register toy modes for a while).
+
+    Args:
+        name: the mode's name; an unknown name is ignored.
+    """
     CODECS.pop(name, None)
 
 
 def make_codec(name: str, num_nodes: int, num_slots: int, max_count: int) -> ActionCodec:
     """The codec of the registered mode ``name`` for these sizes (``ValueError`` naming the
     registered modes otherwise).
+
+    Args:
+        name: the mode (the env's ``action_mode``).
+        num_nodes: N, the machine's nodes.
+        num_slots: S, the env's job slots.
+        max_count: the count cap.
+
+    Returns:
+        A new codec of the mode's class.
     """
     cls = CODECS.get(name)
     if cls is None:

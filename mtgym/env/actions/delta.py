@@ -32,6 +32,15 @@ def _delta_mask(
 ) -> None:  # pragma: no cover - jit
     """``delta`` mask in place: keep always; shrink a running job; grow one below its cap
     when enough nodes are free (its minimum from 0, else one).
+
+    Args:
+        mask: (3 S,) int8, written: slot s's shrink, keep and grow at 3 s, 3 s + 1, 3 s + 2.
+        slot_job: (S,) the job of each slot, -1 = empty (keep only).
+        min_nodes: (J,) each job's minimum: what growing from 0 needs free.
+        max_nodes: (J,) each job's maximum.
+        available: (N,) bool, the node is idle and lent now.
+        n_nodes: (J,) the nodes each job holds; free nodes = idle nodes - their sum.
+        max_count: the count cap: a job at min(max, cap) cannot grow.
     """
     n_avail = 0
     for n in range(available.shape[0]):
@@ -66,6 +75,17 @@ def _delta_targets(
     """``delta`` actions as node-count targets per slot: grow (double; from 0 to the
     minimum), shrink (halve; below the minimum -> 0) or keep, capped at min(max, max_count);
     0 for an empty slot ("keep" there is a no-op).
+
+    Args:
+        a: (S,) int64 moves, ``SHRINK``, ``KEEP`` or ``GROW`` (anything else keeps).
+        slot_job: (S,) the job of each slot, -1 = empty.
+        n_nodes: (J,) the nodes each job holds now.
+        min_nodes: (J,) each job's minimum.
+        max_nodes: (J,) each job's maximum.
+        max_count: the count cap.
+
+    Returns:
+        (S,) int64 targets, not yet repaired for the shared budget (``place_targets``).
     """
     out = np.zeros(a.shape[0], dtype=np.int64)
     for s in range(a.shape[0]):
@@ -85,7 +105,16 @@ def _delta_targets(
 
 @njit(cache=True)
 def decode(frame: Any, a: np.ndarray) -> tuple[int, np.ndarray, int, int]:  # pragma: no cover
-    """An action (entries 0..2) as the moves' targets, repaired and placed."""
+    """An action (entries 0..2) as the moves' targets, repaired and placed.
+
+    Args:
+        frame: the ``ActionFrame``; its ``repairs`` get ``REPAIR_KEYS``' counts.
+        a: (S,) int64 moves.
+
+    Returns:
+        (bad, node_map, need, free): ``bad`` the first entry outside 0..2 (then an empty
+        map and nothing else), else -1 and ``place_targets``' result.
+    """
     bad = first_above(a, 2)
     if bad >= 0:
         return bad, np.empty(0, dtype=np.int32), 0, 0
@@ -97,7 +126,12 @@ def decode(frame: Any, a: np.ndarray) -> tuple[int, np.ndarray, int, int]:  # pr
 
 @njit(cache=True)
 def mask(frame: Any) -> None:  # pragma: no cover - jit
-    """``_delta_mask`` on the frame."""
+    """``_delta_mask`` on the frame: its ``mask`` from the slots, the jobs' bounds and
+    counts, the idle nodes and the count cap.
+
+    Args:
+        frame: the ``ActionFrame`` (the state's arrays, current after in-place steps).
+    """
     _delta_mask(
         frame.mask,
         frame.slot_job,
@@ -110,6 +144,7 @@ def mask(frame: Any) -> None:  # pragma: no cover - jit
 
 
 def _clean_count(c: int, lo: int, hi: int) -> bool:
+    """A target count the per-job repairs leave alone: 0, or within the job's lo..hi."""
     return c == 0 or lo <= c <= hi
 
 
@@ -122,13 +157,37 @@ class Delta(ActionCodec):
     mask_kernel = mask
 
     @classmethod
-    def nvec_of(cls, num_nodes: int, num_slots: int, max_count: int) -> np.ndarray:  # noqa: D102
+    def nvec_of(cls, num_nodes: int, num_slots: int, max_count: int) -> np.ndarray:
+        """``[3] * num_slots``: per slot, shrink, keep or grow.
+
+        Args:
+            num_nodes: unused.
+            num_slots: S, one action entry per slot.
+            max_count: unused (it caps the targets, not the space).
+
+        Returns:
+            (S,) int64.
+        """
         return np.full(num_slots, 3, dtype=np.int64)
 
-    def noop(self, state, instance, slots) -> np.ndarray:  # noqa: D102
+    def noop(self, state, instance, slots) -> np.ndarray:
+        """``KEEP`` for every slot: (S,) int64 ones."""
         return np.full(self.S, KEEP, dtype=np.int64)
 
-    def encode(self, node_job, state, instance, slots) -> np.ndarray:  # noqa: D102
+    def encode(self, node_job, state, instance, slots) -> np.ndarray:
+        """The direction of each slot's change towards ``node_job``'s counts: one move
+        only, so a target more than a doubling or a halving away takes several steps.
+
+        Args:
+            node_job: (N,) the job of each node, -1 = none.
+            state: the state (each job's current count).
+            instance: the episode's instance (its job count).
+            slots: the env's ``JobSlots``.
+
+        Returns:
+            (S,) int64: ``GROW`` where the count (capped at the count cap) is above the
+            current one, ``SHRINK`` where it is below, else ``KEEP``.
+        """
         counts = slot_counts(node_job, instance, slots, self.C)
         present = slots.present
         cur = np.zeros(self.S, dtype=np.int64)
@@ -138,6 +197,20 @@ class Delta(ActionCodec):
     def sample_valid(self, state, instance, slots, rng) -> np.ndarray:
         """Each slot's three targets (shrink, keep, grow) as ``_delta_targets`` computes
         them; a choice is kept when its target needs no repair and fits the budget.
+
+        Starts from every present slot at a baseline (keep where the current count is
+        clean, else shrink), then, slot by slot in random order, draws one of the moves
+        whose target is clean and keeps the total within the idle nodes (none: the
+        baseline stays).
+
+        Args:
+            state: the state (idle nodes, each job's count).
+            instance: its instance (the jobs' bounds).
+            slots: the env's ``JobSlots``.
+            rng: the random generator drawn from.
+
+        Returns:
+            (S,) int64 moves; ``KEEP`` for the empty slots.
         """
         jobs = instance.jobs
         n_avail = int(np.count_nonzero(state.available))

@@ -23,7 +23,16 @@ REPAIR_KEYS = ("empty_slot", "over_max", "below_min", "oversubscribed")
 
 @njit(cache=True)
 def _fcfs(present: np.ndarray, sj: np.ndarray) -> np.ndarray:  # pragma: no cover - jit
-    """The present slots in order of their jobs' submission (job index)."""
+    """The present slots in order of their jobs' submission (job index).
+
+    Args:
+        present: (S,) bool, the slot holds a job.
+        sj: (S,) int64 each slot's job (any value where not present).
+
+    Returns:
+        The indices of the present slots, sorted by their job index (jobs are numbered in
+        submission order; a stable sort).
+    """
     on = np.flatnonzero(present)
     keys = np.empty(on.shape[0], dtype=np.int64)
     for i in range(on.shape[0]):
@@ -42,6 +51,19 @@ def _repair_targets(
 ) -> np.ndarray:  # pragma: no cover - jit
     """Repair per-slot node counts in place (module docstring's rules, in its order);
     returns the counts of (empty_slot, over_max, below_min, oversubscribed).
+
+    Args:
+        target: (S,) int64 node counts, changed in place.
+        present: (S,) bool, the slot holds a job.
+        sj: (S,) int64 each slot's job (any value where not present).
+        min_nodes: (J,) each job's minimum.
+        max_nodes: (J,) each job's maximum.
+        available: (N,) bool, idle nodes: the budget, counted whole (the nodes a job
+            holds are part of it: the targets are totals, not additions).
+
+    Returns:
+        (4,) int64, slots repaired by each rule; ``oversubscribed`` counts the slots whose
+        count the FCFS pass changed.
     """
     rep = np.zeros(4, dtype=np.int64)
     total = 0
@@ -88,6 +110,19 @@ def _repair_ordered(
 ) -> tuple[tuple[int, int, int, int], np.ndarray, np.ndarray]:  # pragma: no cover - jit
     """``_repair_targets``, then the present slots' jobs and repaired targets in FCFS order
     (what ``pack_targets`` takes). Repair counts come back as a tuple of ints.
+
+    Args:
+        target: (S,) int64 node counts, repaired in place.
+        present: (S,) bool, the slot holds a job.
+        sj: (S,) int64 each slot's job (any value where not present).
+        min_nodes: (J,) each job's minimum.
+        max_nodes: (J,) each job's maximum.
+        available: (N,) bool, idle nodes.
+
+    Returns:
+        (repairs, jobs, targets): the four ``REPAIR_KEYS`` counts; (M,) int64 the present
+        slots' jobs in submission order; (M,) int64 their repaired counts, zeros included
+        (a job asked for 0 releases its nodes).
     """
     rep = _repair_targets(target, present, sj, min_nodes, max_nodes, available)
     order = _fcfs(present, sj)
@@ -101,7 +136,12 @@ def _repair_ordered(
 
 @njit(cache=True)
 def first_above(a: np.ndarray, hi: int) -> int:  # pragma: no cover - jit
-    """Index of the first entry outside ``0..hi``, or -1."""
+    """Index of the first entry outside ``0..hi``, or -1.
+
+    Args:
+        a: (S,) int64 action entries.
+        hi: the largest allowed value.
+    """
     for i in range(a.shape[0]):
         if a[i] < 0 or a[i] > hi:
             return i
@@ -114,6 +154,20 @@ def place_targets(
 ) -> tuple[int, np.ndarray, int, int]:  # pragma: no cover - jit
     """Per-slot targets (int64, changed in place) repaired (``REPAIR_KEYS``' counts into
     ``frame.repairs``) and placed: a decoder's result (-1, node map, nodes needed, free).
+
+    The placement (``mtgym.model.placement._pack``) is sticky: a job keeps the nodes it
+    holds up to its target, drops its slowest ones above it, and takes new nodes group by
+    group, the group with the most free nodes first, each in the static speed order.
+
+    Args:
+        frame: the ``ActionFrame`` (slots, bounds, idle nodes, the current map, the static
+            node order and profiled slowdowns).
+        target: (S,) int64 node count per slot.
+
+    Returns:
+        (-1, node_map, need, free): node_map (N,) int32, each node's job, -1 = none;
+        ``need`` > ``free`` means the placement did not fit: the map is then incomplete
+        and the step raises ``ValueError`` (``pack_failed``), changing nothing.
     """
     slot_job = frame.slot_job
     present = slot_job >= 0
@@ -142,7 +196,7 @@ def place_targets(
 
 @njit(cache=True)
 def idle_count(available: np.ndarray) -> int:  # pragma: no cover - jit
-    """Nodes idle now."""
+    """Nodes idle now: the ``True`` entries of ``available`` ((N,) bool)."""
     n = 0
     for i in range(available.shape[0]):
         if available[i]:

@@ -43,7 +43,17 @@ CHOICES = LEVELS + 2
 
 @njit(cache=True)
 def level_count(lo: int, hi: int, k: int) -> int:  # pragma: no cover - jit
-    """The count of level ``k`` (1..LEVELS) on the range ``lo..hi`` (module docstring)."""
+    """The count of level ``k`` (1..LEVELS) on the range ``lo..hi`` (module docstring).
+
+    Args:
+        lo: the job's minimum, at least 1.
+        hi: the job's maximum, at least ``lo``.
+        k: the level, 1..``LEVELS``.
+
+    Returns:
+        ``lo + k - 1`` (capped at ``hi``) on a range of at most ``LEVELS`` counts, else the
+        geometric grid's count; level 1 is ``lo`` and level ``LEVELS`` is ``hi``.
+    """
     span = hi - lo + 1
     if span <= LEVELS:
         return min(lo + k - 1, hi)
@@ -53,7 +63,16 @@ def level_count(lo: int, hi: int, k: int) -> int:  # pragma: no cover - jit
 
 @njit(cache=True)
 def level_counts(lo: int, hi: int) -> np.ndarray:  # pragma: no cover - jit
-    """The LEVELS counts of the range ``lo..hi`` (repeats where the range is short)."""
+    """The LEVELS counts of the range ``lo..hi`` (repeats where the range is short).
+
+    Args:
+        lo: the job's minimum, at least 1.
+        hi: the job's maximum, at least ``lo``.
+
+    Returns:
+        (LEVELS,) int64, non-decreasing: entry k - 1 is ``level_count(lo, hi, k)``, the
+        count action ``1 + k`` asks for.
+    """
     out = np.empty(LEVELS, dtype=np.int64)
     for k in range(LEVELS):
         out[k] = level_count(lo, hi, k + 1)
@@ -62,7 +81,15 @@ def level_counts(lo: int, hi: int) -> np.ndarray:  # pragma: no cover - jit
 
 @njit(cache=True)
 def mask(frame: Any) -> None:  # pragma: no cover - jit
-    """``shares`` mask into ``frame.mask`` (module docstring)."""
+    """``shares`` mask into ``frame.mask`` (module docstring).
+
+    Slot s's ``CHOICES`` entries start at s * ``CHOICES``: keep, stop, then the levels.
+    The levels are scanned upwards and stop at the first count above the idle nodes (the
+    grid never decreases).
+
+    Args:
+        frame: the ``ActionFrame`` (the state's arrays, current after in-place steps).
+    """
     m, slot_job, n_nodes = frame.mask, frame.slot_job, frame.n_nodes
     n_avail = idle_count(frame.available)
     for s in range(slot_job.shape[0]):
@@ -88,7 +115,18 @@ def mask(frame: Any) -> None:  # pragma: no cover - jit
 
 @njit(cache=True)
 def _targets(frame: Any, a: np.ndarray) -> tuple[int, np.ndarray]:  # pragma: no cover - jit
-    """The first entry outside 0..CHOICES-1 (or -1) and each slot's target count."""
+    """The first entry outside 0..CHOICES-1 (or -1) and each slot's target count.
+
+    Args:
+        frame: the ``ActionFrame`` (slots, the jobs' bounds and counts).
+        a: (S,) int64, keep, stop or 1 + a level per slot.
+
+    Returns:
+        (bad, target): ``bad`` the first entry out of range (then ``target`` is zeros),
+        else -1; ``target`` (S,) int64: the current count for keep, 0 for stop, the
+        level's count; on an empty slot 0 for keep and 1 for a level, so that
+        ``place_targets`` counts it as ``empty_slot``.
+    """
     S = frame.slot_job.shape[0]
     target = np.zeros(S, dtype=np.int64)
     for s in range(S):
@@ -110,7 +148,16 @@ def _targets(frame: Any, a: np.ndarray) -> tuple[int, np.ndarray]:  # pragma: no
 
 @njit(cache=True)
 def decode(frame: Any, a: np.ndarray) -> tuple[int, np.ndarray, int, int]:  # pragma: no cover
-    """An action as each slot's count (keep, stop or a level), repaired and placed."""
+    """An action as each slot's count (keep, stop or a level), repaired and placed.
+
+    Args:
+        frame: the ``ActionFrame``; its ``repairs`` get ``REPAIR_KEYS``' counts.
+        a: (S,) int64, keep, stop or 1 + a level per slot.
+
+    Returns:
+        (bad, node_map, need, free): ``bad`` the first entry outside 0..CHOICES-1 (then an
+        empty map and nothing else), else -1 and ``place_targets``' result.
+    """
     bad, target = _targets(frame, a)
     if bad >= 0:
         return bad, np.empty(0, dtype=np.int32), 0, 0
@@ -126,16 +173,38 @@ class Shares(ActionCodec):
     mask_kernel = mask
 
     @classmethod
-    def nvec_of(cls, num_nodes: int, num_slots: int, max_count: int) -> np.ndarray:  # noqa: D102
+    def nvec_of(cls, num_nodes: int, num_slots: int, max_count: int) -> np.ndarray:
+        """``[CHOICES] * num_slots``: the same space on every machine.
+
+        Args:
+            num_nodes: unused (the levels are relative to each job's range).
+            num_slots: S, one action entry per slot.
+            max_count: unused (no count cap: any level up to the job's maximum).
+
+        Returns:
+            (S,) int64.
+        """
         return np.full(num_slots, CHOICES, dtype=np.int64)
 
-    def noop(self, state, instance, slots) -> np.ndarray:  # noqa: D102
+    def noop(self, state, instance, slots) -> np.ndarray:
+        """``KEEP`` for every slot: (S,) int64 zeros."""
         return np.zeros(self.S, dtype=np.int64)
 
     def encode(self, node_job, state, instance, slots) -> np.ndarray:
         """The action nearest ``node_job``'s counts that fits the idle nodes: keep where a
         count is unchanged, stop where it is 0, else the level at or below it, then, in
         order of the nodes they would add back, the level above where the idle nodes allow.
+
+        Args:
+            node_job: (N,) the job of each node, -1 = none (an expert's allocation).
+            state: the state (each job's current count, the idle nodes).
+            instance: its instance (the jobs' bounds).
+            slots: the env's ``JobSlots``.
+
+        Returns:
+            (S,) int64 actions; ``KEEP`` for the empty slots. For a feasible map (each job
+            0 or min..max idle nodes) the counts they ask for fit the idle nodes: no
+            ``oversubscribed`` repair.
         """
         want = slot_counts(node_job, instance, slots, instance.num_nodes)
         jobs = instance.jobs
@@ -165,6 +234,19 @@ class Shares(ActionCodec):
     def sample_valid(self, state, instance, slots, rng) -> np.ndarray:
         """Per present slot in random order: keep, stop or a level whose count still fits
         the idle nodes left (keep and stop always fit).
+
+        The budget starts at the idle nodes minus every present job's current count
+        (keeping reserves them); a level is a choice only when its count is new (the
+        first level with it, and not the current count, as the mask says).
+
+        Args:
+            state: the state (each job's current count, the idle nodes).
+            instance: its instance (the jobs' bounds).
+            slots: the env's ``JobSlots``.
+            rng: the random generator drawn from, uniformly over each slot's choices.
+
+        Returns:
+            (S,) int64 actions; ``KEEP`` for the empty slots.
         """
         jobs = instance.jobs
         left = int(np.count_nonzero(state.available))
@@ -192,6 +274,14 @@ class Shares(ActionCodec):
 def _action_of(grid: np.ndarray, count: int, current: int) -> int:
     """The action that asks for ``count`` nodes (a count on ``grid``, or ``current``): keep
     for the current count, else the first level with that count (the one the mask allows).
+
+    Args:
+        grid: (LEVELS,) the job's ``level_counts``.
+        count: the count asked for: ``current`` or one of ``grid``'s.
+        current: the job's current count.
+
+    Returns:
+        ``KEEP``, or 2 + the index of the first level with ``count``.
     """
     if count == current:
         return KEEP

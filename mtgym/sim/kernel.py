@@ -1,9 +1,9 @@
-"""``Episode``: the one struct through which the compiled kernels see an episode.
+"""``SimKernel``: the one struct through which the compiled kernels see a simulated episode.
 
 Python keeps the state in ``ClusterState`` (a dataclass of numpy arrays) and the constants in
 ``Instance``. The kernels (``mtgym.sim.engine``, and the env's step through it) take one
-``Episode`` (a numba ``StructRef``) whole and read the fields they use into locals. Its fields
-are declared once, here and in ``ClusterState``:
+``SimKernel`` (a numba ``StructRef``) whole and read the fields they use into locals. Its
+fields are declared once, here and in ``ClusterState``:
 
 - the state's node and job arrays, by their ``ClusterState`` names (the same arrays, not
   copies: the engine's in-place updates are the state's);
@@ -12,12 +12,12 @@ are declared once, here and in ``ClusterState``:
   (``t_end``, ``bftrainer``, ``preempt_mode``);
 - ``scalars``: a one-row record array (dtype ``SCALARS``) holding the state's scalars
   (``ClusterState``'s float and int fields: time, accumulators, cursors) and what one engine
-  call did (``RESULTS``: events by kind, samples, ...). Python loads the state's scalars
-  into it before a call (``load``) and stores them back after (``store``); the kernels read
-  and write its fields by name.
+  call did (``RESULTS``: the ``COUNTERS`` a step reports, then pre-emptions, rescales and
+  the end flags). Python loads the state's scalars into it before a call (``load``) and
+  stores them back after (``store``); the kernels read and write its fields by name.
 
 ``advance`` and the env's step both enter the engine (``engine.run``, ``engine.apply`` and
-``engine.loop``) through an ``Episode`` built by ``bind``.
+``engine.loop``) through a ``SimKernel`` built by ``bind``.
 """
 
 from __future__ import annotations
@@ -60,22 +60,32 @@ INSTANCE_FIELDS = {
     "gpu_type": "cluster.gpu_type",
     "coords": "cluster.topology.coords",  # (N, levels) group index per level
 }
-#: What one engine call did (zeroed by ``load``): the kinds of events processed (an
-#: ``EventKind`` bit set), counts by kind, useful samples, and the end flags.
-RESULTS = (
-    ("samples", np.float64),
-    ("kinds", np.int64),
+#: The per-step counters, declared here once: what one engine call counts that the env's
+#: step reports, in ``info``'s order and under these names (``mtgym.env.step.STEP_COUNTERS``
+#: adds ``elapsed_s``; the batched core's columns follow this order). ``event_kinds``: the
+#: ``EventKind`` bits of the events processed (a bit set, not a count); then nodes the host
+#: reclaimed, nodes it lent (became idle), jobs submitted, jobs completed, campaign trials
+#: stopped at a rung, and the useful samples processed (float).
+COUNTERS = (
+    ("event_kinds", np.int64),
     ("reclaimed_nodes", np.int64),
     ("idle_nodes", np.int64),
     ("arrivals", np.int64),
     ("completions", np.int64),
     ("stops", np.int64),
+    ("samples", np.float64),
+)
+#: What one engine call did (zeroed by ``load``): the ``COUNTERS``, then the job
+#: pre-emptions, the jobs whose node set the call's map changed, and the end flags (every
+#: job done; ``t_end`` reached).
+RESULTS = (
+    *COUNTERS,
     ("preempted_jobs", np.int64),
     ("rescaled_jobs", np.int64),
     ("all_done", np.int64),
     ("horizon", np.int64),
 )
-#: ``Episode.scalars``' record: the state's scalars, then ``RESULTS``.
+#: ``SimKernel.scalars``' record: the state's scalars, then ``RESULTS``.
 SCALARS = np.dtype(
     [
         *((name, np.float64) for name in FLOAT_SCALARS),
@@ -93,16 +103,16 @@ PREEMPT_CHECKPOINT, PREEMPT_BFTRAINER, PREEMPT_PAUSE = 0, 1, 2
 
 
 @structref.register
-class EpisodeType(ValueTyped):
-    """numba type of ``Episode``: a ``StructRef`` whose fields take the types of the values
+class SimKernelType(ValueTyped):
+    """numba type of ``SimKernel``: a ``StructRef`` whose fields take the types of the values
     it is built with (``mtgym.sim.struct.ValueTyped``), so one type per combination of
     array dtypes and layouts.
     """
 
 
-class Episode(structref.StructRefProxy):
-    """An episode as the kernels see it (module docstring). Built by ``bind``; on the Python
-    side it carries ``scalars``, the record array its kernel field shares.
+class SimKernel(structref.StructRefProxy):
+    """A simulated episode as the kernels see it (module docstring). Built by ``bind``; on
+    the Python side it carries ``scalars``, the record array its kernel field shares.
 
     Its fields, in ``FIELDS`` order, are passed positionally: the state's node and job
     arrays, the ``INSTANCE_FIELDS`` arrays, ``rates`` (``RateConsts``), ``scalars`` and the
@@ -115,19 +125,19 @@ class Episode(structref.StructRefProxy):
 
     scalars: np.ndarray
 
-    def __new__(cls, *values: Any) -> Episode:  # noqa: D102
-        return _new_episode(*values)
+    def __new__(cls, *values: Any) -> SimKernel:  # noqa: D102
+        return _new_sim_kernel(*values)
 
 
-define(Episode, EpisodeType, FIELDS)
+define(SimKernel, SimKernelType, FIELDS)
 
 
 @njit(cache=True)
-def _new_episode(*values: Any) -> Episode:  # pragma: no cover - jit
-    """``Episode(*values)``, compiled once and cached (numba's own constructor of a
+def _new_sim_kernel(*values: Any) -> SimKernel:  # pragma: no cover - jit
+    """``SimKernel(*values)``, compiled once and cached (numba's own constructor of a
     ``StructRefProxy`` is compiled anew in every process: ~1 s for this one).
     """
-    return Episode(*values)
+    return SimKernel(*values)
 
 
 _STATE = attrgetter(*NODE_ARRAYS, *JOB_ARRAYS)
@@ -140,7 +150,7 @@ _SCALARS_AT = FIELDS.index("scalars")
 
 _MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()
 _INSTANCE_PARTS: weakref.WeakKeyDictionary[Instance, tuple] = weakref.WeakKeyDictionary()
-# state -> (its instance, its arrays, its Episode): ``bound``'s cache
+# state -> (its instance, its arrays, its SimKernel): ``bound``'s cache
 _BOUND: weakref.WeakKeyDictionary[ClusterState, tuple] = weakref.WeakKeyDictionary()
 
 
@@ -180,7 +190,7 @@ def preempt_mode(instance: Instance) -> int:
 
 
 def instance_fields(instance: Instance) -> tuple:
-    """The instance's part of an ``Episode``, in ``FIELDS`` order after the state's arrays:
+    """The instance's part of a ``SimKernel``, in ``FIELDS`` order after the state's arrays:
     ``INSTANCE_FIELDS``, ``rates`` and, after ``scalars``, the ``CONSTANTS`` (cached per
     instance).
 
@@ -204,7 +214,7 @@ def instance_fields(instance: Instance) -> tuple:
 
 
 def _values(state: ClusterState, instance: Instance) -> tuple:
-    """The ``Episode``'s field values in ``FIELDS`` order, ``scalars`` a fresh record loaded
+    """The ``SimKernel``'s field values in ``FIELDS`` order, ``scalars`` a fresh record loaded
     from the state.
     """
     arrays, consts = instance_fields(instance)
@@ -214,7 +224,7 @@ def _values(state: ClusterState, instance: Instance) -> tuple:
 
 
 def fields_of(state: ClusterState, instance: Instance) -> dict[str, Any]:
-    """Every field of the ``Episode`` of ``state`` on ``instance``, by name (``scalars``
+    """Every field of the ``SimKernel`` of ``state`` on ``instance``, by name (``scalars``
     loaded with the state's scalars).
 
     Args:
@@ -227,41 +237,41 @@ def fields_of(state: ClusterState, instance: Instance) -> dict[str, Any]:
     return dict(zip(FIELDS, _values(state, instance), strict=True))
 
 
-def from_fields(values: dict[str, Any]) -> Episode:
-    """An ``Episode`` with these fields (every name of ``FIELDS``; tests change some).
+def from_fields(values: dict[str, Any]) -> SimKernel:
+    """A ``SimKernel`` with these fields (every name of ``FIELDS``; tests change some).
 
     Args:
         values: ``FIELDS`` name -> value, as ``fields_of`` returns; extra names are ignored.
 
     Returns:
-        The episode, its Python-side ``scalars`` set to ``values["scalars"]``.
+        The struct, its Python-side ``scalars`` set to ``values["scalars"]``.
 
     Raises:
         KeyError: a name of ``FIELDS`` is missing.
     """
-    episode = Episode(*(values[name] for name in FIELDS))
-    episode.scalars = values["scalars"]
-    return episode
+    sim = SimKernel(*(values[name] for name in FIELDS))
+    sim.scalars = values["scalars"]
+    return sim
 
 
-def bind(state: ClusterState, instance: Instance) -> Episode:
-    """The ``Episode`` of ``state`` on ``instance``: the state's arrays themselves (keep
+def bind(state: ClusterState, instance: Instance) -> SimKernel:
+    """The ``SimKernel`` of ``state`` on ``instance``: the state's arrays themselves (keep
     the state object: replacing one of its arrays needs a new ``bind``), its scalars loaded.
 
     Args:
-        state: the state; the engine's updates of the episode's arrays are its updates.
+        state: the state; the engine's updates of the struct's arrays are its updates.
         instance: its instance.
 
     Returns:
-        A new episode (``bound`` keeps one per state and reuses it).
+        A new struct (``bound`` keeps one per state and reuses it).
     """
     values = _values(state, instance)
-    episode = Episode(*values)
-    episode.scalars = values[_SCALARS_AT]  # (the same memory as the kernel field)
-    return episode
+    sim = SimKernel(*values)
+    sim.scalars = values[_SCALARS_AT]  # (the same memory as the kernel field)
+    return sim
 
 
-def bound(state: ClusterState, instance: Instance) -> Episode:
+def bound(state: ClusterState, instance: Instance) -> SimKernel:
     """``bind``, kept per state object and reused while the state holds the same arrays
     and runs on the same instance (``advance(copy=False)`` in a loop binds once); its
     scalars loaded from the state.
@@ -271,41 +281,41 @@ def bound(state: ClusterState, instance: Instance) -> Episode:
         instance: its instance; another instance than the last call's binds anew.
 
     Returns:
-        The state's episode, its ``scalars`` loaded from the state and its results zeroed.
+        The state's struct, its ``scalars`` loaded from the state and its results zeroed.
     """
     arrays = _STATE(state)
     hit = _BOUND.get(state)
     if hit is not None and hit[0] is instance and all(map(is_, hit[1], arrays)):
-        episode = hit[2]
-        load(episode, state)
-        return episode
-    episode = bind(state, instance)
-    _BOUND[state] = (instance, arrays, episode)
-    return episode
+        sim = hit[2]
+        load(sim, state)
+        return sim
+    sim = bind(state, instance)
+    _BOUND[state] = (instance, arrays, sim)
+    return sim
 
 
-def load(episode: Episode, state: ClusterState) -> None:
-    """Before an engine call: the state's scalars into ``episode.scalars``, results zeroed.
+def load(sim: SimKernel, state: ClusterState) -> None:
+    """Before an engine call: the state's scalars into ``sim.scalars``, results zeroed.
 
     Args:
-        episode: the episode, written in place.
+        sim: the struct, written in place.
         state: the state whose float and int fields are copied.
     """
-    episode.scalars[0] = _STATE_SCALARS(state) + _NO_RESULTS
+    sim.scalars[0] = _STATE_SCALARS(state) + _NO_RESULTS
 
 
-def store(episode: Episode, state: ClusterState) -> Scalars:
+def store(sim: SimKernel, state: ClusterState) -> Scalars:
     """After an engine call: the scalars back into the state (Python floats and ints);
     returns the whole record (the call's results by name).
 
     Args:
-        episode: the episode after the call.
+        sim: the struct after the call.
         state: its state, whose scalar fields are set.
 
     Returns:
         The record as a ``Scalars`` named tuple: the state's scalars, then ``RESULTS``.
     """
-    values = episode.scalars.item(0)
+    values = sim.scalars.item(0)
     for name, value in zip(_STATE_SCALAR_NAMES, values, strict=False):
         setattr(state, name, value)
     return Scalars._make(values)

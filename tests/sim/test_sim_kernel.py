@@ -1,5 +1,5 @@
-"""``Episode``, the kernels' one struct: every state field has its place, the arrays are the
-state's own, the scalars travel by name, and a cached episode never outlives its arrays."""
+"""``SimKernel``, the kernels' one struct: every state field has its place, the arrays are
+the state's own, the scalars travel by name, and a cached struct never outlives its arrays."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from mtgym.sim import dynamics, engine, episode
+from mtgym.sim import dynamics, engine, kernel
 from mtgym.sim.state import FLOAT_SCALARS, INT_SCALARS, JOB_ARRAYS, NODE_ARRAYS, ClusterState
 from mtgym.testing import linear_job, tiny_instance
 
@@ -20,65 +20,65 @@ def _instance():
     )
 
 
-def test_episode__every_state_field_has_one_place():
+def test_sim_kernel__every_state_field_has_one_place():
     state_fields = {f.name for f in fields(ClusterState)} - {"timers"}  # (the heap: Python's)
     arrays = set(NODE_ARRAYS) | set(JOB_ARRAYS)
     scalars = set(FLOAT_SCALARS) | set(INT_SCALARS)
     assert arrays | scalars == state_fields and not arrays & scalars
-    assert arrays <= set(episode.FIELDS)
-    assert scalars <= set(episode.SCALARS.names)
-    names = [*episode.FIELDS, *episode.SCALARS.names]
+    assert arrays <= set(kernel.FIELDS)
+    assert scalars <= set(kernel.SCALARS.names)
+    names = [*kernel.FIELDS, *kernel.SCALARS.names]
     assert len(names) == len(set(names))  # declared once, no name twice
-    result_names = [name for name, _ in episode.RESULTS]
-    assert list(episode.SCALARS.names[-len(result_names) :]) == result_names
+    result_names = [name for name, _ in kernel.RESULTS]
+    assert list(kernel.SCALARS.names[-len(result_names) :]) == result_names
 
 
-def test_episode__instance_fields_resolve_and_bind_shares_the_state_arrays():
+def test_sim_kernel__instance_fields_resolve_and_bind_shares_the_state_arrays():
     inst = _instance()
     state = dynamics.initial_state(inst)
-    values = episode.fields_of(state, inst)
-    assert set(values) == set(episode.FIELDS)
+    values = kernel.fields_of(state, inst)
+    assert set(values) == set(kernel.FIELDS)
     for name in (*NODE_ARRAYS, *JOB_ARRAYS):
         assert values[name] is getattr(state, name)
     np.testing.assert_array_equal(values["submit_s"], inst.jobs.submit_s)
     assert values["coords"] is inst.cluster.topology.coords
     assert values["t_end"] == inst.t_end and "end_known" not in values  # (the observation's)
     # the engine writes the state's own arrays: apply a map through the struct
-    ep = episode.bind(state, inst)
+    ep = kernel.bind(state, inst)
     node_map = np.array([0, 0, -1, -1], dtype=np.int32)
     code, bad = engine.run(ep, node_map, True, True, engine.THEN_NOTHING, 0.0, 0, np.inf, False)
     assert (code, bad) == (engine.DONE, -1)
-    done = episode.store(ep, state)
+    done = kernel.store(ep, state)
     np.testing.assert_array_equal(state.node_job, node_map)
     assert state.n_nodes[0] == 2 and state.rate[0] > 0
     assert done.decisions == 1 and done.rescaled_jobs == 1 and state.decisions == 1
 
 
-def test_episode__scalars_load_and_store_by_name():
+def test_sim_kernel__scalars_load_and_store_by_name():
     inst = _instance()
     state = dynamics.initial_state(inst)
-    ep = episode.bind(state, inst)
+    ep = kernel.bind(state, inst)
     state.time, state.events, state.arrival_cursor = 12.5, 7, 1
-    episode.load(ep, state)
+    kernel.load(ep, state)
     row = ep.scalars[0]
     assert row["time"] == 12.5 and row["events"] == 7 and row["arrival_cursor"] == 1
-    assert row["samples"] == 0.0 and row["kinds"] == 0  # a call's results start at zero
+    assert row["samples"] == 0.0 and row["event_kinds"] == 0  # a call's results start at zero
     row["time"], row["completions"], row["samples"] = 99.0, 3, 1.5
-    done = episode.store(ep, state)
+    done = kernel.store(ep, state)
     assert state.time == 99.0 and type(state.time) is float and type(state.events) is int
     assert done.completions == 3 and done.samples == 1.5 and done.time == 99.0
 
 
-def test_episode__a_cached_episode_follows_the_state_object_and_its_arrays():
+def test_sim_kernel__a_cached_struct_follows_the_state_object_and_its_arrays():
     inst = _instance()
     state = dynamics.initial_state(inst)
-    first = episode.bound(state, inst)
-    assert episode.bound(state, inst) is first  # in-place steps reuse it
+    first = kernel.bound(state, inst)
+    assert kernel.bound(state, inst) is first  # in-place steps reuse it
     state.progress = state.progress.copy()  # an array replaced from outside
-    second = episode.bound(state, inst)
+    second = kernel.bound(state, inst)
     assert second is not first
-    copy = state.copy()  # a copy has its own arrays: its own episode
-    assert episode.bound(copy, inst) is not second
+    copy = state.copy()  # a copy has its own arrays: its own struct
+    assert kernel.bound(copy, inst) is not second
     # and advancing either never touches the other
     a = np.array([0, 0, 0, 0], dtype=np.int32)
     dynamics.advance(copy, inst, a, until=300.0, copy=False)
@@ -86,7 +86,7 @@ def test_episode__a_cached_episode_follows_the_state_object_and_its_arrays():
     assert np.all(state.node_job == -1)
 
 
-def test_episode__advance_in_place_matches_advance_on_copies():
+def test_sim_kernel__advance_in_place_matches_advance_on_copies():
     inst = _instance()
     a = np.array([0, 0, 1, 1], dtype=np.int32)
     s_copy = dynamics.initial_state(inst)

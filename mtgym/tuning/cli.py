@@ -72,11 +72,11 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     stdout.
 
     Args:
-        args: the parsed options of ``add``'s parser.
+        args: ``mtgym tune``'s options (``add``).
 
     Returns:
-        0; expected errors are raised, and ``mtgym.command.dispatch`` prints them as one
-        line with exit status 2.
+        0 (exit status). Errors are raised, not returned: ``mtgym.command.dispatch``
+        prints an expected one on one line and exits with status 2.
 
     Raises:
         ValueError: ``--policy`` or ``--scenario`` missing, ``--out`` with several

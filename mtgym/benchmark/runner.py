@@ -340,7 +340,7 @@ def run_split_ray(
                         if isinstance(cause, PolicyUnsupportedError):
                             unsupported[scn][name] = str(cause.with_scenario(scn))
                         elif isinstance(cause, Exception) and cause is not exc:
-                            cause.add_note(f"(raised in a Ray task: {scn}, {name}, seed {k})")
+                            cause.add_note(f"(in a Ray task: {scn}, {name}, seed {seeds[k]})")
                             raise cause from None
                         else:
                             raise

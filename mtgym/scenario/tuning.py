@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from mtgym.core.io import atomic_write_text
+
 #: a knob's value, as ``EpisodeSpec.baselines`` holds it
 Knob = StrictBool | StrictInt | float | str | None
 
@@ -130,8 +132,6 @@ def save_record(record: TuningRecord, path: Path | None = None) -> Path:
         The path written.
     """
     path = record_path(record.scenario) if path is None else path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record.model_dump(mode="json"), indent=1) + "\n")
-    tmp.replace(path)
-    return path
+    # a unique temporary file, fsynced, renamed over the old one: two concurrent
+    # ``mtgym tune`` runs on one scenario cannot write into each other's temporary file
+    return atomic_write_text(path, json.dumps(record.model_dump(mode="json"), indent=1) + "\n")

@@ -182,19 +182,22 @@ class LiveState:
                 self.window_end[n] = end - self.t0
         s.window[:] = -1
 
-    def set_nodes(self, j: int, nodes: Sequence[int]) -> None:
+    def set_nodes(self, j: int, nodes: Sequence[int], *, rescale: bool = False) -> None:
         """Job ``j`` now holds exactly ``nodes`` (its rate is the model's on them).
 
-        Counts a rescale when a job that held nodes gets a new non-empty set, a start when
-        it held none; the first start's time is recorded.
+        Counts a rescale when a job that held nodes gets a new non-empty set (or when the
+        caller says so: the scavenger stops a job's generation before it starts the next
+        one on the new set, so the job holds nothing in between), a start when it held
+        none; the first start's time is recorded.
 
         Args:
             j: the job index.
             nodes: node indices (empty: the job holds none).
+            rescale: a non-empty ``nodes`` is the job's new set after a stop for a rescale.
         """
         s = self.state
         held = s.node_job == j
-        if held.any() and s.n_nodes[j] > 0 and len(nodes) > 0:
+        if len(nodes) > 0 and (rescale or (held.any() and s.n_nodes[j] > 0)):
             s.rescales[j] += 1
         elif len(nodes) > 0:
             s.starts[j] += 1

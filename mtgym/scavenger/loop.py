@@ -313,17 +313,18 @@ class Scavenger:
         changed = np.flatnonzero(a != cur)
         jobs = sorted((set(a[changed].tolist()) | set(cur[changed].tolist())) - {-1})
         # stop first (frees nodes), then start
-        for j in jobs:
-            if j in self.running:
-                self._stop_job(j, reclaim=False, why="rescale")
+        rescaled = [j for j in jobs if j in self.running]
+        for j in rescaled:
+            self._stop_job(j, reclaim=False, why="rescale")
         for j in jobs:
             nodes = tuple(np.flatnonzero(a == j).tolist())
             if nodes:
-                self._start_job(j, nodes)
+                self._start_job(j, nodes, rescale=j in rescaled)
 
-    def _start_job(self, j: int, nodes: tuple[int, ...]) -> None:
+    def _start_job(self, j: int, nodes: tuple[int, ...], *, rescale: bool = False) -> None:
         """Start job ``j``'s next generation on ``nodes`` and log ``launch`` (with its
-        predicted rate, and the commands when the launcher only reports them).
+        predicted rate, and the commands when the launcher only reports them); ``rescale``:
+        the job ran until this decision stopped it (counted as a rescale, not a start).
         """
         assert self.live is not None and self.instance is not None and self.log is not None
         gen = self.gens.get(j, -1) + 1
@@ -333,7 +334,7 @@ class Scavenger:
         spec = job_spec(self.out_dir, j, jobs.name[j], model=model)
         handle = self.launcher.start(spec, self._names(nodes), nodes, gen)
         self.running[j] = Running(gen, nodes, handle, self.clock())
-        self.live.set_nodes(j, nodes)
+        self.live.set_nodes(j, nodes, rescale=rescale)
         self.log(
             "launch",
             job=j,

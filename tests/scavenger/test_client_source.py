@@ -254,6 +254,43 @@ def test_loop_releases_a_reclaimed_node_within_one_poll(tmp_path: Path):
     assert (tmp_path / "summary.json").exists()
 
 
+def test_loop_counts_a_rescale_as_a_rescale(tmp_path: Path):
+    """A job re-sized by the policy (its generation stopped, the next started on the new
+    set) counts one start and one rescale in ``summary.json``, as the simulator counts it,
+    not two starts."""
+    fake = FakeSlurm({"n1": "idle", "n2": "idle", "n3": "idle", "n4": "alloc"})
+    t = [0.0]
+    c = client(fake)
+    c.clock = lambda: t[0]
+    sup = SlurmSupply(c, clock=lambda: t[0], own_prefix="mtgym-x-")
+    inst = tiny_instance(4, [linear_job("a", 10.0, 4, 1e9), linear_job("b", 10.0, 4, 1e9)])
+    scav = Scavenger(
+        sup,
+        EqualShare(),
+        inst,
+        ReportLauncher(TokenSlurmLauncher(token="x")),
+        tmp_path,
+        poll_s=1.0,
+        clock=lambda: t[0],
+        sleep=lambda d: t.__setitem__(0, t[0] + d),
+    )
+    scav.open()
+    scav.step()
+    before = {j: len(ns) for j, ns in scav.holdings().items()}
+    assert sorted(before.values()) == [1, 2]  # three lendable nodes shared by two jobs
+    t[0] = 1.0
+    fake.states["n4"] = "idle"  # a fourth node: equal share re-sizes the one-node job
+    scav.step()
+    after = {j: len(ns) for j, ns in scav.holdings().items()}
+    assert sorted(after.values()) == [2, 2]
+    grown = next(j for j, k in before.items() if k == 1)
+    jobs = scav.close()["jobs"]
+    assert jobs[str(grown)]["starts"] == 1 and jobs[str(grown)]["rescales"] == 1
+    lines = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    stops = [e for e in lines if e["event"] == "stop" and e["why"] == "rescale"]
+    assert [e["job"] for e in stops] == [grown]
+
+
 def test_loop_sigterm_stops_every_generation(tmp_path: Path):
     """SIGTERM mid-loop (as `mtgym scavenge` runs it): every generation is stopped, the
     summary is written, and the signal surfaces as ``Terminated`` (exit 143)."""

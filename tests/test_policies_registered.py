@@ -25,3 +25,23 @@ def test_registered_policy__checked_rollout_on_a_tiny_scenario(name):
     final, _ = traj[-1]
     assert final.progress.sum() > 0, f"{name} made no progress"
     assert final.time > instance.t_start
+
+
+def test_make_policy__every_form_checks_that_it_built_a_policy(monkeypatch, tmp_path):
+    """A registered name, ``name:ARG`` and ``module:factory`` each raise ``TypeError``
+    naming what was asked when the factory builds something that is not a ``Policy``."""
+    import sys
+    from types import SimpleNamespace
+
+    from mtgym.policy import registry
+
+    fake = SimpleNamespace(name="fake", value="fakepkg:make", load=lambda: lambda *a: object())
+    monkeypatch.setattr(registry, "entry_points", lambda group: [fake])
+    for asked in ("fake", "fake:some-arg"):
+        with pytest.raises(TypeError, match="fake"):
+            registry.make_policy(asked)
+    (tmp_path / "notapolicy.py").write_text("def make():\n    return 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("notapolicy", None)
+    with pytest.raises(TypeError, match="notapolicy:make"):
+        registry.make_policy("notapolicy:make")

@@ -42,14 +42,14 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
     Raises:
         KeyError: an unknown name, or a ``module:factory`` that does not import (the
             message lists the registered names).
-        TypeError: the factory of a plain registered name or of a ``module:factory``
-            built something that is not a ``Policy`` (``name:ARG`` is not checked).
+        TypeError: the factory (of a registered name, ``name:ARG`` or ``module:factory``)
+            built something that is not a ``Policy``.
     """
     eps = {ep.name: ep for ep in entry_points(group=GROUP)}
     if ":" in name and name.split(":", 1)[0] in eps:
         name, arg = name.split(":", 1)
         factory = eps[name].load()
-        return factory(arg, **kwargs)
+        return _checked(factory(arg, **kwargs), f"{name!r} ({eps[name].value}) with {arg!r}")
     if ":" in name and name not in eps:
         module, attr = name.split(":", 1)
         try:

@@ -93,15 +93,11 @@ def collect(
         ValueError: a list of scenarios whose length is not that of ``seeds``.
     """
     from mtgym.evaluate import configure_policy, scenario_defaults
-    from mtgym.scenario.registry import get_generator
 
-    scenarios = scenario if isinstance(scenario, list) else [scenario] * len(seeds)
-    if len(scenarios) != len(seeds):
-        raise ValueError(f"{len(scenarios)} scenarios for {len(seeds)} seeds")
+    gens = _generators(scenario, len(seeds))
     obs_list: list[dict[str, np.ndarray]] = []
     acts, masks = [], []
-    for seed, sc in zip(seeds, scenarios, strict=True):
-        gen = get_generator(sc) if isinstance(sc, str | PathLike) else sc
+    for seed, gen in zip(seeds, gens, strict=True):
         defaults = scenario_defaults(gen)  # (the expert as evaluate runs it: its T_fwd)
         inst = gen(seed)
         env = ScavengeEnv(inst, **env_kwargs)
@@ -138,6 +134,23 @@ def collect(
         return Demonstrations(np.stack(obs_list), np.stack(acts), np.stack(masks))
     stacked = {k: np.stack([o[k] for o in obs_list]) for k in obs_list[0]}
     return Demonstrations(stacked, np.stack(acts), np.stack(masks))
+
+
+def _generators(scenario: Any, n: int) -> list[Any]:
+    """``collect``'s ``scenario`` as one seeded generator per episode (a name or file is
+    read once, not once per episode); ``ValueError`` when a list has not ``n`` entries.
+    """
+    from mtgym.scenario.registry import get_generator
+
+    def generator(sc: Any) -> Any:
+        return get_generator(sc) if isinstance(sc, str | PathLike) else sc
+
+    if not isinstance(scenario, list):
+        return [generator(scenario)] * n
+    gens = [generator(sc) for sc in scenario]
+    if len(gens) != n:
+        raise ValueError(f"{len(gens)} scenarios for {n} seeds")
+    return gens
 
 
 def merge(a: Demonstrations, b: Demonstrations) -> Demonstrations:

@@ -214,23 +214,29 @@ def test_generate_records_a_supply():
 
 
 # -- the loop ----------------------------------------------------------------------------
-def test_loop_releases_a_reclaimed_node_within_one_poll(tmp_path: Path):
-    fake = FakeSlurm({f"n{i}": "idle" for i in range(1, 5)})
-    t = [0.0]
+def two_job_scavenger(fake: FakeSlurm, t: list[float], out: Path) -> Scavenger:
+    """Equal share of ``fake``'s four nodes between two linear jobs, on the clock ``t[0]``
+    (its sleeps advance it), launches reported, not run."""
     c = client(fake)
     c.clock = lambda: t[0]
     sup = SlurmSupply(c, clock=lambda: t[0], own_prefix="mtgym-x-")
     inst = tiny_instance(4, [linear_job("a", 10.0, 4, 1e9), linear_job("b", 10.0, 4, 1e9)])
-    scav = Scavenger(
+    return Scavenger(
         sup,
         EqualShare(),
         inst,
         ReportLauncher(TokenSlurmLauncher(token="x")),
-        tmp_path,
+        out,
         poll_s=1.0,
         clock=lambda: t[0],
         sleep=lambda d: t.__setitem__(0, t[0] + d),
     )
+
+
+def test_loop_releases_a_reclaimed_node_within_one_poll(tmp_path: Path):
+    fake = FakeSlurm({f"n{i}": "idle" for i in range(1, 5)})
+    t = [0.0]
+    scav = two_job_scavenger(fake, t, tmp_path)
     scav.open()
     scav.step()
     held = scav.holdings()
@@ -260,20 +266,7 @@ def test_loop_counts_a_rescale_as_a_rescale(tmp_path: Path):
     not two starts."""
     fake = FakeSlurm({"n1": "idle", "n2": "idle", "n3": "idle", "n4": "alloc"})
     t = [0.0]
-    c = client(fake)
-    c.clock = lambda: t[0]
-    sup = SlurmSupply(c, clock=lambda: t[0], own_prefix="mtgym-x-")
-    inst = tiny_instance(4, [linear_job("a", 10.0, 4, 1e9), linear_job("b", 10.0, 4, 1e9)])
-    scav = Scavenger(
-        sup,
-        EqualShare(),
-        inst,
-        ReportLauncher(TokenSlurmLauncher(token="x")),
-        tmp_path,
-        poll_s=1.0,
-        clock=lambda: t[0],
-        sleep=lambda d: t.__setitem__(0, t[0] + d),
-    )
+    scav = two_job_scavenger(fake, t, tmp_path)
     scav.open()
     scav.step()
     before = {j: len(ns) for j, ns in scav.holdings().items()}

@@ -109,15 +109,8 @@ def _repair_ordered(
     available: np.ndarray,
 ) -> tuple[tuple[int, int, int, int], np.ndarray, np.ndarray]:  # pragma: no cover - jit
     """``_repair_targets``, then the present slots' jobs and repaired targets in FCFS order
-    (what ``pack_targets`` takes). Repair counts come back as a tuple of ints.
-
-    Args:
-        target: (S,) int64 node counts, repaired in place.
-        present: (S,) bool, the slot holds a job.
-        sj: (S,) int64 each slot's job (any value where not present).
-        min_nodes: (J,) each job's minimum.
-        max_nodes: (J,) each job's maximum.
-        available: (N,) bool, idle nodes.
+    (what ``pack_targets`` takes). Repair counts come back as a tuple of ints. Its
+    arguments are ``_repair_targets``' (``target`` is repaired in place).
 
     Returns:
         (repairs, jobs, targets): the four ``REPAIR_KEYS`` counts; (M,) int64 the present

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from mtgym.core.limits import MAX_HORIZON_S, MAX_SLOTS, MIN_DECISION_INTERVAL_S
@@ -21,6 +22,7 @@ from mtgym.core.names import (
     REWARD_NAMES,
 )
 from mtgym.env.actions import CODECS
+from mtgym.env.layout import OBS_LAYOUTS
 
 RENDER_MODES = ("ansi", "rgb_array")
 
@@ -105,6 +107,9 @@ class EnvKeywords:
         max_jobs: job slots S, 1..``MAX_SLOTS``; None: ``mtgym.env.slots.slot_rule``.
         max_count: the count cap of the action space, >= 1 here and at most the node count
             (``resolve_max_count``, once the nodes are known); None: derived there.
+        obs_layout: the observation's layout, one of ``OBS_LAYOUTS`` (``mtgym.env.layout``);
+            None: ``"dict"``. A client's choice, not a scenario's: no ``episode`` section
+            sets it.
         render_mode: ``"ansi"``, ``"rgb_array"`` (``RENDER_MODES``) or None: no rendering.
         debug: check every invariant after each step (slow); a bool, or the int 0 or 1.
     """
@@ -116,6 +121,7 @@ class EnvKeywords:
     decision_interval_s: Any = None
     max_jobs: Any = None
     max_count: Any = None
+    obs_layout: Any = None
     render_mode: Any = None
     debug: Any = False
 
@@ -188,9 +194,42 @@ def check_keywords(kw: EnvKeywords) -> EnvKeywords:
         ),
         max_jobs=_count("max_jobs", kw.max_jobs, 1, MAX_SLOTS),
         max_count=_count("max_count", kw.max_count, 1, 2**31 - 1),
+        obs_layout=_choice(
+            "obs_layout", OBS_LAYOUTS[0] if kw.obs_layout is None else kw.obs_layout, OBS_LAYOUTS
+        ),
         render_mode=render_mode,
         debug=bool(debug),
     )
+
+
+def keywords_from_config(config: Mapping[str, Any], given: EnvKeywords) -> tuple[Any, EnvKeywords]:
+    """``ScavengeEnv(config)``: the scenario and the keywords of a mapping (an RLlib
+    ``env_config``: ``PPOConfig().environment(ScavengeEnv, env_config={...})`` calls the
+    class with it), for an env built with no keyword of its own.
+
+    Args:
+        config: ``"scenario"`` (default ``"default"``) and any of ``ScavengeEnv``'s keywords.
+            RLlib's ``EnvContext`` carries the worker's index as attributes, not keys.
+        given: the keywords passed beside the mapping: all must be left unset.
+
+    Returns:
+        (the scenario, the keywords of ``config``), unchecked.
+
+    Raises:
+        TypeError: a key that is not a keyword (all such keys are named), a key that is not
+            a str, or a keyword also passed beside the mapping.
+    """
+    if given != EnvKeywords():
+        raise TypeError("give the keywords inside the config mapping or beside it, not both")
+    names = {f.name for f in fields(EnvKeywords)}
+    unknown = sorted(map(repr, set(config) - names - {"scenario"}))
+    if unknown:
+        raise TypeError(
+            f"unknown ScavengeEnv keyword(s) in the config: {', '.join(unknown)}; "
+            f"allowed: 'scenario', {', '.join(sorted(names))}"
+        )
+    kw = {k: v for k, v in config.items() if k != "scenario"}
+    return config.get("scenario", "default"), EnvKeywords(**kw)
 
 
 def resolve_max_count(max_count: int | None, largest_max_nodes: int, num_nodes: int) -> int:

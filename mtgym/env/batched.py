@@ -370,7 +370,7 @@ class BatchedCore:
         first = self.inner[0]
         self.num_envs = B = len(self._envs)
         self.codec = first.codec
-        self.observation_space = first.observation_space
+        self.observation_space = first.builder.space  # (the Dict, whatever the obs_layout)
         self.action_space = first.action_space
         self.interval = (
             -1.0 if first.decision_interval_s is None else float(first.decision_interval_s)
@@ -450,14 +450,15 @@ class BatchedCore:
         """
         obs, info = self._envs[b].reset(seed=seed, options=options)
         env = self.inner[b]
+        dict_obs = env.reset_obs  # (the ``Dict``, whatever the env's ``obs_layout``)
         if not self.keys:
-            self._lay_out(obs, env)
+            self._lay_out(dict_obs, env)
         step = self._bind(b, env)
         self.t_end[b] = step.t_end
         self.cursors[b] = env.slots.cursor
         for i, a in enumerate(env.builder.outputs()):
             self._template[i][b] = a
-        for key, value in obs.items():
+        for key, value in dict_obs.items():
             self.obs[key][b] = value
         self.slots[b] = env.slots.job
         self.time[b] = env.state.time

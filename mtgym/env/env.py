@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from os import PathLike
 from typing import Any
@@ -16,9 +17,11 @@ from mtgym.env.args import (
     EnvKeywords,
     check_keywords,
     check_reset_options,
+    keywords_from_config,
     resolve_keywords,
     resolve_max_count,
 )
+from mtgym.env.layout import ObsLayout
 from mtgym.env.observation import ObservationBuilder
 from mtgym.env.render import History, render_ansi, render_gantt
 from mtgym.env.slots import JobSlots, slot_rule
@@ -68,6 +71,14 @@ class ScavengeEnv(gym.Env):
     named in ``env.unwrapped.features`` (key -> feature -> slice, e.g.
     ``features["jobs"]["nodes"]``): read them by name. The ``*_scale`` and ``job_shape`` keys
     mean the same on any machine (no N, S or cap in them): one set of weights reads all.
+
+    ``obs_layout`` lays the same numbers out for other clients (``mtgym.env.layout``):
+    ``"dict"`` (the table above), ``"flat"`` (one float32 ``Box``: every key but
+    ``action_mask`` flattened and concatenated in the sorted key order, the mask in ``info``
+    and ``action_masks()``: RLlib's default encoders take no ``Dict``) or ``"masked"``
+    (``{"observations": <that Box>, "action_mask": float32 Box}``, the layout of RLlib's
+    action-masking example module). ``env.unwrapped.layout.slices`` says where each key sits
+    in the flat vector (``layout.unflatten`` reads it back).
 
     ## Action
     ``action_mode="counts"`` (default): ``MultiDiscrete([cap + 1] * S)``, the node count of
@@ -156,8 +167,17 @@ class ScavengeEnv(gym.Env):
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
     | ``max_jobs`` | None | job slots S, 1..1024 (jobs beyond wait in a FCFS queue); None: the scenario's, else one per node, at most 1024 (``mtgym.env.slots.slot_rule``) |
     | ``max_count`` | None | count cap of the action space, 1..N (None: the largest max_nodes, capped at N) |
+    | ``obs_layout`` | ``"dict"`` | ``"dict"``, ``"flat"`` or ``"masked"`` (Observation) |
     | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (640 x 480 Gantt) |
     | ``debug`` | False | check every invariant after each step |
+
+    ``scenario`` may also be a mapping of ``"scenario"`` and the keywords (RLlib's
+    ``env_config``: ``PPOConfig().environment(ScavengeEnv, env_config={...})``); an unknown
+    key raises ``TypeError``. In any process that has not imported ``mtgym`` (RLlib's and
+    Ray's workers), the module-qualified id ``"mtgym:mtgym/Scavenge-v0"`` imports it and
+    finds the env: ``gym.make("mtgym:mtgym/Scavenge-v0", obs_layout="flat")``,
+    ``PPOConfig().environment("mtgym:mtgym/Scavenge-v0", env_config={...})``
+    (``docs/clients.md``).
 
     Keywords left as None take the scenario file's ``episode`` section, then the defaults above.
     Each keyword is checked (``mtgym.env.args``): a wrong type raises ``TypeError``, a value out
@@ -180,14 +200,16 @@ class ScavengeEnv(gym.Env):
       the default reward became ``normalized`` and ``nodes`` has one topology column for
       any depth (2026-12); the ``shares`` mode and the scale-free keys ``job_scale``,
       ``job_shape``, ``global_scale`` were added, and ``max_jobs`` left unset scales with the
-      machine (``slot_rule``) instead of 16 (2026-12).
+      machine (``slot_rule``) instead of 16 (2026-12). ``obs_layout`` (``"flat"``,
+      ``"masked"``) and the mapping form of ``scenario`` were added (2026-12; the default
+      layout is unchanged).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
 
     def __init__(
         self,
-        scenario: str | Generator | Instance = "default",
+        scenario: str | Generator | Instance | Mapping[str, Any] = "default",
         *,
         action_mode: str | None = None,
         reward: str | None = None,
@@ -196,10 +218,10 @@ class ScavengeEnv(gym.Env):
         decision_interval_s: float | None = None,
         max_jobs: int | None = None,
         max_count: int | None = None,
+        obs_layout: str | None = None,
         render_mode: str | None = None,
         debug: bool = False,
     ) -> None:
-        self._fixed, self._generator = _scenario_source(scenario)
         given = EnvKeywords(
             action_mode=action_mode,
             reward=reward,
@@ -208,9 +230,13 @@ class ScavengeEnv(gym.Env):
             decision_interval_s=decision_interval_s,
             max_jobs=max_jobs,
             max_count=max_count,
+            obs_layout=obs_layout,
             render_mode=render_mode,
             debug=debug,
         )
+        if isinstance(scenario, Mapping):  # an RLlib ``env_config`` (or any mapping)
+            scenario, given = keywords_from_config(scenario, given)
+        self._fixed, self._generator = _scenario_source(scenario)
         # explicit keyword > the scenario file's episode section > built-in default, then
         # TypeError/ValueError naming the keyword (mtgym.env.args)
         section = getattr(self._generator, "episode", None)
@@ -242,6 +268,7 @@ class ScavengeEnv(gym.Env):
         self.reward_name = kw.reward
         self.horizon_s = kw.horizon_s
         self.decision_interval_s = kw.decision_interval_s
+        self.obs_layout = kw.obs_layout
         self.render_mode = kw.render_mode
         self.debug = kw.debug
         self._num_levels = probe.cluster.topology.num_levels
@@ -264,7 +291,8 @@ class ScavengeEnv(gym.Env):
             scale_free=self.action_mode in SCALE_FREE_MODES,
         )
         self.action_space = self.codec.space
-        self.observation_space = self.builder.space
+        self.layout = ObsLayout(self.obs_layout, self.builder.space)
+        self.observation_space = self.layout.space
         self.features = self.builder.features  # each key's columns by name
         self.slots = JobSlots(self.num_slots)
         self.history = History()
@@ -272,6 +300,7 @@ class ScavengeEnv(gym.Env):
         self.state = None
         self._step: Step | None = None
         self._mask = np.ones(self.codec.mask_size, dtype=np.int8)
+        self.reset_obs: dict[str, np.ndarray] | None = None  # the last reset's ``Dict``
         self._ended = False
 
     # -- Gymnasium API ---------------------------------------------------------------
@@ -361,6 +390,8 @@ class ScavengeEnv(gym.Env):
         if self.render_mode == "rgb_array":
             self.history.record(t0, s.time, s.node_job, s.available)
         self._ended = out[2] or out[3]
+        if self.obs_layout != "dict":
+            out = (self.layout(out[0]), *out[1:])
         return out
 
     def __getstate__(self) -> dict[str, Any]:
@@ -434,14 +465,16 @@ class ScavengeEnv(gym.Env):
             raise RuntimeError("call reset() before noop()")
         return self.codec.noop(self.state, self.instance, self.slots)
 
-    def _observe(self) -> dict[str, np.ndarray]:
-        """The observation of the state now (``ObservationBuilder.build``), its mask
-        recomputed and kept as ``_mask``.
+    def _observe(self) -> Any:
+        """The observation of the state now (``ObservationBuilder.build``) in the env's
+        ``obs_layout``, its mask recomputed and kept as ``_mask``.
         """
         self._mask = self.codec.mask(self.state, self.instance, self.slots).copy()
-        return self.builder.build(
+        obs = self.builder.build(
             self.state, self.instance, self.slots, self.profiler, self._mask, self.instance.t_end
         )
+        self.reset_obs = obs  # (the ``Dict`` whatever the layout: the batched core's input)
+        return self.layout(obs)
 
 
 def _scenario_source(scenario: Any) -> tuple[Instance | None, Generator | None]:

@@ -82,6 +82,7 @@ class ScavengeVectorEnv(VectorEnv):
 
     Attributes:
         core: the ``BatchedCore`` that steps the episodes.
+        layout: the observation's layout (``obs_layout``; ``mtgym.env.layout.ObsLayout``).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}  # noqa: RUF012
@@ -96,9 +97,11 @@ class ScavengeVectorEnv(VectorEnv):
     ) -> None:
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
-        self.core = BatchedCore(make_envs(num_envs, scenario, **kwargs))
+        envs = make_envs(num_envs, scenario, **kwargs)
+        self.core = BatchedCore(envs)
         self.num_envs = num_envs
-        self.single_observation_space = self.core.observation_space
+        self.layout = envs[0].layout  # the envs' ``obs_layout``
+        self.single_observation_space = self.layout.space
         self.single_action_space = self.core.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -190,7 +193,7 @@ class ScavengeVectorEnv(VectorEnv):
         if self.autoreset_mode is AutoresetMode.SAME_STEP and ended.size:
             final_obs = np.full(n, None, dtype=object)
             for i in ended:
-                final_obs[i] = core.observation(int(i))
+                final_obs[i] = self.layout(core.observation(int(i)))
             finals = {"final_obs": final_obs, "_final_obs": np.isin(np.arange(n), ended)}
             final_info = {}
             for i in ended:
@@ -301,8 +304,12 @@ class ScavengeVectorEnv(VectorEnv):
             infos["_" + key][reset] = True
         return infos
 
-    def _observations(self) -> dict[str, np.ndarray]:
-        """Fresh copies of the batched observation (a step overwrites the core's arrays)."""
+    def _observations(self) -> Any:
+        """The batched observation in the envs' ``obs_layout``, fresh arrays (a step
+        overwrites the core's).
+        """
+        if self.layout.name != "dict":
+            return self.layout(self.core.obs)  # (fresh: flattened, the mask cast)
         return {key: a.copy() for key, a in self.core.obs.items()}
 
     # -- masks and helpers ---------------------------------------------------------------

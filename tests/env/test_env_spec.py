@@ -13,6 +13,7 @@ import pytest
 
 from mtgym.core.names import ACTION_MODES, INFO_MODES, REWARD_NAMES
 from mtgym.env.env import ScavengeEnv
+from mtgym.env.layout import OBS_LAYOUTS
 from mtgym.metrics import EpisodeMetrics
 
 DOC = ScavengeEnv.__doc__ or ""
@@ -83,6 +84,7 @@ def test_action_modes_rewards_and_info_modes_are_exactly_the_registered_ones():
     assert quoted(args["action_mode"][1]) == set(ACTION_MODES)
     assert quoted(args["reward"][1]) == set(REWARD_NAMES)
     assert quoted(args["info_mode"][1]) == set(INFO_MODES)
+    assert quoted(args["obs_layout"][1]) == set(OBS_LAYOUTS)
     # each mode's space is spelt out in the Action section, each reward in the Reward one
     assert quoted(section("Action")) == set(ACTION_MODES)
     assert quoted(section("Reward")) == set(REWARD_NAMES)

@@ -16,6 +16,8 @@ def _train(ns: argparse.Namespace) -> int:
     from agents.train import Args, train
     from mtgym.core.io import prepare_out_dir
 
+    if ns.algo == "rllib-ppo":
+        return _train_rllib(ns)
     prepare_out_dir(ns.out)
     args = Args(
         scenario=ns.scenario,
@@ -68,6 +70,49 @@ def _train(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _train_rllib(ns: argparse.Namespace) -> int:
+    """``--algo rllib-ppo``: the PPO settings as the SB3 trainer reads them (an update every
+    ``--n-steps`` steps of every env, minibatches of ``--batch-size``), on RLlib's runners.
+    """
+    from agents.rllib_train import RLlibArgs, train_rllib
+    from mtgym.core.io import prepare_out_dir
+
+    if ns.backend == "ray":
+        raise ValueError("--algo rllib-ppo runs on Ray itself: give --address, not --backend ray")
+    if ns.bc_expert or ns.critic_warmup:
+        raise ValueError("--algo rllib-ppo has no imitation or critic warm-up (SB3 only)")
+    prepare_out_dir(ns.out)
+    runners = ns.env_runners
+    args = RLlibArgs(
+        scenario=ns.scenario,
+        timesteps=ns.timesteps,
+        seed=ns.seed,
+        out=Path(ns.out),
+        action_mode=ns.action_mode,
+        reward=ns.reward,
+        info_mode=ns.info_mode,
+        max_jobs=ns.max_jobs,
+        max_count=ns.max_count,
+        decision_interval_s=None if ns.decision_interval <= 0 else ns.decision_interval,
+        obs_layout=ns.obs_layout,
+        num_env_runners=runners,
+        envs_per_runner=ns.n_envs,
+        vectorize=ns.vectorize,
+        address=ns.address,
+        train_batch=ns.n_steps * ns.n_envs * max(runners, 1),
+        minibatch=ns.batch_size,
+        num_epochs=ns.n_epochs,
+        learning_rate=ns.learning_rate,
+        gamma=ns.gamma,
+        ent_coef=ns.ent_coef,
+        eval_freq=ns.eval_freq,
+        **({"eval_seeds": tuple(ns.eval_seeds)} if ns.eval_seeds else {}),
+        resume=Path(ns.resume) if ns.resume else None,
+    )
+    print(train_rllib(args))
+    return 0
+
+
 def _compare(ns: argparse.Namespace) -> int:
     from agents.compare import compare
     from mtgym.core.io import prepare_out_dir
@@ -93,6 +138,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _add_run_options(t.add_argument_group("run"))
     _add_imitation_options(t.add_argument_group("imitation (before RL)"))
     _add_learning_options(t.add_argument_group("environment, network and learning"))
+    _add_rllib_options(t.add_argument_group("RLlib (--algo rllib-ppo)"))
     t.add_argument("--no-progress", action="store_true")
     add_backend_options(t, "ray: a seed sweep, one Ray task per seed")
     t.add_argument(
@@ -110,7 +156,12 @@ def _add_run_options(t: argparse._ActionsContainer) -> None:
     t.add_argument(
         "--scenario", default="default", help="scenario name or file (default: %(default)s)"
     )
-    t.add_argument("--algo", default="maskable_ppo", choices=["maskable_ppo", "ppo", "a2c"])
+    t.add_argument(
+        "--algo",
+        default="maskable_ppo",
+        choices=["maskable_ppo", "ppo", "a2c", "rllib-ppo"],
+        help="SB3's (default: %(default)s) or RLlib's PPO (rllib-ppo; the RLlib group below)",
+    )
     t.add_argument(
         "--timesteps", type=int, default=100_000, help="env steps (default: %(default)s)"
     )
@@ -228,6 +279,31 @@ def _add_learning_options(t: argparse._ActionsContainer) -> None:
     t.add_argument("--n-steps", type=int, default=128, help="rollout steps per env")
     t.add_argument("--batch-size", type=int, default=256)
     t.add_argument("--n-epochs", type=int, default=4, help="PPO epochs per rollout")
+
+
+def _add_rllib_options(t: argparse._ActionsContainer) -> None:
+    """``train``'s RLlib options (``--n-envs`` is the envs per runner, ``--address`` the
+    cluster).
+    """
+    t.add_argument(
+        "--env-runners",
+        type=int,
+        default=0,
+        metavar="N",
+        help="remote sampling actors, each stepping --n-envs envs (0: in the driver)",
+    )
+    t.add_argument(
+        "--vectorize",
+        default="vector_entry_point",
+        choices=["vector_entry_point", "sync"],
+        help="a runner's envs: one compiled call (default) or Gymnasium's SyncVectorEnv",
+    )
+    t.add_argument(
+        "--obs-layout",
+        default="masked",
+        choices=["masked", "flat"],
+        help="masked: RLlib's action-masking module (default); flat: its default MLP, unmasked",
+    )
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:

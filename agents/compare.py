@@ -54,13 +54,11 @@ def compare(
         ValueError: ``reference`` is not one of the compared policies (before any episode).
     """
     from mtgym.evaluate import evaluate
-    from mtgym.policy.registry import available_policies, make_policy
+    from mtgym.policy.registry import default_policies, make_policy
     from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
-    names = baselines or [
-        n for n in available_policies() if n != "agent" and not n.endswith("-milp")
-    ]
+    names = baselines or default_policies(learned=False)
     path = Path(agent) if agent else PRETRAINED
     policies = [("agent", lambda: AgentPolicy(path))] + [
         (n, lambda n=n: make_policy(n)) for n in names

@@ -26,7 +26,7 @@ from mtgym.policy.observe import ViewObserver
 from mtgym.sim.view import InfoMode, SchedulerView
 
 PRETRAINED = Path(__file__).resolve().parent / "pretrained" / "default"
-OBSERVATIONS = ("dict", "pooled")
+OBSERVATIONS = ("dict", "pooled", "flat", "masked")  # (flat, masked: RLlib agents)
 
 
 @dataclass

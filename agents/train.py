@@ -341,15 +341,20 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
     raise ValueError(f"algo {args.algo!r} is not one of {ALGOS}")
 
 
-def evaluate_agent(path: Path, scenario: str, seeds: tuple[int, ...]) -> dict[str, float]:
+def evaluate_agent(
+    path: Path, scenario: str, seeds: tuple[int, ...], policy: Any = AgentPolicy
+) -> dict[str, float]:
     """Mean metrics of a saved agent on fixed seeds (the shared metric names), played as
     ``mtgym evaluate`` plays it (``play``; seed s -> the generator's instance s).
+
+    ``policy`` is the agent's class (``AgentPolicy``; ``agents.rllib_policy.RLlibAgentPolicy``
+    for an RLlib run), built from ``path``.
     """
     from mtgym.policy.play import play
     from mtgym.scenario.registry import get_generator
 
     gen = get_generator(scenario)
-    pol = AgentPolicy(path)
+    pol = policy(path)
     rows = []
     for s in seeds:
         res = play(gen(s), pol)

@@ -201,18 +201,15 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     from mtgym.core.io import prepare_out_dir
     from mtgym.evaluate import evaluate
-    from mtgym.policy.registry import available_policies, make_policy
+    from mtgym.policy.registry import default_policies, make_policy
     from mtgym.scenario.registry import get_generator
 
     if args.out:
         prepare_out_dir(args.out)  # before any work: a sweep never ends unsaved
     gen = get_generator(args.scenario, allow_large=args.allow_large)
-    if args.policy in (None, ["all"]):
-        # every registered policy, except the node-level MILP variants (minutes per episode;
-        # the count-level solver they equal is in the set): name them to include them
-        names = [n for n in available_policies() if not n.endswith("-milp")]
-    else:
-        names = args.policy
+    # none named or "all": every registered policy but the node-level MILP variants and
+    # those that need an argument (``default_policies``): name them to include them
+    names = default_policies() if args.policy in (None, ["all"]) else args.policy
     for name in names:
         make_policy(name)  # fail fast on an unknown name, before any simulation
     seeds = list(range(args.seed, args.seed + args.seeds))

@@ -12,7 +12,7 @@ import pytest
 from mtgym.core.errors import PolicyUnsupportedError
 from mtgym.evaluate import configure_policy, scenario_defaults
 from mtgym.policy.play import play
-from mtgym.policy.registry import available_policies, make_policy
+from mtgym.policy.registry import available_policies, default_policies, make_policy
 from mtgym.scenario.registry import get_generator, preset_names
 
 #: simulated seconds of the short episode
@@ -44,7 +44,7 @@ def _generator_and_instance(name: str):
 def _cases():
     for preset in preset_names():
         marks = [pytest.mark.slow] if preset in BIG else []
-        for policy in available_policies():
+        for policy in default_policies() + [n for n in available_policies() if "-milp" in n]:
             yield pytest.param(preset, policy, marks=marks, id=f"{preset}-{policy}")
 
 

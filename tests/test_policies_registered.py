@@ -10,14 +10,15 @@ from mtgym.policy.registry import available_policies, make_policy
 from mtgym.scenario.registry import get_generator
 from mtgym.testing import checked_rollout
 
-#: Policies whose factory needs an argument or a trained model file.
-NEEDS_ARGUMENT = {"agent"}
+#: Policies whose factory needs an argument or a trained model file (``rllib-agent``: an
+#: RLlib run, tests/agents/test_rllib.py).
+NEEDS_ARGUMENT = {"agent", "rllib-agent"}
 
 
 @pytest.mark.parametrize("name", sorted(available_policies()))
 def test_registered_policy__checked_rollout_on_a_tiny_scenario(name):
-    if name in NEEDS_ARGUMENT:  # the shipped agent is sized for the default scenario
-        pytest.skip(f"{name} is covered by tests/agents with its shipped model")
+    if name in NEEDS_ARGUMENT:  # (the shipped agent is sized for the default scenario)
+        pytest.skip(f"{name} needs a model: covered by tests/agents")
     instance = get_generator("toy-two-jobs")(0)
     policy = make_policy(name)
     assert isinstance(policy, Policy)

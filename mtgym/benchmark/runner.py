@@ -51,7 +51,7 @@ from mtgym.evaluate import PolicyRun, add_bound, add_common_metrics, episode_bou
 from mtgym.metrics import HEADLINE
 
 #: registry names of learned policies (never a scenario's reference); ``agent:PATH`` too
-LEARNED = frozenset({"agent"})
+LEARNED = frozenset({"agent", "rllib-agent"})
 BACKENDS = ("local", "ray")
 
 

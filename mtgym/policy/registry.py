@@ -28,6 +28,26 @@ def available_policies() -> dict[str, str]:
     return {ep.name: ep.value for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name)}
 
 
+def default_policies(*, learned: bool = True) -> list[str]:
+    """The registered policies a sweep runs when none is named, sorted.
+
+    All but the node-level MILP variants (``*-milp``: minutes per episode; the count-level
+    solver they equal is in the set) and those that cannot be built without an argument
+    (a class with ``requires_argument = True``, e.g. ``rllib-agent:PATH``: no default model).
+
+    Args:
+        learned: include the shipped learned agent (``agent``).
+    """
+    eps = sorted(entry_points(group=GROUP), key=lambda e: e.name)
+    return [
+        ep.name
+        for ep in eps
+        if not ep.name.endswith("-milp")
+        and (learned or ep.name != "agent")
+        and not getattr(ep.load(), "requires_argument", False)
+    ]
+
+
 def make_policy(name: str, **kwargs: Any) -> Policy:
     """Instantiate the policy registered as ``name``.
 

@@ -152,6 +152,9 @@ def test_train_and_compare__write_shared_tags_for_every_policy(tmp_path):
         "eval/upper_bound_fraction",
     } <= tags
     assert any(t.startswith("train/") for t in tags)
+    from agents.rllib_train import SHARED_TRAIN_TAGS
+
+    assert set(SHARED_TRAIN_TAGS) <= tags  # what the RLlib trainer writes too (test_rllib)
     cmp_dir = tmp_path / "cmp"
     assert (
         main(

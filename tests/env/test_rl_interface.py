@@ -20,7 +20,7 @@ from mtgym.generate.default import default_generator
 from mtgym.metrics import EpisodeMetrics
 from mtgym.policy.equal_share import EqualShare
 from mtgym.policy.play import play
-from mtgym.policy.registry import available_policies, make_policy
+from mtgym.policy.registry import default_policies, make_policy
 from mtgym.scenario.registry import get_generator
 from mtgym.sim.dynamics import initial_state
 
@@ -151,7 +151,7 @@ def test_reward__episode_return_ranks_the_baselines_as_the_headline_does(small_g
     does (and ``throughput`` as raw samples/s does), per seed and on the means.
     """
     assert RANKED[DEFAULT_REWARD] == "normalized_throughput"
-    names = [n for n in available_policies() if n != "agent" and not n.endswith("-milp")]
+    names = default_policies(learned=False)
     assert len(names) >= 6
     seeds = range(10)
     ret = {r: np.zeros((len(names), len(seeds))) for r in RANKED}

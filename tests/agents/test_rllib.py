@@ -1,0 +1,181 @@
+"""RLlib (issue 39): PPO trains on ``mtgym:mtgym/Scavenge-v0`` with no glue (one remote
+runner, each layout RLlib takes), never draws a masked-out action in ``"masked"``;
+``mtgym train --algo rllib-ppo`` writes the SB3 trainer's TensorBoard tags and a checkpoint
+that resumes and that ``rllib-agent`` plays through ``mtgym evaluate``.
+
+The suite runs under the gymnasium version ``ray[rllib]`` pins (the ``ray`` extra installs
+it), so these run wherever ``make test`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from agents.rllib_policy import RLlibAgentPolicy, find_run
+from agents.rllib_train import SHARED_TRAIN_TAGS, RLlibArgs, check_args, ppo_config
+from mtgym.backends.ray_backend import ray_session
+from mtgym.cli import main
+from mtgym.core.errors import PolicyUnsupportedError
+from mtgym.env.layout import MASK_KEY
+from mtgym.policy.play import play
+from mtgym.scenario.registry import get_generator
+
+#: a short episode: 2 h at a decision every 120 s (60 steps), 8 slots
+ENV = {"horizon_s": 7200.0, "max_jobs": 8, "action_mode": "shares", "decision_interval_s": 120.0}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    with ray_session(num_cpus=2) as ray:
+        yield ray
+
+
+def tiny(layout: str, runners: int = 1) -> object:
+    """A one-iteration PPO config: 64 env steps, 2 batched envs per runner."""
+    args = RLlibArgs(
+        obs_layout=layout if layout != "dict" else "flat",
+        num_env_runners=runners,
+        envs_per_runner=2,
+        train_batch=64,
+        minibatch=32,
+        num_epochs=1,
+        hidden=(32,),
+        max_jobs=ENV["max_jobs"],
+    )
+    config = ppo_config(args).environment(
+        "mtgym:mtgym/Scavenge-v0", env_config={**ENV, "obs_layout": layout}
+    )
+    if layout == "dict":  # RLlib's default encoders take no Dict: its flattening connector
+        from ray.rllib.connectors.env_to_module import FlattenObservations
+
+        config = config.env_runners(env_to_module_connector=lambda *a, **k: FlattenObservations())
+    return config
+
+
+@pytest.mark.parametrize("layout", ["masked", "flat", "dict"])
+def test_rllib_ppo__one_iteration_per_layout_with_a_remote_runner(ray_cluster, layout):
+    algo = tiny(layout).build_algo()
+    try:
+        result = algo.train()
+        learner = result["learners"]["default_policy"]
+        for key in ("total_loss", "policy_loss", "vf_loss", "entropy"):
+            assert math.isfinite(float(learner[key])), (key, learner[key])
+        assert result["num_env_steps_sampled_lifetime"] >= 64
+        if layout == "masked":  # every action drawn is legal in its own observation's mask
+            episodes = algo.env_runner_group.foreach_env_runner(
+                lambda r: r.sample(num_timesteps=64, random_actions=False),
+                local_env_runner=False,
+            )
+            checked = 0
+            slots = np.arange(ENV["max_jobs"])
+            for ep in (e for runner in episodes for e in runner):
+                masks = np.asarray(ep.get_observations()[MASK_KEY])  # (T + 1, M)
+                acts = np.asarray(ep.get_actions())  # (T, S)
+                for t in range(len(acts)):
+                    picked = masks[t].reshape(slots.size, -1)[slots, acts[t]]
+                    assert (picked == 1.0).all(), (t, acts[t])
+                    checked += 1
+            assert checked >= 32
+    finally:
+        algo.stop()
+
+
+def test_check_args__names_the_setting():
+    with pytest.raises(ValueError, match="obs_layout 'dict'"):
+        check_args(RLlibArgs(obs_layout="dict"))
+    with pytest.raises(ValueError, match="vectorize 'async'"):
+        check_args(RLlibArgs(vectorize="async"))
+    with pytest.raises(ValueError, match="minibatch 512"):
+        check_args(RLlibArgs(train_batch=64))
+
+
+@pytest.fixture(scope="module")
+def rllib_run(tmp_path_factory, ray_cluster) -> Path:
+    """``mtgym train --algo rllib-ppo``: 256 steps in the driver, evaluated at 128 and 256."""
+    out = tmp_path_factory.mktemp("rllib") / "run"
+    argv = [
+        "train", "--algo", "rllib-ppo", "--scenario", "default", "--action-mode", "shares",
+        "--max-jobs", "8", "--timesteps", "256", "--n-envs", "2", "--n-steps", "64",
+        "--batch-size", "64", "--n-epochs", "1", "--eval-freq", "128", "--eval-seeds", "1000",
+        "--learning-rate", "3e-4", "--decision-interval", "600", "--out", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    return out
+
+
+def test_train_rllib__tags_checkpoint_and_config(rllib_run):
+    out = rllib_run
+    config = json.loads((out / "agent.json").read_text())
+    assert (config["algo"], config["observation"], config["max_jobs"]) == ("rllib-ppo", "masked", 8)
+    record = json.loads((out / "train.json").read_text())
+    assert [p["steps"] for p in record["eval"]] == [128, 256]
+    assert all(p["normalized_throughput"] > 0 for p in record["eval"])
+    acc = EventAccumulator(str(next((out / "tb").iterdir())))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    assert set(SHARED_TRAIN_TAGS) <= tags  # the SB3 trainer's names (test_agents checks there)
+    assert {"eval/normalized_throughput", "eval/fairness_jain", "eval/jct_mean"} <= tags
+    assert [e.step for e in acc.Scalars("eval/normalized_throughput")] == [128, 256]
+    assert not (out / "checkpoint.tmp").exists() and not (out / "checkpoint.old").exists()
+    assert find_run(out) == find_run(out / "checkpoint")
+
+
+def test_rllib_agent__evaluate_scores_it_beside_a_baseline(rllib_run, tmp_path):
+    res_dir = tmp_path / "eval"
+    argv = ["evaluate", "--scenario", "default", "--seeds", "1", "--out", str(res_dir)]
+    argv += ["--policy", "freetrain", "--policy", f"rllib-agent:{rllib_run}", "--no-bound"]
+    assert main(argv) == 0
+    results = json.loads((res_dir / "results.json").read_text())
+    name = f"rllib-agent:{rllib_run}"
+    assert name in results["policies"]
+    assert results["policies"][name]["normalized_throughput"] > 0
+
+
+def test_rllib_agent__deterministic_legal_and_refuses_other_machines(rllib_run):
+    gen = get_generator("default")
+    a = play(gen(3), RLlibAgentPolicy(rllib_run), until=gen(3).t_start + 7200.0)
+    b = play(gen(3), RLlibAgentPolicy(rllib_run), until=gen(3).t_start + 7200.0)
+    assert a.metrics.as_dict()["samples"] == b.metrics.as_dict()["samples"] > 0
+    pol = RLlibAgentPolicy(rllib_run)
+    from mtgym.sim.dynamics import initial_state
+    from mtgym.sim.view import ViewBuilder
+
+    inst = gen(0)
+    view = ViewBuilder(inst, pol.info_mode)(initial_state(inst))
+    pol.reset(view)
+    obs = pol.layout(pol.observer.observe(view))
+    action = pol.act(obs, pol.observer.mask)
+    mask = pol.observer.mask.reshape(action.size, -1)
+    assert mask[np.arange(action.size), action].all()  # the argmax over legal actions only
+    big = get_generator("default-128")(0)
+    with pytest.raises(PolicyUnsupportedError, match="128 nodes"):
+        pol.reset(ViewBuilder(big, pol.info_mode)(initial_state(big)))
+
+
+def test_rllib_agent__clear_errors(tmp_path, rllib_run):
+    with pytest.raises(ValueError, match="rllib-agent:PATH"):
+        RLlibAgentPolicy()
+    with pytest.raises(FileNotFoundError, match="not an RLlib run"):
+        RLlibAgentPolicy(tmp_path)
+    sb3 = Path(__file__).resolve().parents[2] / "agents" / "pretrained" / "default"
+    with pytest.raises(FileNotFoundError, match="not an RLlib run"):
+        RLlibAgentPolicy(sb3)
+
+
+def test_train_rllib__resumes_from_its_checkpoint(rllib_run, tmp_path):
+    out = tmp_path / "more"
+    argv = [
+        "train", "--algo", "rllib-ppo", "--scenario", "default", "--action-mode", "shares",
+        "--max-jobs", "8", "--timesteps", "384", "--n-envs", "2", "--n-steps", "64",
+        "--batch-size", "64", "--n-epochs", "1", "--eval-freq", "0", "--eval-seeds", "1000",
+        "--decision-interval", "600", "--resume", str(rllib_run), "--out", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    record = json.loads((out / "train.json").read_text())
+    assert record["timesteps"] == 384  # 256 from the checkpoint, one more iteration of 128

@@ -11,7 +11,10 @@ Prints, side by side in one run, env steps per second (a step of B envs counts B
   before and after building and resetting it);
 - PPO training steps per second: ``mtgym train``'s MaskablePPO (slot network, its default
   hyper-parameters, 8 envs) on ``BatchedPooledVecEnv`` against ``PooledVecEnv``, and the same
-  trainer (MaskablePPO, same hyper-parameters, SB3's MLP) on 8 CartPoles (``DummyVecEnv``).
+  trainer (MaskablePPO, same hyper-parameters, SB3's MLP) on 8 CartPoles (``DummyVecEnv``);
+- RLlib's PPO on the same env settings and batch (``rllib_table``): sampling and training
+  env steps/s with 0, 1 and 2 remote runners, the batched env against ``SyncVectorEnv``,
+  beside the SB3 trainer's training rate of the same run.
 
 Only the ``step`` calls are timed (drawing actions is not), in ``--blocks`` blocks run in
 turn for every contender, so the ratios compare blocks timed side by side (a shared
@@ -20,6 +23,7 @@ Untimed warm-up steps first load (or, on a fresh clone, compile) the kernels. Pr
 asserts nothing.
 
     .venv/bin/python scripts/bench_vec.py [--env-steps 4000] [--blocks 5] [--train-steps 4096]
+        [--rllib-steps 2048] [--rllib-iters 3]
 """
 
 from __future__ import annotations
@@ -236,6 +240,87 @@ def train_rates(train_steps: int, blocks: int) -> tuple[Table, dict[str, list[fl
     return table, rates
 
 
+def rllib_table(sample_steps: int, train_iters: int, sb3: list[float] | None) -> Table:
+    """RLlib's PPO on the same env settings and PPO batch as ``mtgym train`` (its
+    ``Args`` defaults: 8 envs per runner, 1,024-step updates, 256-step minibatches, 4 epochs;
+    RLlib's masking module on the ``"masked"`` layout, its default 256x256 MLP): env steps/s
+    of ``EnvRunner.sample`` and training steps/s of ``Algorithm.train``, with 0 (the driver
+    samples), 1 and 2 remote runners, each stepping its envs in one compiled call
+    (``vector_entry_point``) or through ``SyncVectorEnv``; beside the SB3 trainer's rate from
+    ``train_rates`` (``sb3``, measured in this run). Each figure is the median of 3 timed
+    calls after one untimed warm-up call.
+    """
+    import os
+
+    from agents.rllib_train import RLlibArgs
+    from agents.train import Args
+    from mtgym.backends.ray_backend import ray_session
+
+    base = Args(progress=False)
+    table = Table(
+        title=(
+            f"RLlib PPO ({base.n_envs} envs per runner, batch {base.n_envs * base.n_steps}, "
+            f"minibatch {base.batch_size}, {base.n_epochs} epochs; {os.cpu_count()} cores)"
+        )
+    )
+    for col in ("runners", "envs stepped by", "sample env steps/s", "train steps/s", "vs SB3"):
+        table.add_column(col, justify="right")
+    sb3_rate = float(np.median(sb3)) if sb3 else float("nan")
+    with ray_session(num_cpus=os.cpu_count()):
+        for runners in (0, 1, 2):
+            for vec in ("vector_entry_point", "sync"):
+                args = RLlibArgs(
+                    action_mode=base.action_mode,
+                    max_jobs=base.max_jobs,
+                    max_count=base.max_count,
+                    decision_interval_s=base.decision_interval_s,
+                    num_env_runners=runners,
+                    envs_per_runner=base.n_envs,
+                    vectorize=vec,
+                    train_batch=base.n_envs * base.n_steps * max(runners, 1),
+                    minibatch=base.batch_size,
+                    num_epochs=base.n_epochs,
+                    eval_freq=0,
+                )
+                sample, train = _rllib_rates(args, sample_steps, train_iters)
+                table.add_row(
+                    str(runners),
+                    vec,
+                    f"{sample:,.0f}",
+                    f"{train:,.0f}",
+                    f"{train / sb3_rate:.2f}x",
+                )
+    table.add_row("SB3", "BatchedPooledVecEnv", "", f"{sb3_rate:,.0f}", "1.00x")
+    return table
+
+
+def _rllib_rates(args, sample_steps: int, train_iters: int) -> tuple[float, float]:
+    """(sample env steps/s, training env steps/s) of one RLlib configuration."""
+    from agents.rllib_train import ppo_config
+
+    algo = ppo_config(args).build_algo()
+    group = algo.env_runner_group
+    local = args.num_env_runners == 0
+
+    def sample() -> float:
+        t0 = time.perf_counter()
+        chunks = group.foreach_env_runner(
+            lambda r: sum(len(e) for e in r.sample(num_timesteps=sample_steps)),
+            local_env_runner=local,
+        )
+        return sum(chunks) / (time.perf_counter() - t0)
+
+    def train() -> float:
+        t0 = time.perf_counter()
+        result = algo.train()
+        return result["env_runners"]["num_env_steps_sampled"] / (time.perf_counter() - t0)
+
+    sample(), train()  # (warm-up: the kernels, the module, the runners' first resets)
+    rates = [sample() for _ in range(3)], [train() for _ in range(max(train_iters, 1))]
+    algo.stop()
+    return float(np.median(rates[0])), float(np.median(rates[1]))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -246,14 +331,23 @@ def main() -> None:
     p.add_argument("--train-steps", type=int, default=4096, help="per block (0: no training)")
     p.add_argument("--train-blocks", type=int, default=3)
     p.add_argument("--no-memory", action="store_true")
+    p.add_argument(
+        "--rllib-steps", type=int, default=2048, help="env steps per sample call (0: no RLlib)"
+    )
+    p.add_argument("--rllib-iters", type=int, default=3, help="timed RLlib train() calls")
     ns = p.parse_args()
     console = Console()
     if ns.sizes:
         console.print(env_table(ns.env_steps, ns.blocks, tuple(ns.sizes)))
     if not ns.no_memory:
         console.print(memory_line())
+    sb3 = None
     if ns.train_steps:
-        console.print(train_rates(ns.train_steps, ns.train_blocks)[0])
+        table, rates = train_rates(ns.train_steps, ns.train_blocks)
+        console.print(table)
+        sb3 = rates["batched"]
+    if ns.rllib_steps:
+        console.print(rllib_table(ns.rllib_steps, ns.rllib_iters, sb3))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ from mtgym.core.names import DEFAULT_REWARD
 VECTORIZE = ("vector_entry_point", "sync")
 #: The layouts RLlib trains on (its default encoders take no ``Dict``).
 RLLIB_LAYOUTS = ("masked", "flat")
+#: How long an iteration waits for its samples (``ppo_config``).
+SAMPLE_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -183,6 +185,9 @@ def ppo_config(args: RLlibArgs) -> Any:
             gym_env_vectorize_mode=args.vectorize,
             rollout_fragment_length=fragment,
             num_cpus_per_env_runner=1,
+            # a runner's first sample may compile the env's kernels (a cold numba cache:
+            # tens of seconds); RLlib's 60 s default then skips the iteration's update
+            sample_timeout_s=SAMPLE_TIMEOUT_S,
         )
         .learners(num_learners=0)
         .training(

@@ -7,7 +7,9 @@ The data flow: generator(seed) -> ``Instance`` (immutable) -> ``initial_state`` 
 Importing the package points numba's kernel cache at a folder keyed by the sources
 (``mtgym._kernel_cache``) and registers the Gymnasium environment ``mtgym/Scavenge-v0``
 (``ENV_IDS``), so ``gymnasium.make("mtgym/Scavenge-v0", scenario=...)`` works after
-``import mtgym``; its default scenario is ``default``.
+``import mtgym``; its default scenario is ``default``. In a process that has not imported
+mtgym (RLlib's env runners, Ray workers, subprocess vector envs), the module-qualified id
+``"mtgym:mtgym/Scavenge-v0"`` imports it first (``docs/clients.md``).
 """
 
 __version__ = "0.1.0"

@@ -19,7 +19,8 @@ Install with ``pip install -e .[ray]``; Ray is imported only inside these functi
     A seed sweep: :func:`agents.train.train` once per seed, each run a Ray task writing
     ``args.out/seed<k>/``. A single run's rollout envs stay in its own process (SB3's
     ``DummyVecEnv``/``SubprocVecEnv``; SB3 has no Ray vector env). For rollouts spread over
-    Ray actors within one run, use RLlib (``ray[rllib]``) on ``mtgym/Scavenge-v0`` instead.
+    Ray actors within one run: ``mtgym train --algo rllib-ppo`` (``agents.rllib_train``:
+    RLlib's env runners on ``mtgym:mtgym/Scavenge-v0``).
 
 Cluster handling (:func:`ray_session`): with no ``address``, a private local Ray is
 started (``num_cpus`` CPUs, no dashboard, worker logs not forwarded) and shut down

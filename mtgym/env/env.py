@@ -78,7 +78,7 @@ class ScavengeEnv(gym.Env):
     and ``action_masks()``: RLlib's default encoders take no ``Dict``) or ``"masked"``
     (``{"observations": <that Box>, "action_mask": float32 Box}``, the layout of RLlib's
     action-masking example module). ``env.unwrapped.layout.slices`` says where each key sits
-    in the flat vector (``layout.unflatten`` reads it back).
+    in the flat vector (``ObsLayout.unflatten`` reads it back).
 
     ## Action
     ``action_mode="counts"`` (default): ``MultiDiscrete([cap + 1] * S)``, the node count of

@@ -1,6 +1,6 @@
 """``ScavengeVectorEnv``: ``mtgym/Scavenge-v0`` as a Gymnasium ``VectorEnv`` on the batched core.
 
-    envs = gymnasium.make_vec("mtgym/Scavenge-v0", num_envs=64,
+    envs = gymnasium.make_vec("mtgym:mtgym/Scavenge-v0", num_envs=64,
                               vectorization_mode="vector_entry_point", action_mode="delta")
     obs, info = envs.reset(seed=0)          # env i plays instance 0 + i
     obs, rewards, terminated, truncated, info = envs.step(actions)   # actions: (64, A)

@@ -179,3 +179,11 @@ def test_train_rllib__resumes_from_its_checkpoint(rllib_run, tmp_path):
     assert main(argv) == 0
     record = json.loads((out / "train.json").read_text())
     assert record["timesteps"] == 384  # 256 from the checkpoint, one more iteration of 128
+
+
+def test_rllib_agent__the_bridge_records_its_decisions(rllib_run, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    argv = ["bridge", "record", "--scenario", "default", "--policy", f"rllib-agent:{rllib_run}"]
+    assert main([*argv, "--out", str(trace), "--until", "3600"]) == 0
+    lines = trace.read_text().splitlines()
+    assert len(lines) > 2 and "rllib-agent" in lines[0]

@@ -94,7 +94,7 @@ class RLlibAgentPolicy:
                 f"{self.config.observation!r} is not an RLlib agent's ({RLLIB_ALGO!r}, "
                 "'flat' or 'masked'); an SB3 agent is `agent:PATH`"
             )
-        self.module = RLModule.from_checkpoint(str(module_path))
+        self.module = RLModule.from_checkpoint(str(module_path.resolve()))  # (a URI: absolute)
         self.module.eval()
         self.name = "rllib-agent"
         self.info_mode = InfoMode(self.config.info_mode)

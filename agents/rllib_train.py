@@ -20,6 +20,7 @@ the runs overlay the SB3 agent's and the baselines' in TensorBoard.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -58,7 +59,7 @@ class RLlibArgs:
         envs_per_runner: episodes each runner steps together.
         vectorize: ``"vector_entry_point"`` (one compiled call) or ``"sync"``.
         address: a Ray cluster to join (None: a private local Ray).
-        num_cpus: CPUs of a private local Ray (None: all).
+        num_cpus: CPUs of a private local Ray (None: the cores, at least one per runner).
         train_batch, minibatch, num_epochs: PPO's env steps per update, minibatch size and
             epochs per update.
         learning_rate, gamma, gae_lambda, ent_coef, clip: PPO's step size, per-step
@@ -301,7 +302,7 @@ def train_rllib(args: RLlibArgs) -> Path:
     tb = out / "tb" / f"{Path(args.scenario).stem}__{RLLIB_ALGO}__{args.seed}_1"
     logger = configure(str(tb), ["tensorboard"])
     points, t0 = [], time.perf_counter()
-    with ray_session(args.address, num_cpus=args.num_cpus):
+    with ray_session(args.address, num_cpus=_local_cpus(args)):
         algo = ppo_config(args).build_algo()
         if args.resume:
             algo.restore_from_path(str(_checkpoint_of(Path(args.resume)).resolve()))
@@ -333,6 +334,16 @@ def train_rllib(args: RLlibArgs) -> Path:
         {"wall_s": wall, "timesteps": steps, "steps_per_s": steps / wall, "eval": points},
     )
     return out
+
+
+def _local_cpus(args: RLlibArgs) -> int | None:
+    """CPUs of a private local Ray: ``args.num_cpus``, else the cores, and at least one per
+    runner (each asks for one: with fewer, Ray would wait for them forever); None with
+    ``args.address`` (the cluster's own).
+    """
+    if args.address:
+        return None
+    return args.num_cpus or max(os.cpu_count() or 1, args.num_env_runners)
 
 
 def _checkpoint_of(path: Path) -> Path:

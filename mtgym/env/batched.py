@@ -460,6 +460,7 @@ class BatchedCore:
             self._template[i][b] = a
         for key, value in dict_obs.items():
             self.obs[key][b] = value
+        env.reset_obs = None  # (copied: not kept once per episode)
         self.slots[b] = env.slots.job
         self.time[b] = env.state.time
         self.queued[b] = env.builder.queued

@@ -64,16 +64,16 @@ class ObsLayout:
             self.slices[k] = slice(start, start + n)
             start += n
         self.size = start
+        if name == "dict":  # (no flat bounds: two arrays of the vector's size per env)
+            self.space: spaces.Space = source
+            return
         low = np.concatenate([np.ravel(source[k].low) for k in self.keys]).astype(np.float32)
         high = np.concatenate([np.ravel(source[k].high) for k in self.keys]).astype(np.float32)
         flat = spaces.Box(low, high, dtype=np.float32)
-        mask_size = source[MASK_KEY].shape[0]
-        if name == "dict":
-            self.space: spaces.Space = source
-        elif name == "flat":
+        if name == "flat":
             self.space = flat
         else:
-            mask = spaces.Box(0.0, 1.0, (mask_size,), np.float32)
+            mask = spaces.Box(0.0, 1.0, (source[MASK_KEY].shape[0],), np.float32)
             self.space = spaces.Dict({MASK_KEY: mask, OBSERVATIONS_KEY: flat})
 
     def flatten(self, obs: dict[str, np.ndarray]) -> np.ndarray:

@@ -18,7 +18,13 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.rllib_policy import RLlibAgentPolicy, find_run
-from agents.rllib_train import SHARED_TRAIN_TAGS, RLlibArgs, check_args, ppo_config
+from agents.rllib_train import (
+    SHARED_TRAIN_TAGS,
+    RLlibArgs,
+    _local_cpus,
+    check_args,
+    ppo_config,
+)
 from mtgym.backends.ray_backend import ray_session
 from mtgym.cli import main
 from mtgym.core.errors import PolicyUnsupportedError
@@ -93,6 +99,9 @@ def test_check_args__names_the_setting():
         check_args(RLlibArgs(vectorize="async"))
     with pytest.raises(ValueError, match="minibatch 512"):
         check_args(RLlibArgs(train_batch=64))
+    # a private local Ray gets a CPU per runner (else Ray waits for them forever)
+    assert _local_cpus(RLlibArgs(num_env_runners=64)) == 64
+    assert _local_cpus(RLlibArgs(num_env_runners=64, address="auto")) is None
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +196,8 @@ def test_rllib_agent__the_bridge_records_its_decisions(rllib_run, tmp_path):
     assert main([*argv, "--out", str(trace), "--until", "3600"]) == 0
     lines = trace.read_text().splitlines()
     assert len(lines) > 2 and "rllib-agent" in lines[0]
+
+
+def test_rllib_agent__loads_from_a_relative_path(rllib_run, monkeypatch):
+    monkeypatch.chdir(rllib_run.parent)  # (RLlib reads checkpoints as URIs: made absolute)
+    assert RLlibAgentPolicy(rllib_run.name).config.algo == "rllib-ppo"

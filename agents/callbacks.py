@@ -40,8 +40,15 @@ class SharedTags(BaseCallback):
         self.best: tuple[float, dict | None, int] = (-np.inf, None, 0)
 
     def _on_training_start(self) -> None:
-        """Log ``args`` as TensorBoard's hyper-parameter table (once per ``learn`` call)."""
+        """Log ``args`` as TensorBoard's hyper-parameter table (once per ``learn`` call), and
+        put the next evaluation point past the steps done (a resumed model's included: no
+        catching-up evaluations).
+        """
         from stable_baselines3.common.logger import HParam
+
+        f = self.args.eval_freq
+        if f:
+            self.next_eval = (self.num_timesteps // f + 1) * f
 
         hp = {
             k: (str(v) if not isinstance(v, int | float | str | bool) else v)
@@ -68,7 +75,8 @@ class SharedTags(BaseCallback):
         """At an evaluation point: save, evaluate on ``eval_seeds``, log, remember the best."""
         a = self.args
         if a.eval_freq and self.num_timesteps >= self.next_eval:
-            self.next_eval += a.eval_freq
+            while self.next_eval <= self.num_timesteps:
+                self.next_eval += a.eval_freq
             tmp = self.out / "checkpoints" / "eval_tmp.zip"
             self.model.save(str(tmp))
             (self.out / "checkpoints" / "agent.json").write_text(

@@ -70,6 +70,26 @@ def _train(ns: argparse.Namespace) -> int:
     return 0
 
 
+#: ``train``'s options that only the SB3 trainer reads (imitation, its networks, its
+#: schedules and vector envs): ``--algo rllib-ppo`` refuses them when set.
+SB3_ONLY = (
+    "bc_expert",
+    "bc_episodes",
+    "dagger_rounds",
+    "critic_warmup",
+    "no_context",
+    "lr_schedule",
+    "net",
+    "ent_coef_final",
+    "target_kl",
+    "no_norm_reward",
+    "stay_init",
+    "embed_dim",
+    "num_nodes",
+    "vec",
+)
+
+
 def _train_rllib(ns: argparse.Namespace) -> int:
     """``--algo rllib-ppo``: the PPO settings as the SB3 trainer reads them (an update every
     ``--n-steps`` steps of every env, minibatches of ``--batch-size``), on RLlib's runners.
@@ -79,8 +99,13 @@ def _train_rllib(ns: argparse.Namespace) -> int:
 
     if ns.backend == "ray":
         raise ValueError("--algo rllib-ppo runs on Ray itself: give --address, not --backend ray")
-    if ns.bc_expert or ns.critic_warmup:
-        raise ValueError("--algo rllib-ppo has no imitation or critic warm-up (SB3 only)")
+    changed = [
+        "--" + dest.replace("_", "-")
+        for dest in SB3_ONLY
+        if getattr(ns, dest) != ns.parser.get_default(dest)
+    ]
+    if changed:  # (not silently dropped)
+        raise ValueError(f"--algo rllib-ppo does not take {', '.join(changed)} (SB3 trainer only)")
     prepare_out_dir(ns.out)
     runners = ns.env_runners
     args = RLlibArgs(
@@ -147,7 +172,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=2,
         help="with --backend ray: seeds to train (default: %(default)s)",
     )
-    t.set_defaults(func=_train)
+    t.set_defaults(func=_train, parser=t)  # (parser: its defaults, for --algo rllib-ppo)
     _add_compare(sub)
 
 
@@ -167,7 +192,10 @@ def _add_run_options(t: argparse._ActionsContainer) -> None:
     )
     t.add_argument("--seed", type=int, default=0)
     t.add_argument(
-        "--out", required=True, metavar="DIR", help="model.zip, agent.json, checkpoints/, tb/"
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="agent.json, tb/ and model.zip, checkpoints/ (SB3) or checkpoint/ (rllib-ppo)",
     )
     t.add_argument("--n-envs", type=int, default=8, help="parallel envs (default: %(default)s)")
     t.add_argument("--vec", default="dummy", choices=["dummy", "subproc"], help="vector env kind")
@@ -179,7 +207,13 @@ def _add_run_options(t: argparse._ActionsContainer) -> None:
     t.add_argument(
         "--eval-freq", type=int, default=20_000, help="steps between evaluations (0 = none)"
     )
-    t.add_argument("--resume", default=None, metavar="ZIP", help="continue from a checkpoint")
+    t.add_argument(
+        "--resume",
+        default=None,
+        metavar="PATH",
+        help="continue from a checkpoint: a model zip (SB3: --timesteps more steps) or an "
+        "rllib-ppo run folder (--timesteps is then the total)",
+    )
 
 
 def _add_imitation_options(t: argparse._ActionsContainer) -> None:

@@ -60,7 +60,7 @@ def compare(
     gen = get_generator(scenario)
     names = baselines or default_policies(learned=False)
     path = Path(agent) if agent else PRETRAINED
-    policies = [("agent", lambda: AgentPolicy(path))] + [
+    policies = [("agent", lambda: _agent_policy(path))] + [
         (n, lambda n=n: make_policy(n)) for n in names
     ]
     evaluate(
@@ -142,3 +142,16 @@ def figure(results: dict) -> Any:
         axes[1].set_title(f"reference for paired differences: {ref}")
     fig.tight_layout()
     return fig
+
+
+def _agent_policy(path: Path) -> Any:
+    """The agent at ``path``: an RLlib run (``agent.json``'s ``algo`` ``"rllib-ppo"``) as
+    ``RLlibAgentPolicy``, else an SB3 model as ``AgentPolicy``.
+    """
+    from agents.policy import AgentConfig
+    from agents.rllib_policy import RLLIB_ALGO, RLlibAgentPolicy
+
+    cfg = path / "agent.json" if path.is_dir() else path.parent / "agent.json"
+    if cfg.is_file() and AgentConfig.load(cfg).algo == RLLIB_ALGO:
+        return RLlibAgentPolicy(path)
+    return AgentPolicy(path)

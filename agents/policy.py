@@ -36,7 +36,8 @@ class AgentConfig:
     A field missing from an ``agent.json`` takes the default below.
 
     Attributes:
-        algo: ``"maskable_ppo"``, ``"ppo"`` or ``"a2c"`` (``load_model``'s classes).
+        algo: ``"maskable_ppo"``, ``"ppo"`` or ``"a2c"`` (``load_model``'s classes), or
+            ``"rllib-ppo"`` (an RLlib run: ``agents.rllib_policy.RLlibAgentPolicy`` plays it).
         action_mode: the env's ``action_mode`` (``counts``, ``assign``, ``delta``,
             ``shares``).
         reward: the env's reward (``mtgym.env.reward.REWARDS``); a record, not used to act.
@@ -47,7 +48,8 @@ class AgentConfig:
         decision_interval_s: simulated seconds between decisions; None: at every event.
         scenario: the scenario trained on (a record).
         observation: ``"dict"``, the env's Dict observation, or ``"pooled"``,
-            ``agents.pooled``'s flat vector.
+            ``agents.pooled``'s flat vector; an RLlib agent's ``obs_layout``, ``"flat"`` or
+            ``"masked"``.
         sample: False: the most likely action; True: actions drawn from the policy with a
             generator seeded at every episode's start (``sample_seed``), so an episode is
             still reproducible.

@@ -31,6 +31,21 @@ MODULE_IN_CHECKPOINT = Path("learner_group", "learner", "rl_module", "default_po
 RLLIB_ALGO = "rllib-ppo"
 
 
+def checkpoint_of(path: str | Path) -> Path:
+    """The algorithm checkpoint of a run folder: its ``checkpoint/``, else the previous one a
+    crash mid-swap left as ``checkpoint.old/`` (``agents.rllib_train``), else ``path``
+    itself (a checkpoint folder given directly).
+
+    Args:
+        path: a run folder or a checkpoint folder.
+    """
+    path = Path(path)
+    for name in ("checkpoint", "checkpoint.old"):
+        if (path / name).is_dir():
+            return path / name
+    return path
+
+
 def find_run(path: str | Path) -> tuple[Path, Path]:
     """The run folder's ``agent.json`` and the module folder of ``path``.
 
@@ -45,7 +60,7 @@ def find_run(path: str | Path) -> tuple[Path, Path]:
         FileNotFoundError: no ``agent.json`` or no module checkpoint there.
     """
     path = Path(path)
-    ckpt = path / "checkpoint" if (path / "checkpoint").is_dir() else path
+    ckpt = checkpoint_of(path)
     cfg = next(
         (p / "agent.json" for p in (path, ckpt.parent) if (p / "agent.json").is_file()), None
     )

@@ -23,14 +23,14 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from agents.policy import AgentConfig
-from agents.rllib_policy import RLLIB_ALGO, RLlibAgentPolicy
+from agents.rllib_policy import RLLIB_ALGO, RLlibAgentPolicy, checkpoint_of
 from mtgym.core.names import DEFAULT_REWARD
 
 #: How the runners step their envs: the batched core, or Gymnasium's loop of envs.
@@ -47,7 +47,9 @@ class RLlibArgs:
 
     Attributes:
         scenario: the scenario trained on, and where the evaluation points play.
-        timesteps: env steps to sample (whole iterations: the last may pass it).
+        timesteps: the run's total env steps, a resumed checkpoint's included (whole
+            iterations: the last may pass it). (SB3's ``--resume`` adds its timesteps to the
+            checkpoint's instead.)
         seed: RLlib's seed (the runners' envs reset with it, their modules' weights).
         out: the run's folder (module docstring).
         action_mode, reward, info_mode: the env's keywords.
@@ -98,7 +100,6 @@ class RLlibArgs:
     eval_seeds: tuple[int, ...] = tuple(range(1000, 1008))
     eval_freq: int = 20_000
     resume: Path | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def env_config(self) -> dict[str, Any]:
         """RLlib's ``env_config``: ``ScavengeEnv``'s keywords (a scenario file made absolute:
@@ -263,7 +264,8 @@ def _save(algo: Any, out: Path) -> Path:
     final, tmp, old = out / "checkpoint", out / "checkpoint.tmp", out / "checkpoint.old"
     shutil.rmtree(tmp, ignore_errors=True)
     algo.save_to_path(str(tmp.resolve()))
-    if final.exists():
+    if final.exists():  # (else a crash between the renames left the last one as old)
+        shutil.rmtree(old, ignore_errors=True)
         final.rename(old)
     tmp.rename(final)
     shutil.rmtree(old, ignore_errors=True)
@@ -305,8 +307,9 @@ def train_rllib(args: RLlibArgs) -> Path:
     with ray_session(args.address, num_cpus=_local_cpus(args)):
         algo = ppo_config(args).build_algo()
         if args.resume:
-            algo.restore_from_path(str(_checkpoint_of(Path(args.resume)).resolve()))
-        steps, next_eval = _lifetime_steps(algo), args.eval_freq
+            algo.restore_from_path(str(checkpoint_of(args.resume).resolve()))
+        start = steps = _lifetime_steps(algo)  # (the checkpoint's, when resuming)
+        next_eval = (steps // args.eval_freq + 1) * args.eval_freq if args.eval_freq else 0
         while steps < args.timesteps:
             t = time.perf_counter()
             result = algo.train()
@@ -316,7 +319,8 @@ def train_rllib(args: RLlibArgs) -> Path:
             for k, v in shared_scalars(result, fps).items():
                 logger.record(k, v)
             if (args.eval_freq and steps >= next_eval) or steps >= args.timesteps:
-                next_eval += args.eval_freq
+                while args.eval_freq and next_eval <= steps:
+                    next_eval += args.eval_freq
                 _save(algo, out)
                 metrics = evaluate_rllib(out, args.scenario, args.eval_seeds)
                 points.append({"steps": steps, **metrics})
@@ -331,7 +335,13 @@ def train_rllib(args: RLlibArgs) -> Path:
     wall = time.perf_counter() - t0
     atomic_write_json(
         out / "train.json",
-        {"wall_s": wall, "timesteps": steps, "steps_per_s": steps / wall, "eval": points},
+        {
+            "wall_s": wall,
+            "timesteps": steps,  # the run's total, the resumed checkpoint's included
+            "resumed_from": start,
+            "steps_per_s": (steps - start) / wall,  # this session's steps only
+            "eval": points,
+        },
     )
     return out
 
@@ -344,11 +354,6 @@ def _local_cpus(args: RLlibArgs) -> int | None:
     if args.address:
         return None
     return args.num_cpus or max(os.cpu_count() or 1, args.num_env_runners)
-
-
-def _checkpoint_of(path: Path) -> Path:
-    """A run folder's ``checkpoint/``, or ``path`` itself."""
-    return path / "checkpoint" if (path / "checkpoint").is_dir() else path
 
 
 def _lifetime_steps(algo: Any) -> int:

@@ -463,7 +463,8 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "--policy",
         action="append",
         help="registered policy name; repeat for several; 'all' (default) = every registered one "
-        "except the slow node-level '*-milp' variants",
+        "except the slow node-level '*-milp' variants and those that need an argument "
+        "(rllib-agent:RUN)",
     )
     e.add_argument(
         "--seeds",

@@ -99,8 +99,8 @@ def add_backend_options(parser: argparse.ArgumentParser, backend_help: str) -> N
         "--address",
         default=None,
         metavar="ADDR",
-        help="with --backend ray: join this Ray cluster ('auto', HOST:PORT, ray://HOST:10001); "
-        "default: a private local one",
+        help="with --backend ray (or train --algo rllib-ppo): join this Ray cluster ('auto', "
+        "HOST:PORT, ray://HOST:10001); default: a private local one",
     )
 
 

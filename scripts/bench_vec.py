@@ -266,7 +266,7 @@ def rllib_table(sample_steps: int, train_iters: int, sb3: list[float] | None) ->
     for col in ("runners", "envs stepped by", "sample env steps/s", "train steps/s", "vs SB3"):
         table.add_column(col, justify="right")
     sb3_rate = float(np.median(sb3)) if sb3 else float("nan")
-    with ray_session(num_cpus=os.cpu_count()):
+    with ray_session(num_cpus=max(os.cpu_count() or 1, 2)):  # (a CPU per runner, 2 at most)
         for runners in (0, 1, 2):
             for vec in ("vector_entry_point", "sync"):
                 args = RLlibArgs(

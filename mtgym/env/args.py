@@ -217,10 +217,17 @@ def keywords_from_config(config: Mapping[str, Any], given: EnvKeywords) -> tuple
 
     Raises:
         TypeError: a key that is not a keyword (all such keys are named), a key that is not
-            a str, or a keyword also passed beside the mapping.
+            a str, a keyword also passed beside the mapping, or ``num_envs`` (the class
+            given to RLlib's ``vector_entry_point`` mode: the message names the id to use).
     """
     if given != EnvKeywords():
         raise TypeError("give the keywords inside the config mapping or beside it, not both")
+    if "num_envs" in config:  # (RLlib's vector_entry_point mode calls the class so)
+        raise TypeError(
+            "ScavengeEnv is one env, not a vector of num_envs: for RLlib's "
+            "gym_env_vectorize_mode='vector_entry_point' give the id "
+            "'mtgym:mtgym/Scavenge-v0' (its vector entry point batches them), or use 'sync'"
+        )
     names = {f.name for f in fields(EnvKeywords)}
     unknown = sorted(map(repr, set(config) - names - {"scenario"}))
     if unknown:

@@ -172,8 +172,8 @@ class ScavengeEnv(gym.Env):
     | ``debug`` | False | check every invariant after each step |
 
     ``scenario`` may also be a mapping of ``"scenario"`` and the keywords (RLlib's
-    ``env_config``: ``PPOConfig().environment(ScavengeEnv, env_config={...})``); an unknown
-    key raises ``TypeError``. In any process that has not imported ``mtgym`` (RLlib's and
+    ``env_config``: ``PPOConfig().environment(ScavengeEnv, env_config={...})``, with RLlib's
+    ``"sync"`` vectorization); an unknown key raises ``TypeError``. In any process that has not imported ``mtgym`` (RLlib's and
     Ray's workers), the module-qualified id ``"mtgym:mtgym/Scavenge-v0"`` imports it and
     finds the env: ``gym.make("mtgym:mtgym/Scavenge-v0", obs_layout="flat")``,
     ``PPOConfig().environment("mtgym:mtgym/Scavenge-v0", env_config={...})``

@@ -7,8 +7,10 @@
 
 One compiled call steps every episode (``mtgym.env.batched``); what it returns is, value
 for value, what ``SyncVectorEnv`` of 64 ``ScavengeEnv``s with the same keywords returns
-(``tests/env/test_vector.py``): the observation as a dict of (B, ...) arrays (batched
-action masks in ``obs["action_mask"]``, ``info["action_mask"]`` and ``action_masks()``),
+(``tests/env/test_vector.py``): the observation as a dict of (B, ...) arrays in the default
+``obs_layout="dict"`` (batched action masks in ``obs["action_mask"]``,
+``info["action_mask"]`` and ``action_masks()``; ``"flat"``: one (B, size) float32 array,
+``"masked"``: ``{"observations", "action_mask"}``, as ``mtgym.env.layout`` lays them out),
 float64 rewards, and ``info`` as Gymnasium's vector envs give it (each key's (B, ...)
 array with its ``_key`` mask; ``repair`` and, for the episodes that ended, ``metrics`` as
 nested dicts). Seeds as ``SyncVectorEnv``: ``reset(seed=s)`` resets env i with ``s + i``,
@@ -24,6 +26,7 @@ generator), for the episodes that need one only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -54,7 +57,7 @@ def make_envs(num_envs: int, scenario: Any = "default", **kwargs: Any) -> list[S
 
     Args:
         num_envs: how many, >= 1.
-        scenario: ``ScavengeEnv``'s first argument.
+        scenario: ``ScavengeEnv``'s first argument (a mapping's keywords go to every env).
         **kwargs: ``ScavengeEnv``'s keywords, the same for every env.
 
     Returns:
@@ -65,6 +68,14 @@ def make_envs(num_envs: int, scenario: Any = "default", **kwargs: Any) -> list[S
     """
     if not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    if isinstance(scenario, Mapping):  # (an env_config: every env gets its keywords)
+        scenario, kwargs = (
+            scenario.get("scenario", "default"),
+            {
+                **{k: v for k, v in scenario.items() if k != "scenario"},
+                **kwargs,
+            },
+        )
     first = ScavengeEnv(scenario, **kwargs)
     shared = first._fixed if first._fixed is not None else first._generator
     return [first, *(ScavengeEnv(shared, **kwargs) for _ in range(num_envs - 1))]
@@ -112,7 +123,7 @@ class ScavengeVectorEnv(VectorEnv):
     # -- Gymnasium's vector API ----------------------------------------------------------
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    ) -> tuple[Any, dict[str, Any]]:
         """Reset every episode (or those of ``options["reset_mask"]``), seeds as
         ``SyncVectorEnv``: an int ``s`` gives env i ``s + i``.
 
@@ -152,9 +163,7 @@ class ScavengeVectorEnv(VectorEnv):
         self._reset_done = True
         return self._observations(), infos
 
-    def step(
-        self, actions: Any
-    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict]:
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """One decision of every episode (module docstring: auto-reset).
 
         Args:

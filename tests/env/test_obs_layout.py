@@ -113,6 +113,31 @@ def test_layout__vector_entry_point_batches_what_sync_vector_env_gives(layout):
     assert fast.observation_space.contains(a)
 
 
+@pytest.mark.parametrize("layout", ["flat", "masked"])
+def test_layout__same_step_autoreset_lays_out_the_final_observation(layout):
+    kw = {"obs_layout": layout, "horizon_s": 1800.0, "decision_interval_s": 300.0}
+    mode = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+    fast = gym.make_vec("mtgym/Scavenge-v0", 2, "vector_entry_point", **mode, **kw)
+    slow = gym.make_vec("mtgym/Scavenge-v0", 2, "sync", vector_kwargs=mode, **kw)
+    fast.reset(seed=0), slow.reset(seed=0)
+    ended = 0
+    for _ in range(12):  # (episodes of 6 decisions: each ends twice)
+        acts = np.stack(fast.call("noop"))
+        _, _, ta, tra, ia = fast.step(acts)
+        _, _, tb, trb, ib = slow.step(acts)
+        np.testing.assert_array_equal(ta | tra, tb | trb)
+        for i in np.flatnonzero(ta | tra):
+            a, b = ia["final_obs"][i], ib["final_obs"][i]
+            assert fast.single_observation_space.contains(a)
+            if layout == "flat":
+                np.testing.assert_array_equal(a, b)
+            else:
+                for key in (MASK_KEY, OBSERVATIONS_KEY):
+                    np.testing.assert_array_equal(a[key], b[key])
+            ended += 1
+    assert ended >= 2
+
+
 def test_layout__names_and_bad_values():
     with pytest.raises(ValueError, match="obs_layout 'tuple' is not one of"):
         ScavengeEnv(obs_layout="tuple")
@@ -139,6 +164,9 @@ def test_env__builds_from_a_config_mapping_as_from_keywords():
     oa, ob = a.reset(seed=2)[0], b.reset(seed=2)[0]
     np.testing.assert_array_equal(oa[OBSERVATIONS_KEY], ob[OBSERVATIONS_KEY])
     assert ScavengeEnv({}).obs_layout == "dict"  # (the default scenario and layout)
+    # a vector of them from the mapping: every env gets its keywords
+    envs = gym.make_vec("mtgym/Scavenge-v0", 2, "vector_entry_point", scenario=config)
+    assert envs.single_observation_space == a.observation_space
     with pytest.raises(TypeError, match="'obs_layot'"):
         ScavengeEnv({"obs_layot": "flat"})
     with pytest.raises(TypeError, match="not both"):

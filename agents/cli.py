@@ -12,6 +12,30 @@ from mtgym.command import add_backend_options, check_backend
 from mtgym.core import names
 
 
+def _shared(ns: argparse.Namespace) -> dict:
+    """The settings both trainers take from the same flags (``agents.train.Args`` and
+    ``agents.rllib_train.RLlibArgs`` fields).
+    """
+    return {
+        "scenario": ns.scenario,
+        "timesteps": ns.timesteps,
+        "seed": ns.seed,
+        "out": Path(ns.out),
+        "action_mode": ns.action_mode,
+        "reward": ns.reward,
+        "info_mode": ns.info_mode,
+        "max_jobs": ns.max_jobs,
+        "max_count": ns.max_count,
+        "decision_interval_s": None if ns.decision_interval <= 0 else ns.decision_interval,
+        "learning_rate": ns.learning_rate,
+        "gamma": ns.gamma,
+        "ent_coef": ns.ent_coef,
+        "eval_freq": ns.eval_freq,
+        **({"eval_seeds": tuple(ns.eval_seeds)} if ns.eval_seeds else {}),
+        "resume": Path(ns.resume) if ns.resume else None,
+    }
+
+
 def _train(ns: argparse.Namespace) -> int:
     from agents.train import Args, train
     from mtgym.core.io import prepare_out_dir
@@ -20,34 +44,19 @@ def _train(ns: argparse.Namespace) -> int:
         return _train_rllib(ns)
     prepare_out_dir(ns.out)
     args = Args(
-        scenario=ns.scenario,
+        **_shared(ns),
         algo=ns.algo,
-        timesteps=ns.timesteps,
-        seed=ns.seed,
-        out=Path(ns.out),
         n_envs=ns.n_envs,
         vec=ns.vec,
-        action_mode=ns.action_mode,
-        reward=ns.reward,
-        info_mode=ns.info_mode,
-        max_jobs=ns.max_jobs,
-        max_count=ns.max_count,
-        eval_freq=ns.eval_freq,
-        resume=Path(ns.resume) if ns.resume else None,
         progress=not ns.no_progress,
         bc_expert=ns.bc_expert,
         dagger_rounds=ns.dagger_rounds,
         bc_seeds=tuple(range(11, 11 + ns.bc_episodes)),
         context=not ns.no_context,
-        learning_rate=ns.learning_rate,
         lr_schedule=ns.lr_schedule,
-        decision_interval_s=None if ns.decision_interval <= 0 else ns.decision_interval,
-        gamma=ns.gamma,
-        ent_coef=ns.ent_coef,
         ent_coef_final=None if ns.ent_coef_final < 0 else ns.ent_coef_final,
         target_kl=ns.target_kl,
         critic_warmup=ns.critic_warmup,
-        **({"eval_seeds": tuple(ns.eval_seeds)} if ns.eval_seeds else {}),
         norm_reward=not ns.no_norm_reward,
         observation="dict" if ns.net == "set" else "pooled",
         net=ns.net,
@@ -109,16 +118,7 @@ def _train_rllib(ns: argparse.Namespace) -> int:
     prepare_out_dir(ns.out)
     runners = ns.env_runners
     args = RLlibArgs(
-        scenario=ns.scenario,
-        timesteps=ns.timesteps,
-        seed=ns.seed,
-        out=Path(ns.out),
-        action_mode=ns.action_mode,
-        reward=ns.reward,
-        info_mode=ns.info_mode,
-        max_jobs=ns.max_jobs,
-        max_count=ns.max_count,
-        decision_interval_s=None if ns.decision_interval <= 0 else ns.decision_interval,
+        **_shared(ns),
         obs_layout=ns.obs_layout,
         num_env_runners=runners,
         envs_per_runner=ns.n_envs,
@@ -127,12 +127,6 @@ def _train_rllib(ns: argparse.Namespace) -> int:
         train_batch=ns.n_steps * ns.n_envs * max(runners, 1),
         minibatch=ns.batch_size,
         num_epochs=ns.n_epochs,
-        learning_rate=ns.learning_rate,
-        gamma=ns.gamma,
-        ent_coef=ns.ent_coef,
-        eval_freq=ns.eval_freq,
-        **({"eval_seeds": tuple(ns.eval_seeds)} if ns.eval_seeds else {}),
-        resume=Path(ns.resume) if ns.resume else None,
     )
     print(train_rllib(args))
     return 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,29 +108,27 @@ class RLlibArgs:
         scenario = self.scenario
         if Path(scenario).is_file():
             scenario = str(Path(scenario).resolve())
-        return {
-            "scenario": scenario,
-            "action_mode": self.action_mode,
-            "reward": self.reward,
-            "info_mode": self.info_mode,
-            "max_jobs": self.max_jobs,
-            "max_count": self.max_count,
-            "decision_interval_s": self.decision_interval_s,
-            "obs_layout": self.obs_layout,
-        }
+        kwargs = self._agent_config().env_kwargs()
+        return {"scenario": scenario, **kwargs, "obs_layout": self.obs_layout}
 
     def config(self) -> AgentConfig:
-        """The ``agent.json`` of the run (what ``rllib-agent`` needs to observe and act)."""
+        """The ``agent.json`` of the run (what ``rllib-agent`` needs to observe and act), with
+        the slots and count cap the env resolves (the sizes the module is tied to).
+        """
         from mtgym.env.env import ScavengeEnv
 
-        probe = ScavengeEnv(**self.env_config())  # (the sizes the module is tied to)
+        probe = ScavengeEnv(**self.env_config())
+        return replace(self._agent_config(), max_jobs=probe.num_slots, max_count=probe.max_count)
+
+    def _agent_config(self) -> AgentConfig:
+        """The run's settings as an ``AgentConfig``, sizes as given (None: the env's rule)."""
         return AgentConfig(
             algo=RLLIB_ALGO,
             action_mode=self.action_mode,
             reward=self.reward,
             info_mode=self.info_mode,
-            max_jobs=probe.num_slots,
-            max_count=probe.max_count,
+            max_jobs=self.max_jobs,
+            max_count=self.max_count,
             decision_interval_s=self.decision_interval_s,
             scenario=self.scenario,
             observation=self.obs_layout,

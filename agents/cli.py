@@ -93,7 +93,6 @@ SB3_ONLY = (
     "target_kl",
     "no_norm_reward",
     "stay_init",
-    "embed_dim",
     "num_nodes",
     "vec",
 )
@@ -120,6 +119,8 @@ def _train_rllib(ns: argparse.Namespace) -> int:
     args = RLlibArgs(
         **_shared(ns),
         obs_layout=ns.obs_layout,
+        module=ns.rllib_module,
+        embed_dim=ns.embed_dim,
         num_env_runners=runners,
         envs_per_runner=ns.n_envs,
         vectorize=ns.vectorize,
@@ -325,6 +326,14 @@ def _add_rllib_options(t: argparse._ActionsContainer) -> None:
         default="vector_entry_point",
         choices=["vector_entry_point", "sync"],
         help="a runner's envs: one compiled call (default) or Gymnasium's SyncVectorEnv",
+    )
+    t.add_argument(
+        "--rllib-module",
+        default="mlp",
+        choices=["mlp", "slot"],
+        help="mlp: RLlib's default MLP on the flat vector, tied to one machine (default); "
+        "slot: the scale-free per-slot module (agents/rllib_module.py; shares, masked), any "
+        "machine, --embed-dim wide",
     )
     t.add_argument(
         "--obs-layout",

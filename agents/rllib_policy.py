@@ -83,6 +83,8 @@ class RLlibAgentPolicy:
         config: the run's ``agent.json`` (``algo`` ``"rllib-ppo"``, ``observation`` the
             ``obs_layout``).
         module: the loaded RLModule (torch, CPU, inference only).
+        active: ``module``, or for another machine its weights in a ``SlotRLModule`` sized
+            for it (``reset``).
         info_mode, decision_interval_s: from ``agent.json``.
 
     Raises:
@@ -121,6 +123,8 @@ class RLlibAgentPolicy:
             info_mode=self.info_mode,
         )
         self.layout: ObsLayout | None = None
+        self.active = self.module  # (the module sized for the current machine)
+        self._resized: dict[tuple, Any] = {}
         self._torch = torch
 
     def reset(self, view: SchedulerView) -> None:
@@ -131,11 +135,23 @@ class RLlibAgentPolicy:
 
         Raises:
             PolicyUnsupportedError: the cluster's observation or action space is not the one
-                the module was trained on (an MLP on the flat vector is tied to N and S).
+                the module was trained on (an MLP on the flat vector is tied to N and S; the
+                scale-free ``SlotRLModule`` is rebuilt for any machine instead).
         """
         self.observer.reset(view)
         self.layout = ObsLayout(self.config.observation, self.observer.builder.space)
-        if self.layout.space != self.module.observation_space:
+        self.active = self.module
+        same = self.layout.space == self.module.observation_space
+        if not same and self._scale_free():  # (the same weights, sized for this machine)
+            from agents.rllib_module import for_machine
+
+            space = self.observer.codec.space
+            key = (self.layout.size, space.shape)
+            if key not in self._resized:
+                self._resized[key] = for_machine(self.module, self.layout, space)
+            self.active = self._resized[key]
+            return
+        if not same:
             want = _flat_size(self.module.observation_space)
             raise PolicyUnsupportedError(
                 self.name,
@@ -146,6 +162,10 @@ class RLlibAgentPolicy:
             raise PolicyUnsupportedError(
                 self.name, "its action space differs from the one the module was trained on"
             )
+
+    def _scale_free(self) -> bool:
+        """The module is the per-slot ``SlotRLModule`` (its weights fit any machine)."""
+        return type(self.module).__name__ == "SlotRLModule"
 
     def decide(self, view: SchedulerView) -> Allocation:
         """Observe the view as the env would, run the module, decode its action.
@@ -179,11 +199,11 @@ class RLlibAgentPolicy:
         else:
             batch = torch.from_numpy(np.asarray(obs, np.float32))[None]
         with torch.inference_mode():
-            logits = self.module.forward_inference({"obs": batch})["action_dist_inputs"][0]
+            logits = self.active.forward_inference({"obs": batch})["action_dist_inputs"][0]
         logits = logits.numpy().astype(np.float64)
         legal = np.asarray(mask, dtype=bool)
         logits[~legal] = -np.inf
-        nvec = np.asarray(self.module.action_space.nvec).reshape(-1)
+        nvec = np.asarray(self.active.action_space.nvec).reshape(-1)
         out = np.zeros(nvec.size, dtype=np.int64)
         for i, part in enumerate(np.split(logits, np.cumsum(nvec)[:-1])):
             out[i] = int(np.argmax(part)) if np.isfinite(part).any() else 0

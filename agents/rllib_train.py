@@ -66,7 +66,11 @@ class RLlibArgs:
             epochs per update.
         learning_rate, gamma, gae_lambda, ent_coef, clip: PPO's step size, per-step
             discount, GAE lambda, entropy bonus and clip range.
-        hidden: the MLP's layer widths (encoder).
+        hidden: the MLP's layer widths (encoder; ``module="mlp"``).
+        module: ``"mlp"`` (RLlib's default encoder on the flat vector: one machine) or
+            ``"slot"`` (``agents.rllib_module.SlotRLModule``: scale-free, per slot, any
+            machine; the ``shares`` mode and the ``"masked"`` layout).
+        embed_dim: the slot module's embedding width.
         eval_seeds: the evaluation points' seeds (the SB3 trainer's).
         eval_freq: env steps between evaluation points (and checkpoints); 0: only at the end.
         resume: a run folder or checkpoint to continue from.
@@ -97,6 +101,8 @@ class RLlibArgs:
     ent_coef: float = 0.0
     clip: float = 0.2
     hidden: tuple[int, ...] = (256, 256)
+    module: str = "mlp"
+    embed_dim: int = 64
     eval_seeds: tuple[int, ...] = tuple(range(1000, 1008))
     eval_freq: int = 20_000
     resume: Path | None = None
@@ -118,7 +124,9 @@ class RLlibArgs:
         from mtgym.env.env import ScavengeEnv
 
         probe = ScavengeEnv(**self.env_config())
-        return replace(self._agent_config(), max_jobs=probe.num_slots, max_count=probe.max_count)
+        # the slot module serves any number of slots: each machine's own (slot_rule)
+        slots = None if self.module == "slot" else probe.num_slots
+        return replace(self._agent_config(), max_jobs=slots, max_count=probe.max_count)
 
     def _agent_config(self) -> AgentConfig:
         """The run's settings as an ``AgentConfig``, sizes as given (None: the env's rule)."""
@@ -133,6 +141,7 @@ class RLlibArgs:
             scenario=self.scenario,
             observation=self.obs_layout,
             sample=False,
+            extra={"module": self.module},
         )
 
 
@@ -148,6 +157,10 @@ def check_args(args: RLlibArgs) -> None:
         raise ValueError(f"vectorize {args.vectorize!r} is not one of {VECTORIZE}")
     if args.num_env_runners < 0 or args.envs_per_runner < 1:
         raise ValueError("num_env_runners must be >= 0 and envs_per_runner >= 1")
+    if args.module not in ("mlp", "slot"):
+        raise ValueError(f"module {args.module!r} is not 'mlp' or 'slot'")
+    if args.module == "slot" and (args.action_mode != "shares" or args.obs_layout != "masked"):
+        raise ValueError("module 'slot' needs action_mode 'shares' and obs_layout 'masked'")
     if not 0 < args.minibatch <= args.train_batch:
         raise ValueError(f"minibatch {args.minibatch} must be in 1..train_batch")
 
@@ -168,7 +181,14 @@ def ppo_config(args: RLlibArgs) -> Any:
     runners = max(args.num_env_runners, 1)
     fragment = max(args.train_batch // (runners * args.envs_per_runner), 1)
     model = {"fcnet_hiddens": list(args.hidden), "head_fcnet_hiddens": []}
-    if args.obs_layout == "masked":
+    if args.module == "slot":
+        from agents.rllib_module import SlotRLModule, slot_model_config
+        from mtgym.env.env import ScavengeEnv
+
+        layout = ScavengeEnv(**args.env_config()).layout  # (its slices)
+        config = slot_model_config(layout, args.embed_dim)
+        spec = RLModuleSpec(module_class=SlotRLModule, model_config=config)
+    elif args.obs_layout == "masked":
         from ray.rllib.examples.rl_modules.classes.action_masking_rlm import (
             ActionMaskingTorchRLModule,
         )

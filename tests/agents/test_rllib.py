@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.rllib_policy import RLlibAgentPolicy, find_run
@@ -43,9 +44,11 @@ def ray_cluster():
 
 
 def tiny(layout: str, runners: int = 1) -> object:
-    """A one-iteration PPO config: 64 env steps, 2 batched envs per runner."""
+    """A one-iteration PPO config: 64 env steps, 2 batched envs per runner (``"slot"``: the
+    ``"masked"`` layout and the per-slot module)."""
     args = RLlibArgs(
-        obs_layout=layout if layout != "dict" else "flat",
+        module="slot" if layout == "slot" else "mlp",
+        obs_layout={"dict": "flat", "slot": "masked"}.get(layout, layout),
         num_env_runners=runners,
         envs_per_runner=2,
         train_batch=64,
@@ -55,7 +58,7 @@ def tiny(layout: str, runners: int = 1) -> object:
         max_jobs=ENV["max_jobs"],
     )
     config = ppo_config(args).environment(
-        "mtgym:mtgym/Scavenge-v0", env_config={**ENV, "obs_layout": layout}
+        "mtgym:mtgym/Scavenge-v0", env_config={**ENV, "obs_layout": args.obs_layout}
     )
     if layout == "dict":  # RLlib's default encoders take no Dict: its flattening connector
         from ray.rllib.connectors.env_to_module import FlattenObservations
@@ -64,7 +67,7 @@ def tiny(layout: str, runners: int = 1) -> object:
     return config
 
 
-@pytest.mark.parametrize("layout", ["masked", "flat", "dict"])
+@pytest.mark.parametrize("layout", ["masked", "flat", "dict", "slot"])
 def test_rllib_ppo__one_iteration_per_layout_with_a_remote_runner(ray_cluster, layout):
     algo = tiny(layout).build_algo()
     try:
@@ -73,7 +76,7 @@ def test_rllib_ppo__one_iteration_per_layout_with_a_remote_runner(ray_cluster, l
         for key in ("total_loss", "policy_loss", "vf_loss", "entropy"):
             assert math.isfinite(float(learner[key])), (key, learner[key])
         assert result["num_env_steps_sampled_lifetime"] >= 64
-        if layout == "masked":  # every action drawn is legal in its own observation's mask
+        if layout in ("masked", "slot"):  # every action drawn is legal in its observation
             episodes = algo.env_runner_group.foreach_env_runner(
                 lambda r: r.sample(num_timesteps=64, random_actions=False),
                 local_env_runner=False,
@@ -97,6 +100,8 @@ def test_check_args__names_the_setting():
         check_args(RLlibArgs(obs_layout="dict"))
     with pytest.raises(ValueError, match="vectorize 'async'"):
         check_args(RLlibArgs(vectorize="async"))
+    with pytest.raises(ValueError, match="module 'slot' needs action_mode 'shares'"):
+        check_args(RLlibArgs(module="slot", action_mode="counts"))
     with pytest.raises(ValueError, match="minibatch 512"):
         check_args(RLlibArgs(train_batch=64))
     # a private local Ray gets a CPU per runner (else Ray waits for them forever)
@@ -221,3 +226,55 @@ def test_rllib_agent__the_bridge_records_its_decisions(rllib_run, tmp_path):
 def test_rllib_agent__loads_from_a_relative_path(rllib_run, monkeypatch):
     monkeypatch.chdir(rllib_run.parent)  # (RLlib reads checkpoints as URIs: made absolute)
     assert RLlibAgentPolicy(rllib_run.name).config.algo == "rllib-ppo"
+
+
+@pytest.fixture(scope="module")
+def slot_run(tmp_path_factory, ray_cluster) -> Path:
+    """A 128-step run of the per-slot module (8 slots, in the driver)."""
+    out = tmp_path_factory.mktemp("slot") / "run"
+    argv = [
+        "train", "--algo", "rllib-ppo", "--rllib-module", "slot", "--action-mode", "shares",
+        "--max-jobs", "8", "--timesteps", "128", "--n-envs", "2", "--n-steps", "64",
+        "--batch-size", "64", "--n-epochs", "1", "--eval-freq", "0", "--eval-seeds", "1000",
+        "--decision-interval", "600", "--out", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    return out
+
+
+def test_slot_module__one_set_of_weights_on_any_machine(slot_run):
+    from agents.rllib_module import for_machine
+    from mtgym.sim.dynamics import initial_state
+    from mtgym.sim.view import ViewBuilder
+
+    pol = RLlibAgentPolicy(slot_run)
+    assert json.loads((slot_run / "agent.json").read_text())["max_jobs"] is None  # any S
+    for scenario, slots in (("default", 64), ("default-128", 128)):  # (trained on 8 slots)
+        inst = get_generator(scenario)(0)
+        view = ViewBuilder(inst, pol.info_mode)(initial_state(inst))
+        pol.reset(view)  # no refusal: the module is rebuilt for the machine
+        assert pol.active is not pol.module and pol.observer.num_slots == slots
+        action = pol.act(pol.layout(pol.observer.observe(view)), pol.observer.mask)
+        mask = pol.observer.mask.reshape(slots, -1)
+        assert action.shape == (slots,) and mask[np.arange(slots), action].all()
+        for k, v in pol.module.state_dict().items():  # the trained weights, unchanged
+            assert torch.equal(v, pol.active.state_dict()[k])
+    # rebuilt for its own machine, the module computes what the trained one does
+    import gymnasium as gym
+
+    env = gym.make("mtgym/Scavenge-v0", max_jobs=8, action_mode="shares", obs_layout="masked")
+    obs, _ = env.reset(seed=4)
+    same = for_machine(pol.module, env.unwrapped.layout, env.action_space)
+    batch = {"obs": {k: torch.from_numpy(v)[None] for k, v in obs.items()}}
+    with torch.no_grad():
+        a = pol.module.forward_inference(batch)["action_dist_inputs"]
+        b = same.forward_inference(batch)["action_dist_inputs"]
+    assert torch.equal(a, b)
+
+
+def test_slot_module__evaluates_on_another_machine(slot_run, tmp_path):
+    argv = ["evaluate", "--scenario", "default-128", "--seeds", "1", "--no-bound"]
+    argv += ["--policy", f"rllib-agent:{slot_run}", "--out", str(tmp_path / "e")]
+    assert main(argv) == 0
+    results = json.loads((tmp_path / "e" / "results.json").read_text())
+    assert results["policies"][f"rllib-agent:{slot_run}"]["normalized_throughput"] > 0

@@ -114,6 +114,8 @@ def _train_rllib(ns: argparse.Namespace) -> int:
     ]
     if changed:  # (not silently dropped)
         raise ValueError(f"--algo rllib-ppo does not take {', '.join(changed)} (SB3 trainer only)")
+    if ns.rllib_module != "slot" and ns.embed_dim != ns.parser.get_default("embed_dim"):
+        raise ValueError("--embed-dim is the slot module's width: it needs --rllib-module slot")
     prepare_out_dir(ns.out)
     runners = ns.env_runners
     args = RLlibArgs(

@@ -35,7 +35,7 @@ SLOT_KEYS = ("job_scale", "job_shape", "job_mask")
 GLOBAL_KEY = "global_scale"
 
 
-def slot_model_config(layout: ObsLayout, embed_dim: int = 64) -> dict[str, Any]:
+def slot_model_config(layout: ObsLayout, embed_dim: int = 32) -> dict[str, Any]:
     """``model_config`` for a ``SlotRLModule`` serving envs of this layout.
 
     Args:
@@ -67,7 +67,7 @@ class SlotRLModule(TorchRLModule, ValueFunctionAPI):
         cfg = self.model_config
         self.slices = cfg["slices"]
         self.choices = int(np.asarray(self.action_space.nvec).reshape(-1)[0])
-        d = int(cfg.get("embed_dim", 64))
+        d = int(cfg.get("embed_dim", 32))
         scale, shape = self.slices["job_scale"][2][-1], self.slices["job_shape"][2][-1]
         glob = self.slices[GLOBAL_KEY][2][-1]
         self.encoder = nn.Sequential(
@@ -132,7 +132,7 @@ def for_machine(module: Any, layout: ObsLayout, action_space: Any) -> Any:
     Returns:
         A new module (inference only) with ``module``'s weights.
     """
-    cfg = slot_model_config(layout, module.model_config.get("embed_dim", 64))
+    cfg = slot_model_config(layout, module.model_config.get("embed_dim", 32))
     new = SlotRLModule(observation_space=layout.space, action_space=action_space, model_config=cfg)
     new.load_state_dict(module.state_dict())
     new.eval()

@@ -165,7 +165,9 @@ class RLlibAgentPolicy:
 
     def _scale_free(self) -> bool:
         """The module is the per-slot ``SlotRLModule`` (its weights fit any machine)."""
-        return type(self.module).__name__ == "SlotRLModule"
+        from agents.rllib_module import SlotRLModule
+
+        return isinstance(self.module, SlotRLModule)
 
     def decide(self, view: SchedulerView) -> Allocation:
         """Observe the view as the env would, run the module, decode its action.

@@ -6,7 +6,11 @@ stepping ``envs_per_runner`` episodes, by default in one compiled call (the batc
 No glue: the env is built by RLlib's own runners from the module-qualified id and an
 ``env_config`` of ``ScavengeEnv`` keywords. ``obs_layout="masked"`` (default) trains RLlib's
 example ``ActionMaskingTorchRLModule`` (illegal actions are never drawn); ``"flat"`` trains
-RLlib's default MLP, unmasked (the env repairs what it asks for).
+RLlib's default MLP, unmasked (the env repairs what it asks for); both read the flat vector
+of one machine. ``module="slot"`` trains ``agents.rllib_module.SlotRLModule`` on the
+``"masked"`` layout instead: per slot, scale-free, one set of weights for any machine (it
+then plays, as the SB3 scale-free agent does, with each machine's own slot count:
+``agent.json``'s ``max_jobs`` is None, so its evaluation points too).
 
 The run folder matches the SB3 trainer's: ``agent.json`` (``algo`` ``"rllib-ppo"``,
 ``observation`` the layout; ``rllib-agent:<out>`` plays it), ``args.json``, ``train.json``
@@ -53,7 +57,8 @@ class RLlibArgs:
         seed: RLlib's seed (the runners' envs reset with it, their modules' weights).
         out: the run's folder (module docstring).
         action_mode, reward, info_mode: the env's keywords.
-        max_jobs, max_count: the env's slots S and count cap (None: the env's own rule).
+        max_jobs, max_count: the training env's slots S and count cap (None: the env's own
+            rule); the MLP then plays with the same S, the slot module with each machine's.
         decision_interval_s: a decision every that many simulated seconds (None: at every
             event).
         obs_layout: ``"masked"`` (RLlib's masking module) or ``"flat"`` (its default MLP).
@@ -102,7 +107,7 @@ class RLlibArgs:
     clip: float = 0.2
     hidden: tuple[int, ...] = (256, 256)
     module: str = "mlp"
-    embed_dim: int = 64
+    embed_dim: int = 32
     eval_seeds: tuple[int, ...] = tuple(range(1000, 1008))
     eval_freq: int = 20_000
     resume: Path | None = None
@@ -119,7 +124,8 @@ class RLlibArgs:
 
     def config(self) -> AgentConfig:
         """The ``agent.json`` of the run (what ``rllib-agent`` needs to observe and act), with
-        the slots and count cap the env resolves (the sizes the module is tied to).
+        the slots and count cap the env resolves (the sizes an MLP is tied to; the slot
+        module's ``max_jobs`` is None: each machine's own).
         """
         from mtgym.env.env import ScavengeEnv
 
@@ -167,7 +173,9 @@ def check_args(args: RLlibArgs) -> None:
 
 def ppo_config(args: RLlibArgs) -> Any:
     """The RLlib ``PPOConfig`` of a run (module docstring): the env by its id and
-    ``env_config``, the runners, PPO's settings and the module.
+    ``env_config``, the runners, PPO's settings and the module. The slot module reads the
+    observation at the slices of ``args``' env: a later ``.environment(...)`` must keep its
+    node and slot counts.
 
     Args:
         args: the run's settings (checked).

@@ -205,6 +205,8 @@ def test_train_rllib__refuses_the_sb3_trainers_options(capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "does not take --net, --target-kl (SB3 trainer only)" in err
+    assert main(["train", "--algo", "rllib-ppo", "--embed-dim", "16", "--out", "x"]) == 2
+    assert "--embed-dim is the slot module's width" in capsys.readouterr().err
     assert not Path("x").exists()
 
 

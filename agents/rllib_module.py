@@ -22,7 +22,10 @@ from typing import Any
 import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.distribution.torch.torch_distribution import TorchMultiCategorical
+from ray.rllib.core.distribution.torch.torch_distribution import (
+    TorchCategorical,
+    TorchDeterministic,
+)
 from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.torch_utils import FLOAT_MIN
@@ -59,6 +62,39 @@ def slot_model_config(layout: ObsLayout, embed_dim: int = 32) -> dict[str, Any]:
     return {"slices": slices, "embed_dim": int(embed_dim)}
 
 
+class SlotCategorical(TorchCategorical):
+    """One categorical per slot, every slot with ``choices`` choices, as one torch
+    ``Categorical`` of batch shape (B, S): the logits (B, S x choices) are viewed as
+    (B, S, choices); log-probabilities, entropies and KLs are summed over the slots, as
+    RLlib's ``TorchMultiCategorical`` sums its S distributions (the same values,
+    ``tests/agents/test_rllib.py``), without building S objects at every step.
+
+    Args:
+        logits: (..., S x choices) unnormalised log-probabilities (masked ones at
+            ``FLOAT_MIN``).
+        choices: the choices per slot.
+    """
+
+    def __init__(self, logits: Any = None, probs: Any = None, choices: int = 34) -> None:
+        super().__init__(logits=logits.reshape(*logits.shape[:-1], -1, choices))
+
+    def logp(self, value: Any, **kwargs: Any) -> Any:
+        """Log P(value), (B,): the slots' log-probabilities summed."""
+        return self._dist.log_prob(value).sum(-1)
+
+    def entropy(self) -> Any:
+        """The slots' entropies summed, (B,)."""
+        return self._dist.entropy().sum(-1)
+
+    def kl(self, other: Any) -> Any:
+        """KL(self || other) summed over the slots, (B,)."""
+        return torch.distributions.kl.kl_divergence(self._dist, other._dist).sum(-1)
+
+    def to_deterministic(self) -> Any:
+        """Each slot's most likely choice."""
+        return TorchDeterministic(loc=torch.argmax(self.logits, dim=-1))
+
+
 class SlotRLModule(TorchRLModule, ValueFunctionAPI):
     """The per-slot module (module docstring); ``model_config``: ``slot_model_config``."""
 
@@ -77,11 +113,9 @@ class SlotRLModule(TorchRLModule, ValueFunctionAPI):
             nn.Tanh(), nn.Linear(2 * d, d), nn.Tanh(), nn.Linear(d, self.choices)
         )
         self.critic = nn.Sequential(nn.Linear(d + glob, d), nn.Tanh(), nn.Linear(d, 1))
-        # one categorical per slot (RLlib has no default for a MultiDiscrete space)
-        slots = int(np.asarray(self.action_space.nvec).size)
-        self.action_dist_cls = TorchMultiCategorical.get_partial_dist_cls(
-            input_lens=[self.choices] * slots
-        )
+        # every slot's categorical in one distribution (RLlib has no default for a
+        # MultiDiscrete space; its TorchMultiCategorical builds S of them per step)
+        self.action_dist_cls = SlotCategorical.get_partial_dist_cls(choices=self.choices)
 
     def _embed(self, obs: dict[str, Any]) -> tuple[Any, Any, Any]:
         """Slot embeddings (B, S, d), their present-slot mean (B, d) and the pool (B, G) of

@@ -280,3 +280,29 @@ def test_slot_module__evaluates_on_another_machine(slot_run, tmp_path):
     assert main(argv) == 0
     results = json.loads((tmp_path / "e" / "results.json").read_text())
     assert results["policies"][f"rllib-agent:{slot_run}"]["normalized_throughput"] > 0
+
+
+def test_slot_categorical__the_values_of_rllibs_multicategorical():
+    from ray.rllib.core.distribution.torch.torch_distribution import TorchMultiCategorical
+    from ray.rllib.utils.torch_utils import FLOAT_MIN
+
+    from agents.rllib_module import SlotCategorical
+
+    torch.manual_seed(0)
+    b, s, k = 5, 7, 34
+    mask = (torch.rand(b, s * k) > 0.5).float()
+    mask.view(b, s, k)[..., 0] = 1.0  # (keep is always legal)
+    illegal = torch.clamp(torch.log(mask), min=FLOAT_MIN)
+    ours, theirs = (
+        SlotCategorical.get_partial_dist_cls(choices=k),
+        TorchMultiCategorical.get_partial_dist_cls(input_lens=[k] * s),
+    )
+    x_logits, y_logits = torch.randn(b, s * k) + illegal, torch.randn(b, s * k) + illegal
+    a, ref = ours.from_logits(x_logits), theirs.from_logits(x_logits)
+    draw = a.sample()
+    assert draw.shape == (b, s) and (mask.view(b, s, k).gather(2, draw[..., None]) == 1).all()
+    torch.testing.assert_close(a.logp(draw), ref.logp(draw))
+    torch.testing.assert_close(a.entropy(), ref.entropy())
+    kl = a.kl(ours.from_logits(y_logits))
+    torch.testing.assert_close(kl, ref.kl(theirs.from_logits(y_logits)), rtol=1e-4, atol=1e-4)
+    assert torch.equal(a.to_deterministic().sample(), ref.to_deterministic().sample())

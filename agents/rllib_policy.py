@@ -29,6 +29,9 @@ from mtgym.sim.view import InfoMode, SchedulerView
 MODULE_IN_CHECKPOINT = Path("learner_group", "learner", "rl_module", "default_policy")
 #: ``agent.json``'s ``algo`` for an RLlib-trained agent.
 RLLIB_ALGO = "rllib-ppo"
+#: The layouts RLlib trains on (its default encoders take no ``Dict``): ``agent.json``'s
+#: ``observation`` of an RLlib agent.
+RLLIB_LAYOUTS = ("masked", "flat")
 
 
 def checkpoint_of(path: str | Path) -> Path:
@@ -105,7 +108,7 @@ class RLlibAgentPolicy:
         cfg_path, module_path = find_run(path)
         self.path = Path(path)
         self.config = AgentConfig.load(cfg_path)
-        if self.config.algo != RLLIB_ALGO or self.config.observation not in ("flat", "masked"):
+        if self.config.algo != RLLIB_ALGO or self.config.observation not in RLLIB_LAYOUTS:
             raise ValueError(
                 f"{cfg_path}: algo {self.config.algo!r} / observation "
                 f"{self.config.observation!r} is not an RLlib agent's ({RLLIB_ALGO!r}, "

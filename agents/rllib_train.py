@@ -34,13 +34,11 @@ from typing import Any
 import numpy as np
 
 from agents.policy import AgentConfig
-from agents.rllib_policy import RLLIB_ALGO, RLlibAgentPolicy, checkpoint_of
+from agents.rllib_policy import RLLIB_ALGO, RLLIB_LAYOUTS, RLlibAgentPolicy, checkpoint_of
 from mtgym.core.names import DEFAULT_REWARD
 
 #: How the runners step their envs: the batched core, or Gymnasium's loop of envs.
 VECTORIZE = ("vector_entry_point", "sync")
-#: The layouts RLlib trains on (its default encoders take no ``Dict``).
-RLLIB_LAYOUTS = ("masked", "flat")
 #: How long an iteration waits for its samples (``ppo_config``).
 SAMPLE_TIMEOUT_S = 600.0
 

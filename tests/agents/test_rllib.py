@@ -109,17 +109,23 @@ def test_check_args__names_the_setting():
     assert _local_cpus(RLlibArgs(num_env_runners=64, address="auto")) is None
 
 
+def train_argv(out: Path, timesteps: int, *extra: str) -> list[str]:
+    """``mtgym train --algo rllib-ppo`` on a tiny budget (shares, 8 slots, 2 envs, 64-step
+    rollouts and minibatches, one epoch, a decision every 600 s, evaluation on seed 1000),
+    then ``extra``."""
+    return [
+        "train", "--algo", "rllib-ppo", "--scenario", "default", "--action-mode", "shares",
+        "--max-jobs", "8", "--timesteps", str(timesteps), "--n-envs", "2", "--n-steps", "64",
+        "--batch-size", "64", "--n-epochs", "1", "--eval-seeds", "1000",
+        "--decision-interval", "600", "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def rllib_run(tmp_path_factory, ray_cluster) -> Path:
     """``mtgym train --algo rllib-ppo``: 256 steps in the driver, evaluated at 128 and 256."""
     out = tmp_path_factory.mktemp("rllib") / "run"
-    argv = [
-        "train", "--algo", "rllib-ppo", "--scenario", "default", "--action-mode", "shares",
-        "--max-jobs", "8", "--timesteps", "256", "--n-envs", "2", "--n-steps", "64",
-        "--batch-size", "64", "--n-epochs", "1", "--eval-freq", "128", "--eval-seeds", "1000",
-        "--learning-rate", "3e-4", "--decision-interval", "600", "--out", str(out),
-    ]  # fmt: skip
-    assert main(argv) == 0
+    assert main(train_argv(out, 256, "--eval-freq", "128", "--learning-rate", "3e-4")) == 0
     return out
 
 
@@ -184,13 +190,7 @@ def test_rllib_agent__clear_errors(tmp_path, rllib_run):
 
 def test_train_rllib__resumes_from_its_checkpoint(rllib_run, tmp_path):
     out = tmp_path / "more"
-    argv = [
-        "train", "--algo", "rllib-ppo", "--scenario", "default", "--action-mode", "shares",
-        "--max-jobs", "8", "--timesteps", "384", "--n-envs", "2", "--n-steps", "64",
-        "--batch-size", "64", "--n-epochs", "1", "--eval-freq", "0", "--eval-seeds", "1000",
-        "--decision-interval", "600", "--resume", str(rllib_run), "--out", str(out),
-    ]  # fmt: skip
-    assert main(argv) == 0
+    assert main(train_argv(out, 384, "--eval-freq", "0", "--resume", str(rllib_run))) == 0
     record = json.loads((out / "train.json").read_text())
     assert record["resumed_from"] == 256  # the checkpoint's steps, restored
     assert record["timesteps"] == 384  # and one more iteration of 128 to the total
@@ -234,13 +234,7 @@ def test_rllib_agent__loads_from_a_relative_path(rllib_run, monkeypatch):
 def slot_run(tmp_path_factory, ray_cluster) -> Path:
     """A 128-step run of the per-slot module (8 slots, in the driver)."""
     out = tmp_path_factory.mktemp("slot") / "run"
-    argv = [
-        "train", "--algo", "rllib-ppo", "--rllib-module", "slot", "--action-mode", "shares",
-        "--max-jobs", "8", "--timesteps", "128", "--n-envs", "2", "--n-steps", "64",
-        "--batch-size", "64", "--n-epochs", "1", "--eval-freq", "0", "--eval-seeds", "1000",
-        "--decision-interval", "600", "--out", str(out),
-    ]  # fmt: skip
-    assert main(argv) == 0
+    assert main(train_argv(out, 128, "--eval-freq", "0", "--rllib-module", "slot")) == 0
     return out
 
 

@@ -37,12 +37,12 @@ def _shared(ns: argparse.Namespace) -> dict:
 
 
 def _train(ns: argparse.Namespace) -> int:
-    from agents.train import Args, train
+    from agents.train import Args, check_seeds, train
+    from mtgym.benchmark.splits import refuse_test_seeds
     from mtgym.core.io import prepare_out_dir
 
     if ns.algo == "rllib-ppo":
         return _train_rllib(ns)
-    prepare_out_dir(ns.out)
     args = Args(
         **_shared(ns),
         algo=ns.algo,
@@ -67,6 +67,12 @@ def _train(ns: argparse.Namespace) -> int:
         batch_size=ns.batch_size,
         n_epochs=ns.n_epochs,
     )
+    # a test seed is one line (exit 2) before the out folder or any env exists
+    check_seeds(args)
+    if ns.backend == "ray":
+        ray = range(ns.seed, ns.seed + ns.ray_seeds)
+        refuse_test_seeds(ray, what="mtgym train --backend ray (--seed, --ray-seeds)")
+    prepare_out_dir(ns.out)
     check_backend(ns)
     if ns.backend == "ray":
         from mtgym.backends.ray_backend import train_ray
@@ -103,6 +109,7 @@ def _train_rllib(ns: argparse.Namespace) -> int:
     ``--n-steps`` steps of every env, minibatches of ``--batch-size``), on RLlib's runners.
     """
     from agents.rllib_train import RLlibArgs, train_rllib
+    from mtgym.benchmark.splits import refuse_test_seeds
     from mtgym.core.io import prepare_out_dir
 
     if ns.backend == "ray":
@@ -116,6 +123,8 @@ def _train_rllib(ns: argparse.Namespace) -> int:
         raise ValueError(f"--algo rllib-ppo does not take {', '.join(changed)} (SB3 trainer only)")
     if ns.rllib_module != "slot" and ns.embed_dim != ns.parser.get_default("embed_dim"):
         raise ValueError("--embed-dim is the slot module's width: it needs --rllib-module slot")
+    refuse_test_seeds((ns.seed,), what="training (--seed)")
+    refuse_test_seeds(ns.eval_seeds or (), what="training's evaluation (--eval-seeds)")
     prepare_out_dir(ns.out)
     runners = ns.env_runners
     args = RLlibArgs(

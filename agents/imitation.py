@@ -90,10 +90,14 @@ def collect(
         The labelled states whose expert action the masks allow.
 
     Raises:
-        ValueError: a list of scenarios whose length is not that of ``seeds``.
+        ValueError: a list of scenarios whose length is not that of ``seeds``, or a seed
+            of the benchmark's test split (``mtgym.benchmark.splits.refuse_test_seeds``).
     """
+    from mtgym.benchmark.splits import refuse_test_seeds
     from mtgym.evaluate import configure_policy, scenario_defaults
 
+    what = "behaviour cloning" if actor is None else "DAgger"
+    refuse_test_seeds(seeds, what=f"{what} (agents.imitation.collect)")
     gens = _generators(scenario, len(seeds))
     obs_list: list[dict[str, np.ndarray]] = []
     acts, masks = [], []

@@ -383,6 +383,29 @@ def evaluate_agent(
     return out
 
 
+def dagger_seeds(args: Args, round_: int) -> list[int]:
+    """The episodes' seeds of DAgger round ``round_`` (from 0): as many as ``args.bc_seeds``,
+    far from the evaluation ones (``mtgym compare`` uses 100 onwards).
+    """
+    return [10_000 + 100 * round_ + k for k in range(len(args.bc_seeds))]
+
+
+def check_seeds(args: Args) -> None:
+    """Refuse a seed of the benchmark's test split anywhere in ``args`` (one-line
+    ``ValueError``, ``mtgym.benchmark.splits.refuse_test_seeds``): the model's ``seed``, the
+    evaluation points' and ``keep_best``'s ``eval_seeds``, and with ``bc_expert`` the cloning
+    episodes' ``bc_seeds`` and every DAgger round's (``dagger_seeds``).
+    """
+    from mtgym.benchmark.splits import refuse_test_seeds
+
+    refuse_test_seeds((args.seed,), what="training (--seed)")
+    refuse_test_seeds(args.eval_seeds, what="training's evaluation and keep-best (--eval-seeds)")
+    if args.bc_expert:
+        refuse_test_seeds(args.bc_seeds, what="behaviour cloning (bc_seeds, --bc-episodes)")
+        dagger = [s for r in range(args.dagger_rounds) for s in dagger_seeds(args, r)]
+        refuse_test_seeds(dagger, what="DAgger (--dagger-rounds)")
+
+
 def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
     """Behaviour cloning from ``args.bc_expert`` then DAgger rounds; returns the best
     (eval normalised samples, the headline's total; policy weights) seen.
@@ -407,8 +430,7 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
             best = (score, copy.deepcopy(model.policy.state_dict()))
         if r == args.dagger_rounds:
             break
-        # DAgger states come from seeds far from the evaluation ones (compare uses 100+)
-        seeds = [10_000 + 100 * r + k for k in range(len(args.bc_seeds))]
+        seeds = dagger_seeds(args, r)
         data = merge(data, collect(sizes, args.bc_expert, seeds, kw, actor=model, pooled=pooled))
         pretrain(model, data, epochs=max(args.bc_epochs // 2, 1), lr=2e-3, seed=args.seed + r)
     model.policy.load_state_dict(best[1])
@@ -480,6 +502,10 @@ def train(args: Args) -> Path:
 
     Args:
         args: the run's settings; ``args.out`` is created (and written into) as needed.
+
+    Raises:
+        ValueError: a setting ``_check`` refuses, or a seed of the benchmark's test split
+            (``check_seeds``).
     """
     import torch
 
@@ -487,6 +513,7 @@ def train(args: Args) -> Path:
     from mtgym.core.io import atomic_path, atomic_write_json
 
     _check(args)
+    check_seeds(args)  # before anything is built or written
     torch.set_num_threads(1)
     out = Path(args.out)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)

@@ -179,55 +179,50 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     Everything that can fail on bad input fails before the first episode: the ``--out``
     folder is created and probed, every policy name is built once, the reference is
-    checked against the names and ``--address`` against the backend. No ``--policy`` (or
-    ``--policy all``) means every registered policy except the slow ``*-milp`` ones.
+    checked against the names, ``--address`` against the backend and ``--record`` against
+    the registry. No ``--policy`` (or ``--policy all``) means every registered policy
+    except the slow ``*-milp`` ones. The result file (``mtgym.results``) goes to
+    ``OUT/result.json[.gz]`` and, with ``--record NAME``, into the registry.
 
     Args:
         args: the parsed options: ``scenario``, ``allow_large``, ``policy`` (a list, or
             None), ``seed`` and ``seeds`` (seeds ``seed .. seed + seeds - 1``),
             ``reference``, ``out``, ``decision_interval``, ``no_progress``, ``no_bound``,
-            ``backend`` (``local`` or ``ray``) and ``address``.
+            ``backend`` (``local`` or ``ray``), ``address``, ``record``, ``results_dir``
+            and ``force``.
 
     Returns:
         0.
 
     Raises:
         KeyError: an unknown scenario or policy name.
-        ValueError: ``--reference`` is not a compared policy, or ``--address`` is given
-            without ``--backend ray``.
-        OutDirError: ``--out`` cannot be created or written.
+        ValueError: ``--reference`` is not a compared policy, ``--address`` is given
+            without ``--backend ray``, or a bad ``--record`` name.
+        OSError: ``--out`` cannot be created or written (``OutDirError``), or the
+            ``--record`` name is taken (``FileExistsError``).
     """
+    import time
     from pathlib import Path
 
     from mtgym.core.io import prepare_out_dir
     from mtgym.evaluate import evaluate
-    from mtgym.policy.registry import default_policies, make_policy
+    from mtgym.policy.registry import make_policy
+    from mtgym.results import cli as results_cli
     from mtgym.scenario.registry import get_generator
 
     if args.out:
         prepare_out_dir(args.out)  # before any work: a sweep never ends unsaved
     gen = get_generator(args.scenario, allow_large=args.allow_large)
-    # none named or "all": every registered policy but the node-level MILP variants and
-    # those that need an argument (``default_policies``): name them to include them
-    names = default_policies() if args.policy in (None, ["all"]) else args.policy
-    for name in names:
-        make_policy(name)  # fail fast on an unknown name, before any simulation
+    names = _evaluate_policies(args)
     seeds = list(range(args.seed, args.seed + args.seeds))
-    if args.reference is not None and args.reference not in names:
-        raise ValueError(
-            f"--reference {args.reference!r} is not among the compared policies: {', '.join(names)}"
-        )
     check_backend(args)
+    provenance, t0 = results_cli.start(args), time.perf_counter()
+    out = Path(args.out) if args.out else None
     if args.backend == "ray":
         from mtgym.backends.ray_backend import RayOutput, evaluate_ray
 
-        output = RayOutput(
-            out=Path(args.out) if args.out else None,
-            progress=not args.no_progress,
-            table=True,
-            reference=args.reference,
-        )
-        evaluate_ray(
+        output = RayOutput(out, not args.no_progress, table=True, reference=args.reference)
+        runs = evaluate_ray(
             args.scenario,
             names,
             seeds,
@@ -236,19 +231,55 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             output=output,
             hindsight=not args.no_bound,
         )
-        return 0
-    evaluate(
-        gen,
-        [(name, lambda name=name: make_policy(name)) for name in names],
-        seeds,
-        out=Path(args.out) if args.out else None,
-        decision_interval_s=args.decision_interval,
-        progress=not args.no_progress,
-        scenario_name=args.scenario,
-        reference=args.reference,
-        hindsight=not args.no_bound,
+    else:
+        runs = evaluate(
+            gen,
+            [(name, lambda name=name: make_policy(name)) for name in names],
+            seeds,
+            out=out,
+            decision_interval_s=args.decision_interval,
+            progress=not args.no_progress,
+            scenario_name=args.scenario,
+            reference=args.reference,
+            hindsight=not args.no_bound,
+        )
+    results_cli.save_runs(
+        args,
+        "evaluate",
+        provenance,
+        scenario=args.scenario,
+        seeds=seeds,
+        runs=runs,
+        wall_s=time.perf_counter() - t0,
     )
     return 0
+
+
+def _evaluate_policies(args: argparse.Namespace) -> list[str]:
+    """``mtgym evaluate``'s policies, each built once (an unknown name fails before any
+    episode), and ``--reference`` checked to be among them.
+
+    None named or ``all``: every registered policy but the node-level MILP variants and
+    those that need an argument (``mtgym.policy.registry.default_policies``): name them to
+    include them.
+
+    Args:
+        args: the parsed options: ``policy`` (a list, or None) and ``reference``.
+
+    Raises:
+        KeyError: an unknown policy name.
+        ValueError: ``--reference`` is not a compared policy.
+    """
+    from mtgym.policy.registry import default_policies, make_policy
+
+    names = default_policies() if args.policy in (None, ["all"]) else args.policy
+    for name in names:
+        make_policy(name)  # fail fast on an unknown name, before any simulation
+    if args.reference is not None and args.reference not in names:
+        raise ValueError(
+            f"--reference {args.reference!r} is not among the compared policies: {', '.join(names)}"
+        )
+    return list(names)
 
 
 def _cmd_scenario(args: argparse.Namespace) -> int:
@@ -383,7 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every subcommand has --help).
 
     Sub-commands: ``run``, ``info``, ``evaluate``, ``scenario``, ``data`` (this module),
-    ``benchmark`` (``mtgym.benchmark.cli``), ``tune`` (``mtgym.tuning.cli``), those of the
+    ``benchmark`` (``mtgym.benchmark.cli``), ``tune`` (``mtgym.tuning.cli``), ``results``
+    (``mtgym.results.cli``), those of the
     ``mtgym.commands`` entry points, and ``policies``. Each sets ``func``, the handler
     ``dispatch`` calls with the parsed namespace.
     """
@@ -405,6 +437,12 @@ def build_parser() -> argparse.ArgumentParser:
     from mtgym.tuning.cli import add as add_tune
 
     add_tune(sub)  # baselines tuned per scenario (mtgym.tuning)
+    from mtgym.tuning.probe import add as add_probe
+
+    add_probe(sub)  # the recorded references checked on a wider grid (mtgym.tuning.probe)
+    from mtgym.results.cli import add as add_results
+
+    add_results(sub)  # the results registry: generated tables (mtgym.results)
 
     _plugin_commands(sub)  # bridge, scavenge, reproduce, train, compare, ...
 
@@ -451,7 +489,8 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     Options: ``--scenario``, ``--allow-large``, ``--policy`` (repeatable; none: all but
     ``*-milp``), ``--seeds`` (default 10), ``--seed`` (the first, default 0),
     ``--reference``, ``--out DIR``, ``--decision-interval S``, ``--no-progress``,
-    ``--no-bound`` (skip the hindsight bound), ``--backend`` and ``--address``.
+    ``--no-bound`` (skip the hindsight bound), ``--backend``, ``--address``, and the
+    registry's ``--record NAME``, ``--results-dir DIR`` and ``--force``.
     """
     e = sub.add_parser(
         "evaluate",
@@ -483,7 +522,8 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "--out",
         default=None,
         metavar="DIR",
-        help="write DIR/results.json, DIR/results.md, DIR/tradeoff.png and DIR/tb/<policy>/",
+        help="write DIR/results.json, DIR/results.md, DIR/tradeoff.png, DIR/tb/<policy>/ and "
+        "the result file DIR/result.json[.gz]",
     )
     e.add_argument(
         "--decision-interval",
@@ -501,6 +541,9 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     add_backend_options(
         e, "run episodes here, or one Ray task per (policy, seed) (pip install -e .[ray])"
     )
+    from mtgym.results.cli import add_record_options
+
+    add_record_options(e)  # --record NAME, --results-dir, --force (docs/results-registry.md)
     e.set_defaults(func=_cmd_evaluate)
 
 
@@ -559,14 +602,21 @@ def _add_data(sub: argparse._SubParsersAction) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mtgym`` and ``python -m mtgym``; returns the exit status.
 
+    The arguments are kept as ``args.argv``: a result file records the command line
+    (``mtgym.results.cli.argv_of``).
+
     Args:
         argv: the arguments without the program name; None reads ``sys.argv[1:]``.
 
     Returns:
-        The handler's status (0), or 2 for an expected error, printed as one line
+        The handler's status (0; 1 for ``mtgym results render --check`` with a differing
+        block), or 2 for an expected error, printed as one line
         (``mtgym.command.dispatch``). A usage error exits through argparse (SystemExit 2).
     """
-    return dispatch(build_parser().parse_args(argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    return dispatch(args)
 
 
 if __name__ == "__main__":

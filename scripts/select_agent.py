@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agents.policy import AgentPolicy
+from mtgym.benchmark.splits import refuse_test_seeds
 from mtgym.core.io import atomic_write_json
 from mtgym.evaluate import configure_policy, scenario_defaults
 from mtgym.generate.default import default_generator
@@ -43,6 +44,24 @@ SETS = (
     ("family-256", DefaultFamily(num_nodes=256), list(range(1000, 1012))),
     ("default", default_generator(), list(range(1000, 1020))),
 )
+
+
+def validation_sets(sets=SETS, limit: int | None = None) -> list[tuple[str, object, list[int]]]:
+    """``sets`` with each set's seeds cut to the first ``limit`` (None: all); exits with one
+    line (``SystemExit``) if any seed is one of the benchmark's test split (9000-9009):
+    selection may never touch it (``mtgym.benchmark.splits.refuse_test_seeds``).
+
+    Args:
+        sets: (name, generator, seeds) triples (``SETS``).
+        limit: ``--limit``.
+    """
+    out = [(n, g, list(seeds[:limit])) for n, g, seeds in sets]
+    try:
+        for n, _, seeds in out:
+            refuse_test_seeds(seeds, what=f"agent selection (validation set {n!r})")
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    return out
 
 
 def headline(make, gen, seeds: list[int]) -> np.ndarray:
@@ -72,7 +91,7 @@ def main() -> None:
         "and seeds; the simulation is deterministic, so this only saves time)",
     )
     ns = p.parse_args()
-    sets = [(n, g, seeds[: ns.limit]) for n, g, seeds in SETS]
+    sets = validation_sets(SETS, ns.limit)  # (before any episode is played)
     if ns.reference_from is not None:
         import json
 

@@ -24,9 +24,26 @@ MILP_HORIZON_S = 60.0
 MILP_BIG_HORIZON_S = 1.0
 MILP_NODES = 256
 #: presets that read the real data sets (skipped without them)
-REAL_DATA = {"summit-replay", "summit-replay-2d", "summit-hps", "pal-philly-64gpu", "swf-lublin"}
+REAL_DATA = {
+    "summit-replay",
+    "summit-replay-2d",
+    "summit-hps",
+    "summit-manyjobs",
+    "summit-manyjobs-train",
+    "pal-philly-64gpu",
+    "swf-lublin",
+}
 #: presets of 4,734 nodes (slow to build: they read the Summit trace)
-BIG = {"summit-replay", "summit-replay-2d", "summit-hps"}
+BIG = {
+    "summit-replay",
+    "summit-replay-2d",
+    "summit-hps",
+    "summit-manyjobs",
+    "summit-manyjobs-train",
+}
+#: train-split twins of a test preset that differ from it only in their trace window (the
+#: same code runs on their twin)
+TWINS = {"summit-manyjobs-train"}
 #: (policy, preset) pairs expected to refuse, and a word their reason must contain (the
 #: shipped ``shares`` agent runs on any machine; the retired ``counts`` agent refuses clusters
 #: smaller than its count cap: ``test_every_policy__cli_prints_the_refusal_as_one_line``)
@@ -42,7 +59,7 @@ def _generator_and_instance(name: str):
 
 
 def _cases():
-    for preset in preset_names():
+    for preset in sorted(set(preset_names()) - TWINS):
         marks = [pytest.mark.slow] if preset in BIG else []
         for policy in default_policies() + [n for n in available_policies() if "-milp" in n]:
             yield pytest.param(preset, policy, marks=marks, id=f"{preset}-{policy}")

@@ -2,7 +2,8 @@
 
 Faithful to the authors' replayer (docs/papers.md §1.2-1.5): admit active jobs FCFS up to
 ``max_jobs`` (maxJ; the replayer's 10 with ``max_jobs=10``, by default a cap that scales
-with the machine: ``mtgym.policy.tunable.admission_cap``, ``docs/baselines.md``); maximise
+with the machine with no ceiling: ``mtgym.policy.tunable.admission_cap``,
+``docs/baselines.md``; the node-level MILP keeps a ceiling of ``MAX_JOBS_MILP``); maximise
 ``T_fwd x objective gain - rescale loss`` over the user-declared curves and costs
 (``InfoMode.USER``: declarations may be biased or noisy if the scenario says so); never
 migrate a job. ``solver="count"`` (default) is the exact count-level DP; ``solver="milp"``
@@ -50,7 +51,14 @@ from baselines.milp.problem import (
 from baselines.milp.solvers import SolveResult, solve_counts_dp, solve_node_milp
 from mtgym.core.types import Allocation
 from mtgym.model.placement import pack_view
-from mtgym.policy.tunable import MAX_JOBS_PAPER, Tunable, admit, cap_grid, records_knobs
+from mtgym.policy.tunable import (
+    MAX_JOBS_MILP,
+    MAX_JOBS_PAPER,
+    Tunable,
+    admit,
+    cap_grid,
+    records_knobs,
+)
 from mtgym.sim.view import InfoMode, SchedulerView
 
 OBJECTIVES = ("throughput", "speedup", "normalized")
@@ -122,6 +130,8 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
         self.tuned = bool(tuned)
         self.solver = solver
         self.max_jobs = None if max_jobs is None else int(max_jobs)
+        #: the scaled cap's ceiling: the node-level MILP's budget; the count DP needs none
+        self.cap_ceiling = MAX_JOBS_MILP if solver == "milp" else None
         self.time_limit_s, self.objective, self.milp_solver = (
             float(time_limit_s),
             objective,
@@ -204,7 +214,7 @@ class FreeTrainPolicy(Tunable, ScenarioTfwd):
         Args:
             view: what the policy sees now (``mtgym.sim.view.SchedulerView``).
         """
-        jobs = admit(view, self.max_jobs)
+        jobs = admit(view, self.max_jobs, self.cap_ceiling)
         up, down = self.costs(view, jobs)
         return build_problem(view, jobs, self.curves(view, jobs), up, down, self.t_fwd)
 
@@ -276,18 +286,27 @@ class FreeTrainAware(FreeTrainPolicy):
         base = super().curves(view, jobs)
         idle = np.flatnonzero(view.available)
         out = []
+        by_class: dict[int, np.ndarray] = {}  # one sort per application class, not per job
         for j, (x, y) in zip(jobs, base, strict=True):
             if x.size == 0 or idle.size == 0:
                 out.append((x, y))
                 continue
-            sf = np.sort(view.slowdown[idle, view.app_class[j]])
+            cls = int(view.app_class[j])
+            sf = by_class.get(cls)
+            if sf is None:
+                sf = by_class[cls] = np.sort(view.slowdown[idle, cls])
             n = np.clip(x.astype(np.int64), 1, sf.size)
             out.append((x, np.where(x > 0, y / sf[n - 1], 0.0)))
         return out
 
 
 def FreeTrainMILP(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy factory
-    """FreeTrain with the node-level MILP (HiGHS, 10 s limit), registered as ``freetrain-milp``."""
+    """FreeTrain with the node-level MILP (HiGHS, 10 s limit), registered as ``freetrain-milp``.
+
+    Its scaled admission cap stops at ``MAX_JOBS_MILP`` (128) jobs: the model has admitted
+    jobs x idle nodes binaries, and beyond that HiGHS does not prove optimality within the
+    10 s limit on large machines (the policy then keeps its previous map).
+    """
     policy = FreeTrainPolicy(solver="milp", **kwargs)  # type: ignore[arg-type]
     policy.name = "freetrain-milp"
     return policy

@@ -188,9 +188,16 @@ class MalleTrainPolicy(Tunable, ScenarioTfwd):
                     prof.change = None
 
     def _cost_prior(self, kind: str) -> float:
-        vals = [getattr(p, f"cost_{kind}") for p in self.jobs.values()]
-        vals = [v for v in vals if v is not None]
-        return float(np.median(vals)) if vals else self.default_cost_s
+        """The median measured ``kind`` ("up"/"down") cost over every job profiled, else
+        ``default_cost_s``; computed once per decision (``_priors``, emptied by ``decide``
+        after ``observe``: nothing else changes a measured cost), not once per job sized.
+        """
+        priors = self.__dict__.setdefault("_priors", {})
+        if kind not in priors:
+            vals = [getattr(p, f"cost_{kind}") for p in self.jobs.values()]
+            vals = [v for v in vals if v is not None]
+            priors[kind] = float(np.median(vals)) if vals else self.default_cost_s
+        return priors[kind]
 
     def _curve(self, j: int, view: SchedulerView) -> tuple[np.ndarray, np.ndarray]:
         """Job j's breakpoints: measured points (over the declared ones with a prior),
@@ -245,6 +252,7 @@ class MalleTrainPolicy(Tunable, ScenarioTfwd):
             The node map: probing jobs at their probe size, the others at the DP's counts.
         """
         self.observe(view)
+        self._priors = {}  # the measured costs may have changed (``_cost_prior``)
         t = view.time
         admitted = admit(view, self.max_jobs)
         free = int(np.count_nonzero(view.available))

@@ -6,7 +6,9 @@ and every fast baseline (``splits.FAST_BASELINES``) on every scenario of the tes
 its ten seeds (two with ``--quick``); each scenario's recorded reference
 (``mtgym.benchmark.references``) is added when not named, so that ratios do not depend on
 the policies chosen. Output goes to ``--out`` (default ``runs/benchmark-<split>`` with
-``-quick`` appended for a quick run). The command is registered by ``mtgym.cli``.
+``-quick`` appended for a quick run), with the run's result file (``OUT/result.json[.gz]``,
+``mtgym.results``; ``--record NAME`` copies it into ``results/``). The command is
+registered by ``mtgym.cli``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from mtgym.benchmark.splits import FAST_BASELINES, QUICK_SEEDS, SPLITS
 from mtgym.command import add_backend_options, check_backend, decision_interval
+from mtgym.results.cli import add_record_options
 
 DEFAULT_OUT = "runs/benchmark"
 
@@ -25,8 +28,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     """Register ``benchmark`` on the ``mtgym`` sub-command parser.
 
     Options: ``--policy NAME`` (repeatable), ``--all-baselines``, ``--split``, ``--quick``,
-    ``--out DIR``, ``--decision-interval S``, ``--backend local|ray``, ``--address`` and
-    ``--no-progress``; the handler is stored as ``func``.
+    ``--out DIR``, ``--decision-interval S``, ``--backend local|ray``, ``--address``,
+    ``--no-progress`` and the registry's ``--record NAME``, ``--results-dir DIR`` and
+    ``--force`` (``mtgym.results.cli.add_record_options``); the handler is stored as
+    ``func``.
 
     Args:
         sub: the ``mtgym`` parser's sub-parsers object.
@@ -39,7 +44,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "print per scenario the headline (normalized_throughput) with its 95% interval, the "
         "paired ratio to that scenario's best baseline, the JCT of common jobs and the jobs "
         "completed, and per policy the suite score (geometric mean of the ratios). Writes "
-        "OUT/results.md, OUT/results.json and OUT/tb/.",
+        "OUT/results.md, OUT/results.json, OUT/result.json[.gz] (the result file) and OUT/tb/.",
     )
     b.add_argument(
         "--policy",
@@ -80,15 +85,17 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     add_backend_options(b, "run episodes here, or one Ray task per (scenario, policy, seed)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_record_options(b)
     b.set_defaults(func=_cmd_benchmark)
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> int:
     """Handler of ``mtgym benchmark``: run, score, write and print the report.
 
-    The output folder is created and checked before any episode; the policy list is
+    The output folder and ``--record`` are checked before any episode; the policy list is
     de-duplicated (first mention kept) and extended by the recorded references. The
-    progress bar advances once per episode and disappears when the run ends.
+    progress bar advances once per episode and disappears when the run ends. The result
+    file (``mtgym.results``) has one row per episode and ``results.json`` as aggregates.
 
     Args:
         args: the parsed options of ``add``'s parser.
@@ -98,7 +105,9 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         line with exit status 2.
 
     Raises:
-        ValueError: no policy, or ``--address`` without ``--backend ray``.
+        ValueError: no policy, ``--address`` without ``--backend ray``, or a bad
+            ``--record`` name.
+        FileExistsError: the ``--record`` name is taken (without ``--force``).
         KeyError: an unknown policy or scenario.
     """
     from rich.console import Console
@@ -109,6 +118,8 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from mtgym.benchmark.runner import run_split, score_split
     from mtgym.benchmark.splits import get_split
     from mtgym.core.io import prepare_out_dir
+    from mtgym.results import cli as results_cli
+    from mtgym.results import hashes, rows, store
 
     check_backend(args)
     split = get_split(args.split)
@@ -119,6 +130,8 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     if not names:
         raise ValueError("benchmark needs a policy: --policy NAME or --all-baselines")
     policies = with_references(list(dict.fromkeys(names)), split)
+    provenance = results_cli.start(args)  # refuses a taken --record name before any work
+    scenarios = hashes.scenario_entries(sc.name for sc in split.scenarios)
     total = len(split.scenarios) * len(policies) * len(seeds)
     console = Console(width=max(Console().width, 120))
     t0 = time.perf_counter()
@@ -141,6 +154,17 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         split, results, policies, quick=args.quick, references=recorded_references(split)
     )
     report.write(out, res)
+    wall_s = time.perf_counter() - t0
+    result = store.build(
+        "benchmark",
+        provenance,
+        seeds=seeds,
+        scenarios=scenarios,
+        wall_s=wall_s,
+        rows=rows.benchmark_rows(results),
+        aggregates=report.to_json(res),
+    )
     print(report.markdown(res))
-    print(f"wall time {time.perf_counter() - t0:.0f} s; wrote {out}/results.md, results.json, tb/")
+    print(f"wall time {wall_s:.0f} s; wrote {out}/results.md, results.json, tb/")
+    results_cli.save(args, result, out)
     return 0

@@ -1,11 +1,13 @@
 """The benchmark's named splits: what agents may train on, and what they are judged on.
 
-**Test split** (``TEST``): scenarios and seeds that no training or selection may touch. Eight
+**Test split** (``TEST``): scenarios and seeds that no training or selection may touch. Nine
 scenarios: ``polaris`` (560 nodes, four topology levels), ``nas-campaign`` (a 64-trial NAS
 campaign), ``swf-lublin`` (supply = holes of an EASY-backfilled log), ``hetero-mix`` (three
 GPU types), ``pal-philly-64gpu`` (PAL's Sia-Philly experiment, real data),
 ``summit-replay-2d`` (2 days of the Summit idle trace with BFTrainer's ImageNet jobs, real
-data), and the default scenario at 128 and 512 nodes (``default-128``, ``default-512``). The
+data), ``summit-manyjobs`` (6 h of the Summit idle trace on 4,734 nodes with 2,000 small jobs,
+more than 1,000 active at once for half the episode: where an admission cap binds, real
+supply), and the default scenario at 128 and 512 nodes (``default-128``, ``default-512``). The
 seeds are ``TEST_SEED_START`` onwards (9000..9009 for a full run, 9000..9001 for
 ``--quick``), the same for every scenario and every policy (paired). They are disjoint from
 every seed range the shipped agent, its selection and the T_fwd sweep used (``USED_SEEDS``:
@@ -22,12 +24,14 @@ measured in ``docs/benchmark.md`` (``mtgym.benchmark.agreement``).
 
 **Train split** (``TRAIN``): the scenario family ``default-family`` (the default scenario
 randomised over node count, GPU mix, topology depth and job mix; ``mtgym.generate.family``,
-registered by name in ``mtgym.scenario.registry``) with seeds ``>= TRAIN_SEED_MIN`` (2^30).
+registered by name in ``mtgym.scenario.registry``) and ``summit-manyjobs-train`` (the
+many-jobs scenario on another day of the trace) with seeds ``>= TRAIN_SEED_MIN`` (2^30).
 It is named here by string only: nothing in this module imports the family's generator.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: first test seed (a full run uses FULL_SEEDS consecutive seeds from here, quick QUICK_SEEDS)
@@ -160,6 +164,7 @@ TEST = Split(
         SuiteScenario("hetero-mix", quick_horizon_s=None),
         SuiteScenario("pal-philly-64gpu", quick_horizon_s=None),
         SuiteScenario("summit-replay-2d", quick_horizon_s=None),
+        SuiteScenario("summit-manyjobs", quick_horizon_s=None),
         SuiteScenario("default-128", quick_horizon_s=None),
         SuiteScenario("default-512", quick_horizon_s=None),
     ),
@@ -169,8 +174,8 @@ TEST = Split(
 TRAIN = TrainSplit(
     name="train",
     description="the default scenario randomised over node count, GPU mix, topology depth "
-    "and job mix, seeds >= 2^30",
-    scenarios=("default-family",),
+    "and job mix, and the many-jobs Summit scenario on another day, seeds >= 2^30",
+    scenarios=("default-family", "summit-manyjobs-train"),
 )
 
 #: Splits ``mtgym benchmark --split`` runs.
@@ -196,3 +201,31 @@ def is_test_seed(seed: int, split: Split = TEST) -> bool:
         split: the split (default: the test split, seeds 9000-9009).
     """
     return split.seed_start <= int(seed) < split.seed_start + split.full_seeds
+
+
+def refuse_test_seeds(seeds: Iterable[int], *, what: str, split: Split = TEST) -> None:
+    """``ValueError`` (one line naming the split) if any of ``seeds`` is one of ``split``'s.
+
+    Called where training, imitation, DAgger, agent selection and baseline tuning take
+    their seeds, so none of them touches the test split.
+
+    Args:
+        seeds: the seeds a run is about to use.
+        what: who uses them, for the message (e.g. ``"mtgym train --eval-seeds"``).
+        split: the split to keep out (default: the test split, seeds 9000-9009).
+
+    Raises:
+        ValueError: e.g. ``seed 9000 is in the test split 'test' (seeds 9000-9009): mtgym
+            train --eval-seeds may not use it; pick seeds outside 9000-9009 (training seeds
+            are >= 2^30)``.
+    """
+    bad = sorted({int(s) for s in seeds if is_test_seed(s, split)})
+    if not bad:
+        return
+    span = f"{split.seed_start}-{split.seed_start + split.full_seeds - 1}"
+    which = f"seed {bad[0]} is" if len(bad) == 1 else f"seeds {', '.join(map(str, bad))} are"
+    raise ValueError(
+        f"{which} in the {split.name} split {split.name!r} (seeds {span}): {what} may not use "
+        f"{'it' if len(bad) == 1 else 'them'}; pick seeds outside {span} (training seeds are "
+        f">= 2^30)"
+    )

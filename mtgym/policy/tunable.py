@@ -29,9 +29,12 @@ from mtgym.sim.view import SchedulerView
 
 #: BFTrainer's maxJ (its replayer's default), the floor of the scaled admission cap
 MAX_JOBS_PAPER = 10
-#: the ceiling of the scaled admission cap: a solver-time budget (FreeTrain's count DP costs
-#: admitted jobs x idle nodes x node counts per decision), not a machine size
-MAX_JOBS_SCALED = 128
+#: the ceiling of the scaled admission cap of the node-level MILP (``freetrain-milp``) only:
+#: its model has admitted jobs x idle nodes binaries, beyond what HiGHS solves within
+#: BFTrainer's 10 s per event on large machines. The count DP of every other admitting
+#: baseline has no ceiling: 4,096 admitted jobs on 4,734 nodes cost it milliseconds per
+#: decision (``scripts/bench_decision.py``, ``docs/performance.md``).
+MAX_JOBS_MILP = 128
 
 
 def records_knobs(init: Callable[..., None]) -> Callable[..., None]:
@@ -149,20 +152,22 @@ class Tunable:
         return {}
 
 
-def admission_cap(view: SchedulerView, max_jobs: int | None) -> int:
+def admission_cap(view: SchedulerView, max_jobs: int | None, ceiling: int | None = None) -> int:
     """How many active jobs an admitting baseline considers now.
 
     ``max_jobs`` given: that number (BFTrainer's maxJ). ``None``, the default: enough jobs
     to use the idle pool, scaling with the machine (``docs/baselines.md``): the active jobs
     in admission order (running first, then by submission), as many as it takes for their
-    summed ``min_nodes`` to reach the idle nodes, never fewer than ``MAX_JOBS_PAPER`` and
-    never more than ``MAX_JOBS_SCALED``. So every job that could run at its minimum on the
-    idle nodes is considered, on 64 nodes as on 512; the solver then sizes each job. Only
-    on pools of hundreds of idle 1-node-minimum jobs (Summit) does the time budget bind.
+    summed ``min_nodes`` to reach the idle nodes, never fewer than ``MAX_JOBS_PAPER``. So
+    every job that could run at its minimum on the idle nodes is considered, on 64 nodes as
+    on 4,734; the solver then sizes each job. No ceiling by default: the count DP needs
+    none (``MAX_JOBS_MILP`` is the node-level MILP's).
 
     Args:
         view: The current state.
         max_jobs: The fixed cap, or None for the scaled one.
+        ceiling: The scaled cap's ceiling (a solver's budget, e.g. ``MAX_JOBS_MILP``); None:
+            none. A fixed ``max_jobs`` ignores it.
 
     Returns:
         The cap; it may exceed the number of active jobs (callers slice with it).
@@ -172,8 +177,10 @@ def admission_cap(view: SchedulerView, max_jobs: int | None) -> int:
     order = admission_order(view)
     idle = int(np.count_nonzero(view.available))
     need = np.cumsum(np.maximum(view.min_nodes[order], 1))
-    k = int(np.searchsorted(need, idle, side="left")) + 1
-    return max(MAX_JOBS_PAPER, min(k, order.size, MAX_JOBS_SCALED))
+    k = min(int(np.searchsorted(need, idle, side="left")) + 1, order.size)
+    if ceiling is not None:
+        k = min(k, int(ceiling))
+    return max(MAX_JOBS_PAPER, k)
 
 
 def admission_order(view: SchedulerView) -> np.ndarray:
@@ -190,14 +197,16 @@ def admission_order(view: SchedulerView) -> np.ndarray:
     return np.concatenate([running, waiting])
 
 
-def admit(view: SchedulerView, max_jobs: int | None) -> np.ndarray:
+def admit(view: SchedulerView, max_jobs: int | None, ceiling: int | None = None) -> np.ndarray:
     """The admitted jobs: the first ``admission_cap`` of ``admission_order``."""
-    return admission_order(view)[: admission_cap(view, max_jobs)]
+    return admission_order(view)[: admission_cap(view, max_jobs, ceiling)]
 
 
 def cap_grid(default: int | None, episode: object) -> list[int | None]:
-    """The admission caps ``mtgym tune`` tries: the default, the paper's 10, the scenario's
-    slot count, and 2x, 4x and 8x of it (sorted, no repeats).
+    """The admission caps ``mtgym tune`` tries before it knows the machine: the default,
+    the paper's 10, the scenario's slot count, and 2x, 4x and 8x of it (sorted, no
+    repeats). ``mtgym.tuning.sweep`` widens it to the scenario's job count
+    (``widen_caps``).
 
     Args:
         default: The policy's default cap (None: scaled), tried first.
@@ -207,6 +216,29 @@ def cap_grid(default: int | None, episode: object) -> list[int | None]:
     slots = int(getattr(episode, "max_jobs", 16) or 16)
     fixed = sorted({MAX_JOBS_PAPER, slots, 2 * slots, 4 * slots, 8 * slots})
     return [default, *[v for v in fixed if v != default]]
+
+
+def widen_caps(values: list[int | None], limit: int) -> list[int | None]:
+    """An admission-cap grid carried up to ``limit`` (the scenario's job count): the fixed
+    caps at or below it, then doublings of the largest up to it, then ``limit`` itself, so
+    the sweep reaches a cap that admits every job of the scenario. Non-integer entries
+    (None: the scaled default) keep their place; fixed caps above ``limit`` admit no more
+    than ``limit`` does and are dropped.
+
+    Args:
+        values: The grid (``cap_grid``'s), default first.
+        limit: The largest cap worth trying (>= 1).
+    """
+    limit = max(1, int(limit))
+    out = [v for v in values if v is None or int(v) <= limit]
+    fixed = [int(v) for v in out if v is not None]
+    top = max(fixed, default=MAX_JOBS_PAPER)
+    while 2 * top < limit:
+        top *= 2
+        out.append(top)
+    if limit not in fixed:
+        out.append(limit)
+    return out
 
 
 def scaled(values: list[float], base: float) -> list[float]:

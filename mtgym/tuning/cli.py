@@ -10,7 +10,8 @@ others is refused rather than mixed (move it away to re-tune). The record is sav
 each policy, re-read just before, so a long run keeps what it finished and another
 ``mtgym tune`` on the same scenario meanwhile does not lose its entries. The record's
 ``reference`` (the tuned baseline with the highest chosen mean) is what
-``mtgym benchmark`` divides by.
+``mtgym benchmark`` divides by. ``--record NAME`` also writes the sweep's result file
+(``mtgym.results``) into the registry.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
+from mtgym.results import cli as results_cli
 from mtgym.scenario.tuning import (
     PolicyTuning,
     TuningRecord,
@@ -35,8 +39,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     """Register ``tune`` on the ``mtgym`` sub-command parser.
 
     Options: ``--policy`` and ``--scenario`` (each repeatable), ``--workers N``,
-    ``--horizon S``, ``--out FILE``, ``--dry-run`` and ``--report``; the handler is stored
-    as ``func``.
+    ``--horizon S``, ``--out FILE``, ``--dry-run``, ``--report`` and the registry's
+    ``--record NAME``, ``--results-dir DIR`` and ``--force``
+    (``mtgym.results.cli.add_record_options``); the handler is stored as ``func``.
 
     Args:
         sub: the ``mtgym`` parser's sub-parsers object.
@@ -56,6 +61,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--out", type=Path, default=None, help="record file (one scenario only)")
     t.add_argument("--dry-run", action="store_true", help="print the grids, play nothing")
     t.add_argument("--report", action="store_true", help="print every record as markdown")
+    results_cli.add_record_options(t)  # --record NAME: the sweep's result file into the registry
     t.set_defaults(func=_cmd_tune)
 
 
@@ -100,6 +106,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             print(f"{sc} / {p}: default {_fmt(default)}; grid {json.dumps(grid)}")
     if args.dry_run:
         return 0
+    provenance, t0, records = results_cli.start(args), time.perf_counter(), []
     for sc in args.scenario:
         path = args.out or record_path(sc)
         rec = _load(path, sc, args.horizon)  # refuse a mismatched record before any run
@@ -117,7 +124,49 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             save_record(rec, path)  # after each policy: a long run keeps what it finished
             print(_policy_table(sc, p, res))
         print(f"{sc}: reference {rec.reference}; wrote {path}")
+        records.append(rec)
+    if args.record is not None:
+        _record(args, provenance, records, time.perf_counter() - t0)
     return 0
+
+
+def _record(
+    args: argparse.Namespace,
+    provenance: dict[str, Any],
+    records: list[TuningRecord],
+    wall_s: float,
+) -> None:
+    """``--record NAME``: the sweep's result file (``mtgym.results``) into the registry.
+
+    Rows: every (scenario, policy, point, tuning seed) (``mtgym.results.rows.tuning_rows``);
+    aggregates: ``rule`` and ``records`` (scenario -> its tuning record as saved). The
+    scenario hashes are taken now, so ``tuning_sha256`` is the record just written (the
+    ``--out`` file when given).
+
+    Args:
+        args: ``mtgym tune``'s options.
+        provenance: ``mtgym.results.cli.start``'s dict, taken before the first episode.
+        records: the records saved, one per scenario.
+        wall_s: the sweep's wall seconds.
+    """
+    from mtgym.results import hashes, rows, store
+
+    scenarios = hashes.scenario_entries(args.scenario)
+    if args.out is not None:  # (one scenario only)
+        scenarios[0]["tuning_sha256"] = hashes.file_hash(args.out)
+    result = store.build(
+        "tune",
+        provenance,
+        seeds=TUNE_SEEDS,
+        scenarios=scenarios,
+        wall_s=wall_s,
+        rows=rows.tuning_rows(records),
+        aggregates={
+            "rule": RULE,
+            "records": {r.scenario: r.model_dump(mode="json") for r in records},
+        },
+    )
+    results_cli.save(args, result, None)
 
 
 def _load(path: Path, scenario: str, horizon_s: float | None) -> TuningRecord:

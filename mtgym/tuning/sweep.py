@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from mtgym.policy.tunable import widen_caps
 from mtgym.scenario.tuning import Point, PolicyTuning
 
 #: relative gain of the mean headline a knob's new value must beat to be taken
@@ -72,7 +73,9 @@ def play_point(
 
 def policy_knobs(scenario: str, policy: str) -> tuple[Params, dict[str, list[Any]]]:
     """The untuned default knobs of ``policy`` and the grid it declares for ``scenario``
-    (knobs the policy's factory fixes, e.g. ``freetrain-speedup``'s objective, left out).
+    (knobs the policy's factory fixes, e.g. ``freetrain-speedup``'s objective, left out);
+    an admission cap ``max_jobs`` is carried up to the scenario's job count
+    (``widen_caps``, ``scenario_job_count``).
 
     The default of each knob is the first value of its grid (``tuning_grid`` lists the
     policy's untuned value first); knobs with an empty grid are dropped.
@@ -97,17 +100,79 @@ def policy_knobs(scenario: str, policy: str) -> tuple[Params, dict[str, list[Any
     if grid_of is None:
         raise ValueError(f"policy {policy!r} has no knobs to tune")
     fixed = set(getattr(pol, "_given", {}))
-    grid = {k: list(v) for k, v in grid_of(scenario_defaults(get_generator(scenario))).items()}
+    gen = get_generator(scenario)
+    grid = {k: list(v) for k, v in grid_of(scenario_defaults(gen)).items()}
     grid = {k: v for k, v in grid.items() if k not in fixed and v}
+    if "max_jobs" in grid:  # the admission cap reaches the scenario's own job count
+        grid["max_jobs"] = widen_caps(grid["max_jobs"], scenario_job_count(gen))
     if not grid:
         raise ValueError(f"policy {policy!r} has no knobs to tune")
     default = {k: v[0] for k, v in grid.items()}
     return default, grid
 
 
-def _key(params: Params) -> tuple:
+def scenario_job_count(generator: Callable[[int], Any]) -> int:
+    """The jobs of the scenario's instance on the first tuning seed: the largest admission
+    cap worth sweeping (a cap above it admits no more).
+
+    Args:
+        generator: the scenario's seeded generator.
+    """
+    return max(1, int(generator(TUNE_SEEDS[0]).num_jobs))
+
+
+def point_key(params: Params) -> tuple:
     """A hashable, order-free key of a setting (values by ``repr``), to play it once."""
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
+def play_points(
+    scenario: str,
+    policy: str,
+    points: list[tuple[str, Params]],
+    seeds: Sequence[int],
+    horizon_s: float | None,
+    done: dict[tuple, Point],
+    pool: ProcessPoolExecutor | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> None:
+    """Play the (knob, setting) points not yet in ``done`` on every seed; add each to it.
+
+    Episodes of all new points go to the pool at once (point-major, seed-minor), so the
+    workers stay busy across points. ``mtgym tune`` and the reference probe
+    (``mtgym.tuning.probe``) play their points through it.
+
+    Args:
+        scenario: a scenario name.
+        policy: a registry name.
+        points: (knob varied, setting) pairs; a setting already in ``done`` is not replayed.
+        seeds: the seeds every point is played on.
+        horizon_s: simulated seconds per episode from ``t_start``; None: whole episodes.
+        done: setting key (``point_key``) -> its point; updated in place.
+        pool: worker processes; None plays in this process.
+        progress: called with ``"<scenario> <policy> <params>: <mean>"`` after each point.
+    """
+    todo = [(k, p) for k, p in points if point_key(p) not in done]
+    args = [(scenario, policy, p, s, horizon_s) for _, p in todo for s in seeds]
+    if pool is not None:
+        outs = list(pool.map(play_point, *zip(*args, strict=True))) if args else []
+    else:
+        outs = [play_point(*a) for a in args]
+    n = len(seeds)
+    for i, (knob, params) in enumerate(todo):
+        rows = outs[i * n : (i + 1) * n]
+        head = [r[0] for r in rows]
+        pt = Point(
+            knob=knob,
+            params=dict(params),
+            headline=head,
+            jobs_completed=[r[1] for r in rows],
+            mean=float(np.mean(head)),
+            wall_s=float(sum(r[2] for r in rows)),
+        )
+        done[point_key(params)] = pt
+        if progress is not None:
+            progress(f"{scenario} {policy} {params}: {pt.mean:.3f}")
 
 
 def tune_policy(
@@ -134,49 +199,30 @@ def tune_policy(
         and the wall seconds of the sweep.
 
     Raises:
-        ValueError: the policy has no knobs to tune.
+        ValueError: the policy has no knobs to tune, or a seed is one of the benchmark's test
+            split (``mtgym.benchmark.splits.refuse_test_seeds``; checked before anything is
+            played).
     """
+    from mtgym.benchmark.splits import refuse_test_seeds
+
     t0 = time.perf_counter()
-    default, grid = policy_knobs(scenario, policy)
     seeds = [int(s) for s in seeds]
+    refuse_test_seeds(seeds, what=f"tuning {policy} on {scenario} (mtgym tune)")
+    default, grid = policy_knobs(scenario, policy)
     done: dict[tuple, Point] = {}
     pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
 
     def run(points: list[tuple[str, Params]]) -> None:
-        """Play the (knob, setting) points not yet in ``done`` on every seed; record each.
-
-        Episodes of all new points go to the pool at once (point-major, seed-minor), so the
-        workers stay busy across points.
-        """
-        todo = [(k, p) for k, p in points if _key(p) not in done]
-        jobs = [(k, p, s) for k, p in todo for s in seeds]
-        args = [(scenario, policy, p, s, horizon_s) for _, p, s in jobs]
-        if pool is not None:
-            outs = list(pool.map(play_point, *zip(*args, strict=True))) if args else []
-        else:
-            outs = [play_point(*a) for a in args]
-        for i, (knob, params) in enumerate(todo):
-            rows = outs[i * len(seeds) : (i + 1) * len(seeds)]
-            head = [r[0] for r in rows]
-            done[_key(params)] = Point(
-                knob=knob,
-                params=dict(params),
-                headline=head,
-                jobs_completed=[r[1] for r in rows],
-                mean=float(np.mean(head)),
-                wall_s=float(sum(r[2] for r in rows)),
-            )
-            if progress is not None:
-                progress(f"{scenario} {policy} {params}: {done[_key(params)].mean:.3f}")
+        play_points(scenario, policy, points, seeds, horizon_s, done, pool, progress)
 
     try:
         run([("", default)])
         current = dict(default)
         for knob, values in grid.items():
             run([(knob, {**current, knob: v}) for v in values])
-            tried = [done[_key({**current, knob: v})] for v in values]
+            tried = [done[point_key({**current, knob: v})] for v in values]
             top = max(tried, key=lambda pt: pt.mean)  # the first of equal means
-            if top.mean > done[_key(current)].mean * (1 + MIN_GAIN):
+            if top.mean > done[point_key(current)].mean * (1 + MIN_GAIN):
                 current = dict(top.params)
     finally:
         if pool is not None:
@@ -184,8 +230,8 @@ def tune_policy(
     return PolicyTuning(
         default=default,
         chosen=current,
-        default_mean=done[_key(default)].mean,
-        chosen_mean=done[_key(current)].mean,
+        default_mean=done[point_key(default)].mean,
+        chosen_mean=done[point_key(current)].mean,
         sweep=list(done.values()),
         wall_s=time.perf_counter() - t0,
     )

@@ -30,6 +30,7 @@ def test_splits__test_split_is_the_issues_scenarios_and_each_is_shipped():
         "hetero-mix",
         "pal-philly-64gpu",
         "summit-replay-2d",
+        "summit-manyjobs",
         "default-128",
         "default-512",
     }
@@ -51,7 +52,7 @@ def test_splits__test_seeds_are_disjoint_from_used_and_training_seeds():
 
 
 def test_splits__train_split_refuses_test_seeds_and_is_named_only():
-    assert TRAIN.scenarios == ("default-family",)
+    assert TRAIN.scenarios == ("default-family", "summit-manyjobs-train")
     assert TRAIN.check_seed(2**30) == 2**30
     with pytest.raises(ValueError, match="seed 9000 is not a training seed"):
         TRAIN.check_seed(9000)
@@ -69,3 +70,49 @@ def test_splits__train_split_refuses_test_seeds_and_is_named_only():
 def test_splits__unknown_split_names_the_known_ones():
     with pytest.raises(KeyError, match="unknown split 'dev'; known splits: test"):
         get_split("dev")
+
+
+def test_splits__the_many_jobs_sibling_differs_from_its_test_scenario_only_in_its_day():
+    """summit-manyjobs-train (train split) is summit-manyjobs on a trace window that overlaps
+    no test scenario's."""
+    import yaml
+
+    from mtgym.benchmark.splits import TRAIN
+    from mtgym.scenario.registry import PRESETS_DIR
+
+    assert "summit-manyjobs-train" in TRAIN.scenarios
+    test = yaml.safe_load((PRESETS_DIR / "summit-manyjobs.yaml").read_text())
+    train = yaml.safe_load((PRESETS_DIR / "summit-manyjobs-train.yaml").read_text())
+    t0, t1 = (d["generator"]["supply"].pop("trace_start_s") for d in (test, train))
+    horizon = test["generator"]["horizon_s"]
+    assert test["generator"] == train["generator"]
+    windows = [(t, t + horizon) for t in (t0, t1)] + [(72743.0, 245543.0)]  # + summit-replay-2d
+    for i, (a, b) in enumerate(windows):
+        for c, d in windows[i + 1 :]:
+            assert b <= c or d <= a, "trace windows overlap"
+
+
+@pytest.mark.slow
+def test_splits__the_many_jobs_scenario_keeps_over_1000_jobs_active(shared_data, monkeypatch):
+    """The suite's many-jobs scenario holds more than 1,000 active jobs at once (issue
+    [refs]) on a machine of at least 4,000 nodes, so an admission cap that binds shows."""
+    import numpy as np
+
+    from mtgym.core.types import JobStatus
+    from mtgym.policy.play import play
+    from mtgym.policy.registry import make_policy
+    from mtgym.scenario.registry import get_generator
+
+    monkeypatch.setenv("MTGYM_DATA", str(shared_data))
+    inst = get_generator("summit-manyjobs")(TEST.seed_start)
+    assert inst.num_nodes >= 4000 and inst.num_jobs == 2000
+    pol, active = make_policy("equal-share", tuned=False), []
+    decide = pol.decide
+
+    def spy(view):
+        active.append(int(np.count_nonzero(view.status == JobStatus.ACTIVE)))
+        return decide(view)
+
+    pol.decide = spy
+    play(inst, pol)
+    assert max(active) > 1500 and np.mean(np.array(active) > 1000) > 0.4

@@ -12,7 +12,15 @@ from mtgym.sim.dynamics import initial_state
 from mtgym.sim.invariants import check_state
 
 PRESETS = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
-REAL_DATA = {"summit-replay", "summit-replay-2d", "summit-hps", "pal-philly-64gpu", "swf-lublin"}
+REAL_DATA = {
+    "summit-replay",
+    "summit-replay-2d",
+    "summit-hps",
+    "summit-manyjobs",
+    "summit-manyjobs-train",
+    "pal-philly-64gpu",
+    "swf-lublin",
+}
 REQUIRED = {
     "default",
     "polaris",
@@ -24,8 +32,11 @@ REQUIRED = {
     "swf-lublin",
     # the benchmark's test split (mtgym.benchmark.splits)
     "summit-replay-2d",
+    "summit-manyjobs",
     "default-128",
     "default-512",
+    # the train split's sibling of summit-manyjobs
+    "summit-manyjobs-train",
 }
 
 

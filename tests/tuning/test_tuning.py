@@ -12,11 +12,12 @@ from mtgym.core.types import JobStatus
 from mtgym.evaluate import configure_policy, scenario_defaults
 from mtgym.policy.registry import make_policy
 from mtgym.policy.tunable import (
+    MAX_JOBS_MILP,
     MAX_JOBS_PAPER,
-    MAX_JOBS_SCALED,
     admission_cap,
     admit,
     cap_grid,
+    widen_caps,
 )
 from mtgym.scenario import tuning as rec_mod
 from mtgym.scenario.registry import get_generator
@@ -45,8 +46,13 @@ def test_admission_cap_scales_with_the_idle_pool():
     assert admission_cap(_view(8, [4] * 60), None) == MAX_JOBS_PAPER
     # never more than the active jobs; an explicit cap wins
     assert admission_cap(_view(1000, [1] * 30), None) == 30
-    # the solver-time ceiling binds only on pools of hundreds of 1-node jobs
-    assert admission_cap(_view(900, [1] * 1000), None) == MAX_JOBS_SCALED
+    # no ceiling by default: 900 idle nodes admit 900 of 1,000 one-node jobs (issue [refs])
+    assert admission_cap(_view(900, [1] * 1000), None) == 900
+    assert admission_cap(_view(5000, [1] * 4096), None) == 4096
+    # a solver's ceiling (the node-level MILP's) binds the scaled cap, never a fixed one
+    assert admission_cap(_view(900, [1] * 1000), None, MAX_JOBS_MILP) == MAX_JOBS_MILP
+    assert admission_cap(_view(8, [4] * 60), None, MAX_JOBS_MILP) == MAX_JOBS_PAPER
+    assert admission_cap(_view(900, [1] * 1000), 500, MAX_JOBS_MILP) == 500
     assert admission_cap(v, 7) == 7
 
 
@@ -58,6 +64,29 @@ def test_admission_keeps_running_jobs_first():
 def test_cap_grid_starts_at_the_default_and_scales_with_the_slots():
     g = cap_grid(None, EpisodeSpec(max_jobs=16))
     assert g[0] is None and g[1:] == [10, 16, 32, 64, 128]
+
+
+def test_widen_caps_reaches_the_job_count():
+    g = cap_grid(None, EpisodeSpec(max_jobs=16))
+    assert widen_caps(g, 1001) == [None, 10, 16, 32, 64, 128, 256, 512, 1001]
+    assert widen_caps(g, 128) == g  # already there: nothing added
+    assert widen_caps(g, 40) == [None, 10, 16, 32, 40]  # caps above the job count dropped
+    assert widen_caps([None, 10], 4096)[-3:] == [1280, 2560, 4096]
+    assert widen_caps([None], 3) == [None, 3]
+
+
+def test_the_sweep_grid_reaches_the_scenarios_job_count():
+    _, grid = sweep.policy_knobs("default-512", "freetrain")
+    jobs = get_generator("default-512")(sweep.TUNE_SEEDS[0]).num_jobs
+    assert grid["max_jobs"][0] is None and grid["max_jobs"][-1] == jobs > 128
+
+
+def test_freetrain_milp_keeps_its_ceiling_and_the_dp_has_none():
+    v = _view(900, [1] * 1000)
+    milp = make_policy("freetrain-milp", tuned=False)
+    dp = make_policy("freetrain", tuned=False)
+    assert admit(v, milp.max_jobs, milp.cap_ceiling).size == MAX_JOBS_MILP
+    assert admit(v, dp.max_jobs, dp.cap_ceiling).size == 900
 
 
 def test_knob_precedence_given_then_scenario_then_default():
@@ -139,7 +168,8 @@ def test_scenario_defaults_merge_the_record_under_the_files_own(tmp_path, monkey
 
 
 def test_sweep_follows_its_rule_and_never_ends_below_the_default(monkeypatch):
-    means = {None: 1.0, 10: 1.005, 16: 1.5, 32: 1.2, 64: 0.5, 128: 1.49}
+    # the default scenario has 30 jobs: the grid stops there (widen_caps)
+    means = {None: 1.0, 10: 1.005, 16: 1.5, 30: 1.49}
     calls = []
 
     def fake(scenario, policy, params, seed, horizon_s):

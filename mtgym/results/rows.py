@@ -1,0 +1,64 @@
+"""Each command's episodes as the result file's ``rows``: one flat dict per episode,
+``scenario``, ``policy`` and ``seed`` first, then the episode's row as the command recorded
+it (``mtgym.evaluate.episode_row`` with the bound and common-jobs metrics).
+
+The rows are the commands' own records, reused: nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+
+def policy_rows(scenario: str, runs: Iterable[Any]) -> list[dict[str, Any]]:
+    """The rows of several policies on one scenario.
+
+    Args:
+        scenario: the scenario's name.
+        runs: ``mtgym.evaluate.PolicyRun``s (``name``, ``per_seed``).
+    """
+    return [
+        {"scenario": scenario, "policy": run.name, "seed": row.get("seed"), **row}
+        for run in runs
+        for row in run.per_seed
+    ]
+
+
+def benchmark_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
+    """The rows of a benchmark: every scenario's (``mtgym.benchmark.runner.ScenarioRuns``)
+    policies that ran, in the split's order. A policy that could not run has no row; its
+    reason is in the aggregates (``unsupported``).
+    """
+    return [row for sr in results for row in policy_rows(sr.scenario, sr.runs)]
+
+
+def tuning_rows(records: Iterable[Any]) -> list[dict[str, Any]]:
+    """The rows of a tuning sweep: one per (scenario, policy, point tried, tuning seed).
+
+    Args:
+        records: ``mtgym.scenario.tuning.TuningRecord``s.
+
+    Returns:
+        Rows with ``scenario``, ``policy``, ``seed``, ``knob`` (the knob the point varies,
+        ``""`` for the default), ``params`` (every knob's value), ``normalized_throughput``
+        and ``jobs_completed``.
+    """
+    out = []
+    for rec in records:
+        for policy, t in rec.policies.items():
+            for pt in t.sweep:
+                seeds = zip(rec.seeds, pt.headline, pt.jobs_completed, strict=False)
+                for seed, head, done in seeds:
+                    out.append(
+                        {
+                            "scenario": rec.scenario,
+                            "policy": policy,
+                            "seed": seed,
+                            "knob": pt.knob,
+                            "params": dict(pt.params),
+                            "normalized_throughput": head,
+                            "jobs_completed": done,
+                        }
+                    )
+    return out

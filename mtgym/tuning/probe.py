@@ -1,0 +1,321 @@
+"""The reference probe: does any tuned baseline, at any value of a wider grid, beat the
+scenario's recorded reference by more than ``PROBE_MARGIN``?
+
+``mtgym tune`` picks each baseline's knobs on a short grid; the benchmark divides every
+policy by the best of them (the scenario's *reference*). A reference set by the edge of a
+grid rather than by the policies (issue [refs]: an admission cap of 128 jobs on a machine
+that holds 1,000) makes every ratio against it flattering. The probe checks it:
+
+- **Grid, written here before any run** (``probe_values``): from each tuned baseline's
+  chosen setting, one knob at a time over a grid wider than the sweep's: the admission cap
+  ``max_jobs`` at every power of two from 8 up to the scenario's job count, and the job
+  count itself (a cap above it admits no more); ``t_fwd`` at the scenario's T_fwd x 2^k for
+  k = -4..4; a round length ``round_s`` at 30 s to 1 h and every event; every other knob at
+  every value of its sweep grid.
+- **Seeds**: the tuning seeds (``TUNE_SEEDS``), whole episodes; a point the record's sweep
+  already played is reused, not replayed (the record replays bit for bit:
+  ``tests/tuning``).
+- **Verdict**: a point whose mean headline is above the reference's recorded mean x (1 +
+  ``PROBE_MARGIN``) *beats* it. ``--apply`` then adds every beating point to its policy's
+  sweep (knob ``probe:<knob>``), makes the best of them the policy's choice when it beats
+  the policy's own choice by more than ``MIN_GAIN`` (the sweep's rule), and re-derives the
+  reference (``TuningRecord.best``): the tuning takes what the probe found.
+
+Every run writes ``scenarios/tuning/probes/<scenario>.json`` (``ProbeResult``): every point,
+the reference before and after, the verdict. Baselines without a tuning entry are not
+probed (the report names them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mtgym.scenario.tuning import Point, TuningRecord, load_record, record_path, save_record
+from mtgym.tuning.sweep import (
+    MIN_GAIN,
+    TUNE_SEEDS,
+    Params,
+    play_points,
+    point_key,
+    policy_knobs,
+    scenario_job_count,
+)
+
+#: how far above the recorded reference's mean a probe point must be to count as beating it
+PROBE_MARGIN = 0.02
+#: T_fwd multipliers of the probe (the sweep tries x1/4..x4)
+T_FWD_OCTAVES = tuple(2.0**k for k in range(-4, 5))
+#: round lengths of the probe, s (None: every event)
+ROUND_S = (None, 30.0, 60.0, 120.0, 360.0, 900.0, 1800.0, 3600.0)
+#: the smallest fixed admission cap probed
+MIN_CAP = 8
+
+
+class ProbePoint(BaseModel):
+    """One probed setting and how it compares with the reference."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: str
+    knob: str
+    params: dict[str, Any]
+    mean: float
+    ratio: float = Field(description="mean / the reference's recorded mean")
+    reused: bool = Field(description="played by the tuning sweep already")
+
+
+class ProbeResult(BaseModel):
+    """A probe of one scenario's reference (``scenarios/tuning/probes/<scenario>.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scenario: str
+    seeds: list[int]
+    margin: float
+    reference_before: str | None
+    reference_mean: float
+    reference_after: str | None
+    applied: bool
+    beats: list[ProbePoint]
+    points: list[ProbePoint]
+    not_probed: list[str] = Field(description="policies named without a tuning entry")
+
+
+def probe_values(knob: str, grid: list[Any], t_fwd_s: float, job_count: int) -> list[Any]:
+    """The probe's values of one knob (module docstring), the sweep grid's included.
+
+    Args:
+        knob: the knob's name.
+        grid: its values in the tuning sweep.
+        t_fwd_s: the scenario's T_fwd, s (the base of a ``t_fwd`` probe).
+        job_count: the scenario's jobs (the largest admission cap worth trying).
+    """
+    if knob == "max_jobs":
+        extra: list[Any] = [None]
+        cap = MIN_CAP
+        while cap < job_count:
+            extra.append(cap)
+            cap *= 2
+        extra.append(int(job_count))
+    elif knob == "t_fwd":
+        extra = [None, *[float(f"{t_fwd_s * m:.4g}") for m in T_FWD_OCTAVES]]
+    elif knob == "round_s":
+        extra = list(ROUND_S)
+    else:
+        extra = []
+    out: list[Any] = []
+    for v in [*grid, *extra]:
+        if v not in out and not (isinstance(v, float) and not math.isfinite(v)):
+            out.append(v)
+    return out
+
+
+def probe_points(scenario: str, policy: str, chosen: Params) -> list[tuple[str, Params]]:
+    """(knob, setting) pairs: ``chosen`` with one knob moved over its probe values.
+
+    Args:
+        scenario: a scenario name.
+        policy: a tunable registry name.
+        chosen: the policy's recorded choice.
+    """
+    from mtgym.evaluate import scenario_defaults
+    from mtgym.scenario.registry import get_generator
+
+    gen = get_generator(scenario)
+    t_fwd_s = float(scenario_defaults(gen).t_fwd_s)
+    jobs = scenario_job_count(gen)
+    _, grid = policy_knobs(scenario, policy)
+    points = []
+    for knob, values in grid.items():
+        for v in probe_values(knob, values, t_fwd_s, jobs):
+            points.append((f"probe:{knob}", {**chosen, knob: v}))
+    return points
+
+
+def probe_scenario(
+    scenario: str,
+    policies: list[str] | None = None,
+    *,
+    workers: int = 1,
+    apply: bool = False,
+    path: Path | None = None,
+) -> ProbeResult:
+    """Probe ``scenario``'s recorded reference (module docstring); with ``apply``, save the
+    record the probe changed.
+
+    Args:
+        scenario: a scenario with a tuning record.
+        policies: the policies to probe (default: every one the record tuned).
+        workers: processes.
+        apply: let the tuning take what beats the reference.
+        path: the record file (default ``record_path(scenario)``).
+
+    Raises:
+        ValueError: the scenario has no tuning record, or it has no reference.
+    """
+    path = path or record_path(scenario)
+    rec = TuningRecord.model_validate_json(path.read_text()) if path.is_file() else None
+    if rec is None:
+        rec = load_record(scenario)
+    if rec is None or rec.reference is None:
+        raise ValueError(f"scenario {scenario!r} has no tuning record with a reference")
+    ref_mean = rec.policies[rec.reference].chosen_mean
+    names = list(rec.policies) if policies is None else list(policies)
+    not_probed = [p for p in names if p not in rec.policies]
+    seeds = list(rec.seeds)
+    pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+    points: list[ProbePoint] = []
+    try:
+        for name in [p for p in names if p in rec.policies]:
+            points += _probe_policy(rec, name, ref_mean, pool, apply)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    beats = [p for p in points if p.mean > ref_mean * (1 + PROBE_MARGIN)]
+    before = rec.reference
+    if apply and beats:
+        rec.reference = rec.best()
+        save_record(rec, path)
+    result = ProbeResult(
+        scenario=scenario,
+        seeds=seeds,
+        margin=PROBE_MARGIN,
+        reference_before=before,
+        reference_mean=ref_mean,
+        reference_after=rec.reference,
+        applied=apply,
+        beats=beats,
+        points=points,
+        not_probed=not_probed,
+    )
+    out = path.parent / "probes" / f"{scenario}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result.model_dump_json(indent=1) + "\n")
+    return result
+
+
+def _probe_policy(
+    rec: TuningRecord,
+    name: str,
+    ref_mean: float,
+    pool: ProcessPoolExecutor | None,
+    apply: bool,
+) -> list[ProbePoint]:
+    """Play ``name``'s probe points (the record's own sweep reused) and compare each with
+    the reference's mean; with ``apply``, the beating ones go into the record (``_take``).
+    """
+    tuning = rec.policies[name]
+    done = {point_key(pt.params): pt for pt in tuning.sweep}
+    reused = set(done)
+    todo = probe_points(rec.scenario, name, dict(tuning.chosen))
+    progress = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    play_points(rec.scenario, name, todo, rec.seeds, rec.horizon_s, done, pool, progress)
+    out = []
+    for knob, params in todo:
+        pt = done[point_key(params)]
+        ratio = pt.mean / ref_mean if ref_mean > 0 else math.inf
+        out.append(
+            ProbePoint(
+                policy=name,
+                knob=knob,
+                params=params,
+                mean=pt.mean,
+                ratio=ratio,
+                reused=point_key(params) in reused,
+            )
+        )
+        if apply and pt.mean > ref_mean * (1 + PROBE_MARGIN):
+            _take(rec, name, knob, pt)
+    return out
+
+
+def _take(rec: TuningRecord, name: str, knob: str, pt: Point) -> None:
+    """Add a beating probe point to ``name``'s sweep; make it the choice when it beats the
+    current choice by more than ``MIN_GAIN``.
+    """
+    t = rec.policies[name]
+    key = point_key(pt.params)
+    if all(point_key(p.params) != key for p in t.sweep):
+        t.sweep.append(pt.model_copy(update={"knob": knob}))
+    if pt.mean > t.chosen_mean * (1 + MIN_GAIN):
+        t.chosen, t.chosen_mean = dict(pt.params), pt.mean
+
+
+def report(result: ProbeResult) -> str:
+    """The probe as markdown: the verdict, then each policy's best probe point."""
+    lines = [
+        f"### {result.scenario}: reference `{result.reference_before}` "
+        f"(mean {result.reference_mean:.3f} on seeds {result.seeds})",
+        "",
+        "| policy | best probe point | mean | x reference |",
+        "|---|---|---:|---:|",
+    ]
+    best: dict[str, ProbePoint] = {}
+    for p in result.points:
+        if p.policy not in best or p.mean > best[p.policy].mean:
+            best[p.policy] = p
+    for name, p in sorted(best.items(), key=lambda kv: -kv[1].mean):
+        knobs = ", ".join(f"{k}={v}" for k, v in p.params.items())
+        lines.append(f"| {name} | {knobs} | {p.mean:.3f} | {p.ratio:.3f} |")
+    played = sum(not p.reused for p in result.points)
+    if not result.beats:
+        verdict = f"no point beats the reference by more than {result.margin:.0%}"
+    else:
+        verdict = (
+            f"**{len(result.beats)} point(s) beat the reference by more than {result.margin:.0%}**"
+        )
+        if result.applied:
+            verdict += f"; the tuning took them: reference now `{result.reference_after}`"
+    lines += ["", f"{len(result.points)} points ({played} played, the rest reused): {verdict}."]
+    if result.not_probed:
+        lines.append(f"Not probed (no tuning entry): {', '.join(result.not_probed)}.")
+    return "\n".join(lines)
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    """Register ``probe`` on the ``mtgym`` sub-command parser.
+
+    Args:
+        sub: the ``mtgym`` parser's sub-parsers object.
+    """
+    p = sub.add_parser(
+        "probe",
+        help="check a scenario's recorded reference against every tuned baseline on a "
+        f"wider grid (beaten by more than {PROBE_MARGIN:.0%}: say so; --apply: re-tune)",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("--scenario", action="append", default=[], help="preset name; repeat")
+    p.add_argument("--policy", action="append", default=None, help="default: every tuned one")
+    p.add_argument("--workers", type=int, default=1, help="processes (default: %(default)s)")
+    p.add_argument("--apply", action="store_true", help="let the tuning take what beats it")
+    p.set_defaults(func=_cmd_probe)
+
+
+def _cmd_probe(args: argparse.Namespace) -> int:
+    """Handler of ``mtgym probe``: probe each scenario, print the report.
+
+    Returns:
+        0 when no reference is beaten (or ``--apply`` took what beat it), else 1.
+
+    Raises:
+        ValueError: no ``--scenario``, ``--workers`` < 1, or a scenario without a record.
+    """
+    if not args.scenario:
+        raise ValueError("mtgym probe needs --scenario")
+    if args.workers < 1:
+        raise ValueError("--workers must be >= 1")
+    print(f"seeds: {list(TUNE_SEEDS)}; margin {PROBE_MARGIN:.0%}")
+    status = 0
+    for sc in args.scenario:
+        res = probe_scenario(sc, args.policy, workers=args.workers, apply=args.apply)
+        print(report(res))
+        if res.beats and not args.apply:
+            status = 1
+    return status

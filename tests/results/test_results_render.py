@@ -1,0 +1,213 @@
+"""Generated tables: a tiny benchmark result and a tiny doc render, ``--check`` agrees,
+and a cell edited by hand makes ``--check`` fail; the repository's own docs are as their
+result files render them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtgym.cli import main
+from mtgym.results import store
+from mtgym.results.provenance import capture
+from mtgym.results.render import RenderError, check_tree, find_blocks, render_tree
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _iv(m, lo=None, hi=None):
+    return {"mean": m, "ci_low": lo, "ci_high": hi, "n": 2}
+
+
+def _policy(ratio, jct, jct_ratio, done):
+    return {
+        "normalized_throughput": _iv(ratio),
+        "ratio": {
+            "reference": "greedy",
+            "ratio": ratio,
+            "ci_low": ratio - 0.1,
+            "ci_high": ratio + 0.1,
+            "n": 2,
+        },
+        "jct_common_mean": _iv(jct),
+        "jct_common_ratio": jct_ratio,
+        "jobs_completed": _iv(done),
+    }
+
+
+def _est(p):
+    return {"point": p, "ci_low": p - 0.05, "ci_high": p + 0.05, "reason": None}
+
+
+def _fake_benchmark():
+    """A benchmark result with made-up numbers: two scenarios, two policies."""
+    scenarios = [
+        {
+            "scenario": "sc-a",
+            "seeds": [9000, 9001],
+            "reference": "greedy",
+            "policies": {
+                "greedy": _policy(1.0, 100.0, 1.0, 12.0),
+                "agent": _policy(1.25, 80.0, 0.8, 13.5),
+            },
+        },
+        {
+            "scenario": "sc-b",
+            "seeds": [9000, 9001],
+            "reference": "greedy",
+            "policies": {
+                "greedy": _policy(1.0, 50.0, 1.0, 4.0),
+                "agent": {"unsupported": "too big"},
+            },
+        },
+    ]
+    agg = {
+        "split": "test",
+        "quick": False,
+        "policies": ["greedy", "agent"],
+        "scenarios": scenarios,
+        "suite": {
+            "greedy": {
+                "score": 1.0,
+                "ci_low": 1.0,
+                "ci_high": 1.0,
+                "complete": True,
+                "missing": [],
+            },
+            "agent": {
+                "score": None,
+                "ci_low": None,
+                "ci_high": None,
+                "complete": False,
+                "missing": ["sc-b"],
+            },
+        },
+        "aggregates": {"policies": {"greedy": {"iqm": _est(1.0), "iqm_bound": _est(0.8)}}},
+    }
+    rows = [
+        {"scenario": "sc-a", "policy": p, "seed": s, "fairness_jain": j}
+        for p, j in (("greedy", 0.5), ("agent", 0.75))
+        for s in (9000, 9001)
+    ]
+    prov = capture(["benchmark", "--policy", "agent", "--all-baselines"])
+    entries = [
+        {"name": n, "source": "code", "path": None, "sha256": "0" * 64, "tuning_sha256": None}
+        for n in ("sc-a", "sc-b")
+    ]
+    return store.build(
+        "benchmark",
+        prov,
+        seeds=[9000, 9001],
+        scenarios=entries,
+        wall_s=4000.0,
+        rows=rows,
+        aggregates=agg,
+    )
+
+
+DOC = """# Results
+
+Some prose.
+
+<!-- results:begin main source=results/bench.json kind=suite -->
+stale content
+<!-- results:end main -->
+
+<!-- results:begin trade source=results/bench.json kind=scenario-trade-offs policies=agent,greedy -->
+<!-- results:end trade -->
+
+```
+<!-- results:begin not-a-block source=x kind=suite -->
+```
+"""
+
+
+@pytest.fixture
+def tree(tmp_path):
+    store.record(_fake_benchmark(), tmp_path / "results", "bench")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "r.md").write_text(DOC)
+    (tmp_path / "README.md").write_text("# Readme, no blocks\n")
+    return tmp_path
+
+
+def test_render__renders_checks_and_catches_a_hand_edit(tree, capsys):
+    doc = tree / "docs" / "r.md"
+    problems, n = check_tree(tree)
+    assert n == 2 and len(problems) == 2 and "block 'main': differs" in problems[0]
+    changed, n = render_tree(tree)
+    assert changed == [doc] and n == 2
+    text = doc.read_text()
+    assert "stale content" not in text and text.startswith("# Results\n\nSome prose.\n\n")
+    assert "| sc-a | greedy | 1.000 [0.900, 1.100] | 1.250 [1.150, 1.350] |" in text
+    assert "| sc-b | greedy | 1.000 [0.900, 1.100] | unsupported |" in text
+    assert "| **suite score** | | 1.000 [1.000, 1.000] | n/a |" in text
+    assert "| **IQM (x best baseline)** | | 1.000 [0.950, 1.050] | n/a |" in text
+    assert "| sc-a | agent | 80 (0.80x) | 13.5 | 0.750 |" in text
+    assert (
+        "from `results/bench.json`, written by `mtgym benchmark --policy agent --all-baselines`"
+        in text
+    )
+    assert "1 h 06 min" in text
+    assert check_tree(tree) == ([], 2)
+    assert render_tree(tree) == ([], 2)  # rendering again changes nothing
+    assert main(["results", "render", "--check", "--root", str(tree)]) == 0
+
+    doc.write_text(text.replace("1.250 [1.150, 1.350]", "1.300 [1.150, 1.350]"))
+    problems, _ = check_tree(tree)
+    assert (
+        len(problems) == 1 and "r.md:5 block 'main': differs from results/bench.json" in problems[0]
+    )
+    capsys.readouterr()
+    assert main(["results", "render", "--check", "--root", str(tree)]) == 1
+    out = capsys.readouterr().out
+    assert "block 'main'" in out and "2 results block(s) checked; 1 differ" in out
+    assert main(["results", "render", "--root", str(tree)]) == 0
+    assert check_tree(tree) == ([], 2)
+
+
+def test_render__a_missing_source_or_kind_is_reported(tree):
+    doc = tree / "docs" / "r.md"
+    doc.write_text(DOC.replace("results/bench.json kind=suite", "results/gone.json kind=suite"))
+    problems, _ = check_tree(tree)
+    assert "block 'main': cannot render" in problems[0] and "gone.json" in problems[0]
+    with pytest.raises(RenderError, match=r"gone\.json"):
+        render_tree(tree)
+    doc.write_text(DOC.replace("kind=suite -->", "kind=nope -->"))
+    assert "unknown kind 'nope'" in check_tree(tree)[0][0]
+    doc.write_text(DOC.replace("kind=suite -->", "kind=tuning -->"))
+    assert "needs a tune result" in check_tree(tree)[0][0]
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("<!-- results:begin a source=x kind=suite -->\n", "no '<!-- results:end a -->'"),
+        ("<!-- results:end a -->\n", "not a results marker"),
+        ("<!-- results:begin a kind=suite -->\n<!-- results:end a -->\n", "has no source"),
+        (
+            "<!-- results:begin a source=x kind=k -->\n<!-- results:begin b source=x kind=k -->\n",
+            "inside 'a'",
+        ),
+        ("<!-- results:begin a source=x kind=k -->\n<!-- results:end a -->\n" * 2, "used twice"),
+        ("<!-- results:begn a source=x kind=k -->\n", "not a results marker"),
+    ],
+)
+def test_render__malformed_markers_are_errors(text, match):
+    with pytest.raises(RenderError, match=match):
+        find_blocks(text, Path("d.md"))
+
+
+def test_render__the_repository_docs_are_as_their_result_files_render_them():
+    """Every block of README.md and docs/ (none until the first results are committed)."""
+    problems, n = check_tree(REPO)
+    assert problems == [], "\n".join(problems)
+    blocks = [
+        b
+        for doc in (REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")))
+        for b in find_blocks(doc.read_text(), doc)
+    ]
+    assert n == len(blocks)
+    for b in blocks:
+        assert (REPO / b.source).is_file(), f"{b.where}: {b.source} is not committed"

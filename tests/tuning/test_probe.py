@@ -1,0 +1,85 @@
+"""The reference probe (``mtgym.tuning.probe``): its grid, its verdict and ``--apply``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mtgym.scenario.tuning import TuningRecord, save_record
+from mtgym.tuning import probe, sweep
+
+
+def test_probe_values_reach_the_job_count_and_widen_t_fwd():
+    caps = probe.probe_values("max_jobs", [None, 10, 16, 32], 10.0, 100)
+    assert caps == [None, 10, 16, 32, 8, 64, 100]
+    t = probe.probe_values("t_fwd", [None, 2.5, 40.0], 10.0, 100)
+    assert t[:3] == [None, 2.5, 40.0] and min(t[3:]) == 0.625 and max(t[3:]) == 160.0
+    assert probe.probe_values("order", ["fifo", "las"], 10.0, 100) == ["fifo", "las"]
+    assert None in probe.probe_values("round_s", [360.0], 10.0, 100)
+
+
+def _record(tmp_path):
+    """A record of ``default`` with two tuned policies; ``greedy`` is the reference."""
+    rec = TuningRecord(scenario="default", seeds=[0], horizon_s=None, rule=sweep.RULE)
+    for name, mean in (("greedy", 10.0), ("equal-share", 9.0)):
+        pt = sweep.Point(
+            knob="",
+            params={"max_jobs": None},
+            headline=[mean],
+            jobs_completed=[1.0],
+            mean=mean,
+            wall_s=0.0,
+        )
+        rec.policies[name] = sweep.PolicyTuning(
+            default={"max_jobs": None},
+            chosen={"max_jobs": None},
+            default_mean=mean,
+            chosen_mean=mean,
+            sweep=[pt],
+            wall_s=0.0,
+        )
+    rec.reference = rec.best()
+    return save_record(rec, tmp_path / "default.json")
+
+
+@pytest.mark.parametrize("apply", [False, True])
+def test_a_point_that_beats_the_reference_is_reported_and_taken(tmp_path, monkeypatch, apply):
+    played = []
+
+    def fake(scenario, policy, params, seed, horizon_s):
+        played.append((policy, params["max_jobs"]))
+        # equal-share with every job admitted beats greedy's 10.0 by 5 %
+        return (10.5 if (policy, params["max_jobs"]) == ("equal-share", 30) else 9.0), 1.0, 0.0
+
+    monkeypatch.setattr(sweep, "play_point", fake)
+    path = _record(tmp_path)
+    res = probe.probe_scenario("default", apply=apply, path=path)
+    # the recorded points are reused, not replayed; every other probe value is played once
+    assert ("greedy", None) not in played and ("equal-share", None) not in played
+    assert len(played) == len(set(played))
+    assert [(b.policy, b.params["max_jobs"]) for b in res.beats] == [("equal-share", 30)]
+    assert res.reference_before == "greedy"
+    out = json.loads((tmp_path / "probes" / "default.json").read_text())
+    assert out["beats"][0]["ratio"] == pytest.approx(1.05)
+    rec = TuningRecord.model_validate_json(path.read_text())
+    if apply:
+        assert res.reference_after == rec.reference == "equal-share"
+        assert rec.policies["equal-share"].chosen == {"max_jobs": 30}
+        assert rec.policies["equal-share"].chosen_mean == 10.5
+    else:
+        assert res.reference_after == rec.reference == "greedy"
+    assert "beat the reference" in probe.report(res)
+
+
+def test_no_beat_within_the_margin(tmp_path, monkeypatch):
+    monkeypatch.setattr(sweep, "play_point", lambda *a: (10.1, 1.0, 0.0))  # +1 % < 2 %
+    res = probe.probe_scenario("default", path=_record(tmp_path))
+    assert res.beats == [] and "no point beats" in probe.report(res)
+
+
+def test_probe_cli_refuses_a_scenario_without_a_record(capsys):
+    from mtgym.cli import main
+
+    assert main(["probe", "--scenario", "toy-two-jobs"]) == 2
+    assert "no tuning record" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mtgym.command import add_backend_options, check_backend
 from mtgym.core import names
+from mtgym.results.cli import add_record_options
 
 
 def _shared(ns: argparse.Namespace) -> dict:
@@ -145,12 +146,21 @@ def _train_rllib(ns: argparse.Namespace) -> int:
 
 
 def _compare(ns: argparse.Namespace) -> int:
+    """Handler of ``mtgym compare``: play, write ``--out``, and write the result file
+    (``OUT/result.json[.gz]``; with ``--record NAME`` also into the registry,
+    ``mtgym.results``), one row per episode (``results.json``'s ``per_seed`` rows).
+    """
+    import time
+
     from agents.compare import compare
     from mtgym.core.io import prepare_out_dir
+    from mtgym.evaluate import PolicyRun
+    from mtgym.results import cli as results_cli
 
     prepare_out_dir(ns.out)
     seeds = list(range(ns.seed, ns.seed + ns.seeds))
-    compare(
+    provenance, t0 = results_cli.start(ns), time.perf_counter()  # (a taken name: refused now)
+    results = compare(
         ns.scenario,
         ns.agent,
         Path(ns.out),
@@ -159,6 +169,16 @@ def _compare(ns: argparse.Namespace) -> int:
         progress=not ns.no_progress,
         reference=ns.reference,
         hindsight=not ns.no_bound,
+    )
+    runs = [PolicyRun(name, e["per_seed"]) for name, e in results["policies"].items()]
+    results_cli.save_runs(
+        ns,
+        "compare",
+        provenance,
+        scenario=ns.scenario,
+        seeds=seeds,
+        runs=runs,
+        wall_s=time.perf_counter() - t0,
     )
     return 0
 
@@ -386,4 +406,5 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="skip each seed's hindsight bound (hindsight_bound, bound_fraction: docs/metrics.md)",
     )
+    add_record_options(c)  # --record NAME, --results-dir DIR, --force
     c.set_defaults(func=_compare)

@@ -165,6 +165,9 @@ class AgentPolicy:
             ``agent.json``'s ``sample`` says.
         temperature: overrides ``agent.json``'s (> 0); it shapes the draws of a
             MaskablePPO agent whose slots have one size (every shipped agent), not the mode.
+        max_jobs: overrides ``agent.json``'s slots S (1..``MAX_SLOTS``); a scale-free agent
+            (``shares``) plays any S, e.g. more than one per node on a machine that
+            holds more jobs at once (``scripts/agent_slots.py``).
 
     Attributes:
         info_mode: from ``agent.json``: the view the driver must build.
@@ -185,11 +188,18 @@ class AgentPolicy:
         *,
         deterministic: bool | None = None,
         temperature: float | None = None,
+        max_jobs: int | None = None,
     ) -> None:
         import torch
 
+        from mtgym.core.limits import MAX_SLOTS
+
         self.path = Path(path) if path else PRETRAINED
         self.model, self.config = load_model(self.path)
+        if max_jobs is not None:  # the caller's slots, else agent.json's
+            if not 1 <= int(max_jobs) <= MAX_SLOTS:
+                raise ValueError(f"max_jobs must be in 1..{MAX_SLOTS}; got {max_jobs}")
+            self.config.max_jobs = int(max_jobs)
         if temperature is not None:  # the caller's, else agent.json's
             _check_temperature(temperature)
             self.config.temperature = float(temperature)

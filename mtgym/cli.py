@@ -443,6 +443,11 @@ def build_parser() -> argparse.ArgumentParser:
     from mtgym.results.cli import add as add_results
 
     add_results(sub)  # the results registry: generated tables (mtgym.results)
+    from mtgym.leaderboard.cli import add as add_leaderboard
+
+    # the leaderboard and its submission check; importing mtgym.leaderboard also registers
+    # its `leaderboard` renderer for `mtgym results render` (docs/leaderboard.md's block)
+    add_leaderboard(sub)
 
     _plugin_commands(sub)  # bridge, scavenge, reproduce, train, compare, ...
 

@@ -20,16 +20,21 @@ Only the ``step`` calls are timed (drawing actions is not), in ``--blocks`` bloc
 turn for every contender, so the ratios compare blocks timed side by side (a shared
 machine's speed drifts by 2x over minutes); ratios are medians of the block-by-block ratios.
 Untimed warm-up steps first load (or, on a fresh clone, compile) the kernels. Prints figures;
-asserts nothing.
+asserts nothing. With ``--record NAME`` it also writes them as a result file into the
+registry (``results/NAME.json``, ``mtgym.results``; kind ``bench_vec``, ``result_file``):
+one row per table row, and the options, the memory line and the raw training rates as
+aggregates.
 
     .venv/bin/python scripts/bench_vec.py [--env-steps 4000] [--blocks 5] [--train-steps 4096]
-        [--rllib-steps 2048] [--rllib-iters 3]
+        [--rllib-steps 2048] [--rllib-iters 3] [--record bench-vec]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -321,7 +326,82 @@ def _rllib_rates(args, sample_steps: int, train_iters: int) -> tuple[float, floa
     return float(np.median(rates[0])), float(np.median(rates[1]))
 
 
+def _cell(text: str) -> Any:
+    """A table cell as a number where it is one (``"12,345"`` -> 12345, ``"3.1x"`` -> 3.1),
+    else its text.
+    """
+    t = text.replace(",", "").strip()
+    t = t[:-1] if t.endswith("x") else t
+    for kind in (int, float):
+        try:
+            return kind(t)
+        except ValueError:
+            pass
+    return text
+
+
+def table_rows(table: Table) -> list[dict[str, Any]]:
+    """Each row of ``table`` as ``{"table": its title, header: cell, ...}`` (``_cell``)."""
+    columns = [(str(c.header), list(c.cells)) for c in table.columns]
+    return [
+        {"table": str(table.title), **{h: _cell(str(cells[i])) for h, cells in columns}}
+        for i in range(table.row_count)
+    ]
+
+
+#: the options recorded in the result file's aggregates
+OPTIONS = (
+    "env_steps",
+    "blocks",
+    "sizes",
+    "train_steps",
+    "train_blocks",
+    "no_memory",
+    "rllib_steps",
+    "rllib_iters",
+)
+
+
+def result_file(
+    provenance: dict[str, Any],
+    tables: list[Table],
+    measured: dict[str, Any],
+    options: dict[str, Any],
+    wall_s: float,
+) -> Any:
+    """The run's result file (kind ``bench_vec``).
+
+    Args:
+        provenance: ``mtgym.results.provenance.capture``'s dict, taken at the start.
+        tables: the tables printed, in order; each row becomes a row (``table_rows``).
+        measured: ``memory`` (the memory line, or None) and ``train_rates`` (per trainer
+            the steps/s of each block, or None).
+        options: the command's options (``OPTIONS``).
+        wall_s: the run's wall seconds.
+    """
+    from mtgym.results import hashes, store
+
+    scenarios = ["default"] + ([] if options.get("no_memory") else ["default-512"])
+    return store.build(
+        "bench_vec",
+        provenance,
+        seeds=[0],  # the contenders' and the memory episode's reset seed, the trainers' seed
+        scenarios=hashes.scenario_entries(scenarios),
+        wall_s=wall_s,
+        rows=[row for t in tables for row in table_rows(t)],
+        aggregates={
+            "options": options,
+            "tables": [str(t.title) for t in tables],
+            "memory": measured.get("memory"),
+            "train_rates": measured.get("train_rates"),
+        },
+    )
+
+
 def main() -> None:
+    from mtgym.results import cli as results_cli
+    from mtgym.results.provenance import command_line
+
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -335,19 +415,37 @@ def main() -> None:
         "--rllib-steps", type=int, default=2048, help="env steps per sample call (0: no RLlib)"
     )
     p.add_argument("--rllib-iters", type=int, default=3, help="timed RLlib train() calls")
+    results_cli.add_record_options(p)
     ns = p.parse_args()
-    console = Console()
+    provenance = None
+    if ns.record is not None:  # (a taken name: refused before any measurement)
+        try:
+            provenance = results_cli.start(ns)
+        except (ValueError, FileExistsError) as exc:
+            raise SystemExit(f"error: {exc}") from None
+        provenance["command"] = command_line(["scripts/bench_vec.py", *sys.argv[1:]], "python")
+    t0, console = time.perf_counter(), Console()
+    tables: list[Table] = []
+    measured: dict[str, Any] = {"memory": None, "train_rates": None}
     if ns.sizes:
-        console.print(env_table(ns.env_steps, ns.blocks, tuple(ns.sizes)))
+        tables.append(env_table(ns.env_steps, ns.blocks, tuple(ns.sizes)))
+        console.print(tables[-1])
     if not ns.no_memory:
-        console.print(memory_line())
+        measured["memory"] = memory_line()
+        console.print(measured["memory"])
     sb3 = None
     if ns.train_steps:
-        table, rates = train_rates(ns.train_steps, ns.train_blocks)
+        table, measured["train_rates"] = train_rates(ns.train_steps, ns.train_blocks)
+        tables.append(table)
         console.print(table)
-        sb3 = rates["batched"]
+        sb3 = measured["train_rates"]["batched"]
     if ns.rllib_steps:
-        console.print(rllib_table(ns.rllib_steps, ns.rllib_iters, sb3))
+        tables.append(rllib_table(ns.rllib_steps, ns.rllib_iters, sb3))
+        console.print(tables[-1])
+    if provenance is not None:
+        options = {k: getattr(ns, k) for k in OPTIONS}
+        wall_s = time.perf_counter() - t0
+        results_cli.save(ns, result_file(provenance, tables, measured, options, wall_s), None)
 
 
 if __name__ == "__main__":

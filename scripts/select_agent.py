@@ -13,16 +13,22 @@ On each set the reference ``--reference`` (``freetrain-speedup``) is played on t
 a candidate's ratio there is its paired mean ``normalized_throughput`` over the reference's
 (``mtgym.stats.paired``, 95 % bootstrap interval), and its **validation score** is the
 geometric mean of the three ratios. The script prints the ranking (highest score first) and
-writes ``--out`` JSON; the reader applies the rule.
+writes ``--out`` JSON; the reader applies the rule. With ``--record NAME`` it also writes a
+result file into the registry (``results/NAME.json``, ``mtgym.results``; kind
+``select_agent``): its rows are the ranking's rows, its aggregates the reference, the seeds,
+the reference's per-seed values and the ranking.
 
     .venv/bin/python scripts/select_agent.py runs/R4a agents/pretrained/default \
-        --temperature 1.0 0.7 --out runs/select4.json
+        --temperature 1.0 0.7 --out runs/select4.json [--record select-round4]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -36,6 +42,8 @@ from mtgym.generate.default import default_generator
 from mtgym.generate.family import DefaultFamily
 from mtgym.policy.play import play
 from mtgym.policy.registry import make_policy
+from mtgym.results import cli as results_cli
+from mtgym.results.provenance import command_line
 from mtgym.stats import paired
 
 #: (name, generator, seeds): round 4's validation sets
@@ -74,6 +82,54 @@ def headline(make, gen, seeds: list[int]) -> np.ndarray:
     return np.array(out)
 
 
+def start_record(ns: argparse.Namespace) -> dict[str, Any] | None:
+    """With ``--record``: refuse a taken name now, before any episode (``SystemExit`` with
+    one line), and capture the provenance (the command as ``python
+    scripts/select_agent.py ...``); else None.
+    """
+    if ns.record is None:
+        return None
+    try:
+        provenance = results_cli.start(ns)
+    except (ValueError, FileExistsError) as exc:
+        raise SystemExit(f"error: {exc}") from None
+    provenance["command"] = command_line(["scripts/select_agent.py", *sys.argv[1:]], "python")
+    return provenance
+
+
+def result_file(
+    provenance: dict[str, Any],
+    sets: list[tuple[str, object, list[int]]],
+    summary: dict[str, Any],
+    wall_s: float,
+) -> Any:
+    """The selection's result file (kind ``select_agent``).
+
+    Args:
+        provenance: ``start_record``'s.
+        sets: the validation sets played (name, generator, seeds).
+        summary: ``--out``'s content: ``reference``, ``seeds``, ``ref_per_seed`` and
+            ``rows`` (the ranking's rows, which become the file's rows).
+        wall_s: the script's wall seconds.
+    """
+    from mtgym.results import hashes, store
+
+    aggregates = {k: v for k, v in summary.items() if k != "rows"}
+    aggregates["ranking"] = [
+        {"candidate": r["candidate"], "temperature": r["temperature"], "score": r["score"]}
+        for r in summary["rows"]
+    ]
+    return store.build(
+        "select_agent",
+        provenance,
+        seeds=sorted({s for _, _, seeds in sets for s in seeds}),
+        scenarios=[hashes.generator_entry(n, g) for n, g, _ in sets],
+        wall_s=wall_s,
+        rows=summary["rows"],
+        aggregates=aggregates,
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -90,8 +146,11 @@ def main() -> None:
         help="reuse the reference's per-seed values from an earlier --out JSON (same reference "
         "and seeds; the simulation is deterministic, so this only saves time)",
     )
+    results_cli.add_record_options(p)
     ns = p.parse_args()
+    t0 = time.perf_counter()
     sets = validation_sets(SETS, ns.limit)  # (before any episode is played)
+    provenance = start_record(ns)  # (a taken --record name: refused before any episode)
     if ns.reference_from is not None:
         import json
 
@@ -124,13 +183,13 @@ def main() -> None:
         ]
         table.add_row(r["candidate"], f"{r['temperature']:g}", f"{r['score']:.4f}", *cells)
     Console(width=160).print(table)
+    reference = {n: ref[n].tolist() for n in ref}
+    seeds = {n: s for n, _, s in sets}
+    summary = {"reference": ns.reference, "seeds": seeds, "ref_per_seed": reference, "rows": rows}
     if ns.out:
-        reference = {n: ref[n].tolist() for n in ref}
-        seeds = {n: s for n, _, s in sets}
-        atomic_write_json(
-            ns.out,
-            {"reference": ns.reference, "seeds": seeds, "ref_per_seed": reference, "rows": rows},
-        )
+        atomic_write_json(ns.out, summary)
+    if provenance is not None:
+        results_cli.save(ns, result_file(provenance, sets, summary, time.perf_counter() - t0), None)
 
 
 if __name__ == "__main__":

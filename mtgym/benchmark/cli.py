@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 from mtgym.benchmark.splits import FAST_BASELINES, QUICK_SEEDS, SPLITS
 from mtgym.command import add_backend_options, check_backend, decision_interval
@@ -29,9 +30,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
     Options: ``--policy NAME`` (repeatable), ``--all-baselines``, ``--split``, ``--quick``,
     ``--out DIR``, ``--decision-interval S``, ``--backend local|ray``, ``--address``,
-    ``--no-progress`` and the registry's ``--record NAME``, ``--results-dir DIR`` and
-    ``--force`` (``mtgym.results.cli.add_record_options``); the handler is stored as
-    ``func``.
+    ``--no-progress``, ``--no-cache`` and the registry's ``--record NAME``,
+    ``--results-dir DIR`` and ``--force`` (``mtgym.results.cli.add_record_options``); the
+    handler is stored as ``func``.
 
     Args:
         sub: the ``mtgym`` parser's sub-parsers object.
@@ -85,6 +86,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     add_backend_options(b, "run episodes here, or one Ray task per (scenario, policy, seed)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    b.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="play every reference episode and compute every hindsight bound, even those "
+        "a result file in the registry holds for this code, scenario and tuning "
+        "(mtgym.benchmark.cache)",
+    )
     add_record_options(b)
     b.set_defaults(func=_cmd_benchmark)
 
@@ -93,9 +101,11 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     """Handler of ``mtgym benchmark``: run, score, write and print the report.
 
     The output folder and ``--record`` are checked before any episode; the policy list is
-    de-duplicated (first mention kept) and extended by the recorded references. The
-    progress bar advances once per episode and disappears when the run ends. The result
-    file (``mtgym.results``) has one row per episode and ``results.json`` as aggregates.
+    de-duplicated (first mention kept) and extended by the recorded references, whose
+    episodes and the bounds are reused from the registry where it holds them
+    (``_episode_cache``). The progress bar advances once per episode and disappears when
+    the run ends. The result file (``mtgym.results``) has one row per episode and
+    ``results.json`` as aggregates.
 
     Args:
         args: the parsed options of ``add``'s parser.
@@ -110,12 +120,9 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         FileExistsError: the ``--record`` name is taken (without ``--force``).
         KeyError: an unknown policy or scenario.
     """
-    from rich.console import Console
-    from rich.progress import Progress
-
     from mtgym.benchmark import report
     from mtgym.benchmark.references import recorded_references, with_references
-    from mtgym.benchmark.runner import run_split, score_split
+    from mtgym.benchmark.runner import score_split
     from mtgym.benchmark.splits import get_split
     from mtgym.core.io import prepare_out_dir
     from mtgym.results import cli as results_cli
@@ -132,24 +139,9 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     policies = with_references(list(dict.fromkeys(names)), split)
     provenance = results_cli.start(args)  # refuses a taken --record name before any work
     scenarios = hashes.scenario_entries(sc.name for sc in split.scenarios)
-    total = len(split.scenarios) * len(policies) * len(seeds)
-    console = Console(width=max(Console().width, 120))
-    t0 = time.perf_counter()
-    with Progress(console=console, disable=args.no_progress, transient=True) as bar:
-        task = bar.add_task("benchmark", total=total)
-
-        def progress(text: str) -> None:  # once per episode
-            bar.update(task, description=text, advance=1)
-
-        results = run_split(
-            split,
-            policies,
-            quick=args.quick,
-            backend=args.backend,
-            address=args.address,
-            decision_interval_s=args.decision_interval,
-            progress=progress,
-        )
+    t0 = time.perf_counter()  # (reading the cache counts in the wall time)
+    cache = _episode_cache(args, split, policies, provenance, scenarios)
+    results = _play(args, split, policies, cache)
     res = score_split(
         split, results, policies, quick=args.quick, references=recorded_references(split)
     )
@@ -161,10 +153,88 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         seeds=seeds,
         scenarios=scenarios,
         wall_s=wall_s,
-        rows=rows.benchmark_rows(results),
+        rows=rows.benchmark_rows(results, args.decision_interval),
         aggregates=report.to_json(res),
     )
     print(report.markdown(res))
     print(f"wall time {wall_s:.0f} s; wrote {out}/results.md, results.json, tb/")
     results_cli.save(args, result, out)
     return 0
+
+
+def _play(args: argparse.Namespace, split: Any, policies: list[str], cache: Any) -> list[Any]:
+    """``run_split`` under a transient progress bar that advances once per episode.
+
+    Args:
+        args: the options: ``quick``, ``backend``, ``address``, ``decision_interval``,
+            ``no_progress``.
+        split: the split.
+        policies: every policy, references included.
+        cache: ``_episode_cache``'s (None: none).
+
+    Returns:
+        ``run_split``'s ``ScenarioRuns``, one per scenario.
+    """
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from mtgym.benchmark.runner import run_split
+
+    total = len(split.scenarios) * len(policies) * len(split.seeds(quick=args.quick))
+    console = Console(width=max(Console().width, 120))
+    with Progress(console=console, disable=args.no_progress, transient=True) as bar:
+        task = bar.add_task("benchmark", total=total)
+
+        def progress(text: str) -> None:  # once per episode
+            bar.update(task, description=text, advance=1)
+
+        return run_split(
+            split,
+            policies,
+            quick=args.quick,
+            backend=args.backend,
+            address=args.address,
+            decision_interval_s=args.decision_interval,
+            progress=progress,
+            cache=cache,
+        )
+
+
+def _episode_cache(
+    args: argparse.Namespace,
+    split: Any,
+    policies: list[str],
+    provenance: dict[str, Any],
+    scenarios: list[dict[str, Any]],
+) -> Any:
+    """The references' episodes and the bounds the registry holds for this run
+    (``mtgym.benchmark.cache``), with one line per scenario printed on what is reused and
+    what is played (and why); None with ``--no-cache``.
+
+    Args:
+        args: the options: ``no_cache``, ``results_dir``, ``quick``, ``decision_interval``.
+        split: the split run.
+        policies: every policy run, references included.
+        provenance: the run's provenance (its version and code hash).
+        scenarios: the split's scenario entries (their hashes now).
+    """
+    from mtgym.benchmark import cache as episode_cache
+    from mtgym.benchmark.references import recorded_references
+    from mtgym.results import store
+
+    if args.no_cache:
+        print("cache: off (--no-cache): every reference episode and bound is played")
+        return None
+    current = episode_cache.Current.of(provenance, scenarios)
+    refs = set(recorded_references(split).values())
+    found = episode_cache.load(store.results_dir(args.results_dir), current, refs)
+    for sc in split.scenarios:
+        ep = episode_cache.Episodes(
+            sc.name,
+            policies,
+            split.seeds(quick=args.quick),
+            split.horizon_s(sc, quick=args.quick),
+            args.decision_interval,
+        )
+        print(episode_cache.describe(found, ep))
+    return found

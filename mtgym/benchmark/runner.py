@@ -6,8 +6,11 @@ instance for every policy) through the pieces ``mtgym.evaluate`` and the Ray bac
 ``add_common_metrics``, so a row here is an ``evaluate`` row (the headline among its
 ``RESULT_KEYS``), with the (scenario, seed)'s hindsight bound computed once for all policies
 (``bound_one``; ``mtgym.evaluate.add_bound``). A quick run passes
-``until`` to ``play``. ``backend="ray"`` runs one Ray task per (scenario, policy, seed) in
-``mtgym.backends.ray_backend.ray_session`` (same rows; only timings differ).
+``until`` to ``play``. With a ``cache`` (``mtgym.benchmark.cache``), a recorded reference's
+row and a bound that an earlier result file of the same code, scenario and tuning holds
+are taken from it instead of played (both backends). ``backend="ray"`` runs one Ray task
+per (scenario, policy, seed) in ``mtgym.backends.ray_backend.ray_session`` (same rows;
+only timings differ).
 
 A policy that cannot run on a scenario (``PolicyUnsupportedError`` from its ``reset``) is recorded
 with its one-line reason for that scenario and left out of it; the others run.
@@ -45,6 +48,7 @@ import numpy as np
 from mtgym import stats
 from mtgym.benchmark import aggregates
 from mtgym.benchmark.aggregates import Aggregates
+from mtgym.benchmark.cache import EpisodeCache
 from mtgym.benchmark.splits import Split
 from mtgym.core.errors import PolicyUnsupportedError
 from mtgym.evaluate import PolicyRun, add_bound, add_common_metrics, episode_bound, episode_row
@@ -204,6 +208,48 @@ def _finish(
     )
 
 
+@dataclass
+class _Seeds:
+    """One scenario's instances and hindsight bounds, each built (or read from the cache)
+    once per seed, for every policy.
+
+    Attributes:
+        scenario: the scenario's name.
+        gen: its generator.
+        horizon_s: simulated seconds played from ``t_start`` (None: whole).
+        cache: the reusable bounds (None: compute every bound).
+        instances: seed -> its instance, built when first needed.
+        bounds: seed -> its hindsight bound, computed (or reused) when first needed.
+    """
+
+    scenario: str
+    gen: Any
+    horizon_s: float | None
+    cache: EpisodeCache | None
+    instances: dict[int, Any] = field(default_factory=dict)
+    bounds: dict[int, float] = field(default_factory=dict)
+
+    def instance(self, seed: int) -> Any:
+        """The seed's instance."""
+        if seed not in self.instances:
+            self.instances[seed] = self.gen(seed)
+        return self.instances[seed]
+
+    def bound(self, seed: int) -> float:
+        """The seed's hindsight bound: the cache's, else ``episode_bound``."""
+        if seed not in self.bounds:
+            hit = (
+                None
+                if self.cache is None
+                else self.cache.bound(self.scenario, seed, self.horizon_s)
+            )
+            if hit is None:
+                inst = self.instance(seed)
+                hit = episode_bound(inst, _until(inst, self.horizon_s))
+            self.bounds[seed] = hit
+        return self.bounds[seed]
+
+
 def run_scenario_local(
     scenario: str,
     policies: Sequence[str],
@@ -212,13 +258,15 @@ def run_scenario_local(
     horizon_s: float | None = None,
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
+    cache: EpisodeCache | None = None,
 ) -> ScenarioRuns:
     """Every policy on every seed of one scenario, in this process (instances built once
     per seed, as ``evaluate`` does).
 
-    The hindsight bound is computed once per seed, when its instance is built. A policy
-    whose ``reset`` raises ``PolicyUnsupportedError`` is recorded as unsupported and its
-    remaining seeds are skipped.
+    The hindsight bound is computed once per seed, for every policy. A policy whose
+    ``reset`` raises ``PolicyUnsupportedError`` is recorded as unsupported and its
+    remaining seeds are skipped. With a ``cache`` (``mtgym.benchmark.cache``), a
+    reference's episode and a bound recorded there are reused instead of played.
 
     Args:
         scenario: a scenario name.
@@ -227,6 +275,7 @@ def run_scenario_local(
         horizon_s: simulated seconds to play from ``t_start``; None: the whole scenario.
         decision_interval_s: decide every that many seconds; None: each policy's own.
         progress: called with ``"<scenario>: <policy> seed <seed>"`` before each episode.
+        cache: the reusable rows and bounds; None: play and compute everything.
     """
     from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.policy.play import play
@@ -237,8 +286,7 @@ def run_scenario_local(
     seeds = [int(s) for s in seeds]
     gen = get_generator(scenario)
     defaults = scenario_defaults(gen)
-    instances: dict[int, Any] = {}
-    bounds: dict[int, float] = {}  # the hindsight bound, once per seed for every policy
+    per_seed = _Seeds(scenario, gen, horizon_s, cache)
     rows: dict[str, list[dict[str, Any] | None]] = {}
     unsupported: dict[str, str] = {}
     for name in policies:
@@ -246,22 +294,26 @@ def run_scenario_local(
         for seed in seeds:
             if progress is not None:
                 progress(f"{scenario}: {name} seed {seed}")
-            if seed not in instances:
-                instances[seed] = gen(seed)
-                bounds[seed] = episode_bound(instances[seed], _until(instances[seed], horizon_s))
-            inst = instances[seed]
-            try:
-                pol = configure_policy(make_policy(name), defaults)
-                res = play(
-                    inst,
-                    pol,
-                    until=_until(inst, horizon_s),
-                    decision_interval_s=decision_interval_s,
-                )
-            except PolicyUnsupportedError as exc:
-                unsupported[name] = str(exc.with_scenario(scenario))
-                break
-            rows[name].append(add_bound(episode_row(inst, res, seed), bounds[seed]))
+            row = (
+                None
+                if cache is None
+                else cache.row(scenario, name, seed, horizon_s, decision_interval_s)
+            )
+            if row is None:
+                inst = per_seed.instance(seed)
+                try:
+                    pol = configure_policy(make_policy(name), defaults)
+                    res = play(
+                        inst,
+                        pol,
+                        until=_until(inst, horizon_s),
+                        decision_interval_s=decision_interval_s,
+                    )
+                except PolicyUnsupportedError as exc:
+                    unsupported[name] = str(exc.with_scenario(scenario))
+                    break
+                row = episode_row(inst, res, seed)
+            rows[name].append(add_bound(row, per_seed.bound(seed)))
     return _finish(scenario, seeds, horizon_s, policies, rows, unsupported, t0)
 
 
@@ -284,6 +336,52 @@ def _portable(policy: str) -> str:
     return policy
 
 
+def _submit(
+    ray: Any,
+    split: Split,
+    policies: Sequence[str],
+    *,
+    quick: bool,
+    decision_interval_s: float | None,
+    cache: EpisodeCache | None,
+) -> tuple[
+    dict[Any, tuple[str, str, int]],
+    dict[str, dict[str, list[dict[str, Any] | None]]],
+    dict[str, list[float | None]],
+]:
+    """Submit ``run_split_ray``'s tasks: each (scenario, seed)'s bound and each (scenario,
+    policy, seed)'s episode that ``cache`` does not hold.
+
+    Returns:
+        The pending tasks (task -> (scenario, policy or ``_BOUND``, seed index)); the rows
+        (scenario -> policy -> row per seed) and the bounds (scenario -> bound per seed),
+        None where a task will fill them in, the cache's where it held them.
+    """
+    seeds = split.seeds(quick=quick)
+    task = ray.remote(num_cpus=1)(run_one)
+    bound_task = ray.remote(num_cpus=1)(bound_one)
+    pending: dict[Any, tuple[str, str, int]] = {}
+    rows: dict[str, dict[str, list[dict[str, Any] | None]]] = {}
+    bounds: dict[str, list[float | None]] = {}
+    for sc in split.scenarios:
+        h = split.horizon_s(sc, quick=quick)
+        bounds[sc.name] = [None if cache is None else cache.bound(sc.name, s, h) for s in seeds]
+        for k, seed in enumerate(seeds):
+            if bounds[sc.name][k] is None:
+                pending[bound_task.remote(sc.name, seed, h)] = (sc.name, _BOUND, k)
+        rows[sc.name] = {}
+        for name in policies:
+            rows[sc.name][name] = [
+                None if cache is None else cache.row(sc.name, name, s, h, decision_interval_s)
+                for s in seeds
+            ]
+            for k, seed in enumerate(seeds):
+                if rows[sc.name][name][k] is None:
+                    ref = task.remote(sc.name, _portable(name), seed, h, decision_interval_s)
+                    pending[ref] = (sc.name, name, k)
+    return pending, rows, bounds
+
+
 def run_split_ray(
     split: Split,
     policies: Sequence[str],
@@ -293,6 +391,7 @@ def run_split_ray(
     num_cpus: int | None = None,
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
+    cache: EpisodeCache | None = None,
 ) -> list[ScenarioRuns]:
     """The whole split as Ray tasks, one per (scenario, policy, seed) (``ray_session``), and
     one per (scenario, seed) for its hindsight bound (``bound_one``); one CPU each.
@@ -300,7 +399,8 @@ def run_split_ray(
     Arguments as ``run_split``'s (``num_cpus``: a private local cluster's CPUs, None: all).
     On an error the pending tasks are cancelled and the task's own exception is raised,
     with a note naming scenario, policy and seed index (``PolicyUnsupportedError`` is
-    recorded instead); ``progress`` is called as each policy's episode finishes.
+    recorded instead); ``progress`` is called as each policy's episode finishes. What
+    ``cache`` holds is not submitted (``_submit``).
     """
     from mtgym.backends.ray_backend import ray_session
 
@@ -308,22 +408,10 @@ def run_split_ray(
     t0 = time.perf_counter()
     results: list[ScenarioRuns] = []
     with ray_session(address, num_cpus=num_cpus) as ray:
-        task = ray.remote(num_cpus=1)(run_one)
-        bound_task = ray.remote(num_cpus=1)(bound_one)
-        pending: dict[Any, tuple[str, str, int]] = {}
-        for sc in split.scenarios:
-            h = split.horizon_s(sc, quick=quick)
-            for k, seed in enumerate(seeds):
-                pending[bound_task.remote(sc.name, seed, h)] = (sc.name, _BOUND, k)
-            for name in policies:
-                for k, seed in enumerate(seeds):
-                    ref = task.remote(sc.name, _portable(name), seed, h, decision_interval_s)
-                    pending[ref] = (sc.name, name, k)
-        rows = {sc.name: {p: [None] * len(seeds) for p in policies} for sc in split.scenarios}
+        pending, rows, bounds = _submit(
+            ray, split, policies, quick=quick, decision_interval_s=decision_interval_s, cache=cache
+        )
         unsupported: dict[str, dict[str, str]] = {sc.name: {} for sc in split.scenarios}
-        bounds: dict[str, list[float | None]] = {
-            sc.name: [None] * len(seeds) for sc in split.scenarios
-        }
         refs = list(pending)
         try:
             while refs:
@@ -375,6 +463,7 @@ def run_split(
     address: str | None = None,
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
+    cache: EpisodeCache | None = None,
 ) -> list[ScenarioRuns]:
     """Every policy on every scenario of ``split`` on the split's seeds (module docstring).
 
@@ -389,6 +478,8 @@ def run_split(
         address: the Ray cluster (``backend="ray"`` only); None: a private local one.
         decision_interval_s: decide every that many seconds; None: each policy's own.
         progress: called once per episode with ``"<scenario>: <policy> seed <seed>"``.
+        cache: the references' episodes and the bounds to reuse
+            (``mtgym.benchmark.cache``); None: play and compute everything.
 
     Returns:
         One ``ScenarioRuns`` per scenario, in the split's order.
@@ -418,6 +509,7 @@ def run_split(
             address=address,
             decision_interval_s=decision_interval_s,
             progress=progress,
+            cache=cache,
         )
     seeds = split.seeds(quick=quick)
     return [
@@ -428,6 +520,7 @@ def run_split(
             horizon_s=split.horizon_s(sc, quick=quick),
             decision_interval_s=decision_interval_s,
             progress=progress,
+            cache=cache,
         )
         for sc in split.scenarios
     ]

@@ -8,8 +8,10 @@ hanging or exhausting the machine (each documented here; the JSON Schema carries
 MAX_NODES = 100_000
 #: Largest number of jobs of one source (``num_jobs``, ``num_trials``, ``max_jobs``).
 MAX_JOBS = 100_000
-#: Largest number of job slots of the env (``max_jobs`` / ``episode.max_jobs``).
-MAX_SLOTS = 1024
+#: Largest number of job slots of the env (``max_jobs`` / ``episode.max_jobs``): Summit's
+#: 4,734 nodes can each hold a job. The default slot count stops lower
+#: (``mtgym.env.slots.MAX_AUTO_SLOTS``).
+MAX_SLOTS = 8192
 #: Largest number of GPUs per node.
 MAX_GPUS_PER_NODE = 64
 #: Longest synthetic horizon and decision interval, in seconds (366 days).

@@ -165,7 +165,7 @@ class ScavengeEnv(gym.Env):
     | ``info_mode`` | ``"user"`` | ``"user"``, ``"profiled"`` or ``"oracle"`` |
     | ``horizon_s`` | None | episode length in simulated seconds (None: the scenario's) |
     | ``decision_interval_s`` | None | decide every that many seconds (None: at every event) |
-    | ``max_jobs`` | None | job slots S, 1..1024 (jobs beyond wait in a FCFS queue); None: the scenario's, else one per node, at most 1024 (``mtgym.env.slots.slot_rule``) |
+    | ``max_jobs`` | None | job slots S, 1..8192 (jobs beyond wait in a FCFS queue); None: the scenario's, else one per node, at most 8192 (``mtgym.env.slots.slot_rule``) |
     | ``max_count`` | None | count cap of the action space, 1..N (None: the largest max_nodes, capped at N) |
     | ``obs_layout`` | ``"dict"`` | ``"dict"``, ``"flat"`` or ``"masked"`` (Observation) |
     | ``render_mode`` | None | ``"ansi"`` or ``"rgb_array"`` (640 x 480 Gantt) |

@@ -14,14 +14,17 @@ from mtgym.core.limits import MAX_SLOTS
 from mtgym.core.types import JobStatus
 from mtgym.sim.state import ClusterState
 
-#: ``slot_rule``'s ceiling (the env's ``MAX_SLOTS``): per-slot work (observation rows, mask,
-#: network) stays bounded
+#: ``slot_rule``'s ceiling, the env's ``MAX_SLOTS`` (8,192): one slot per node on every
+#: machine up to 8,192 nodes (Summit's 4,734 included). It was 1,024 until issue [refs]: on
+#: ``summit-manyjobs`` (2,000 jobs, over 1,000 active at once) the shipped agent scored
+#: 1.233x [1.226, 1.238] with 2,048 slots what it scored with 1,024, on the tuning seeds
+#: (``scripts/agent_slots.py``, ``docs/env.md``)
 MAX_AUTO_SLOTS = MAX_SLOTS
 
 
 def slot_rule(num_nodes: int) -> int:
     """The job slots S when ``max_jobs`` is not set: one per node, at most
-    ``MAX_AUTO_SLOTS`` (1,024). A job holds at least one node, so up to 1,024 nodes every set
+    ``MAX_AUTO_SLOTS`` (8,192). A job holds at least one node, so up to 8,192 nodes every set
     of jobs a policy can run at once fits in the slots (``packed`` runs 37 one-node jobs at
     once on ``default`` and 707 on ``summit-hps``; ``freetrain`` backfills small rigid jobs
     past waiting 24-GPU ones on ``pal-philly-64gpu``). The machine, not its idle pool, sets

@@ -16,7 +16,14 @@ and ``docs/`` are rendered from those files between markers (``render``, ``rende
 - ``rows``: each command's episodes as the file's rows;
 - ``store``: build, write (atomic), read, and copy into the registry;
 - ``cli``: the ``--record`` options the commands share, and ``mtgym results``;
-- ``render`` and ``renderers``: the marker blocks and the tables in them.
+- ``render`` and ``renderers``: the marker blocks and the tables in them; a block with the
+  flag ``optional=1`` names a file still to come and holds a placeholder until it exists;
+  ``renderers.register_renderer`` lets a package above the registry add a kind.
+
+The registry sits below ``mtgym.benchmark``, which writes result files and reads them back
+as a cache, so it imports nothing of the benchmark. The leaderboard and its submission
+checks, which need the benchmark's split and scoring, are ``mtgym.leaderboard``, above
+both: it registers its ``leaderboard`` renderer here when imported.
 
 Format and usage: ``docs/results-registry.md``.
 """

@@ -1,5 +1,5 @@
-"""Content hashes of what a result depends on besides the code: each scenario and its
-tuning record.
+"""Content hashes of what a result depends on: each scenario, its tuning record, and the
+code that plays and scores an episode (``code_sha256``).
 
 A scenario given as a file (a preset such as ``polaris``, or a path) is hashed by its
 file's bytes. A scenario built in code (``default``, ``toy-two-jobs``, ...) is hashed by
@@ -9,6 +9,13 @@ followed by the bytes of the preset file of the same name when there is one (its
 Data files a preset reads (traces, node lists) are not hashed: ``mtgym.datasets`` pins
 them by checksum. A tuning record (``mtgym.scenario.tuning.record_path`` of the
 scenario's name) is hashed by its file's bytes; a scenario never tuned has a null hash.
+
+The code hash (``code_sha256``) covers the Python source that decides an episode's row and
+hindsight bound: the simulator, the models, the generators and readers, the scenario
+loader, the policy interface and the baselines, the metrics, the bound and
+``mtgym.evaluate`` (``CODE_PATHS``), with the registered policy names and what each loads
+(``mtgym.policy.registry.available_policies``). Two checkouts with the same hash play the
+same baseline episodes (``mtgym.benchmark.cache`` reuses them on that condition).
 """
 
 from __future__ import annotations
@@ -17,6 +24,22 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+#: the source (folders and files, relative to the checkout) behind an episode's row and
+#: bound; every ``*.py`` under them enters ``code_sha256``
+CODE_PATHS = (
+    "mtgym/core",
+    "mtgym/generate",
+    "mtgym/readers",
+    "mtgym/scenario",
+    "mtgym/model",
+    "mtgym/sim",
+    "mtgym/policy",
+    "mtgym/hindsight.py",
+    "mtgym/metrics.py",
+    "mtgym/evaluate.py",
+    "baselines",
+)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -27,6 +50,32 @@ def sha256_bytes(data: bytes) -> str:
 def file_hash(path: Path | None) -> str | None:
     """The SHA-256 of a file's bytes; None when ``path`` is None or not a file."""
     return sha256_bytes(path.read_bytes()) if path is not None and path.is_file() else None
+
+
+def code_sha256(root: Path | None = None) -> str:
+    """The SHA-256 of the code behind an episode (module docstring): each ``*.py`` file of
+    ``CODE_PATHS`` (its path relative to ``root`` and its bytes, in path order), then each
+    registered policy's ``name=module:attr``.
+
+    Args:
+        root: the folder holding ``mtgym/`` and ``baselines/``; None: this checkout (or
+            the installed packages' folder).
+    """
+    from mtgym.core.paths import CHECKOUT
+    from mtgym.policy.registry import available_policies
+
+    base = CHECKOUT if root is None else Path(root)
+    files: list[Path] = []
+    for rel in CODE_PATHS:
+        p = base / rel
+        files.extend(sorted(p.rglob("*.py")) if p.is_dir() else [p] if p.is_file() else [])
+    h = hashlib.sha256()
+    for f in sorted(files, key=lambda f: f.relative_to(base).as_posix()):
+        h.update(f.relative_to(base).as_posix().encode("utf-8") + b"\0")
+        h.update(sha256_bytes(f.read_bytes()).encode("ascii") + b"\n")
+    for name, value in available_policies().items():
+        h.update(f"{name}={value}\n".encode())
+    return h.hexdigest()
 
 
 def scenario_entry(name: str) -> dict[str, Any]:
@@ -42,10 +91,22 @@ def scenario_entry(name: str) -> dict[str, Any]:
     Raises:
         KeyError: an unknown scenario; ``ScenarioError``: a file that does not load.
     """
-    from mtgym.scenario.registry import get_generator, preset_path
+    from mtgym.scenario.registry import get_generator
+
+    return generator_entry(name, get_generator(name, allow_large=True))
+
+
+def generator_entry(name: str, gen: Any) -> dict[str, Any]:
+    """``scenario_entry`` of a generator already built (one a script builds in code, such
+    as ``DefaultFamily(num_nodes=64)``, hashed by its ``repr``).
+
+    Args:
+        name: the name the result file gives the scenario.
+        gen: its generator (its ``name`` and ``source`` attributes are read when present).
+    """
+    from mtgym.scenario.registry import preset_path
     from mtgym.scenario.tuning import record_path
 
-    gen = get_generator(name, allow_large=True)
     label = str(getattr(gen, "name", name))
     path = getattr(gen, "source", None)
     if isinstance(path, Path):

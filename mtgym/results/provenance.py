@@ -1,5 +1,5 @@
-"""Where and from what a result was measured: mtgym's version and git commit, the date
-(UTC), and the machine (CPU model, cores, load average).
+"""Where and from what a result was measured: mtgym's version, git commit and code hash,
+the date (UTC), and the machine (CPU model, cores, load average).
 
 Nothing here fails: a value that cannot be found (no git, not a checkout, no
 ``/proc/cpuinfo``) is None, so a result file is always written.
@@ -115,16 +115,18 @@ def capture(argv: list[str]) -> dict[str, Any]:
         argv: the command's arguments after ``mtgym``.
 
     Returns:
-        ``command``, ``mtgym_version``, ``git`` (``git_state``), ``date_utc``
-        (``utc_now``) and ``machine`` (``machine``): the keys of ``schema.ResultFile``
-        with those names.
+        ``command``, ``mtgym_version``, ``git`` (``git_state``), ``code_sha256``
+        (``mtgym.results.hashes.code_sha256``), ``date_utc`` (``utc_now``) and
+        ``machine`` (``machine``): the keys of ``schema.ResultFile`` with those names.
     """
     from mtgym import __version__
+    from mtgym.results.hashes import code_sha256
 
     return {
         "command": command_line(argv),
         "mtgym_version": __version__,
         "git": git_state(),
+        "code_sha256": code_sha256(),
         "date_utc": utc_now(),
         "machine": machine(),
     }

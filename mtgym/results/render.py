@@ -9,12 +9,22 @@ A block is two marker lines and what lies between them::
 
 ``NAME`` is unique in its file; ``source`` is a result file (``.json`` or ``.json.gz``)
 relative to the repository root; ``kind`` names a renderer of
-``mtgym.results.renderers.RENDERERS``, which also gets the other ``KEY=VALUE`` options.
+``mtgym.results.renderers.RENDERERS``, which also gets the other ``KEY=VALUE`` options (a
+package above the registry adds its kinds with ``renderers.register_renderer`` when it is
+imported, as ``mtgym.leaderboard`` adds ``leaderboard``: import it before rendering files
+whose blocks use them; ``mtgym results render`` does).
 The generated content is the renderer's table and a line naming the source file and the
 command that wrote it. Markers inside fenced code blocks are text, not blocks; a line that
 starts like a marker but does not parse is an error, so a typo cannot hide a block.
 
 The files searched are ``README.md`` and every ``docs/**/*.md`` under the root.
+
+A block with the option ``optional=1`` may name a result file not committed yet (a run
+still to come, as the leaderboard's full run): while the file does not exist the block
+holds a one-paragraph placeholder saying so (``placeholder``), and ``--check`` compares
+against that; once the file exists the block renders as any other. A missing source of a
+block without the option is an error, and so is an unknown ``kind`` with or without it (a
+typo would otherwise wait unseen for the file).
 """
 
 from __future__ import annotations
@@ -22,11 +32,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtgym.core.errors import MtgymError
 from mtgym.core.io import atomic_write_text
 from mtgym.results.schema import ResultFile
 from mtgym.results.store import read_result
+
+if TYPE_CHECKING:
+    from mtgym.results.renderers import Renderer
 
 _BEGIN = re.compile(
     r"<!-- results:begin (?P<name>[A-Za-z0-9_.-]+)(?P<attrs>(?: [A-Za-z_-]+=\S+)*) -->"
@@ -141,6 +155,20 @@ class _Sources:
         return self.cache[source]
 
 
+def _renderer(block: Block) -> Renderer:
+    """The renderer of a block's ``kind`` (``renderers.renderer``).
+
+    Raises:
+        RenderError: an unknown kind (the message lists the known ones).
+    """
+    from mtgym.results.renderers import renderer
+
+    try:
+        return renderer(block.kind)
+    except LookupError as exc:
+        raise RenderError(f"{block.where}: {exc.args[0]}") from None
+
+
 def render_block(block: Block, result: ResultFile) -> str:
     """The content between a block's markers: a blank line, the renderer's lines, a blank
     line, the source line (``renderers.source_line``), a blank line.
@@ -148,17 +176,40 @@ def render_block(block: Block, result: ResultFile) -> str:
     Raises:
         RenderError: an unknown renderer, or a result file it cannot render.
     """
-    from mtgym.results.renderers import RENDERERS, source_line
+    from mtgym.results.renderers import source_line
 
-    if block.kind not in RENDERERS:
-        raise RenderError(
-            f"{block.where}: unknown kind {block.kind!r}; known: {', '.join(sorted(RENDERERS))}"
-        )
+    fn = _renderer(block)
     try:
-        lines = RENDERERS[block.kind](result, block.options)
+        lines = fn(result, block.options)
     except (KeyError, TypeError, ValueError) as exc:
         raise RenderError(f"{block.where}: cannot render {block.source}: {exc!r}") from None
     return "\n" + "\n".join([*lines, "", source_line(block.source, result)]) + "\n\n"
+
+
+def placeholder(block: Block) -> str:
+    """The content of an ``optional=1`` block whose result file does not exist yet."""
+    return (
+        f"\n_No result file `{block.source}` yet: this block is generated from it by "
+        "`mtgym results render` once it is committed (the marker's `optional=1`)._\n\n"
+    )
+
+
+def block_content(block: Block, sources: _Sources) -> str:
+    """The content a block should hold: its rendering, or ``placeholder`` for an
+    ``optional=1`` block whose source does not exist.
+
+    Raises:
+        OSError, ValueError: the source cannot be read (missing, without ``optional=1``),
+            or ``render_block``'s ``RenderError`` (an unknown kind: even for a placeholder).
+    """
+    _renderer(block)
+    try:
+        result = sources.get(block.source)
+    except FileNotFoundError:
+        if block.options.get("optional") != "1":
+            raise
+        return placeholder(block)
+    return render_block(block, result)
 
 
 def render_text(text: str, doc: Path, root: Path, sources: _Sources | None = None) -> str:
@@ -174,10 +225,12 @@ def render_text(text: str, doc: Path, root: Path, sources: _Sources | None = Non
     out, pos = [], 0
     for b in find_blocks(text, doc):
         try:
-            result = sources.get(b.source)
+            content = block_content(b, sources)
+        except RenderError:
+            raise
         except (OSError, ValueError) as exc:
             raise RenderError(f"{b.where}: source {b.source}: {exc}") from None
-        out += [text[pos : b.start], render_block(b, result)]
+        out += [text[pos : b.start], content]
         pos = b.end
     return "".join([*out, text[pos:]])
 
@@ -229,7 +282,7 @@ def check_tree(root: Path) -> tuple[list[str], int]:
         n += len(blocks)
         for b in blocks:
             try:
-                want = render_block(b, sources.get(b.source))
+                want = block_content(b, sources)
             except (OSError, ValueError) as exc:
                 problems.append(f"{b.where}: cannot render: {exc}")
                 continue

@@ -1,7 +1,7 @@
 """The tables a results block can hold, each rendered from one result file.
 
 A renderer takes the ``ResultFile`` and the marker's options and returns markdown lines
-(``RENDERERS``, by the marker's ``kind``):
+(``RENDERERS``, by the marker's ``kind``; ``renderer`` looks one up). This module's own:
 
 - ``suite`` (a ``benchmark`` result): one row per scenario with each policy's paired ratio
   to the scenario's reference [interval], then the suite score, the IQM normalised by the
@@ -11,6 +11,14 @@ A renderer takes the ``ResultFile`` and the marker's options and returns markdow
   rows have it, Jain's fairness;
 - ``tuning`` (a ``tune`` result): per scenario, each tuned policy's chosen knobs and tuned
   mean (x its default's), and the scenario's reference.
+
+A package above the registry adds its own kinds with ``register_renderer`` when it is
+imported: ``mtgym.leaderboard`` registers ``leaderboard`` (its ranked table), because the
+leaderboard needs the benchmark's split and scoring and ``mtgym.benchmark`` itself imports
+this registry (it writes result files and reads them as a cache), so the registry cannot
+import the leaderboard. ``mtgym.cli.build_parser`` imports it, so ``mtgym results render``
+knows every kind; other callers of ``mtgym.results.render`` import the packages whose
+kinds their files use.
 
 Option ``policies=a,b,c`` (``suite`` and ``scenario-trade-offs``) picks and orders the
 policies shown; ``scenarios=x,y`` picks the scenarios. Numbers are formatted as
@@ -215,3 +223,46 @@ RENDERERS: dict[str, Renderer] = {
     "scenario-trade-offs": trade_offs,
     "tuning": tuning,
 }
+
+
+def register_renderer(kind: str, fn: Renderer, *, replace: bool = False) -> None:
+    """Add a renderer to ``RENDERERS`` under ``kind``, for the marker blocks that name it.
+
+    The hook by which a package above the registry (``mtgym.leaderboard``) contributes a
+    table without the registry importing it (module docstring). Registering the same
+    function again is a no-op, so a module may register on import however often it is
+    imported.
+
+    Args:
+        kind: the name a marker's ``kind=`` gives (letters, digits, ``-``, ``_``).
+        fn: the renderer: (result file, the marker's options) -> markdown lines.
+        replace: allow taking a kind another function holds (tests, a re-loaded module).
+
+    Raises:
+        ValueError: ``kind`` is empty or not such a name, or another function holds it
+            and ``replace`` is false.
+    """
+    if not kind or not kind.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"renderer kind {kind!r}: use letters, digits, '-' and '_'")
+    held = RENDERERS.get(kind)
+    if held is not None and held is not fn and not replace:
+        raise ValueError(
+            f"renderer kind {kind!r} is taken by {held.__module__}.{held.__qualname__}; "
+            "pass replace=True to take it over"
+        )
+    RENDERERS[kind] = fn
+
+
+def renderer(kind: str) -> Renderer:
+    """The renderer of a marker's ``kind``.
+
+    Raises:
+        LookupError: no renderer has that kind; the message lists the known ones, and
+            says that kinds of other packages exist once those are imported.
+    """
+    if kind not in RENDERERS:
+        raise LookupError(
+            f"unknown kind {kind!r}; known: {', '.join(sorted(RENDERERS))} (a package's own "
+            "kinds are registered when it is imported: 'leaderboard' by mtgym.leaderboard)"
+        )
+    return RENDERERS[kind]

@@ -25,12 +25,37 @@ def policy_rows(scenario: str, runs: Iterable[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def benchmark_rows(results: Sequence[Any]) -> list[dict[str, Any]]:
+#: the keys a benchmark row has besides the episode's own (``benchmark_rows``)
+BENCHMARK_KEYS = ("scenario", "policy", "seed", "horizon_s", "decision_interval_s")
+
+
+def benchmark_rows(
+    results: Sequence[Any], decision_interval_s: float | None = None
+) -> list[dict[str, Any]]:
     """The rows of a benchmark: every scenario's (``mtgym.benchmark.runner.ScenarioRuns``)
     policies that ran, in the split's order. A policy that could not run has no row; its
     reason is in the aggregates (``unsupported``).
+
+    Each row also says how its episode was played: ``horizon_s`` (simulated seconds from
+    the start; null: the whole scenario) and ``decision_interval_s`` (null: the policy's own
+    schedule), so ``mtgym.benchmark.cache`` can reuse it only for the same episode.
+
+    Args:
+        results: the scenarios' episodes.
+        decision_interval_s: the run's ``--decision-interval`` (None: each policy's own).
     """
-    return [row for sr in results for row in policy_rows(sr.scenario, sr.runs)]
+    return [
+        {
+            "scenario": row["scenario"],
+            "policy": row["policy"],
+            "seed": row["seed"],
+            "horizon_s": sr.horizon_s,
+            "decision_interval_s": decision_interval_s,
+            **row,
+        }
+        for sr in results
+        for row in policy_rows(sr.scenario, sr.runs)
+    ]
 
 
 def tuning_rows(records: Iterable[Any]) -> list[dict[str, Any]]:

@@ -9,6 +9,8 @@ Keys (``"schema": 1``; ``docs/results-registry.md``):
 - ``mtgym_version``, ``git`` (``commit``, ``dirty``; null without git), ``date_utc`` and
   ``machine`` (``cpu_model``, ``cores``, ``cores_usable``, ``load_avg`` at the start,
   ``python``, ``platform``): ``mtgym.results.provenance``;
+- ``code_sha256``: the hash of the source that plays and scores an episode
+  (``mtgym.results.hashes.code_sha256``; null in a file written before it was recorded);
 - ``seeds`` and ``scenarios`` (each with its content hash and its tuning record's:
   ``mtgym.results.hashes``);
 - ``wall_s``: the command's wall seconds;
@@ -82,6 +84,7 @@ class ResultFile(_Model):
     command: str
     mtgym_version: str
     git: Git
+    code_sha256: str | None = None
     date_utc: str
     machine: Machine
     seeds: list[int]

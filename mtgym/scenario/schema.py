@@ -384,7 +384,7 @@ class EpisodeSpec(Strict):
     info_mode: Literal[INFO_MODES] = _d("what the agent is told", DEFAULT_INFO_MODE)  # type: ignore[valid-type]
     action_mode: Literal[ACTION_MODES] = _d("action encoding", DEFAULT_ACTION_MODE)  # type: ignore[valid-type]
     max_jobs: Int | None = _d(
-        f"job slots S (1..{MAX_SLOTS}; None: one per node, at most 1024: "
+        f"job slots S (1..{MAX_SLOTS}; None: one per node, at most {MAX_SLOTS}: "
         "mtgym.env.slots.slot_rule)",
         None,
         ge=1,

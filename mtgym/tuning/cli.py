@@ -25,13 +25,11 @@ from typing import Any
 
 from mtgym.results import cli as results_cli
 from mtgym.scenario.tuning import (
-    PolicyTuning,
     TuningRecord,
-    load_record,
     record_path,
     save_record,
-    tuning_dir,
 )
+from mtgym.tuning.report import fmt_params, policy_table, report_markdown, write_pages
 from mtgym.tuning.sweep import RULE, TUNE_SEEDS, policy_knobs, tune_policy
 
 
@@ -60,14 +58,16 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--out", type=Path, default=None, help="record file (one scenario only)")
     t.add_argument("--dry-run", action="store_true", help="print the grids, play nothing")
-    t.add_argument("--report", action="store_true", help="print every record as markdown")
+    t.add_argument("--report", action="store_true", help="print the records' short page")
+    t.add_argument(
+        "--write",
+        type=Path,
+        default=None,
+        metavar="DOCS",
+        help="with --report: write DOCS/tuning.md and DOCS/tuning-sweeps/<scenario>.md",
+    )
     results_cli.add_record_options(t)  # --record NAME: the sweep's result file into the registry
     t.set_defaults(func=_cmd_tune)
-
-
-def _fmt(params: dict) -> str:
-    """Knobs as ``max_jobs=10, t_fwd=10.0`` (insertion order)."""
-    return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
@@ -91,7 +91,11 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         KeyError: an unknown policy or scenario.
     """
     if args.report:
-        print(report_markdown())
+        if args.write is not None:
+            for path in write_pages(args.write):
+                print(f"wrote {path}")
+        else:
+            print(report_markdown())
         return 0
     if not args.policy or not args.scenario:
         raise ValueError("mtgym tune needs --policy and --scenario (or --report)")
@@ -103,7 +107,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     for sc in args.scenario:
         for p in args.policy:
             default, grid = policy_knobs(sc, p)
-            print(f"{sc} / {p}: default {_fmt(default)}; grid {json.dumps(grid)}")
+            print(f"{sc} / {p}: default {fmt_params(default)}; grid {json.dumps(grid)}")
     if args.dry_run:
         return 0
     provenance, t0, records = results_cli.start(args), time.perf_counter(), []
@@ -122,7 +126,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             rec.policies[p] = res
             rec.reference = rec.best()
             save_record(rec, path)  # after each policy: a long run keeps what it finished
-            print(_policy_table(sc, p, res))
+            print(policy_table(sc, p, res))
         print(f"{sc}: reference {rec.reference}; wrote {path}")
         records.append(rec)
     if args.record is not None:
@@ -193,64 +197,3 @@ def _load(path: Path, scenario: str, horizon_s: float | None) -> TuningRecord:
             f"{path} was recorded with other seeds, horizon or rule; move it away to re-tune"
         )
     return rec
-
-
-def _policy_table(scenario: str, policy: str, res: PolicyTuning) -> str:
-    """One policy's sweep as markdown: a ``### scenario: policy`` heading and a table.
-
-    One line per point tried (the default first): the knob it varies, its setting (the
-    chosen one marked), the mean headline, the headline per seed, the jobs completed (mean
-    over seeds) and its wall seconds (summed over seeds); then the chosen setting and its
-    mean as a multiple of the default's.
-
-    Args:
-        scenario: the scenario's name.
-        policy: the policy's name.
-        res: the policy's sweep.
-    """
-    lines = [
-        f"### {scenario}: {policy}",
-        "",
-        "| knob | setting | mean | per seed | jobs done | wall s |",
-        "|---|---|---:|---|---:|---:|",
-    ]
-    for pt in res.sweep:
-        mark = " **(chosen)**" if pt.params == res.chosen else ""
-        seeds = ", ".join(f"{x:.2f}" for x in pt.headline)
-        jobs = sum(pt.jobs_completed) / max(len(pt.jobs_completed), 1)
-        lines.append(
-            f"| {pt.knob or 'default'} | {_fmt(pt.params)}{mark} | {pt.mean:.3f} | {seeds} "
-            f"| {jobs:.1f} | {pt.wall_s:.0f} |"
-        )
-    gain = res.chosen_mean / res.default_mean if res.default_mean > 0 else float("nan")
-    lines += ["", f"Chosen: {_fmt(res.chosen)} ({gain:.3f}x the default)", ""]
-    return "\n".join(lines)
-
-
-def report_markdown() -> str:
-    """Every record under ``tuning_dir()`` as markdown: the reference per scenario, then each
-    policy's sweep table.
-
-    The first table has one line per scenario: its reference and each tuned policy's
-    chosen mean (x its default's), best first.
-
-    Raises:
-        ValueError: a record file is not a valid record.
-    """
-    recs = [load_record(p.stem) for p in sorted(tuning_dir().glob("*.json"))]
-    recs = [r for r in recs if r is not None]
-    out = [
-        "| scenario | reference | " + "tuned mean (x default) per policy |",
-        "|---|---|---|",
-    ]
-    for r in recs:
-        cells = "; ".join(
-            f"{p} {t.chosen_mean:.2f} ({t.chosen_mean / t.default_mean:.2f}x)"
-            for p, t in sorted(r.policies.items(), key=lambda kv: -kv[1].chosen_mean)
-        )
-        out.append(f"| {r.scenario} | {r.reference} | {cells} |")
-    out.append("")
-    for r in recs:
-        for p, t in r.policies.items():
-            out.append(_policy_table(r.scenario, p, t))
-    return "\n".join(out)

@@ -19,7 +19,7 @@ from mtgym.env.env import ScavengeEnv
         ({"horizon_s": float("inf")}, ValueError, "horizon_s must be finite"),
         ({"horizon_s": -1.0}, ValueError, "horizon_s"),
         ({"horizon_s": "1h"}, TypeError, "horizon_s"),
-        ({"max_jobs": 0}, ValueError, "max_jobs must be in 1..1024; got 0"),
+        ({"max_jobs": 0}, ValueError, "max_jobs must be in 1..8192; got 0"),
         ({"max_jobs": 2.5}, TypeError, "max_jobs must be an int"),
         ({"max_jobs": True}, TypeError, "max_jobs must be an int"),
         ({"max_count": 1000}, ValueError, "max_count=1000 is above the scenario's 64 nodes"),

@@ -16,6 +16,7 @@ KEYS = {
     "command",
     "mtgym_version",
     "git",
+    "code_sha256",
     "date_utc",
     "machine",
     "seeds",
@@ -31,6 +32,7 @@ def _check_metadata(data: dict, kind: str, argv: list[str]) -> None:
     assert data["command"] == "mtgym " + " ".join(argv)
     assert set(data["git"]) == {"commit", "dirty"}
     assert data["git"]["commit"] is None or len(data["git"]["commit"]) == 40
+    assert len(data["code_sha256"]) == 64
     assert data["date_utc"].endswith("+00:00")
     m = data["machine"]
     assert m["cores"] >= 1 and len(m["load_avg"]) == 3 and "cpu_model" in m

@@ -4,6 +4,7 @@ result files render them."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -180,6 +181,36 @@ def test_render__a_missing_source_or_kind_is_reported(tree):
     assert "needs a tune result" in check_tree(tree)[0][0]
 
 
+def test_render__register_renderer_adds_a_kind_and_guards_it(tree, monkeypatch):
+    """A package's kind comes through ``register_renderer``; an unknown kind lists the known
+    ones (an ``optional=1`` block's too, before its file exists); a kind is not taken twice."""
+    from mtgym.results import renderers
+
+    monkeypatch.setattr(renderers, "RENDERERS", dict(renderers.RENDERERS))
+    doc = tree / "docs" / "r.md"
+    doc.write_text(DOC.replace("kind=suite -->", "kind=mine optional=1 -->"))
+    problems, _ = check_tree(tree)
+    assert "unknown kind 'mine'; known: " in problems[0]
+    assert "scenario-trade-offs, suite, tuning" in problems[0]  # (leaderboard too once imported)
+    doc.write_text(DOC.replace("results/bench.json kind=suite", "results/gone.json kind=mine"))
+    assert "unknown kind 'mine'" in check_tree(tree)[0][0]  # optional=1 or not
+
+    def mine(result, options):
+        return [f"| {result.kind} | {options.get('x', '-')} |"]
+
+    renderers.register_renderer("mine", mine)
+    renderers.register_renderer("mine", mine)  # the same function again: a no-op
+    with pytest.raises(ValueError, match="taken by"):
+        renderers.register_renderer("mine", renderers.suite)
+    with pytest.raises(ValueError, match="letters, digits"):
+        renderers.register_renderer("a b", mine)
+    doc.write_text(DOC.replace("kind=suite -->", "kind=mine x=1 -->"))
+    render_tree(tree)
+    assert "| benchmark | 1 |" in doc.read_text()
+    renderers.register_renderer("mine", renderers.suite, replace=True)
+    assert renderers.renderer("mine") is renderers.suite
+
+
 @pytest.mark.parametrize(
     ("text", "match"),
     [
@@ -200,7 +231,12 @@ def test_render__malformed_markers_are_errors(text, match):
 
 
 def test_render__the_repository_docs_are_as_their_result_files_render_them():
-    """Every block of README.md and docs/ (none until the first results are committed)."""
+    """Every block of README.md and docs/ (none until the first results are committed).
+
+    ``docs/leaderboard.md``'s block is of the ``leaderboard`` kind, which ``mtgym.leaderboard``
+    registers when imported (as ``mtgym results render`` imports it): import it here.
+    """
+    importlib.import_module("mtgym.leaderboard")
     problems, n = check_tree(REPO)
     assert problems == [], "\n".join(problems)
     blocks = [
@@ -210,4 +246,6 @@ def test_render__the_repository_docs_are_as_their_result_files_render_them():
     ]
     assert n == len(blocks)
     for b in blocks:
+        if b.options.get("optional") == "1":
+            continue  # a run still to come (docs/leaderboard.md); rendered as a placeholder
         assert (REPO / b.source).is_file(), f"{b.where}: {b.source} is not committed"

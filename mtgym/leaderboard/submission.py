@@ -1,0 +1,355 @@
+"""Is a result file a valid leaderboard submission? ``problems`` says why not, one line per
+refusal (an empty list: accepted); ``mtgym leaderboard --check FILE`` prints them.
+
+A submission is a ``benchmark`` result file (``mtgym benchmark --record NAME``) that played
+the **full test split** (``mtgym.benchmark.splits.TEST``) and still describes it:
+
+1. **the split**: kind ``benchmark``, split ``test``, a full run (not ``--quick``);
+2. **the seeds**: exactly the split's (9000-9009), none missing, none added;
+3. **the scenarios**: exactly the split's, each played with the scenario and tuning-record
+   content hashes it has now (``mtgym.results.hashes``): a scenario, or a recorded
+   reference, changed since the run makes its numbers incomparable with the others';
+   and no learned policy whose agent folder records a test seed among the seeds it
+   trained or was selected on (``args.json``'s ``eval_seeds`` and ``bc_seeds``,
+   ``mtgym.leaderboard.training.recorded_seeds``; a folder without one is not refused);
+4. **the episodes**: one row for every (scenario, policy, seed), the policies being the
+   aggregates' (less those ``unsupported`` on a scenario), and no other row; each played
+   whole on its policy's own decision schedule (rows whose ``horizon_s`` or
+   ``decision_interval_s`` is set are refused; rows without the keys pass);
+5. **the aggregates**: recomputed from the rows by the benchmark's own code
+   (``mtgym.benchmark.runner.score_split`` with the recorded references and the default
+   bootstrap, then ``mtgym.benchmark.report.to_json``) they equal the file's, numbers to
+   ``REL_TOL`` relative. Only checked when 1-4 hold (incomplete rows cannot be scored).
+
+``full_split_problems`` (1-3 without the hashes) and ``hash_problems`` are cheap: the
+leaderboard runs them on every file it lists. The recomputation costs a benchmark's
+scoring (tens of seconds for a full run with every baseline), so only ``--check`` runs it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from mtgym.benchmark.splits import TEST, Split
+from mtgym.results.schema import ResultFile, ResultFileError
+
+#: relative tolerance of an aggregate recomputed from the rows
+REL_TOL = 1e-9
+#: how many items a one-line refusal lists before "..."
+SHOWN = 5
+
+
+def _listed(items: list[str]) -> str:
+    """The first ``SHOWN`` items, comma-separated, with ``(N in all)`` past that."""
+    head = ", ".join(items[:SHOWN])
+    return head if len(items) <= SHOWN else f"{head}, ... ({len(items)} in all)"
+
+
+def _span(split: Split) -> str:
+    """The split's full-run seeds as ``9000-9009``."""
+    seeds = split.seeds()
+    return f"{seeds[0]}-{seeds[-1]}"
+
+
+def full_split_problems(result: ResultFile, split: Split = TEST) -> list[str]:
+    """Checks 1-3 of the module docstring, hashes left out: did it play the full split?
+
+    Args:
+        result: the result file.
+        split: the split a submission must play (the test split).
+    """
+    if result.kind != "benchmark":
+        return [f"kind {result.kind!r}: a submission is a benchmark result file"]
+    agg = result.aggregates
+    out = []
+    if agg.get("split") != split.name:
+        out.append(f"split {agg.get('split')!r}: the leaderboard ranks the {split.name!r} split")
+    if agg.get("quick") is not False:
+        out.append("a quick run (--quick): the leaderboard takes full runs only")
+    want, have = split.seeds(), [int(s) for s in result.seeds]
+    span = _span(split)
+    for s in sorted(set(want) - set(have)):
+        out.append(f"seed {s} missing: the {split.name} split is seeds {span}, every one")
+    for s in sorted(set(have) - set(want)):
+        out.append(f"seed {s} is not a {split.name} seed (the split is seeds {span} exactly)")
+    names = [e.name for e in result.scenarios]
+    for n in split.names:
+        if n not in names:
+            out.append(
+                f"scenario {n} missing: the {split.name} split plays every one of "
+                f"{', '.join(split.names)}"
+            )
+    for n in names:
+        if n not in split.names:
+            out.append(f"scenario {n} is not in the {split.name} split")
+    return out
+
+
+def hash_problems(result: ResultFile, split: Split = TEST) -> list[str]:
+    """Check 3's hashes: each scenario of the split played with its current scenario and
+    tuning-record hashes (one line per differing hash).
+
+    Args:
+        result: the result file.
+        split: the split (its scenarios are hashed now).
+    """
+    from mtgym.results.hashes import scenario_entries
+
+    now = {e["name"]: e for e in scenario_entries(split.names)}
+    out = []
+    for e in result.scenarios:
+        cur = now.get(e.name)
+        if cur is None:
+            continue
+        where = cur["path"] or "its generator"
+        if e.sha256 != cur["sha256"]:
+            out.append(
+                f"scenario {e.name}: played with scenario hash {e.sha256[:12]}, but "
+                f"{where} hashes to {cur['sha256'][:12]} now: re-run on the current scenarios"
+            )
+        if e.tuning_sha256 != cur["tuning_sha256"]:
+            out.append(
+                f"scenario {e.name}: played with tuning-record hash {str(e.tuning_sha256)[:12]}, "
+                f"the current record's is {str(cur['tuning_sha256'])[:12]} (references or "
+                "tuned knobs changed): re-run on the current records"
+            )
+    return out
+
+
+def seed_problems(result: ResultFile, split: Split = TEST) -> list[str]:
+    """Check 3's seeds of learned policies: one line per policy whose agent folder's
+    ``args.json`` lists a seed of the split.
+
+    Args:
+        result: the result file.
+        split: the split no training or selection may touch.
+    """
+    from mtgym.benchmark.runner import is_baseline
+    from mtgym.benchmark.splits import is_test_seed
+    from mtgym.leaderboard.training import recorded_seeds
+
+    out = []
+    for p in result.aggregates.get("policies", []):
+        if is_baseline(p):
+            continue
+        for key, seeds in recorded_seeds(p).items():
+            bad = sorted({s for s in seeds if is_test_seed(s, split)})
+            if bad:
+                out.append(
+                    f"policy {p}: its args.json {key} holds {split.name} seeds "
+                    f"{_listed([str(s) for s in bad])}: no training or selection may touch "
+                    f"the {split.name} split ({_span(split)})"
+                )
+    return out
+
+
+def _expected(result: ResultFile, split: Split) -> set[tuple[str, str, int]]:
+    """The (scenario, policy, seed) episodes the file must hold: every policy of its
+    aggregates on every scenario where it is not ``unsupported``, on the seeds of the
+    split the file lists (a missing seed is refused once, by ``full_split_problems``).
+    """
+    agg = result.aggregates
+    seeds = set(split.seeds()) & {int(s) for s in result.seeds}
+    by_scenario = {sc.get("scenario"): sc.get("policies", {}) for sc in agg.get("scenarios", [])}
+    out = set()
+    for name in split.names:
+        entries = by_scenario.get(name, {})
+        for p in agg.get("policies", []):
+            if "unsupported" not in entries.get(p, {}):
+                out |= {(name, p, s) for s in seeds}
+    return out
+
+
+def episode_problems(result: ResultFile, split: Split = TEST) -> list[str]:
+    """Check 4: every expected episode once, and no other row (one line per kind of
+    problem, naming the first episodes as ``scenario/policy/seed``).
+
+    Args:
+        result: the result file.
+        split: the split.
+    """
+    want = _expected(result, split)
+    seen: dict[tuple[str, str, int], int] = {}
+    for r in result.rows:
+        seed = r.get("seed")
+        seed = int(seed) if isinstance(seed, int | float) and math.isfinite(seed) else -1
+        key = (str(r.get("scenario")), str(r.get("policy")), seed)
+        seen[key] = seen.get(key, 0) + 1
+
+    def show(keys: set[tuple[str, str, int]]) -> str:
+        return _listed([f"{sc}/{p}/{s}" for sc, p, s in sorted(keys)])
+
+    out = []
+    if missing := want - set(seen):
+        out.append(f"{len(missing)} episode(s) missing (scenario/policy/seed): {show(missing)}")
+    if twice := {k for k, n in seen.items() if n > 1 and k in want}:
+        out.append(f"{len(twice)} episode(s) recorded more than once: {show(twice)}")
+    keys = ("horizon_s", "decision_interval_s")
+    if odd := {
+        ", ".join(f"{k}={r.get(k)}" for k in keys)
+        for r in result.rows
+        if any(r.get(k) is not None for k in keys)
+    }:
+        out.append(
+            f"episodes played with {_listed(sorted(odd))}: the leaderboard takes whole "
+            "episodes on each policy's own decision schedule (no --decision-interval)"
+        )
+    if extra := set(seen) - want:
+        out.append(
+            f"{len(extra)} row(s) of no expected episode (a policy not in the aggregates, "
+            f"an unsupported one, or a seed or scenario outside the split): {show(extra)}"
+        )
+    return out
+
+
+def scenario_runs(result: ResultFile, split: Split = TEST) -> list[Any]:
+    """The file's episodes as the benchmark's ``ScenarioRuns`` (what ``score_split``
+    scores): per scenario of the split, the aggregates' policies that have rows, in the
+    aggregates' order, rows in seed order; the ``unsupported`` reasons and each scenario's
+    wall time from the aggregates.
+
+    Args:
+        result: a file whose episodes are complete (``episode_problems`` empty).
+        split: the split.
+    """
+    from mtgym.benchmark.runner import ScenarioRuns
+    from mtgym.evaluate import PolicyRun
+
+    agg = result.aggregates
+    rows: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    for r in result.rows:
+        rows.setdefault((r["scenario"], r["policy"]), {})[int(r["seed"])] = r
+    by_scenario = {sc["scenario"]: sc for sc in agg["scenarios"]}
+    seeds = split.seeds()
+    out = []
+    for sc in split.scenarios:
+        entry = by_scenario.get(sc.name, {})
+        pols = entry.get("policies", {})
+        runs = [
+            PolicyRun(p, [rows[(sc.name, p)][s] for s in seeds])
+            for p in agg["policies"]
+            if (sc.name, p) in rows
+        ]
+        unsupported = {p: e["unsupported"] for p, e in pols.items() if "unsupported" in e}
+        wall = float(entry.get("wall_s") or 0.0)
+        out.append(ScenarioRuns(sc.name, seeds, split.horizon_s(sc), runs, unsupported, wall))
+    return out
+
+
+def recompute(result: ResultFile, split: Split = TEST, bootstrap: Any = None) -> dict[str, Any]:
+    """The aggregates the benchmark computes from the file's rows (module docstring, 5).
+
+    Args:
+        result: a file whose episodes are complete.
+        split: the split.
+        bootstrap: ``mtgym.benchmark.runner.Bootstrap`` settings; None: the benchmark's
+            defaults (those of ``mtgym benchmark``).
+    """
+    from mtgym.benchmark import report
+    from mtgym.benchmark.references import recorded_references
+    from mtgym.benchmark.runner import score_split
+    from mtgym.results.store import json_safe
+
+    res = score_split(
+        split,
+        scenario_runs(result, split),
+        list(result.aggregates["policies"]),
+        quick=False,
+        bootstrap=bootstrap,
+        references=recorded_references(split),
+    )
+    out: dict[str, Any] = json_safe(report.to_json(res))
+    return out
+
+
+def differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two JSON values differ: numbers beyond ``REL_TOL`` relative (null only equal
+    to null), other values by ``==``, keys present on one side only.
+
+    Args:
+        a: the file's value.
+        b: the recomputed value.
+        path: the dotted path of ``a`` (messages).
+
+    Returns:
+        One ``path: file X, rows give Y`` per difference, in key order.
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b), key=str):
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in a or k not in b:
+                out.append(f"{sub}: {'missing in the file' if k not in a else 'not expected'}")
+            else:
+                out += differences(a[k], b[k], sub)
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        pairs = enumerate(zip(a, b, strict=True))
+        return [d for k, (x, y) in pairs for d in differences(x, y, f"{path}[{k}]")]
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        if math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=0.0):
+            return []
+    elif a == b:
+        return []
+    return [f"{path}: file {a!r}, rows give {b!r}"]
+
+
+def aggregate_problems(result: ResultFile, split: Split = TEST, bootstrap: Any = None) -> list[str]:
+    """Check 5: one line when the file's aggregates differ from the recomputation, naming
+    the first differences.
+
+    Args:
+        result: a file whose episodes are complete.
+        split: the split.
+        bootstrap: the bootstrap settings (None: the benchmark's defaults).
+    """
+    diffs = differences(result.aggregates, recompute(result, split, bootstrap))
+    if not diffs:
+        return []
+    return [
+        f"the aggregates differ from those the rows give in {len(diffs)} place(s) "
+        f"(tolerance {REL_TOL:g} relative): {'; '.join(diffs[:3])}"
+        + (" ..." if len(diffs) > 3 else "")
+    ]
+
+
+def problems(result: ResultFile, split: Split = TEST, bootstrap: Any = None) -> list[str]:
+    """Every refusal of a submission, one line each (module docstring); empty: accepted.
+
+    Args:
+        result: the result file.
+        split: the split it must play (the test split).
+        bootstrap: the bootstrap settings the aggregates must have been computed with
+            (None: the benchmark's defaults).
+    """
+    out = full_split_problems(result, split)
+    if result.kind != "benchmark":
+        return out
+    out += hash_problems(result, split)
+    out += seed_problems(result, split)
+    out += episode_problems(result, split)
+    if not out:
+        out += aggregate_problems(result, split, bootstrap)
+    return out
+
+
+def check_file(path: str | Path, split: Split = TEST, bootstrap: Any = None) -> list[str]:
+    """``problems`` of the file at ``path``, or the one line saying it cannot be read.
+
+    Args:
+        path: a ``.json`` or ``.json.gz`` result file.
+        split: the split.
+        bootstrap: the bootstrap settings (None: the benchmark's defaults).
+    """
+    from mtgym.results.store import read_result
+
+    try:
+        result = read_result(path)
+    except FileNotFoundError:
+        return [f"{path}: no such file"]
+    except ResultFileError as exc:
+        return [str(exc)]
+    return problems(result, split, bootstrap)

@@ -18,7 +18,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	bash scripts/install_slurm.sh
-	$(BIN)/ruff check mtgym baselines agents tests scripts
+	$(BIN)/ruff check mtgym baselines agents tests scripts examples
 	# root with apt (CI): Slurm was installed above, so its tests must run, not skip
 	MTGYM_REQUIRE_SLURM=$$([ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && echo 1 || echo 0) \
 		$(BIN)/python -m pytest -q -n 2 -m "not serial and not benchmark"
@@ -26,8 +26,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -m serial
 
 lint: $(STAMP)
-	$(BIN)/ruff check mtgym baselines agents tests scripts
-	$(BIN)/ruff format --check mtgym baselines agents tests scripts
+	$(BIN)/ruff check mtgym baselines agents tests scripts examples
+	$(BIN)/ruff format --check mtgym baselines agents tests scripts examples
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench_sim.py

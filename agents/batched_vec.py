@@ -202,9 +202,16 @@ class BatchedPooledVecEnv(PooledVecEnv):
         return [None for _ in self._envs]
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        """Of the synced envs, else of their ``ScavengeEnv``; ``layout`` is this one's."""
+        """Of the synced envs, else of their ``ScavengeEnv``; ``layout`` is this one's.
+
+        Before the cores exist (SB3's ``VecEnv.__init__`` reads ``render_mode`` from
+        ``_bind``), of the envs as made: without this, every training run warned that
+        ``render_mode`` is not defined.
+        """
         if attr_name == "layout":
             return [self.layout for _ in self._get_indices(indices)]
+        if not hasattr(self, "_where"):  # (during _bind: no core to sync with yet)
+            return [_attr(self._envs[i], attr_name) for i in self._get_indices(indices)]
         return [_attr(env, attr_name) for env in self._synced(indices)]
 
     def has_attr(self, attr_name: str) -> bool:

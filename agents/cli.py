@@ -124,10 +124,13 @@ def _train_rllib(ns: argparse.Namespace) -> int:
         raise ValueError(f"--algo rllib-ppo does not take {', '.join(changed)} (SB3 trainer only)")
     if ns.rllib_module != "slot" and ns.embed_dim != ns.parser.get_default("embed_dim"):
         raise ValueError("--embed-dim is the slot module's width: it needs --rllib-module slot")
-    refuse_test_seeds((ns.seed,), what="training (--seed)")
+    runners = ns.env_runners
+    # RLlib resets each runner's envs with seed + worker index (+ the env's index): every
+    # instance seed it derives from --seed must stay out of the test split
+    derived = range(ns.seed, ns.seed + (runners + 1) * max(ns.n_envs, 1) + 1)
+    refuse_test_seeds(derived, what=f"RLlib training (--seed {ns.seed} and the seeds it derives)")
     refuse_test_seeds(ns.eval_seeds or (), what="training's evaluation (--eval-seeds)")
     prepare_out_dir(ns.out)
-    runners = ns.env_runners
     args = RLlibArgs(
         **_shared(ns),
         obs_layout=ns.obs_layout,

@@ -8,6 +8,13 @@ compilation, about a minute). Those sources are every file that uses numba plus,
 transitively, the package modules they import at module level (their constants are frozen
 into the compiled code); an edit to a CLI, a reader or a report leaves the kernels cached.
 Older folders beyond the newest few are removed.
+
+**First use.** A fresh folder (a new install, a new mtgym version, a new
+``$NUMBA_CACHE_DIR``) holds no compiled kernel: the first simulation compiles them, about
+20-60 s (a first ``reset`` about 20 s, a first ``mtgym train`` about 35 s), once. Importing
+mtgym then prints one line on stderr saying so (``COLD_NOTE``), so a silent first call is
+not mistaken for a hang. Point ``$NUMBA_CACHE_DIR`` at a folder that persists (a home
+folder on a cluster, a volume in a container) to compile once per version.
 """
 
 from __future__ import annotations
@@ -16,11 +23,17 @@ import ast
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 #: Folders of earlier source versions kept (switching branches back and forth).
 KEEP = 3
+#: The line printed on stderr when the kernels are not compiled yet (module docstring).
+COLD_NOTE = (
+    "mtgym: first use of this version: its numba kernels compile on the first simulation "
+    "(about 20-60 s, once; cached in {folder}; set NUMBA_CACHE_DIR to keep them elsewhere)"
+)
 
 
 def _module_file(root: Path, dotted: str) -> Path | None:
@@ -113,6 +126,16 @@ def _writable(path: Path) -> bool:
     return True
 
 
+def is_cold(folder: Path) -> bool:
+    """Whether ``folder`` holds no compiled kernel yet: no numba index file (``*.nbi``)
+    anywhere under it (numba nests them by the sources' folders). Stops at the first one.
+
+    Args:
+        folder: a kernel folder (``configure``'s).
+    """
+    return next(folder.rglob("*.nbi"), None) is None
+
+
 def configure() -> Path | None:
     """Point numba's cache at ``<base>/<sources hash>`` before any kernel is decorated.
 
@@ -120,8 +143,9 @@ def configure() -> Path | None:
     ``~/.cache``), else a temporary folder. Returns the folder, or None when none is writable
     (numba then keeps its default, beside the sources).
 
-    Side effects: sets ``numba.core.config.CACHE_DIR`` and removes old hash folders under
-    the chosen base (``_prune``). Hashing reads every package source. A base that is not
+    Side effects: sets ``numba.core.config.CACHE_DIR``, removes old hash folders under
+    the chosen base (``_prune``) and, when the folder holds no kernel yet (``is_cold``),
+    prints ``COLD_NOTE`` on stderr. Hashing reads every package source. A base that is not
     writable falls back to the temporary one.
     """
     from numba.core import config
@@ -137,6 +161,8 @@ def configure() -> Path | None:
         if _writable(folder):
             config.CACHE_DIR = str(folder)
             _prune(base, keep=folder)
+            if is_cold(folder):
+                print(COLD_NOTE.format(folder=folder), file=sys.stderr)
             return folder
     return None
 

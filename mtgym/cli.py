@@ -182,7 +182,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     checked against the names, ``--address`` against the backend and ``--record`` against
     the registry. No ``--policy`` (or ``--policy all``) means every registered policy
     except the slow ``*-milp`` ones. The result file (``mtgym.results``) goes to
-    ``OUT/result.json[.gz]`` and, with ``--record NAME``, into the registry.
+    ``OUT/result.json[.gz]`` and, with ``--record NAME``, into the registry. Each policy is
+    reported under its label (``mtgym.naming.policy_labels``: a ``module:factory`` policy
+    under its own ``name``); ``--reference`` may give the label or the ``--policy`` string.
 
     Args:
         args: the parsed options: ``scenario``, ``allow_large``, ``policy`` (a list, or
@@ -202,47 +204,19 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             ``--record`` name is taken (``FileExistsError``).
     """
     import time
-    from pathlib import Path
 
     from mtgym.core.io import prepare_out_dir
-    from mtgym.evaluate import evaluate
-    from mtgym.policy.registry import make_policy
     from mtgym.results import cli as results_cli
     from mtgym.scenario.registry import get_generator
 
     if args.out:
         prepare_out_dir(args.out)  # before any work: a sweep never ends unsaved
     gen = get_generator(args.scenario, allow_large=args.allow_large)
-    names = _evaluate_policies(args)
+    labels, args.reference = _evaluate_policies(args)  # (the result file reads the label)
     seeds = list(range(args.seed, args.seed + args.seeds))
     check_backend(args)
     provenance, t0 = results_cli.start(args), time.perf_counter()
-    out = Path(args.out) if args.out else None
-    if args.backend == "ray":
-        from mtgym.backends.ray_backend import RayOutput, evaluate_ray
-
-        output = RayOutput(out, not args.no_progress, table=True, reference=args.reference)
-        runs = evaluate_ray(
-            args.scenario,
-            names,
-            seeds,
-            address=args.address,
-            decision_interval_s=args.decision_interval,
-            output=output,
-            hindsight=not args.no_bound,
-        )
-    else:
-        runs = evaluate(
-            gen,
-            [(name, lambda name=name: make_policy(name)) for name in names],
-            seeds,
-            out=out,
-            decision_interval_s=args.decision_interval,
-            progress=not args.no_progress,
-            scenario_name=args.scenario,
-            reference=args.reference,
-            hindsight=not args.no_bound,
-        )
+    runs = _evaluate_runs(args, gen, labels, seeds)
     results_cli.save_runs(
         args,
         "evaluate",
@@ -255,31 +229,90 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _evaluate_policies(args: argparse.Namespace) -> list[str]:
+def _evaluate_runs(
+    args: argparse.Namespace, gen: object, labels: dict[str, str], seeds: list[int]
+) -> list:
+    """``mtgym evaluate``'s episodes, here (``mtgym.evaluate.evaluate``) or on Ray
+    (``evaluate_ray``): each policy built from its ``--policy`` string, reported under its
+    label; the tables printed and ``--out`` written.
+
+    Args:
+        args: the parsed options (``_cmd_evaluate``'s), ``reference`` by its label.
+        gen: the scenario's generator.
+        labels: ``--policy`` string -> label (``_evaluate_policies``).
+        seeds: the seeds.
+
+    Returns:
+        One ``PolicyRun`` per policy, named by its label.
+    """
+    from pathlib import Path
+
+    from mtgym.evaluate import evaluate
+    from mtgym.policy.registry import make_policy
+
+    out = Path(args.out) if args.out else None
+    if args.backend == "ray":
+        from mtgym.backends.ray_backend import RayOutput, evaluate_ray
+
+        show = not args.no_progress
+        output = RayOutput(out, show, True, args.reference, labels=[*labels.values()])
+        return evaluate_ray(
+            args.scenario,
+            list(labels),
+            seeds,
+            address=args.address,
+            decision_interval_s=args.decision_interval,
+            output=output,
+            hindsight=not args.no_bound,
+        )
+    return evaluate(
+        gen,  # type: ignore[arg-type]
+        [(label, lambda spec=spec: make_policy(spec)) for spec, label in labels.items()],
+        seeds,
+        out=out,
+        decision_interval_s=args.decision_interval,
+        progress=not args.no_progress,
+        scenario_name=args.scenario,
+        reference=args.reference,
+        hindsight=not args.no_bound,
+    )
+
+
+def _evaluate_policies(args: argparse.Namespace) -> tuple[dict[str, str], str | None]:
     """``mtgym evaluate``'s policies, each built once (an unknown name fails before any
-    episode), and ``--reference`` checked to be among them.
+    episode), with their labels, and ``--reference`` checked to be among them.
 
     None named or ``all``: every registered policy but the node-level MILP variants and
     those that need an argument (``mtgym.policy.registry.default_policies``): name them to
-    include them.
+    include them. A policy named twice runs once. The label is what results, tables and
+    TensorBoard runs are named by (``mtgym.naming.policy_labels``: a ``module:factory``
+    policy's own ``name``).
 
     Args:
-        args: the parsed options: ``policy`` (a list, or None) and ``reference``.
+        args: the parsed options: ``policy`` (a list, or None) and ``reference`` (a
+            ``--policy`` string or its label).
+
+    Returns:
+        (``--policy`` string -> label, in order; the reference's label or None).
 
     Raises:
         KeyError: an unknown policy name.
         ValueError: ``--reference`` is not a compared policy.
     """
+    from mtgym.naming import policy_labels
     from mtgym.policy.registry import default_policies, make_policy
 
-    names = default_policies() if args.policy in (None, ["all"]) else args.policy
-    for name in names:
-        make_policy(name)  # fail fast on an unknown name, before any simulation
-    if args.reference is not None and args.reference not in names:
+    specs = default_policies() if args.policy in (None, ["all"]) else args.policy
+    specs = list(dict.fromkeys(specs))
+    # fail fast on an unknown name, before any simulation
+    labels = policy_labels(specs, {s: make_policy(s).name for s in specs})
+    ref = labels.get(args.reference, args.reference)
+    if ref is not None and ref not in labels.values():
         raise ValueError(
-            f"--reference {args.reference!r} is not among the compared policies: {', '.join(names)}"
+            f"--reference {args.reference!r} is not among the compared policies: "
+            f"{', '.join(labels.values())}"
         )
-    return list(names)
+    return labels, ref
 
 
 def _cmd_scenario(args: argparse.Namespace) -> int:
@@ -506,7 +539,8 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     e.add_argument(
         "--policy",
         action="append",
-        help="registered policy name; repeat for several; 'all' (default) = every registered one "
+        help="registered policy name, or module:factory for your own (docs/policies.md; "
+        "reported under its name); repeat for several; 'all' (default) = every registered one "
         "except the slow node-level '*-milp' variants and those that need an argument "
         "(rllib-agent:RUN)",
     )

@@ -36,7 +36,8 @@ its mean over seeds (as before), ``ci_low`` and ``ci_high`` (metric -> interval 
 and ``per_seed`` (one row per seed, with ``job_finish_s``: each job's completion time, null
 if it did not complete, and ``job_submit_s``). Undefined values are ``null``.
 
-**TensorBoard** (stable-baselines3's logger, ``out/tb/<policy>/``): the shared tags of
+**TensorBoard** (stable-baselines3's logger, ``out/tb/<policy>/``, the folder named by
+``mtgym.naming.safe_name``: ``agent:/a/model.zip`` -> ``agent_a_model.zip``): the shared tags of
 ``TAGS`` (``eval/normalized_throughput``, the headline, ``eval/throughput``, ...) once per
 seed with **the step equal to the seed number**; one summary scalar per metric,
 ``eval_mean/<metric>`` (the mean over seeds, step 0); and ``hparams`` (policy, scenario,
@@ -120,7 +121,8 @@ class PolicyRun:
     """One policy's results over the seeds (rows in seed order).
 
     Attributes:
-        name: The policy's name as compared (a registry name; its key in results.json).
+        name: The policy's label as compared (its key in results.json: a registry name,
+            or the policy's ``name``, ``mtgym.naming.policy_labels``).
         per_seed: One row per seed: the ``RESULT_KEYS`` metrics (NaN where undefined),
             ``wall_s``, ``seed``, ``job_finish_s`` and ``job_submit_s`` (one entry per
             job, seconds; a finish time is None for a job not completed), filled by
@@ -526,7 +528,9 @@ def write_results(
 ) -> None:
     """``out/results.json``, ``out/results.md`` (the same numbers as markdown tables),
     ``out/tradeoff.png`` (``mtgym.tradeoff``) and ``out/tb/<policy>/`` event files (SB3
-    logger); ``results`` is ``results_dict``'s content when already computed.
+    logger; the folder is the policy's name made safe on every file system,
+    ``mtgym.naming.safe_names``); ``results`` is ``results_dict``'s content when already
+    computed.
 
     The TensorBoard runs also get a CSV beside the events (``progress.csv``). A policy
     whose means are all undefined records a placeholder metric so its ``hparams`` entry is
@@ -543,13 +547,15 @@ def write_results(
     from stable_baselines3.common.logger import HParam, configure
 
     from mtgym import tables, tradeoff
+    from mtgym.naming import safe_names
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if results is None:
         results = results_dict(runs, seeds, scenario, reference=reference)
+    folders = safe_names([run.name for run in runs])  # no ':' or '/' (mtgym.naming)
     for run in runs:
-        logger = configure(str(out / "tb" / run.name), ["tensorboard", "csv"])
+        logger = configure(str(out / "tb" / folders[run.name]), ["tensorboard", "csv"])
         for row in run.per_seed:
             for key, tag in TAGS.items():
                 v = row.get(key)

@@ -26,6 +26,26 @@ import numpy as np
 LEVEL = 0.95
 N_BOOT = 10_000
 SEED = 0
+#: Intervals from fewer seeds than this are printed with a warning (``few_seeds_warning``).
+MIN_SEEDS = 5
+
+
+def few_seeds_warning(n: int, hint: str = f"--seeds {MIN_SEEDS} or more") -> str | None:
+    """The warning the printed tables carry beside intervals from ``n`` seeds (module
+    docstring: with few seeds the percentile bootstrap is too narrow); None from
+    ``MIN_SEEDS`` seeds on.
+
+    Args:
+        n: the seeds each interval is computed from.
+        hint: how to get more seeds, in the command's own terms.
+    """
+    if n >= MIN_SEEDS:
+        return None
+    return (
+        f"warning: intervals from {n} seed{'' if n == 1 else 's'} (fewer than {MIN_SEEDS}) "
+        "are too narrow to trust (a percentile bootstrap over 2 seeds spans at most their "
+        f"two values); for conclusions use {hint}"
+    )
 
 
 @dataclass(frozen=True)

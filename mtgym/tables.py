@@ -198,9 +198,21 @@ def fitted_tables(title: str, rows: list[Row], width: int) -> list:
     return tables
 
 
+def few_seeds_note(results: dict[str, Any]) -> str | None:
+    """``mtgym.stats.few_seeds_warning`` for the results' seed count (None: 5 or more).
+
+    Args:
+        results: The ``results.json`` content (its ``seeds``).
+    """
+    from mtgym.stats import few_seeds_warning
+
+    return few_seeds_warning(len(results.get("seeds", [])))
+
+
 def print_results(results: dict[str, Any], console: Any, title: str) -> None:
     """Print the mean table, then the paired table (when there is a reference and another
-    policy), each split to fit ``console.width``.
+    policy), each split to fit ``console.width``; between them, a warning when the
+    intervals come from fewer than 5 seeds (``few_seeds_note``).
 
     Args:
         results: The ``results.json`` content (``mtgym.evaluate.results_dict``).
@@ -210,6 +222,9 @@ def print_results(results: dict[str, Any], console: Any, title: str) -> None:
     width = console.width
     for t in fitted_tables(f"{title}: {MEAN_TITLE}", _rows(results, False), width):
         console.print(t)
+    note = few_seeds_note(results)
+    if note:
+        console.print(note, markup=False, highlight=False)
     ref = results.get("reference")
     paired = _rows(results, True)
     if ref is None or not paired:
@@ -226,9 +241,9 @@ def _md_row(cells: Sequence[str]) -> str:
 def markdown(results: dict[str, Any], title: str | None = None) -> str:
     """``results.md``: the same numbers as the printed tables, as markdown tables.
 
-    A header (scenario, seeds, reference), the mean table, the paired table (when there
-    is a reference and another policy), and a legend of the columns. The tables are not
-    split by width.
+    A header (scenario, seeds, reference; the few-seeds warning, ``few_seeds_note``), the
+    mean table, the paired table (when there is a reference and another policy), and a
+    legend of the columns. The tables are not split by width.
 
     Args:
         results: The ``results.json`` content.
@@ -246,6 +261,9 @@ def markdown(results: dict[str, Any], title: str | None = None) -> str:
         "(ratio of the means).",
         "",
     ]
+    note = few_seeds_note(results)
+    if note:
+        lines += [f"**{note[0].upper()}{note[1:]}.**", ""]
     heads = ["policy", *(h for _, h, _ in COLUMNS)]
     sep = ["---", *("---:" for _ in COLUMNS)]
     lines += ["## " + MEAN_TITLE, "", _md_row(heads), _md_row(sep)]

@@ -259,8 +259,9 @@ def _cases():
         marks = [pytest.mark.slow] if preset in BIG else []
         if preset in TWINS:
             continue
-        # one seed on the 4,734-node presets: seconds each to build and bound, and the
-        # plain replays (summit-replay, summit-hps) are the same instance on every seed
+        # one seed on the 4,734-node presets (10-20 s each to build, bound and play): the
+        # plain replays (summit-replay, summit-hps) are the same instance on every seed; the
+        # others draw per seed, and the smaller presets' two seeds cover that code
         for seed in SEEDS[:1] if preset in BIG else SEEDS:
             for full in (False, True) if preset in FULL else (False,):
                 tag = "full" if full else f"{PREFIX_S:.0f}s"

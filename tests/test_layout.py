@@ -216,4 +216,8 @@ def test_layout__pyproject_lists_every_package_and_maps_scenarios():
     cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert sorted(cfg["packages"]) == sorted(folders | {"mtgym.scenarios"})
     assert cfg["package-dir"] == {"mtgym.scenarios": "scenarios"}
-    assert cfg["package-data"]["mtgym.scenarios"] == ["*.yaml", "tuning/*.json"]
+    assert cfg["package-data"]["mtgym.scenarios"] == [
+        "*.yaml",
+        "tuning/*.json",
+        "tuning/probes/*.json",
+    ]

@@ -252,3 +252,12 @@ def test_train_ray__seed_sweep_matches_local_training(ray_cluster, tmp_path):
         assert (a == b).all(), k
     with pytest.raises(ValueError, match="seeds must be distinct"):
         train_ray(train, args, seeds=[1, 1])
+
+
+def test_evaluate_ray__runs_take_their_labels(ray_cluster, tmp_path):
+    out = RayOutput(out=tmp_path / "ev", labels=["eq:label/one", "fair"])
+    runs = evaluate_ray("toy-two-jobs", ["equal-share", "freetrain"], [0], output=out)
+    assert [r.name for r in runs] == ["eq:label/one", "fair"]
+    assert sorted(p.name for p in (tmp_path / "ev" / "tb").iterdir()) == ["eq_label_one", "fair"]
+    with pytest.raises(ValueError, match="1 labels for 2 policies"):
+        RayOutput(labels=["x"]).run_names(["equal-share", "freetrain"])

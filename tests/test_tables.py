@@ -149,3 +149,14 @@ def test_evaluate__writes_results_md_and_tradeoff_png_and_fits_80_columns(
     missing = [n for n in numbers(res) if n not in md or n not in printed]
     assert not missing, missing[:10]
     assert (out / "tradeoff.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("n", "warned"), [(1, True), (4, True), (5, False), (10, False)])
+def test_print__intervals_from_fewer_than_5_seeds_carry_a_warning(n, warned):
+    res = synthetic_results(names=NAMES[:2], seeds=tuple(range(n)))
+    printed = " ".join(render(res, 80).split())
+    md = tables.markdown(res)
+    word = "seed" if n == 1 else "seeds"
+    assert (f"warning: intervals from {n} {word} (fewer than 5)" in printed) is warned
+    assert (f"**Warning: intervals from {n} {word} (fewer than 5)" in md) is warned
+    assert max(len(line) for line in render(res, 80).splitlines()) <= 80

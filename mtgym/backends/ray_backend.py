@@ -270,12 +270,26 @@ class RayOutput:
         progress: show a progress bar.
         table: print the comparison table.
         reference: the policy the others are compared with (the table's and the results').
+        labels: the names the runs are reported under, one per policy in order
+            (``mtgym.naming.policy_labels``); None: the policy strings as given.
     """
 
     out: Path | None = None
     progress: bool = False
     table: bool = False
     reference: str | None = None
+    labels: Sequence[str] | None = None
+
+    def run_names(self, policy_names: Sequence[str]) -> list[str]:
+        """The runs' names: ``labels``, else ``policy_names`` as given.
+
+        Raises:
+            ValueError: ``labels`` has not one entry per policy.
+        """
+        names = list(policy_names if self.labels is None else self.labels)
+        if len(names) != len(policy_names):
+            raise ValueError(f"{len(names)} labels for {len(policy_names)} policies")
+        return names
 
 
 def evaluate_ray(
@@ -297,7 +311,7 @@ def evaluate_ray(
 
     Args:
         scenario: a scenario name or file (made absolute for the workers).
-        policy_names: registry names (``agent:PATH`` too); the runs keep them as given.
+        policy_names: registry names (``agent:PATH`` too), naming the runs (or labels).
         seeds: the seeds, one task per (policy, seed).
         address: the Ray cluster (``ray_session``); None: a private local one.
         decision_interval_s: decide every that many seconds; None: each policy's own.
@@ -327,7 +341,7 @@ def evaluate_ray(
         make_policy(name)  # fail fast on an unknown policy / missing model
     seeds = [int(s) for s in seeds]
     t_start = time.perf_counter()
-    runs = [PolicyRun(name, [None] * len(seeds)) for name in policy_names]  # type: ignore[list-item]
+    runs = [PolicyRun(n, [None] * len(seeds)) for n in o.run_names(policy_names)]  # type: ignore[list-item]
     with ray_session(address, num_cpus=num_cpus) as ray:
         task = ray.remote(num_cpus=1)(run_one)
         bound_task = ray.remote(num_cpus=1)(_bound_one)

@@ -42,8 +42,10 @@ noise as progress. What is computed, per policy, from the episodes of a split:
 
 A policy that did not run on every scenario (unsupported), or on a scenario with no
 reference, gets no aggregate ("not defined", as the suite score): it is never computed over
-fewer scenarios. A non-finite normalised score (a NaN headline, a reference at 0) makes that
-aggregate not available, with the episode named.
+fewer scenarios. Nor is any policy's when the run played part of its split (``skipped``:
+``mtgym benchmark --scenario``; "not defined: ran N of M scenarios"). A non-finite
+normalised score (a NaN headline, a reference at 0) makes that aggregate not available,
+with the episode named.
 
 **Determinism.** rliable draws its bootstrap indices from numpy's *global* RNG
 (``np.random.choice`` in ``StratifiedBootstrap.update_indices``); its ``random_state``
@@ -87,10 +89,23 @@ NORMALISATIONS = ("reference", "bound")
 BOUND_KEY = "bound_fraction"
 #: how the reason for an undefined aggregate starts (as the suite score's)
 NOT_DEFINED = "not defined: did not run on"
+#: the reason of every aggregate (and suite score) of a run of part of a split
+#: (``mtgym benchmark --scenario``)
+NOT_DEFINED_PARTIAL = "not defined: ran {ran} of {total} scenarios"
 NOT_AVAILABLE = "not available"
 #: tau grid points of a performance profile
 PROFILE_POINTS = 101
 PROFILE_FILE = "performance_profile.png"
+
+
+def partial_reason(ran: int, skipped: int) -> str:
+    """``NOT_DEFINED_PARTIAL`` for a run of ``ran`` scenarios that left ``skipped`` out.
+
+    Args:
+        ran: scenarios played.
+        skipped: scenarios of the split not played.
+    """
+    return NOT_DEFINED_PARTIAL.format(ran=ran, total=ran + skipped)
 
 
 @dataclass(frozen=True)
@@ -207,6 +222,7 @@ def score_matrices(
     scores: Sequence[ScenarioScore],
     policies: Sequence[str],
     normalisation: str,
+    skipped: Sequence[str] = (),
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Per policy its ``(num_seeds, num_scenarios)`` matrix of normalised scores, or why it
     has none: ``(matrices, reasons)``, each policy in exactly one of them.
@@ -220,6 +236,8 @@ def score_matrices(
         policies: the policies.
         normalisation: ``"reference"`` (headline / the reference's headline on the same
             seed) or ``"bound"`` (the rows' ``bound_fraction``).
+        skipped: scenarios of the split that were not played; any makes every policy's
+            reason ``partial_reason`` (nothing is computed over part of a split).
 
     Raises:
         ValueError: an unknown normalisation.
@@ -228,6 +246,8 @@ def score_matrices(
 
     if normalisation not in NORMALISATIONS:
         raise ValueError(f"unknown normalisation {normalisation!r}; known: {NORMALISATIONS}")
+    if skipped:
+        return {}, dict.fromkeys(policies, partial_reason(len(results), len(skipped)))
     reasons: dict[str, str] = {}
     if not results:
         return {}, {p: f"{NOT_AVAILABLE}: no scenario" for p in policies}
@@ -494,6 +514,7 @@ def compute(
     level: float = stats.LEVEL,
     reps: int = REPS,
     seed: int = stats.SEED,
+    skipped: Sequence[str] = (),
 ) -> Aggregates:
     """Every policy's IQMs and probabilities of improvement, and the performance profiles
     (module docstring). ``scores`` are ``results``' per-scenario scores (for the reference).
@@ -509,10 +530,12 @@ def compute(
         level: confidence level.
         reps: bootstrap replications of every aggregate.
         seed: the global-RNG seed of every bootstrap.
+        skipped: scenarios of the split not played (``score_matrices``): then no
+            aggregate is defined.
     """
     kw = {"level": level, "reps": reps, "seed": seed}
-    ref_m, ref_why = score_matrices(results, scores, policies, "reference")
-    bnd_m, bnd_why = score_matrices(results, scores, policies, "bound")
+    ref_m, ref_why = score_matrices(results, scores, policies, "reference", skipped)
+    bnd_m, bnd_why = score_matrices(results, scores, policies, "bound", skipped)
 
     def iqm_of(p: str, mats: dict[str, np.ndarray], why: dict[str, str]) -> Estimate:
         return iqm_estimate(mats[p], **kw) if p in mats else Estimate.missing(why[p])

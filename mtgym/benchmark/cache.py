@@ -16,15 +16,24 @@ From such a file, a row is reused for the same (scenario, policy, seed), played 
 same ``horizon_s`` with the same ``decision_interval_s`` (recorded in each row by
 ``mtgym.results.rows.benchmark_rows``; a quick episode is a full-run episode, so a quick
 run's rows serve a full run's first seeds); a bound for the same (scenario, seed,
-``horizon_s``), from any policy's row. Only the scenarios' recorded references
-(``mtgym.benchmark.references``) are reused, never the policy being judged. Files are read
-in name order; the first that holds an item gives it.
+``horizon_s``), from any policy's row. Only the split's recorded references
+(``mtgym.benchmark.references``) are reused, each on every scenario: a judged policy that is
+some scenario's reference has its deterministic episodes reused too, its timing then being
+the source run's (below). Files are read in name order; the first that holds an item gives
+it.
 
 A reused row is the recorded one (its ``wall_s`` and ``decision_ms`` are those of the run
-that played it); the common-jobs metrics are recomputed with this run's policies
-(``mtgym.evaluate.add_common_metrics``), so the report equals the one of a run that played
-everything (``tests/benchmark/test_cache.py``). ``describe`` says, one line per scenario,
-what is reused from where and, for what is played, why no file served it.
+that played it, not measured now); the common-jobs metrics are recomputed with this run's
+policies (``mtgym.evaluate.add_common_metrics``), so the report equals the one of a run that
+played everything (``tests/benchmark/test_cache.py``). ``describe`` says, one line per
+scenario, what is reused from where and, for what is played, why no file served it.
+
+The cache notes each row and bound it hands out (``EpisodeCache.row``, ``bound``), and
+``reused`` turns that into the result file's record of it (the aggregates' ``cache`` key,
+written by ``mtgym benchmark``): per scenario, the source files, how many episodes and
+bounds were reused, each reused policy's seeds, and that those rows' timing fields are the
+source run's (``TIMING_NOTE``). The leaderboard reads it to leave reused rows out of a
+policy's decision time (``mtgym.leaderboard.board``).
 """
 
 from __future__ import annotations
@@ -41,6 +50,13 @@ from mtgym.results.schema import ResultFile, ResultFileError
 
 #: the only kind of result file whose rows are reused
 KIND = "benchmark"
+#: the fields of a row measured while it was played (its run's machine and load)
+TIMING_FIELDS = ("wall_s", "decision_ms")
+#: what the ``cache`` record says of a reused row's ``TIMING_FIELDS``
+TIMING_NOTE = (
+    "reused episodes keep the wall_s and decision_ms measured by the run that played them "
+    "(the source file's), not by this run"
+)
 
 RowKey = tuple[str, str, int, float | None, float | None]
 BoundKey = tuple[str, int, float | None]
@@ -83,6 +99,8 @@ class EpisodeCache:
         bounds: (scenario, seed, horizon_s) -> (the bound, the file).
         refused: scenario -> one reason per file that could not serve it.
         files: how many result files the folder holds.
+        used_rows: the rows handed out by ``row`` (key -> its file).
+        used_bounds: the bounds handed out by ``bound`` (key -> its file).
     """
 
     folder: Path
@@ -91,6 +109,8 @@ class EpisodeCache:
     bounds: dict[BoundKey, tuple[float, Path]] = field(default_factory=dict)
     refused: dict[str, list[str]] = field(default_factory=dict)
     files: int = 0
+    used_rows: dict[RowKey, Path] = field(default_factory=dict)
+    used_bounds: dict[BoundKey, Path] = field(default_factory=dict)
 
     def row(
         self,
@@ -102,14 +122,25 @@ class EpisodeCache:
     ) -> dict[str, Any] | None:
         """A copy of the recorded episode row (as ``mtgym.evaluate.episode_row`` made it,
         with its bound and last common-jobs metrics, both set again by the runner), or None.
+        A row handed out is noted in ``used_rows`` (``reused``).
         """
-        hit = self.rows.get((scenario, policy, int(seed), horizon_s, decision_interval_s))
-        return None if hit is None else dict(hit[0])
+        key = (scenario, policy, int(seed), horizon_s, decision_interval_s)
+        hit = self.rows.get(key)
+        if hit is None:
+            return None
+        self.used_rows[key] = hit[1]
+        return dict(hit[0])
 
     def bound(self, scenario: str, seed: int, horizon_s: float | None) -> float | None:
-        """The recorded hindsight bound of (scenario, seed) over ``horizon_s``, or None."""
-        hit = self.bounds.get((scenario, int(seed), horizon_s))
-        return None if hit is None else hit[0]
+        """The recorded hindsight bound of (scenario, seed) over ``horizon_s``, or None
+        (one handed out is noted in ``used_bounds``).
+        """
+        key = (scenario, int(seed), horizon_s)
+        hit = self.bounds.get(key)
+        if hit is None:
+            return None
+        self.used_bounds[key] = hit[1]
+        return hit[0]
 
     def add(self, result: ResultFile, path: Path, scenario: str) -> None:
         """Index the rows of ``scenario`` in ``result`` (a file that may serve it); an
@@ -171,13 +202,17 @@ def scenario_refusal(result: ResultFile, scenario: str, current: Current) -> str
     return None
 
 
-def load(folder: Path, current: Current, policies: Iterable[str]) -> EpisodeCache:
+def load(
+    folder: Path, current: Current, policies: Iterable[str], exclude: Iterable[Path] = ()
+) -> EpisodeCache:
     """Read every result file of ``folder`` and index what may be reused (module docstring).
 
     Args:
         folder: the registry folder (``mtgym.results.store.results_dir``).
         current: what a file must have been measured with.
         policies: the policies whose rows may be reused (the recorded references).
+        exclude: files not to read (``mtgym leaderboard --check`` leaves out the file it
+            checks, which may sit in the registry).
 
     Returns:
         The cache; a file that cannot be read, or cannot serve a scenario, is noted in
@@ -185,13 +220,16 @@ def load(folder: Path, current: Current, policies: Iterable[str]) -> EpisodeCach
     """
     cache = EpisodeCache(Path(folder), frozenset(policies))
     cache.refused = {name: [] for name in current.scenarios}
+    skip = {Path(p).resolve() for p in exclude}
     for path in result_files(cache.folder):
+        if path.resolve() in skip:
+            continue
         cache.files += 1
         try:
             result = store.read_result(path)
         except ResultFileError as exc:
             for reasons in cache.refused.values():
-                reasons.append(f"{_shown(path)}: unreadable ({str(exc)[:80]})")
+                reasons.append(f"{shown(path)}: unreadable ({str(exc)[:80]})")
             continue
         if result.kind != KIND:
             continue
@@ -201,11 +239,11 @@ def load(folder: Path, current: Current, policies: Iterable[str]) -> EpisodeCach
             if why is None:
                 cache.add(result, path, name)
             elif why != "did not play this scenario":
-                cache.refused[name].append(f"{_shown(path)}: {why}")
+                cache.refused[name].append(f"{shown(path)}: {why}")
     return cache
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """``path`` relative to the current folder when inside it (``results/x.json``)."""
     try:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
@@ -252,7 +290,7 @@ def describe(cache: EpisodeCache, ep: Episodes) -> str:
     parts = []
     if reused or n_bounds:
         what = ", ".join(reused) + (" and " if reused else "") + f"{n_bounds} bounds"
-        parts.append(f"reusing {what} from {', '.join(sorted(map(_shown, sources)))}")
+        parts.append(f"reusing {what} from {', '.join(sorted(map(shown, sources)))}")
     if missing or n_bounds < len(ep.seeds):
         play = f"playing {missing} reference episodes and {len(ep.seeds) - n_bounds} bounds"
         parts.append(f"{play}: {_why_not(cache, ep.scenario)}")
@@ -264,8 +302,40 @@ def _why_not(cache: EpisodeCache, scenario: str) -> str:
     if cache.refused.get(scenario):
         return "; ".join(cache.refused[scenario])
     if cache.files == 0:
-        return f"no result file in {_shown(cache.folder)}/"
+        return f"no result file in {shown(cache.folder)}/"
     return (
-        f"no result file in {_shown(cache.folder)}/ holds them (seeds, horizon or decision "
+        f"no result file in {shown(cache.folder)}/ holds them (seeds, horizon or decision "
         "interval differ)"
     )
+
+
+def reused(cache: EpisodeCache | None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The result file's record of what this run took from the cache (the aggregates'
+    ``cache`` key): per scenario where something was reused, ``sources`` (the files, as
+    ``describe`` shows them), ``episodes`` and ``bounds`` (how many were reused),
+    ``seeds`` (policy -> the seeds of its reused episodes) and ``timing``
+    (``TIMING_NOTE``). Empty without a cache (``--no-cache``) or when nothing was reused.
+
+    Args:
+        cache: the run's cache (None: none).
+        labels: ``--policy`` string -> label the run reports (``relabel``); a policy
+            without one keeps its name.
+    """
+    if cache is None:
+        return {}
+    names = labels or {}
+    out: dict[str, Any] = {}
+    for (sc, pol, seed, _h, _dt), path in cache.used_rows.items():
+        e = out.setdefault(sc, {"sources": set(), "episodes": 0, "bounds": 0, "seeds": {}})
+        e["sources"].add(shown(path))
+        e["episodes"] += 1
+        e["seeds"].setdefault(names.get(pol, pol), []).append(seed)
+    for (sc, _seed, _h), path in cache.used_bounds.items():
+        e = out.setdefault(sc, {"sources": set(), "episodes": 0, "bounds": 0, "seeds": {}})
+        e["sources"].add(shown(path))
+        e["bounds"] += 1
+    for e in out.values():
+        e["sources"] = sorted(e["sources"])
+        e["seeds"] = {p: sorted(s) for p, s in e["seeds"].items()}
+        e["timing"] = TIMING_NOTE
+    return out

@@ -9,6 +9,15 @@ the policies chosen. Output goes to ``--out`` (default ``runs/benchmark-<split>`
 ``-quick`` appended for a quick run), with the run's result file (``OUT/result.json[.gz]``,
 ``mtgym.results``; ``--record NAME`` copies it into ``results/``). The command is
 registered by ``mtgym.cli``.
+
+``--scenario NAME`` (repeatable) plays only those scenarios of the split, each as the full
+split would (same seeds, references and report); the suite score and the aggregates are
+then not defined ("not defined: ran N of M scenarios"): they are never computed over part
+of a split, and the leaderboard refuses such a result file. Its default output folder ends
+in the scenarios' names, so that it does not overwrite a whole run's.
+
+Results, tables and TensorBoard runs are labelled by ``mtgym.naming.policy_labels``: a
+``module:factory`` policy by its own ``name``.
 """
 
 from __future__ import annotations
@@ -28,11 +37,11 @@ DEFAULT_OUT = "runs/benchmark"
 def add(sub: argparse._SubParsersAction) -> None:
     """Register ``benchmark`` on the ``mtgym`` sub-command parser.
 
-    Options: ``--policy NAME`` (repeatable), ``--all-baselines``, ``--split``, ``--quick``,
-    ``--out DIR``, ``--decision-interval S``, ``--backend local|ray``, ``--address``,
-    ``--no-progress``, ``--no-cache`` and the registry's ``--record NAME``,
-    ``--results-dir DIR`` and ``--force`` (``mtgym.results.cli.add_record_options``); the
-    handler is stored as ``func``.
+    Options: ``--policy NAME`` (repeatable), ``--all-baselines``, ``--split``,
+    ``--scenario NAME`` (repeatable), ``--quick``, ``--out DIR``, ``--decision-interval S``,
+    ``--backend local|ray``, ``--address``, ``--no-progress``, ``--no-cache`` and the
+    registry's ``--record NAME``, ``--results-dir DIR`` and ``--force``
+    (``mtgym.results.cli.add_record_options``); the handler is stored as ``func``.
 
     Args:
         sub: the ``mtgym`` parser's sub-parsers object.
@@ -51,8 +60,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--policy",
         action="append",
         default=[],
-        help="registered policy name (agent, agent:PATH, freetrain, greedy, ...); "
-        "repeat for several",
+        help="registered policy name (agent, agent:PATH, freetrain, greedy, ...) or "
+        "module:factory (docs/policies.md; reported under its name); repeat for several",
     )
     b.add_argument(
         "--all-baselines",
@@ -66,6 +75,14 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="which split to run (default: %(default)s)",
     )
     b.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="play only this scenario of the split (repeat for several); the suite score and "
+        "aggregates are then not defined (default: every scenario)",
+    )
+    b.add_argument(
         "--quick",
         action="store_true",
         help=f"the full run's first {QUICK_SEEDS} seeds, each episode whole "
@@ -75,7 +92,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--out",
         default=None,
         metavar="DIR",
-        help=f"output folder (default: {DEFAULT_OUT}-<split>[-quick])",
+        help=f"output folder (default: {DEFAULT_OUT}-<split>[-quick], with the --scenario "
+        "names appended)",
     )
     b.add_argument(
         "--decision-interval",
@@ -105,7 +123,10 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     episodes and the bounds are reused from the registry where it holds them
     (``_episode_cache``). The progress bar advances once per episode and disappears when
     the run ends. The result file (``mtgym.results``) has one row per episode and
-    ``results.json`` as aggregates.
+    ``results.json`` as aggregates, plus their ``cache`` key: what was reused, from where,
+    and that reused rows keep their source run's timing (``mtgym.benchmark.cache.reused``;
+    empty with ``--no-cache``). ``--scenario`` cuts the split (module docstring); the
+    policies are reported under their labels (``mtgym.naming.policy_labels``).
 
     Args:
         args: the parsed options of ``add``'s parser.
@@ -118,32 +139,38 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         ValueError: no policy, ``--address`` without ``--backend ray``, or a bad
             ``--record`` name.
         FileExistsError: the ``--record`` name is taken (without ``--force``).
-        KeyError: an unknown policy or scenario.
+        KeyError: an unknown policy or scenario, or a ``--scenario`` not in the split.
     """
     from mtgym.benchmark import report
+    from mtgym.benchmark.cache import reused
     from mtgym.benchmark.references import recorded_references, with_references
-    from mtgym.benchmark.runner import score_split
-    from mtgym.benchmark.splits import get_split
+    from mtgym.benchmark.runner import relabel, score_split
     from mtgym.core.io import prepare_out_dir
     from mtgym.results import cli as results_cli
     from mtgym.results import hashes, rows, store
 
     check_backend(args)
-    split = get_split(args.split)
-    out = Path(args.out or f"{DEFAULT_OUT}-{split.name}{'-quick' if args.quick else ''}")
+    split, skipped = _split(args)
+    out = Path(args.out or _default_out(split, args.quick, skipped))
     prepare_out_dir(out)  # before any work
     seeds = split.seeds(quick=args.quick)
     names = [*args.policy, *[p for p in FAST_BASELINES if args.all_baselines]]
     if not names:
         raise ValueError("benchmark needs a policy: --policy NAME or --all-baselines")
     policies = with_references(list(dict.fromkeys(names)), split)
+    labels = _labels(policies)  # (builds each policy: an unknown name fails here)
     provenance = results_cli.start(args)  # refuses a taken --record name before any work
     scenarios = hashes.scenario_entries(sc.name for sc in split.scenarios)
     t0 = time.perf_counter()  # (reading the cache counts in the wall time)
     cache = _episode_cache(args, split, policies, provenance, scenarios)
-    results = _play(args, split, policies, cache)
+    results = relabel(_play(args, split, policies, cache), labels)
     res = score_split(
-        split, results, policies, quick=args.quick, references=recorded_references(split)
+        split,
+        results,
+        list(labels.values()),
+        quick=args.quick,
+        references=recorded_references(split),
+        skipped=skipped,
     )
     report.write(out, res)
     wall_s = time.perf_counter() - t0
@@ -154,12 +181,59 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         scenarios=scenarios,
         wall_s=wall_s,
         rows=rows.benchmark_rows(results, args.decision_interval),
-        aggregates=report.to_json(res),
+        aggregates={**report.to_json(res), "cache": reused(cache, labels)},
     )
     print(report.markdown(res))
     print(f"wall time {wall_s:.0f} s; wrote {out}/results.md, results.json, tb/")
     results_cli.save(args, result, out)
     return 0
+
+
+def _split(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The split to play (``--split``, cut to the ``--scenario`` names) and the names of its
+    scenarios left out, with one line on stdout when some are.
+
+    Args:
+        args: the options: ``split``, ``scenario`` (a list, empty: every scenario).
+
+    Raises:
+        KeyError: an unknown split, or a ``--scenario`` that is not in it.
+    """
+    from mtgym.benchmark.aggregates import partial_reason
+    from mtgym.benchmark.splits import get_split
+
+    full = get_split(args.split)
+    if not args.scenario:
+        return full, []
+    split = full.only(args.scenario)
+    skipped = [n for n in full.names if n not in split.names]
+    if skipped:
+        why = partial_reason(len(split.scenarios), len(skipped))
+        print(f"--scenario: {', '.join(split.names)}; suite score and aggregates {why}")
+    return split, skipped
+
+
+def _default_out(split: Any, quick: bool, skipped: list[str]) -> str:
+    """``runs/benchmark-<split>[-quick]``, with ``-<scenario>_<scenario>...`` appended for
+    part of a split (its own folder: a whole run's results stay).
+    """
+    from mtgym.naming import safe_name
+
+    out = f"{DEFAULT_OUT}-{split.name}{'-quick' if quick else ''}"
+    return out + (f"-{safe_name('_'.join(split.names))}" if skipped else "")
+
+
+def _labels(policies: list[str]) -> dict[str, str]:
+    """Each policy's label (``mtgym.naming.policy_labels``; each is built once for its
+    ``name``, so an unknown one fails here, before any episode).
+
+    Args:
+        policies: the ``--policy`` strings, references included.
+    """
+    from mtgym.naming import policy_labels
+    from mtgym.policy.registry import make_policy
+
+    return policy_labels(policies, {p: make_policy(p).name for p in policies})
 
 
 def _play(args: argparse.Namespace, split: Any, policies: list[str], cache: Any) -> list[Any]:

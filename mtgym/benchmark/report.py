@@ -9,7 +9,10 @@ reference's; the jobs completed. A policy that could not run shows its one-line 
 instead. Then the suite table: each policy's geometric mean of ratios [interval], or why it
 has none. Then the aggregates (``mtgym.benchmark.aggregates``): per policy the IQM of its
 episodes normalised by the best baseline and by the hindsight bound, and the probability that
-it beats each other policy, each [interval]; their plot is ``performance_profile.png``.
+it beats each other policy, each [interval]; their plot is ``performance_profile.png``. A run
+of part of its split (``--scenario``) has, instead of the suite and aggregate tables, one line
+each: "not defined: ran N of M scenarios". Intervals from fewer than 5 seeds per scenario
+(``--quick``) come with a warning under the header (``mtgym.stats.few_seeds_warning``).
 
 TensorBoard (stable-baselines3's logger, like ``mtgym evaluate``): per policy, for each
 scenario ``benchmark/<scenario>/normalized_throughput``, ``.../ratio`` and
@@ -24,12 +27,18 @@ which. Undefined numbers print as ``n/a`` in markdown and are ``null`` in JSON.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
-from mtgym.benchmark.aggregates import Aggregates, Estimate, write_performance_profile
+from mtgym.benchmark.aggregates import (
+    Aggregates,
+    Estimate,
+    partial_reason,
+    write_performance_profile,
+)
 from mtgym.benchmark.runner import HEADLINE, BenchmarkResult
+from mtgym.naming import safe_name, safe_names
+from mtgym.stats import few_seeds_warning
 
 UNDEFINED_SCORE = "not defined: did not run on"
 
@@ -72,19 +81,7 @@ def markdown(res: BenchmarkResult) -> str:
         written as ``results.md``.
     """
     pct = f"{res.level:.0%}"
-    kind = "quick" if res.quick else "full"
-    lines = [
-        f"# mtgym benchmark: split `{res.split}` ({kind} run)",
-        "",
-        f"Headline: `{HEADLINE}` (best-node equivalents of training, higher is better), "
-        f"mean over seeds [{pct} bootstrap interval]. Ratio: paired, mean / the scenario's "
-        "reference's mean (its best tuned baseline, recorded by `mtgym tune` before any test "
-        "seed; else the best baseline that ran; never a learned agent). Of hindsight bound: "
-        "the headline / the episode's hindsight bound. JCT common: mean JCT "
-        "(s) of the jobs every policy that ran completed (x the reference's). Done: jobs "
-        "completed.",
-        "",
-    ]
+    lines = _header(res)
     for sc in res.scenarios:
         span = "its own horizon" if sc.horizon_s is None else f"first {sc.horizon_s / 3600:g} h"
         seeds = f"seeds {sc.seeds[0]}-{sc.seeds[-1]}" if sc.seeds else "no seeds"
@@ -118,6 +115,8 @@ def markdown(res: BenchmarkResult) -> str:
                 f"{_num(d.mean, 1) if abs(d.mean) < 100 else _num(d.mean)} |"
             )
         lines.append("")
+    if res.skipped:
+        return "\n".join([*lines, *_partial_markdown(res)]) + "\n"
     lines += [
         "## Suite score",
         "",
@@ -139,6 +138,56 @@ def markdown(res: BenchmarkResult) -> str:
     if res.aggregates is not None:
         lines += ["", *_aggregates_markdown(res.aggregates)]
     return "\n".join(lines) + "\n"
+
+
+def _header(res: BenchmarkResult) -> list[str]:
+    """The report's title and legend, and the few-seeds warning when the scenarios were
+    played on fewer than 5 seeds (``mtgym.stats.few_seeds_warning``: a quick run's 2).
+
+    Args:
+        res: the scored run.
+    """
+    pct = f"{res.level:.0%}"
+    kind = "quick" if res.quick else "full"
+    lines = [
+        f"# mtgym benchmark: split `{res.split}` ({kind} run)",
+        "",
+        f"Headline: `{HEADLINE}` (best-node equivalents of training, higher is better), "
+        f"mean over seeds [{pct} bootstrap interval]. Ratio: paired, mean / the scenario's "
+        "reference's mean (its best tuned baseline, recorded by `mtgym tune` before any test "
+        "seed; else the best baseline that ran; never a learned agent). Of hindsight bound: "
+        "the headline / the episode's hindsight bound. JCT common: mean JCT "
+        "(s) of the jobs every policy that ran completed (x the reference's). Done: jobs "
+        "completed.",
+        "",
+    ]
+    n_seeds = len(res.scenarios[0].seeds) if res.scenarios else 0
+    note = few_seeds_warning(n_seeds, "a full run (without --quick: 10 seeds)")
+    if res.scenarios and note:
+        lines += [f"**{note[0].upper()}{note[1:]}.**", ""]
+    return lines
+
+
+def _partial_markdown(res: BenchmarkResult) -> list[str]:
+    """The suite and aggregates sections of a run of part of its split (``--scenario``):
+    one line each saying they are not defined, and which scenarios were left out.
+
+    Args:
+        res: a result with ``skipped`` scenarios.
+    """
+    why = partial_reason(len(res.scenarios), len(res.skipped))
+    left = ", ".join(res.skipped)
+    return [
+        "## Suite score",
+        "",
+        f"{why[0].upper()}{why[1:]} of the `{res.split}` split (`--scenario`; not run: {left}): "
+        "the suite score is a geometric mean over every scenario of the split, never over "
+        "fewer.",
+        "",
+        "## Aggregates",
+        "",
+        f"{why[0].upper()}{why[1:]}, as the suite score.",
+    ]
 
 
 def _est(e: Estimate) -> str:
@@ -204,12 +253,46 @@ def _iv_json(iv: Any) -> dict[str, Any]:
     return {k: _f(v) if k != "n" else v for k, v in iv.as_dict().items()}
 
 
+def _policy_json(ps: Any) -> dict[str, Any]:
+    """One policy's entry of a scenario in ``results.json`` (``to_json``).
+
+    Args:
+        ps: its ``mtgym.benchmark.runner.PolicyScore``.
+    """
+    if ps.unsupported is not None:
+        return {"unsupported": ps.unsupported}
+    r = ps.ratio
+    return {
+        HEADLINE: {k: _f(v) if k != "n" else v for k, v in ps.headline.as_dict().items()},
+        "ratio": None
+        if r is None
+        else {
+            "reference": r.reference,
+            "ratio": _f(r.ratio),
+            "ci_low": _f(r.ratio_ci_low),
+            "ci_high": _f(r.ratio_ci_high),
+            "n": r.n,
+        },
+        "jct_common_mean": {
+            k: _f(v) if k != "n" else v for k, v in ps.jct_common.as_dict().items()
+        },
+        "jct_common_ratio": _f(ps.jct_common_ratio),
+        "jobs_completed": {
+            k: _f(v) if k != "n" else v for k, v in ps.jobs_completed.as_dict().items()
+        },
+        "hindsight_bound": _iv_json(ps.hindsight_bound),
+        "bound_fraction": _iv_json(ps.bound_fraction),
+        "per_seed": {HEADLINE: [_f(v) for v in ps.per_seed]},
+    }
+
+
 def to_json(res: BenchmarkResult) -> dict[str, Any]:
     """``results.json``: JSON-safe (undefined numbers are null).
 
     Top level: ``split``, ``quick``, ``headline``, ``ci`` (level, method, resamples and
     seed), ``policies``, ``scenarios`` and ``suite``, plus ``aggregates``
-    (``aggregates_json``) when computed. Per scenario and policy: the headline, its ratio
+    (``aggregates_json``) when computed and ``skipped`` (the split's scenarios not run,
+    ``--scenario``) when some were. Per scenario and policy: the headline, its ratio
     to the reference (with the reference's name), the common-jobs JCT and its ratio, the
     jobs completed, the hindsight bound and the fraction of it, and the headline per seed
     (``per_seed``: ``mtgym.benchmark.agreement.seed_prefix`` reads it); or only
@@ -218,47 +301,18 @@ def to_json(res: BenchmarkResult) -> dict[str, Any]:
     Args:
         res: the scored run.
     """
-    scen = []
-    for sc in res.scenarios:
-        pol: dict[str, Any] = {}
-        for name, ps in sc.policies.items():
-            if ps.unsupported is not None:
-                pol[name] = {"unsupported": ps.unsupported}
-                continue
-            r = ps.ratio
-            pol[name] = {
-                HEADLINE: {k: _f(v) if k != "n" else v for k, v in ps.headline.as_dict().items()},
-                "ratio": None
-                if r is None
-                else {
-                    "reference": r.reference,
-                    "ratio": _f(r.ratio),
-                    "ci_low": _f(r.ratio_ci_low),
-                    "ci_high": _f(r.ratio_ci_high),
-                    "n": r.n,
-                },
-                "jct_common_mean": {
-                    k: _f(v) if k != "n" else v for k, v in ps.jct_common.as_dict().items()
-                },
-                "jct_common_ratio": _f(ps.jct_common_ratio),
-                "jobs_completed": {
-                    k: _f(v) if k != "n" else v for k, v in ps.jobs_completed.as_dict().items()
-                },
-                "hindsight_bound": _iv_json(ps.hindsight_bound),
-                "bound_fraction": _iv_json(ps.bound_fraction),
-                "per_seed": {HEADLINE: [_f(v) for v in ps.per_seed]},
-            }
-        scen.append(
-            {
-                "scenario": sc.scenario,
-                "seeds": sc.seeds,
-                "horizon_s": sc.horizon_s,
-                "reference": sc.reference,
-                "reference_recorded": sc.recorded,
-                "wall_s": sc.wall_s,
-                "policies": pol,
-            }
-        )
+    scen = [
+        {
+            "scenario": sc.scenario,
+            "seeds": sc.seeds,
+            "horizon_s": sc.horizon_s,
+            "reference": sc.reference,
+            "reference_recorded": sc.recorded,
+            "wall_s": sc.wall_s,
+            "policies": {name: _policy_json(ps) for name, ps in sc.policies.items()},
+        }
+        for sc in res.scenarios
+    ]
     return {
         "split": res.split,
         "quick": res.quick,
@@ -283,6 +337,8 @@ def to_json(res: BenchmarkResult) -> dict[str, Any]:
             for name, s in res.suite.items()
         },
         **({} if res.aggregates is None else {"aggregates": aggregates_json(res.aggregates)}),
+        # (only when some were: a whole run's results.json is as before)
+        **({"skipped": res.skipped} if res.skipped else {}),
     }
 
 
@@ -328,15 +384,13 @@ def aggregates_json(agg: Aggregates) -> dict[str, Any]:
 
 
 def tb_name(policy: str) -> str:
-    """A folder name for a policy (``agent:/a/b/model.zip`` -> ``agent_a_b_model.zip``).
-
-    Each run of characters other than letters, digits, ``_``, ``.`` and ``-`` becomes one
-    ``_``; leading and trailing ``_`` are dropped; an empty result is ``policy``.
+    """A folder name for a policy (``agent:/a/b/model.zip`` -> ``agent_a_b_model.zip``):
+    ``mtgym.naming.safe_name``, shared with ``mtgym evaluate``.
 
     Args:
-        policy: the policy's registry name.
+        policy: the policy's label.
     """
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", policy).strip("_") or "policy"
+    return safe_name(policy)
 
 
 def write_tensorboard(out: Path, res: BenchmarkResult) -> None:
@@ -351,8 +405,9 @@ def write_tensorboard(out: Path, res: BenchmarkResult) -> None:
     """
     from stable_baselines3.common.logger import configure
 
+    folders = safe_names(res.policies)  # unique too (mtgym.naming)
     for name in res.policies:
-        logger = configure(str(out / "tb" / tb_name(name)), ["tensorboard"])
+        logger = configure(str(out / "tb" / folders[name]), ["tensorboard"])
         for sc in res.scenarios:
             ps = sc.policies[name]
             vals = {

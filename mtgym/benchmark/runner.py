@@ -33,14 +33,17 @@ with its one-line reason for that scenario and left out of it; the others run.
   chosen on the full data. A policy that did not run on every scenario (or a scenario with
   no baseline) has **no suite score** (NaN, ``missing`` names the scenarios): it is never
   computed over fewer scenarios.
+- **part of a split** (``mtgym benchmark --scenario``): the scenarios played are scored as
+  above; no policy has a suite score or an aggregate (``skipped``: "not defined: ran N of M
+  scenarios", ``mtgym.benchmark.aggregates.partial_reason``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -526,6 +529,25 @@ def run_split(
     ]
 
 
+def relabel(results: Sequence[ScenarioRuns], labels: Mapping[str, str]) -> list[ScenarioRuns]:
+    """The runs renamed from their ``--policy`` strings to their labels
+    (``mtgym.naming.policy_labels``): each ``PolicyRun``'s name and each ``unsupported``
+    key; a name without a label is kept.
+
+    Args:
+        results: ``run_split``'s runs (not changed).
+        labels: ``--policy`` string -> label.
+    """
+    return [
+        replace(
+            sr,
+            runs=[PolicyRun(labels.get(r.name, r.name), r.per_seed) for r in sr.runs],
+            unsupported={labels.get(k, k): v for k, v in sr.unsupported.items()},
+        )
+        for sr in results
+    ]
+
+
 # -- scoring ------------------------------------------------------------------------------
 _NAN_IV = stats.Interval(math.nan, math.nan, math.nan, 0)
 
@@ -628,6 +650,8 @@ class BenchmarkResult:
         boot_seed: the bootstraps' seed.
         aggregates: IQMs, probabilities of improvement and profiles
             (``mtgym.benchmark.aggregates``); None: not computed.
+        skipped: the split's scenarios not played (``mtgym benchmark --scenario``), in
+            the split's order; any leaves every suite score and aggregate undefined.
     """
 
     split: str
@@ -639,6 +663,7 @@ class BenchmarkResult:
     n_boot: int
     boot_seed: int
     aggregates: Aggregates | None = None
+    skipped: list[str] = field(default_factory=list)
 
 
 def best_baseline(runs: Sequence[PolicyRun], key: str = HEADLINE) -> str | None:
@@ -733,6 +758,7 @@ def suite_scores(
     level: float = stats.LEVEL,
     n_boot: int = stats.N_BOOT,
     seed: int = stats.SEED,
+    skipped: Sequence[str] = (),
 ) -> dict[str, SuiteScore]:
     """Each policy's geometric mean of its scenario ratios, with a bootstrap interval
     (module docstring: seeds resampled within each scenario, jointly for its policies).
@@ -749,10 +775,12 @@ def suite_scores(
         level: confidence level of the interval.
         n_boot: bootstrap resamples.
         seed: the first scenario's bootstrap seed.
+        skipped: scenarios of the split not played: each policy misses them (so none
+            has a score), as a policy that did not run on a scenario.
     """
     log_pt = {p: np.zeros(0) for p in policies}
     log_boot = {p: np.zeros((0, n_boot)) for p in policies}
-    missing: dict[str, list[str]] = {p: [] for p in policies}
+    missing: dict[str, list[str]] = {p: list(skipped) for p in policies}
     for k, (sr, sc) in enumerate(zip(results, scores, strict=True)):
         by_name = {r.name: r for r in sr.runs}
         ref = by_name.get(sc.reference) if sc.reference is not None else None
@@ -814,6 +842,7 @@ def score_split(
     quick: bool = False,
     bootstrap: Bootstrap | None = None,
     references: dict[str, str] | None = None,
+    skipped: Sequence[str] = (),
 ) -> BenchmarkResult:
     """Per-scenario scores, the suite score of every policy and its aggregates
     (``mtgym.benchmark.aggregates``), with the ``bootstrap`` settings (the defaults when
@@ -828,6 +857,8 @@ def score_split(
         bootstrap: the bootstrap settings.
         references: scenario -> its recorded reference; a scenario without one, or whose
             reference did not run, takes the best baseline that ran.
+        skipped: the split's scenarios not played (``mtgym benchmark --scenario``): the
+            others are scored, and no suite score or aggregate is defined.
     """
     b = bootstrap or Bootstrap()
     level, n_boot, seed = b.level, b.n_boot, b.seed
@@ -839,11 +870,12 @@ def score_split(
         quick=quick,
         policies=list(policies),
         scenarios=scores,
-        suite=suite_scores(results, scores, policies, **kw),
+        suite=suite_scores(results, scores, policies, skipped=skipped, **kw),
         level=level,
         n_boot=n_boot,
         boot_seed=seed,
         aggregates=aggregates.compute(
-            results, scores, policies, level=level, reps=b.agg_reps, seed=seed
+            results, scores, policies, level=level, reps=b.agg_reps, seed=seed, skipped=skipped
         ),
+        skipped=list(skipped),
     )

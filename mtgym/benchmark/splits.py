@@ -32,7 +32,7 @@ It is named here by string only: nothing in this module imports the family's gen
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: first test seed (a full run uses FULL_SEEDS consecutive seeds from here, quick QUICK_SEEDS)
 TEST_SEED_START = 9000
@@ -115,6 +115,26 @@ class Split:
     def names(self) -> list[str]:
         """The scenario names, in report order."""
         return [s.name for s in self.scenarios]
+
+    def only(self, names: Iterable[str]) -> Split:
+        """The split with only the scenarios ``names`` (``mtgym benchmark --scenario``): the
+        same name, seeds and order, fewer scenarios. Scoring such a run defines no suite
+        score (``mtgym.benchmark.runner.score_split``'s ``skipped``).
+
+        Args:
+            names: scenario names of this split (repeats ignored).
+
+        Raises:
+            KeyError: a name that is not one of this split's (the message lists them).
+        """
+        wanted = set(names)
+        unknown = sorted(wanted - set(self.names))
+        if unknown:
+            raise KeyError(
+                f"scenario {unknown[0]!r} is not in the {self.name} split; its scenarios: "
+                f"{', '.join(self.names)}"
+            )
+        return replace(self, scenarios=tuple(s for s in self.scenarios if s.name in wanted))
 
 
 @dataclass(frozen=True)

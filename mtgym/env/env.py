@@ -111,6 +111,16 @@ class ScavengeEnv(gym.Env):
     an empty slot or an unavailable node, or a job given more than its maximum or fewer than
     its minimum nodes (``dyn_*`` keys).
 
+    Mask types: ``obs["action_mask"]`` and ``info["action_mask"]`` are int8 (Gymnasium's
+    ``MultiDiscrete.sample(mask=...)`` takes int8 masks, and the observation space saved
+    with every trained agent says int8); ``action_masks()`` returns the same values as bool,
+    sb3-contrib's convention; ``obs_layout="masked"`` carries them as float32, RLlib's.
+    They hold the same 0/1 values everywhere, the batched envs' included. Through wrappers
+    (``gym.make`` adds ``PassiveEnvChecker`` and ``OrderEnforcing``; Gymnasium 1.x forwards
+    no attribute, so ``env.action_masks()`` raises ``AttributeError`` there), call
+    ``env.get_wrapper_attr("action_masks")()`` (or ``env.unwrapped.action_masks()``), as
+    sb3-contrib's ``get_action_masks`` and MaskablePPO do.
+
     ## Reward
     ``reward="normalized"`` (default): the training accrued over the step in best-node-seconds,
     each job's samples divided by its own reference rate (``mtgym.metrics.reference_rate``),
@@ -121,6 +131,13 @@ class ScavengeEnv(gym.Env):
     job-hours this step. See ``mtgym.env.reward``. Steps last different simulated times:
     ``info["dt"]`` is the step's elapsed simulated seconds, and
     ``mtgym.env.wrappers.TimeDiscount`` turns a discount per simulated hour into the step's.
+
+    Return and headline: with ``normalized``, an episode's undiscounted return is the
+    headline times the episode's hours over the node count, return =
+    ``normalized_throughput`` x (``duration_s`` / 3,600) / N, both read from the last
+    step's ``info["metrics"]`` (``duration_s`` is the horizon unless every job finished
+    before it). A return of 0.29 over a 2-hour episode on 64 nodes is a headline of
+    0.29 x 64 / 2 = 9.3 best-node equivalents, what ``mtgym evaluate`` reports.
 
     ## Seeds
     ``reset(seed=s)`` plays the scenario's instance ``s``, the very instance
@@ -194,6 +211,9 @@ class ScavengeEnv(gym.Env):
     >>> obs, reward, terminated, truncated, info = env.step(env.unwrapped.noop())
     >>> sorted(obs)[:3]
     ['action_mask', 'global', 'job_curve']
+    >>> masks = env.get_wrapper_attr("action_masks")()  # through gym.make's wrappers
+    >>> masks.dtype, bool((masks == obs["action_mask"].astype(bool)).all())
+    (dtype('bool'), True)
 
     ## Version history
     - v0: initial release. Before 1.0 the id stays v0; changes that alter results:

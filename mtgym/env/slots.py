@@ -17,8 +17,9 @@ from mtgym.sim.state import ClusterState
 #: ``slot_rule``'s ceiling, the env's ``MAX_SLOTS`` (8,192): one slot per node on every
 #: machine up to 8,192 nodes (Summit's 4,734 included). It was 1,024 until issue [refs]: on
 #: ``summit-manyjobs`` (2,000 jobs, over 1,000 active at once) the shipped agent scored
-#: 1.233x [1.226, 1.238] with 2,048 slots what it scored with 1,024, on the tuning seeds
-#: (``scripts/agent_slots.py``, ``docs/env.md``)
+#: 1.233x [1.226, 1.238] with 2,048 slots and 1.251x [1.245, 1.258] with one per node
+#: (4,734) what it scored with 1,024, on the tuning seeds (``scripts/agent_slots.py``,
+#: ``docs/env.md``)
 MAX_AUTO_SLOTS = MAX_SLOTS
 
 

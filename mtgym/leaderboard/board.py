@@ -16,17 +16,20 @@ here:
   better; the common jobs are the file's, so this column compares within a file best);
 - **jobs done**: jobs completed per pass over the split (the sum over scenarios of the
   mean over seeds);
-- **decision ms**: the mean over the policy's episodes of the rows' ``decision_ms`` (mean
-  wall milliseconds per decision, on the file's machine); ``n/a`` when the rows carry
-  none;
+- **decision ms**: the mean over the policy's episodes played in the file's run of the
+  rows' ``decision_ms`` (mean wall milliseconds per decision, on the file's machine): the
+  episodes the run reused from an earlier file (its aggregates' ``cache`` record,
+  ``mtgym.benchmark.cache.reused``) are left out, their timing being the earlier run's;
+  ``n/a`` when no played row carries one;
 - for a learned policy, its training steps, wall time, and the seeds it trained and was
   selected on (``mtgym.leaderboard.training``).
 
-``collect`` lists a registry folder: files that played the full test split with the
-current scenario and tuning hashes (``mtgym.leaderboard.submission``'s cheap checks)
-give entries; the others are left out with their first reason. A policy in several files is
-shown once, from the newest file. The ranking is by suite score, highest first; a policy
-without one (it did not run on every scenario) comes last.
+``collect`` lists a registry folder: files that pass ``mtgym.leaderboard.submission``'s
+cheap checks (``listing_problems``: the full test split with the current scenario and
+tuning hashes, no learned policy that touched a test seed, the recorded references, every
+episode once) give entries; the others are left out with their first reason. A policy in
+several files is shown once, from the newest file. The ranking is by suite score, highest
+first; a policy without one (it did not run on every scenario) comes last.
 """
 
 from __future__ import annotations
@@ -73,7 +76,9 @@ class Entry:
         iqm_bound: IQM normalised by the hindsight bound.
         jct_common_ratio: geometric mean over scenarios of the common-jobs JCT ratio.
         jobs_done: jobs completed per pass over the split.
-        decision_ms: mean decision wall time (ms); NaN: the rows carry none.
+        decision_ms: mean decision wall time (ms) over the episodes the run played (not
+            reused); NaN: none carries one.
+        reused: how many of the policy's episodes the run reused from an earlier file.
         training: how a learned policy was trained; None for a baseline.
     """
 
@@ -87,6 +92,7 @@ class Entry:
     jobs_done: float
     decision_ms: float
     training: Training | None
+    reused: int = 0
 
 
 def _x(v: Any) -> float:
@@ -122,9 +128,26 @@ def _per_scenario(agg: dict[str, Any], policy: str) -> tuple[float, float]:
     return _geomean(ratios), jobs
 
 
-def _decision_ms(rows: list[dict[str, Any]], policy: str) -> float:
-    """The mean of the policy's rows' finite ``decision_ms``; NaN when none has one."""
-    vals = [r.get("decision_ms") for r in rows if r.get("policy") == policy]
+def reused_episodes(agg: dict[str, Any], policy: str) -> set[tuple[str, int]]:
+    """The (scenario, seed) episodes of ``policy`` its run reused from an earlier file (the
+    aggregates' ``cache`` record, ``mtgym.benchmark.cache.reused``; none without it).
+    """
+    out = set()
+    for sc, entry in (agg.get("cache") or {}).items():
+        seeds = ((entry or {}).get("seeds") or {}).get(policy) or []
+        out |= {(str(sc), int(s)) for s in seeds}
+    return out
+
+
+def _decision_ms(rows: list[dict[str, Any]], policy: str, reused: set[tuple[str, int]]) -> float:
+    """The mean of the policy's played rows' finite ``decision_ms`` (rows of ``reused``
+    episodes left out: their timing is another run's); NaN when none has one.
+    """
+    vals = [
+        r.get("decision_ms")
+        for r in rows
+        if r.get("policy") == policy and (str(r.get("scenario")), r.get("seed")) not in reused
+    ]
     ok = [float(v) for v in vals if isinstance(v, int | float) and math.isfinite(v)]
     return sum(ok) / len(ok) if ok else math.nan
 
@@ -143,6 +166,7 @@ def entries_of(result: ResultFile, source: str) -> list[Entry]:
     out = []
     for p in agg.get("policies", []):
         jct, jobs = _per_scenario(agg, p)
+        reused = reused_episodes(agg, p)
         out.append(
             Entry(
                 policy=p,
@@ -153,8 +177,9 @@ def entries_of(result: ResultFile, source: str) -> list[Entry]:
                 iqm_bound=_interval(iqms.get(p, {}).get("iqm_bound"), "point"),
                 jct_common_ratio=jct,
                 jobs_done=jobs,
-                decision_ms=_decision_ms(result.rows, p),
+                decision_ms=_decision_ms(result.rows, p, reused),
                 training=None if is_baseline(p) else read_training(p),
+                reused=len(reused),
             )
         )
     return out
@@ -193,16 +218,17 @@ def result_files(folder: Path) -> list[Path]:
 def collect(folder: Path, split: Split = TEST) -> tuple[list[Entry], list[str]]:
     """The ranked entries of a registry folder and a line per file or entry left out.
 
-    A file is left out when it cannot be read, is not a benchmark of the full split, or
-    was played on other scenarios or tuning records than the current ones
-    (``mtgym.leaderboard.submission``); a policy already shown from a newer file is left
-    out too.
+    A file is left out when it cannot be read, is not a benchmark of the full split, was
+    played on other scenarios or tuning records than the current ones, holds a learned
+    policy whose ``args.json`` lists a test seed, lacks a recorded reference, or lacks an
+    episode or holds one too many (``mtgym.leaderboard.submission.listing_problems``); a
+    policy already shown from a newer file is left out too.
 
     Args:
         folder: the registry folder.
         split: the split a file must have played (the test split).
     """
-    from mtgym.leaderboard.submission import full_split_problems, hash_problems
+    from mtgym.leaderboard.submission import listing_problems
     from mtgym.results.schema import ResultFileError
     from mtgym.results.store import read_result
 
@@ -216,7 +242,7 @@ def collect(folder: Path, split: Split = TEST) -> tuple[list[Entry], list[str]]:
             continue
         if result.kind != "benchmark":
             continue  # evaluate and tune records are not leaderboard material
-        why = full_split_problems(result, split) or hash_problems(result, split)
+        why = listing_problems(result, split)
         if why:
             left.append(
                 f"{path}: {why[0]}" + (f" (and {len(why) - 1} more)" if len(why) > 1 else "")
@@ -297,10 +323,19 @@ def notes(entries: Sequence[Entry]) -> list[str]:
         "ratio to each scenario's reference, 95 % interval); IQMs with their stratified "
         "bootstrap intervals; JCT common: geometric mean over scenarios of the common jobs' "
         "mean JCT / the reference's (lower is better); jobs done: per pass over the split; "
-        "decision ms: mean wall time per decision on the run's machine."
+        "decision ms: mean wall time per decision on the run's machine, over the episodes "
+        "the run played."
     ]
+    if any(e.reused for e in entries):
+        out.append(
+            "decision ms leaves out the episodes a run reused from an earlier result file "
+            "(its aggregates' `cache` record): their timing is the earlier run's."
+        )
     if any(not math.isfinite(e.decision_ms) for e in entries):
-        out.append("decision ms n/a: the result file's rows carry no `decision_ms`.")
+        out.append(
+            "decision ms n/a: no episode the run played carries a `decision_ms` (rows "
+            "without one, or every episode reused)."
+        )
     if any(e.training is not None for e in entries):
         out.append(
             "Training: read from each agent's folder as it is now (`train.json`, `args.json`); "

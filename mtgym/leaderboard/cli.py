@@ -14,8 +14,10 @@ from mtgym.results import store
 def add(sub: argparse._SubParsersAction) -> None:
     """Register ``leaderboard`` on the ``mtgym`` sub-parsers.
 
-    Options: ``--results-dir DIR`` (the registry folder), ``--markdown`` (print markdown
-    instead of a rich table) and ``--check FILE`` (validate one submission instead).
+    Options: ``--results-dir DIR`` (the registry folder: ranked, or with ``--check`` the
+    one the submission's reference rows are cross-checked with), ``--markdown`` (print
+    markdown instead of a rich table) and ``--check FILE`` (validate one submission
+    instead).
 
     Args:
         sub: the ``mtgym`` parser's sub-parsers object.
@@ -42,24 +44,38 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--check",
         default=None,
         metavar="FILE",
-        help="validate FILE as a submission: exit 0 when accepted, 1 listing the reasons",
+        help="validate FILE as a submission: exit 0 when accepted, 1 listing the reasons "
+        "(its reference rows are cross-checked with the --results-dir registry)",
     )
     p.set_defaults(func=_cmd_leaderboard)
 
 
-def _check(path: str) -> int:
-    """``--check FILE``: print the refusals (or the acceptance); 0 accepted, 1 refused."""
+def _check(path: str, registry: str | None = None) -> int:
+    """``--check FILE``: print the refusals (or the acceptance) and what the reference rows
+    were cross-checked with (``note:``); 0 accepted, 1 refused.
+
+    Args:
+        path: the submitted result file.
+        registry: ``--results-dir`` (the registry to cross-check with; None: the default).
+    """
     from mtgym.leaderboard.submission import check_file
 
-    print(f"checking {path}: split, seeds, scenario and tuning hashes, episodes, aggregates")
-    reasons = check_file(path)
+    print(
+        f"checking {path}: split, seeds, scenario, tuning and code hashes, references, "
+        "episodes, reference rows against the registry, aggregates"
+    )
+    notes: list[str] = []
+    reasons = check_file(path, registry=registry, notes=notes)
+    for line in notes:
+        print(f"note: {line}")
     for line in reasons:
         print(f"refused: {line}")
     if reasons:
         print(f"{path}: refused ({len(reasons)} reason(s))")
         return 1
     print(
-        f"{path}: accepted (the full test split, current hashes, every episode, aggregates agree)"
+        f"{path}: accepted (the full test split, current hashes and code, the recorded "
+        "references, every episode, aggregates agree)"
     )
     return 0
 
@@ -92,7 +108,7 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     from mtgym.leaderboard.board import collect, markdown, notes, table
 
     if args.check is not None:
-        return _check(args.check)
+        return _check(args.check, args.results_dir)
     folder = store.results_dir(args.results_dir)
     entries, left = collect(Path(folder))
     files = len({e.source for e in entries}) > 1

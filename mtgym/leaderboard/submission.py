@@ -12,18 +12,34 @@ the **full test split** (``mtgym.benchmark.splits.TEST``) and still describes it
    and no learned policy whose agent folder records a test seed among the seeds it
    trained or was selected on (``args.json``'s ``eval_seeds`` and ``bc_seeds``,
    ``mtgym.leaderboard.training.recorded_seeds``; a folder without one is not refused);
-4. **the episodes**: one row for every (scenario, policy, seed), the policies being the
+4. **the references**: on each scenario, its recorded reference
+   (``mtgym.benchmark.references.recorded_references``) has rows in the file and is the
+   reference of the file's aggregates (``reference_problems``): without it the benchmark
+   falls back to the best baseline that ran, and the ratios are to another policy;
+5. **the episodes**: one row for every (scenario, policy, seed), the policies being the
    aggregates' (less those ``unsupported`` on a scenario), and no other row; each played
-   whole on its policy's own decision schedule (rows whose ``horizon_s`` or
-   ``decision_interval_s`` is set are refused; rows without the keys pass);
-5. **the aggregates**: recomputed from the rows by the benchmark's own code
+   whole on its policy's own decision schedule (every row has ``horizon_s`` and
+   ``decision_interval_s``, both null);
+6. **the code**: the file's ``code_sha256`` is this checkout's (``code_problems``; a file
+   without one is refused): other code plays other episodes. When it is, the references'
+   rows and the hindsight bounds are compared with those a result file of the registry
+   (``results/``, read as ``mtgym.benchmark.cache`` reads it: same version, code,
+   scenario and tuning hashes; the checked file itself left out) holds for the same
+   episodes (``registry_problems``): deterministic episodes agree bit for bit, timing
+   fields (``mtgym.benchmark.cache.TIMING_FIELDS``) and the common-jobs metrics (which
+   depend on the run's policies) aside. Without such a file, ``check_file``'s ``notes``
+   say that the rows were not cross-checked;
+7. **the aggregates**: recomputed from the rows by the benchmark's own code
    (``mtgym.benchmark.runner.score_split`` with the recorded references and the default
    bootstrap, then ``mtgym.benchmark.report.to_json``) they equal the file's, numbers to
-   ``REL_TOL`` relative. Only checked when 1-4 hold (incomplete rows cannot be scored).
+   ``REL_TOL`` relative, the ``cache`` record (what the run reused) aside. Only checked
+   when 1-6 hold (incomplete rows cannot be scored).
 
-``full_split_problems`` (1-3 without the hashes) and ``hash_problems`` are cheap: the
-leaderboard runs them on every file it lists. The recomputation costs a benchmark's
-scoring (tens of seconds for a full run with every baseline), so only ``--check`` runs it.
+``full_split_problems`` (1-3 without the hashes) and ``hash_problems`` are cheap, as are
+``seed_problems``, ``reference_problems`` and ``episode_problems``: the leaderboard runs
+them all on every file it lists (``listing_problems``). The recomputation costs a
+benchmark's scoring (tens of seconds for a full run with every baseline), so only
+``--check`` runs it, with the code and registry checks.
 """
 
 from __future__ import annotations
@@ -32,13 +48,27 @@ import math
 from pathlib import Path
 from typing import Any
 
+from mtgym.benchmark.cache import TIMING_FIELDS
 from mtgym.benchmark.splits import TEST, Split
+from mtgym.results.rows import BENCHMARK_KEYS
 from mtgym.results.schema import ResultFile, ResultFileError
 
 #: relative tolerance of an aggregate recomputed from the rows
 REL_TOL = 1e-9
 #: how many items a one-line refusal lists before "..."
 SHOWN = 5
+#: how many rows differing from the registry are refused one line each (then one line
+#: counts the others)
+ROW_LINES = 10
+#: the keys a benchmark row must have besides the episode's metrics: how it was played
+PLAYED_KEYS = ("horizon_s", "decision_interval_s")
+#: the row fields the registry cross-check leaves out: the benchmark's own keys, the timing
+#: fields (measured), and the common-jobs metrics (computed over each run's policies)
+UNCOMPARED = frozenset(
+    {*BENCHMARK_KEYS, *TIMING_FIELDS, "jct_common_mean", "makespan_common", "jobs_common"}
+)
+#: a key absent from a row (differs from every value, null included)
+_ABSENT = object()
 
 
 def _listed(items: list[str]) -> str:
@@ -163,8 +193,9 @@ def _expected(result: ResultFile, split: Split) -> set[tuple[str, str, int]]:
 
 
 def episode_problems(result: ResultFile, split: Split = TEST) -> list[str]:
-    """Check 4: every expected episode once, and no other row (one line per kind of
-    problem, naming the first episodes as ``scenario/policy/seed``).
+    """Check 5: every expected episode once, every row saying how it was played
+    (``PLAYED_KEYS``), and no other row (one line per kind of problem, naming the first
+    episodes as ``scenario/policy/seed``).
 
     Args:
         result: the result file.
@@ -182,15 +213,19 @@ def episode_problems(result: ResultFile, split: Split = TEST) -> list[str]:
         return _listed([f"{sc}/{p}/{s}" for sc, p, s in sorted(keys)])
 
     out = []
+    if lacking := sum(1 for r in result.rows if any(k not in r for k in PLAYED_KEYS)):
+        out.append(
+            f"{lacking} row(s) without horizon_s or decision_interval_s (written before "
+            "benchmark rows recorded how each episode was played): re-run the benchmark"
+        )
     if missing := want - set(seen):
         out.append(f"{len(missing)} episode(s) missing (scenario/policy/seed): {show(missing)}")
     if twice := {k for k, n in seen.items() if n > 1 and k in want}:
         out.append(f"{len(twice)} episode(s) recorded more than once: {show(twice)}")
-    keys = ("horizon_s", "decision_interval_s")
     if odd := {
-        ", ".join(f"{k}={r.get(k)}" for k in keys)
+        ", ".join(f"{k}={r.get(k)}" for k in PLAYED_KEYS)
         for r in result.rows
-        if any(r.get(k) is not None for k in keys)
+        if any(r.get(k) is not None for k in PLAYED_KEYS)
     }:
         out.append(
             f"episodes played with {_listed(sorted(odd))}: the leaderboard takes whole "
@@ -202,6 +237,199 @@ def episode_problems(result: ResultFile, split: Split = TEST) -> list[str]:
             f"an unsupported one, or a seed or scenario outside the split): {show(extra)}"
         )
     return out
+
+
+def reference_problems(result: ResultFile, split: Split = TEST) -> list[str]:
+    """Check 4: one line per scenario of the file whose recorded reference
+    (``mtgym.benchmark.references.recorded_references``) has no row there, or is not the
+    ``reference`` of the file's aggregates for it. A scenario without a recorded reference
+    is not checked (the benchmark picks the best baseline, and says so).
+
+    Args:
+        result: the result file.
+        split: the split (its scenarios' tuning records name the references).
+    """
+    from mtgym.benchmark.references import recorded_references
+
+    refs = recorded_references(split)
+    played = {(r.get("scenario"), r.get("policy")) for r in result.rows}
+    agg = {sc.get("scenario"): sc for sc in result.aggregates.get("scenarios", [])}
+    out = []
+    for name in [e.name for e in result.scenarios if e.name in refs]:
+        ref, have = refs[name], agg.get(name, {}).get("reference")
+        why = []
+        if (name, ref) not in played:
+            why.append(f"no episode of its recorded reference {ref}")
+        if have != ref:
+            why.append(f"its aggregates' reference is {have!r}, not the recorded {ref}")
+        if why:
+            out.append(
+                f"scenario {name}: {' and '.join(why)} (scenarios/tuning/{name}.json): every "
+                f"ratio is to {ref}; run the benchmark with it (mtgym benchmark adds it)"
+            )
+    return out
+
+
+def listing_problems(result: ResultFile, split: Split = TEST) -> list[str]:
+    """The cheap checks (1-5 of the module docstring): those the leaderboard runs on every
+    file it lists, one line each; empty: the file gives entries.
+
+    Args:
+        result: the result file.
+        split: the split it must play.
+    """
+    out = full_split_problems(result, split)
+    if result.kind != "benchmark":
+        return out
+    out += hash_problems(result, split)
+    out += seed_problems(result, split)
+    out += reference_problems(result, split)
+    return out + episode_problems(result, split)
+
+
+def code_problems(result: ResultFile) -> list[str]:
+    """Check 6's hash: one line when the file records no ``code_sha256`` or another one
+    than this checkout's (``mtgym.results.hashes.code_sha256``).
+
+    Args:
+        result: the result file.
+    """
+    from mtgym.results.hashes import code_sha256
+
+    now = code_sha256()
+    if result.code_sha256 is None:
+        return [
+            "records no code_sha256 (written before result files recorded it): re-run the "
+            "benchmark on this checkout"
+        ]
+    if result.code_sha256 != now:
+        return [
+            "made by other code: re-run the benchmark on this checkout (its code_sha256 is "
+            f"{result.code_sha256[:12]}, this checkout's {now[:12]})"
+        ]
+    return []
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two row values are the same, bit for bit (null and NaN alike; lists and
+    dicts item by item).
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    a_nan = a is None or (isinstance(a, float) and math.isnan(a))
+    b_nan = b is None or (isinstance(b, float) and math.isnan(b))
+    return a_nan and b_nan if a_nan or b_nan else bool(a == b)
+
+
+def _brief(v: Any) -> str:
+    """A value as a refusal shows it (a list or dict by its length, an absent key so)."""
+    if v is _ABSENT:
+        return "absent"
+    return f"[{len(v)} items]" if isinstance(v, list | dict) else repr(v)
+
+
+def _row_differences(row: dict[str, Any], cached: dict[str, Any], where: str) -> list[str]:
+    """``field: X here, Y in FILE`` for each compared field of ``row`` that differs from
+    ``cached`` (``UNCOMPARED`` left out).
+    """
+    out = []
+    for k in sorted((set(row) | set(cached)) - UNCOMPARED):
+        a, b = row.get(k, _ABSENT), cached.get(k, _ABSENT)
+        if not _same(a, b):
+            out.append(f"{k} {_brief(a)} here, {_brief(b)} in {where}")
+    return out
+
+
+def registry_problems(
+    result: ResultFile, split: Split, registry: Path, source: Path | None = None
+) -> tuple[list[str], str]:
+    """Check 6's cross-check: the file's recorded references' rows and every row's
+    hindsight bound against those a registry file holds for the same episode
+    (``mtgym.benchmark.cache.load``). Call it when the code hash matches.
+
+    Args:
+        result: the result file.
+        split: the split (its recorded references and scenario hashes).
+        registry: the registry folder.
+        source: the checked file, left out of the registry when it sits there.
+
+    Returns:
+        (one line per differing row, naming scenario, policy and seed, ``ROW_LINES`` at
+        most and a count of the others; the note saying what was cross-checked, or that
+        nothing was).
+    """
+    from mtgym import __version__
+    from mtgym.benchmark import cache as episode_cache
+    from mtgym.benchmark.references import recorded_references
+    from mtgym.results.hashes import code_sha256, scenario_entries
+
+    refs = recorded_references(split)
+    entries = scenario_entries(split.names)
+    current = episode_cache.Current.of(
+        {"mtgym_version": __version__, "code_sha256": code_sha256()}, entries
+    )
+    cache = episode_cache.load(registry, current, set(refs.values()), [source] if source else [])
+    lines, rows_seen, bounds_seen, files = [], set(), set(), set()
+    for r in result.rows:
+        if any(k not in r for k in PLAYED_KEYS) or not isinstance(r.get("seed"), int):
+            continue  # (refused by episode_problems)
+        sc, pol, seed, h = str(r.get("scenario")), str(r.get("policy")), r["seed"], r["horizon_s"]
+        diffs = []
+        key = (sc, pol, seed, h, r["decision_interval_s"])
+        hit = cache.rows.get(key) if refs.get(sc) == pol else None  # (its bound compared too)
+        if hit is not None:
+            rows_seen.add((sc, pol, seed))
+            files.add(hit[1])
+            diffs += _row_differences(r, hit[0], episode_cache.shown(hit[1]))
+        bound = cache.bounds.get((sc, seed, h))
+        if bound is not None:
+            bounds_seen.add((sc, seed))
+            files.add(bound[1])
+            if hit is None and not _same(r.get("hindsight_bound", _ABSENT), bound[0]):
+                where = episode_cache.shown(bound[1])
+                diffs.append(
+                    f"hindsight_bound {_brief(r.get('hindsight_bound', _ABSENT))} here, "
+                    f"{bound[0]!r} in {where}"
+                )
+        if diffs:
+            lines.append(
+                f"scenario {sc}, policy {pol}, seed {seed}: {'; '.join(diffs[:3])}"
+                + (f" (and {len(diffs) - 3} more fields)" if len(diffs) > 3 else "")
+                + ": deterministic episodes agree bit for bit; re-run on this checkout"
+            )
+    return _capped(lines), _cross_note(registry, rows_seen, bounds_seen, files, split)
+
+
+def _capped(lines: list[str]) -> list[str]:
+    """The first ``ROW_LINES`` lines, and one counting the others."""
+    if len(lines) <= ROW_LINES:
+        return lines
+    return [*lines[:ROW_LINES], f"... and {len(lines) - ROW_LINES} more rows differ likewise"]
+
+
+def _cross_note(
+    registry: Path, rows: set[Any], bounds: set[Any], files: set[Path], split: Split
+) -> str:
+    """The note of the cross-check: what was compared with which files, and the scenarios
+    left out; or that the reference rows were not cross-checked.
+    """
+    from mtgym.benchmark.cache import shown
+
+    if not rows and not bounds:
+        return (
+            "reference rows were not cross-checked: no result file in "
+            f"{shown(Path(registry))}/ holds these episodes for this code, version, scenario "
+            "and tuning hashes (a committed full run does)"
+        )
+    covered = {sc for sc, *_ in rows} | {sc for sc, _ in bounds}
+    rest = [n for n in split.names if n not in covered]
+    note = (
+        f"cross-checked {len(rows)} reference episodes and {len(bounds)} hindsight bounds "
+        f"with {', '.join(sorted(shown(f) for f in files))}"
+    )
+    return note + (f" (not {', '.join(rest)}: no file holds them)" if rest else "")
 
 
 def scenario_runs(result: ResultFile, split: Split = TEST) -> list[Any]:
@@ -239,7 +467,7 @@ def scenario_runs(result: ResultFile, split: Split = TEST) -> list[Any]:
 
 
 def recompute(result: ResultFile, split: Split = TEST, bootstrap: Any = None) -> dict[str, Any]:
-    """The aggregates the benchmark computes from the file's rows (module docstring, 5).
+    """The aggregates the benchmark computes from the file's rows (module docstring, 7).
 
     Args:
         result: a file whose episodes are complete.
@@ -298,15 +526,16 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
 
 
 def aggregate_problems(result: ResultFile, split: Split = TEST, bootstrap: Any = None) -> list[str]:
-    """Check 5: one line when the file's aggregates differ from the recomputation, naming
-    the first differences.
+    """Check 7: one line when the file's aggregates differ from the recomputation, naming
+    the first differences (the ``cache`` record of what the run reused is not compared).
 
     Args:
         result: a file whose episodes are complete.
         split: the split.
         bootstrap: the bootstrap settings (None: the benchmark's defaults).
     """
-    diffs = differences(result.aggregates, recompute(result, split, bootstrap))
+    mine = {k: v for k, v in result.aggregates.items() if k != "cache"}  # (a record of the run)
+    diffs = differences(mine, recompute(result, split, bootstrap))
     if not diffs:
         return []
     return [
@@ -316,7 +545,15 @@ def aggregate_problems(result: ResultFile, split: Split = TEST, bootstrap: Any =
     ]
 
 
-def problems(result: ResultFile, split: Split = TEST, bootstrap: Any = None) -> list[str]:
+def problems(
+    result: ResultFile,
+    split: Split = TEST,
+    bootstrap: Any = None,
+    *,
+    registry: str | Path | None = None,
+    source: Path | None = None,
+    notes: list[str] | None = None,
+) -> list[str]:
     """Every refusal of a submission, one line each (module docstring); empty: accepted.
 
     Args:
@@ -324,25 +561,47 @@ def problems(result: ResultFile, split: Split = TEST, bootstrap: Any = None) -> 
         split: the split it must play (the test split).
         bootstrap: the bootstrap settings the aggregates must have been computed with
             (None: the benchmark's defaults).
+        registry: the registry folder the rows are cross-checked with (None:
+            ``mtgym.results.store.results_dir``'s default: ``$MTGYM_RESULTS``, else
+            ``./results``).
+        source: the file ``result`` was read from (left out of the registry).
+        notes: when given, the cross-check's note is appended (what was compared, or that
+            the reference rows were not cross-checked).
     """
-    out = full_split_problems(result, split)
+    from mtgym.results.store import results_dir
+
+    out = listing_problems(result, split)
     if result.kind != "benchmark":
         return out
-    out += hash_problems(result, split)
-    out += seed_problems(result, split)
-    out += episode_problems(result, split)
+    code = code_problems(result)
+    out += code
+    note = "reference rows were not cross-checked: the file was made by other code"
+    if not code:
+        found, note = registry_problems(result, split, results_dir(registry), source)
+        out += found
+    if notes is not None:
+        notes.append(note)
     if not out:
         out += aggregate_problems(result, split, bootstrap)
     return out
 
 
-def check_file(path: str | Path, split: Split = TEST, bootstrap: Any = None) -> list[str]:
+def check_file(
+    path: str | Path,
+    split: Split = TEST,
+    bootstrap: Any = None,
+    *,
+    registry: str | Path | None = None,
+    notes: list[str] | None = None,
+) -> list[str]:
     """``problems`` of the file at ``path``, or the one line saying it cannot be read.
 
     Args:
         path: a ``.json`` or ``.json.gz`` result file.
         split: the split.
         bootstrap: the bootstrap settings (None: the benchmark's defaults).
+        registry: the registry folder to cross-check with (None: the default one).
+        notes: when given, ``problems``' note is appended.
     """
     from mtgym.results.store import read_result
 
@@ -352,4 +611,4 @@ def check_file(path: str | Path, split: Split = TEST, bootstrap: Any = None) -> 
         return [f"{path}: no such file"]
     except ResultFileError as exc:
         return [str(exc)]
-    return problems(result, split, bootstrap)
+    return problems(result, split, bootstrap, registry=registry, source=Path(path), notes=notes)

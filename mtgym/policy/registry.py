@@ -9,13 +9,19 @@ Policies are declared as entry points in the ``mtgym.policies`` group (see
 ``make_policy("name", **kwargs)`` loads the entry point and calls it with ``kwargs``.
 Without registering anything, ``make_policy("my_pkg.policy:make")`` (``--policy
 my_pkg.policy:make`` on the command line) imports ``my_pkg.policy`` and calls its ``make``;
-registered names win over module paths (``agent:PATH`` is the ``agent`` entry point).
+registered names win over module paths (``agent:PATH`` is the ``agent`` entry point). A
+module that is not on ``sys.path`` is looked for in the current folder too, as ``python -m``
+would (the ``mtgym`` script's own path does not hold it), so ``mypolicy.py`` beside the
+shell runs as ``--policy mypolicy:make`` (``docs/policies.md``).
 """
 
 from __future__ import annotations
 
-from importlib import import_module
+import os
+import sys
+from importlib import import_module, invalidate_caches
 from importlib.metadata import entry_points
+from types import ModuleType
 from typing import Any
 
 from mtgym.policy.base import Policy
@@ -73,7 +79,7 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
     if ":" in name and name not in eps:
         module, attr = name.split(":", 1)
         try:
-            factory = getattr(import_module(module), attr)
+            factory = getattr(_import(module), attr)
         except (ImportError, AttributeError) as e:
             known = ", ".join(sorted(eps))
             raise KeyError(
@@ -86,6 +92,29 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
         raise KeyError(f"unknown policy {name!r}; registered policies: {known}")
     factory = eps[name].load()
     return _checked(factory(**kwargs), f"{name!r} ({eps[name].value})")
+
+
+def _import(module: str) -> ModuleType:
+    """``import_module(module)``, else from the current folder (module docstring).
+
+    When the module, or a package above it, is not found and the current folder is not on
+    ``sys.path``, the folder is appended to it (last: it never shadows an installed
+    package; kept, so that the module's own imports of its neighbours work) and the import
+    is tried again.
+
+    Raises:
+        ImportError: not found there either, or the module itself fails to import.
+    """
+    try:
+        return import_module(module)
+    except ModuleNotFoundError as exc:
+        cwd = os.getcwd()
+        parent = exc.name is not None and f"{module}.".startswith(f"{exc.name}.")
+        if not parent or "" in sys.path or cwd in sys.path:
+            raise
+        sys.path.append(cwd)
+        invalidate_caches()
+        return import_module(module)
 
 
 def _checked(policy: Any, what: str) -> Policy:

@@ -12,10 +12,17 @@ scenario's name) is hashed by its file's bytes; a scenario never tuned has a nul
 
 The code hash (``code_sha256``) covers the Python source that decides an episode's row and
 hindsight bound: the simulator, the models, the generators and readers, the scenario
-loader, the policy interface and the baselines, the metrics, the bound and
-``mtgym.evaluate`` (``CODE_PATHS``), with the registered policy names and what each loads
-(``mtgym.policy.registry.available_policies``). Two checkouts with the same hash play the
-same baseline episodes (``mtgym.benchmark.cache`` reuses them on that condition).
+loader, the policy interface and the baselines, the metrics, the bound,
+``mtgym.evaluate``, the benchmark's runner (each episode's horizon, ``_until``, and how
+the bound is called, ``run_one``, ``bound_one``), the cache that turns a recorded row back
+into a runner's row, and the rows a benchmark writes (``CODE_PATHS``), with the registered
+policy names and what each loads (``mtgym.policy.registry.available_policies``) for the
+entry points of this repository only (``OWN_PACKAGES``: a researcher's own registered
+policy does not change the hash, so the cache still serves their runs). Two checkouts with
+the same hash play the same baseline episodes (``mtgym.benchmark.cache`` reuses them on
+that condition, and ``mtgym leaderboard --check`` refuses a file of another hash). The
+versions of the packages the numbers rest on (numpy, numba, the solvers, torch, ...) are
+not hashed: ``mtgym.results.provenance.packages`` records them beside it.
 """
 
 from __future__ import annotations
@@ -38,8 +45,14 @@ CODE_PATHS = (
     "mtgym/hindsight.py",
     "mtgym/metrics.py",
     "mtgym/evaluate.py",
+    "mtgym/benchmark/runner.py",
+    "mtgym/benchmark/cache.py",
+    "mtgym/results/rows.py",
     "baselines",
 )
+#: the top-level packages of this repository: only entry points whose module is in one of
+#: them enter ``code_sha256``
+OWN_PACKAGES = frozenset({"mtgym", "baselines", "agents"})
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -55,7 +68,8 @@ def file_hash(path: Path | None) -> str | None:
 def code_sha256(root: Path | None = None) -> str:
     """The SHA-256 of the code behind an episode (module docstring): each ``*.py`` file of
     ``CODE_PATHS`` (its path relative to ``root`` and its bytes, in path order), then each
-    registered policy's ``name=module:attr``.
+    registered policy's ``name=module:attr`` whose module belongs to this repository
+    (``own_entry_point``).
 
     Args:
         root: the folder holding ``mtgym/`` and ``baselines/``; None: this checkout (or
@@ -74,8 +88,20 @@ def code_sha256(root: Path | None = None) -> str:
         h.update(f.relative_to(base).as_posix().encode("utf-8") + b"\0")
         h.update(sha256_bytes(f.read_bytes()).encode("ascii") + b"\n")
     for name, value in available_policies().items():
-        h.update(f"{name}={value}\n".encode())
+        if own_entry_point(value):
+            h.update(f"{name}={value}\n".encode())
     return h.hexdigest()
+
+
+def own_entry_point(value: str) -> bool:
+    """Whether a registered policy's ``module:attr`` loads from this repository (its
+    module's top-level package is one of ``OWN_PACKAGES``), not from a researcher's own
+    package.
+
+    Args:
+        value: the entry point's value, ``module:attr``.
+    """
+    return value.split(":", 1)[0].split(".", 1)[0] in OWN_PACKAGES
 
 
 def scenario_entry(name: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Where and from what a result was measured: mtgym's version, git commit and code hash,
-the date (UTC), and the machine (CPU model, cores, load average).
+the versions of the packages its numbers rest on (``packages``), the date (UTC), and the
+machine (CPU model, cores, load average).
 
 Nothing here fails: a value that cannot be found (no git, not a checkout, no
 ``/proc/cpuinfo``) is None, so a result file is always written.
@@ -19,6 +20,10 @@ from mtgym.core.paths import CHECKOUT
 
 #: seconds each git query may take before the commit is recorded as unknown
 GIT_TIMEOUT_S = 10.0
+#: the distributions whose versions a result records (``packages``): the arrays and the
+#: compiled kernels, the MILP and LP solvers, the learned agents' stack; a different
+#: solver version may take other decisions under the same code hash
+PACKAGES = ("numpy", "numba", "highspy", "pulp", "torch", "gymnasium", "stable-baselines3")
 
 
 def _git(args: list[str], root: Path) -> str | None:
@@ -92,6 +97,24 @@ def machine() -> dict[str, Any]:
     }
 
 
+def packages(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
+    """The installed version of each distribution (``importlib.metadata``); None for one
+    not installed.
+
+    Args:
+        names: distribution names (``PACKAGES``).
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def utc_now() -> str:
     """The date and time now, UTC, ISO 8601 to the second (``2025-01-31T12:00:00+00:00``)."""
     return datetime.now(UTC).replace(microsecond=0).isoformat()
@@ -116,8 +139,9 @@ def capture(argv: list[str]) -> dict[str, Any]:
 
     Returns:
         ``command``, ``mtgym_version``, ``git`` (``git_state``), ``code_sha256``
-        (``mtgym.results.hashes.code_sha256``), ``date_utc`` (``utc_now``) and
-        ``machine`` (``machine``): the keys of ``schema.ResultFile`` with those names.
+        (``mtgym.results.hashes.code_sha256``), ``packages`` (``packages``),
+        ``date_utc`` (``utc_now``) and ``machine`` (``machine``): the keys of
+        ``schema.ResultFile`` with those names.
     """
     from mtgym import __version__
     from mtgym.results.hashes import code_sha256
@@ -127,6 +151,7 @@ def capture(argv: list[str]) -> dict[str, Any]:
         "mtgym_version": __version__,
         "git": git_state(),
         "code_sha256": code_sha256(),
+        "packages": packages(),
         "date_utc": utc_now(),
         "machine": machine(),
     }

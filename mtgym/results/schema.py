@@ -11,6 +11,10 @@ Keys (``"schema": 1``; ``docs/results-registry.md``):
   ``python``, ``platform``): ``mtgym.results.provenance``;
 - ``code_sha256``: the hash of the source that plays and scores an episode
   (``mtgym.results.hashes.code_sha256``; null in a file written before it was recorded);
+- ``packages``: distribution -> installed version (null: not installed) of the packages
+  the numbers rest on (``mtgym.results.provenance.PACKAGES``: numpy, numba, highspy, pulp,
+  torch, gymnasium, stable-baselines3); absent (null) in a file written before it was
+  recorded;
 - ``seeds`` and ``scenarios`` (each with its content hash and its tuning record's:
   ``mtgym.results.hashes``);
 - ``wall_s``: the command's wall seconds;
@@ -85,6 +89,7 @@ class ResultFile(_Model):
     mtgym_version: str
     git: Git
     code_sha256: str | None = None
+    packages: dict[str, str | None] | None = None
     date_utc: str
     machine: Machine
     seeds: list[int]

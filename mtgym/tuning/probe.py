@@ -19,7 +19,9 @@ that holds 1,000) makes every ratio against it flattering. The probe checks it:
   ``PROBE_MARGIN``) *beats* it. ``--apply`` then adds every beating point to its policy's
   sweep (knob ``probe:<knob>``), makes the best of them the policy's choice when it beats
   the policy's own choice by more than ``MIN_GAIN`` (the sweep's rule), and re-derives the
-  reference (``TuningRecord.best``): the tuning takes what the probe found.
+  reference (``TuningRecord.best``): the tuning takes what the probe found. The record is
+  re-read before it is saved, and a probed policy's entry changed meanwhile (a concurrent
+  ``mtgym tune``) refuses the apply.
 
 Every run writes ``scenarios/tuning/probes/<scenario>.json`` (``ProbeResult``): every point,
 the reference before and after, the verdict. Baselines without a tuning entry are not
@@ -29,6 +31,7 @@ probed (the report names them).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -86,6 +89,12 @@ class ProbeResult(BaseModel):
     beats: list[ProbePoint]
     points: list[ProbePoint]
     not_probed: list[str] = Field(description="policies named without a tuning entry")
+    record_sha256: str | None = Field(
+        None,
+        description="sha256 of the record file as the probe left it: a later re-tune makes "
+        "the verdict stale (``docs/tuning.md`` says so); None in probes written before it "
+        "was kept (``is_stale`` then compares the reference and its mean)",
+    )
 
 
 def probe_values(knob: str, grid: list[Any], t_fwd_s: float, job_count: int) -> list[Any]:
@@ -172,17 +181,18 @@ def probe_scenario(
     seeds = list(rec.seeds)
     pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
     points: list[ProbePoint] = []
+    played: dict[str, list[Point]] = {}
     try:
         for name in [p for p in names if p in rec.policies]:
-            points += _probe_policy(rec, name, ref_mean, pool, apply)
+            pts, played[name] = _probe_policy(rec, name, ref_mean, pool)
+            points += pts
     finally:
         if pool is not None:
             pool.shutdown()
     beats = [p for p in points if p.mean > ref_mean * (1 + PROBE_MARGIN)]
     before = rec.reference
     if apply and beats:
-        rec.reference = rec.best()
-        save_record(rec, path)
+        rec = _apply(path, rec, played, ref_mean)
     result = ProbeResult(
         scenario=scenario,
         seeds=seeds,
@@ -194,6 +204,7 @@ def probe_scenario(
         beats=beats,
         points=points,
         not_probed=not_probed,
+        record_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
     )
     out = path.parent / "probes" / f"{scenario}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -202,14 +213,14 @@ def probe_scenario(
 
 
 def _probe_policy(
-    rec: TuningRecord,
-    name: str,
-    ref_mean: float,
-    pool: ProcessPoolExecutor | None,
-    apply: bool,
-) -> list[ProbePoint]:
+    rec: TuningRecord, name: str, ref_mean: float, pool: ProcessPoolExecutor | None
+) -> tuple[list[ProbePoint], list[Point]]:
     """Play ``name``'s probe points (the record's own sweep reused) and compare each with
-    the reference's mean; with ``apply``, the beating ones go into the record (``_take``).
+    the reference's mean.
+
+    Returns:
+        Every probe point, and the played points that beat the reference by more than
+        ``PROBE_MARGIN`` (what ``_apply`` may take).
     """
     tuning = rec.policies[name]
     done = {point_key(pt.params): pt for pt in tuning.sweep}
@@ -217,7 +228,7 @@ def _probe_policy(
     todo = probe_points(rec.scenario, name, dict(tuning.chosen))
     progress = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     play_points(rec.scenario, name, todo, rec.seeds, rec.horizon_s, done, pool, progress)
-    out = []
+    out, beating = [], []
     for knob, params in todo:
         pt = done[point_key(params)]
         ratio = pt.mean / ref_mean if ref_mean > 0 else math.inf
@@ -231,21 +242,60 @@ def _probe_policy(
                 reused=point_key(params) in reused,
             )
         )
-        if apply and pt.mean > ref_mean * (1 + PROBE_MARGIN):
-            _take(rec, name, knob, pt)
-    return out
+        if pt.mean > ref_mean * (1 + PROBE_MARGIN):
+            beating.append(pt.model_copy(update={"knob": knob}))
+    return out, beating
 
 
-def _take(rec: TuningRecord, name: str, knob: str, pt: Point) -> None:
-    """Add a beating probe point to ``name``'s sweep; make it the choice when it beats the
-    current choice by more than ``MIN_GAIN``.
+def _apply(
+    path: Path, probed: TuningRecord, played: dict[str, list[Point]], ref_mean: float
+) -> TuningRecord:
+    """Let the tuning take the beating points: re-read the record (another ``mtgym tune``
+    may have saved meanwhile), refuse if a probed policy's entry changed since the probe
+    read it, add each policy's beating points to its sweep, make the best of them its
+    choice when it beats the current one by more than ``MIN_GAIN`` (the sweep's rule),
+    re-derive the reference and save.
+
+    Raises:
+        ValueError: a probed policy's entry changed while the probe ran.
     """
-    t = rec.policies[name]
-    key = point_key(pt.params)
-    if all(point_key(p.params) != key for p in t.sweep):
-        t.sweep.append(pt.model_copy(update={"knob": knob}))
-    if pt.mean > t.chosen_mean * (1 + MIN_GAIN):
-        t.chosen, t.chosen_mean = dict(pt.params), pt.mean
+    rec = TuningRecord.model_validate_json(path.read_text())
+    for name in played:
+        if rec.policies.get(name) != probed.policies[name]:
+            raise ValueError(
+                f"{path}: {name}'s entry changed while the probe ran (a concurrent "
+                "mtgym tune?); nothing applied: probe again"
+            )
+    for name, pts in played.items():
+        if not pts:
+            continue
+        t = rec.policies[name]
+        keys = {point_key(p.params) for p in t.sweep}
+        t.sweep += [p for p in pts if point_key(p.params) not in keys]
+        top = max(pts, key=lambda p: p.mean)  # the first of equal means
+        if top.mean > t.chosen_mean * (1 + MIN_GAIN):
+            t.chosen, t.chosen_mean = dict(top.params), top.mean
+    rec.reference = rec.best()
+    save_record(rec, path)
+    return rec
+
+
+def is_stale(result: ProbeResult, path: Path) -> bool:
+    """Whether the record at ``path`` changed since ``result`` probed it: another file hash,
+    or (a probe that kept none) another reference or reference mean than it left.
+
+    Args:
+        result: a probe of the record's scenario.
+        path: the record file.
+    """
+    if result.record_sha256 is not None:
+        return hashlib.sha256(path.read_bytes()).hexdigest() != result.record_sha256
+    rec = TuningRecord.model_validate_json(path.read_text())
+    if rec.reference != result.reference_after or rec.reference is None:
+        return True
+    return (result.applied and bool(result.beats)) or (
+        rec.policies[rec.reference].chosen_mean != result.reference_mean
+    )
 
 
 def report(result: ProbeResult) -> str:

@@ -9,11 +9,10 @@ differs from what the records give.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from mtgym.scenario.tuning import PolicyTuning, TuningRecord, load_record, tuning_dir
-from mtgym.tuning.probe import PROBE_MARGIN
+from mtgym.tuning.probe import PROBE_MARGIN, ProbeResult, is_stale
 from mtgym.tuning.sweep import RULE, TUNE_SEEDS
 
 #: the folder of the per-scenario pages, beside ``tuning.md``
@@ -64,15 +63,19 @@ def policy_table(scenario: str, policy: str, res: PolicyTuning) -> str:
 
 
 def _probe_verdict(scenario: str) -> str:
-    """The probe's verdict on ``scenario``'s reference, from its probe file, or "not run"."""
+    """The probe's verdict on ``scenario``'s reference, from its probe file: "not run", or
+    "stale" when the record changed since (``mtgym.tuning.probe.is_stale``).
+    """
     path = tuning_dir() / "probes" / f"{scenario}.json"
     if not path.is_file():
         return "not run"
-    d = json.loads(path.read_text())
-    n = len(d["beats"])
+    res = ProbeResult.model_validate_json(path.read_text())
+    if is_stale(res, tuning_dir() / f"{scenario}.json"):
+        return "stale (the record changed since: probe again)"
+    n = len(res.beats)
     if not n:
-        return f"no beat ({len(d['points'])} points)"
-    took = f", taken: `{d['reference_after']}`" if d["applied"] else ""
+        return f"no beat ({len(res.points)} points)"
+    took = f", taken: `{res.reference_after}`" if res.applied else ""
     return f"**{n} beat(s)**{took}"
 
 

@@ -4,6 +4,8 @@ loop it replaces), step for step through auto-resets, and under SB3's checks and
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -91,3 +93,10 @@ def test_batched_vec__passes_sb3_checks_and_trains():
     model = MaskablePPO("MlpPolicy", env, n_steps=16, batch_size=16, n_epochs=1, seed=0)
     model.learn(48)
     assert model.num_timesteps >= 48
+
+
+def test_batched_vec__built_without_the_render_mode_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # SB3 warned "render_mode ... not defined" on every run
+        vec = BatchedPooledVecEnv(thunks(2))
+    assert vec.render_mode is None and vec.get_attr("render_mode") == [None, None]

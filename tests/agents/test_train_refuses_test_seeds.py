@@ -37,6 +37,8 @@ def test_mtgym_train__eval_seeds_9000_is_one_line_and_exit_2(tmp_path, capsys):
         (["--backend", "ray", "--seed", "8999", "--ray-seeds", "2"], "--ray-seeds"),
         (["--algo", "rllib-ppo", "--eval-seeds", "9000"], "--eval-seeds"),
         (["--algo", "rllib-ppo", "--seed", "9000"], "--seed"),
+        # RLlib's runners reset with --seed + their index: 8999 with 2 runners reaches 9000
+        (["--algo", "rllib-ppo", "--seed", "8999", "--env-runners", "2"], "--seed 8999"),
     ],
 )
 def test_mtgym_train__every_seed_flag_is_guarded(tmp_path, capsys, extra, flag):

@@ -99,16 +99,32 @@ def test_cache__a_warm_registry_plays_no_reference_and_no_bound_and_reports_the_
     assert [r for r in warm.rows if r["policy"] == "freetrain"] == [
         r for r in cold.rows if r["policy"] == "freetrain"
     ]  # reused as recorded, timing included
-    assert _untimed(warm.aggregates) == _untimed(cold.aggregates)
-    assert warm.aggregates == json.loads((tmp_path / "warm" / "results.json").read_text())
+    assert cold.aggregates["cache"] == {}  # nothing to reuse
+    assert warm.aggregates["cache"] == {  # what was reused, and that its timing is not now
+        "toy-two-jobs": {
+            "sources": ["reg/cold.json"],
+            "episodes": 2,
+            "bounds": 2,
+            "seeds": {"freetrain": [9000, 9001]},
+            "timing": episode_cache.TIMING_NOTE,
+        }
+    }
+    assert "decision_ms" in episode_cache.TIMING_NOTE and "wall_s" in episode_cache.TIMING_NOTE
+
+    def report(agg):
+        return {k: v for k, v in agg.items() if k != "cache"}
+
+    assert _untimed(report(warm.aggregates)) == _untimed(report(cold.aggregates))
+    assert report(warm.aggregates) == json.loads((tmp_path / "warm" / "results.json").read_text())
     assert warm.code_sha256 == cold.code_sha256 and len(cold.code_sha256) == 64
     assert {r["horizon_s"] for r in cold.rows} == {None}
     assert {r["decision_interval_s"] for r in cold.rows} == {None}
 
     played.clear()
-    assert main(_argv(tmp_path, "off", "--no-cache")) == 0
+    assert main(_argv(tmp_path, "off", "--no-cache", "--record", "off")) == 0
     assert "cache: off (--no-cache)" in capsys.readouterr().out
     assert sorted(played) == ["FreeTrainPolicy"] * 2 + ["GreedyPolicy"] * 2
+    assert store.read_result(tmp_path / "reg" / "off.json").aggregates["cache"] == {}
 
 
 def test_cache__other_code_or_another_decision_interval_replays_and_says_why(
@@ -238,6 +254,16 @@ def test_cache__ray_submits_only_what_the_cache_lacks(tmp_path):
     assert len(pending) == 3 and bounds["toy-two-jobs"] == [3.0, None]
     assert rows["toy-two-jobs"]["freetrain"] == [{"seed": 9000}, {"seed": 9001}]
     assert rows["toy-two-jobs"]["greedy"] == [None, None]
+    assert episode_cache.reused(cache) == {  # what the run took, noted as handed out
+        "toy-two-jobs": {
+            "sources": [str(src)],
+            "episodes": 2,
+            "bounds": 1,
+            "seeds": {"freetrain": [9000, 9001]},
+            "timing": episode_cache.TIMING_NOTE,
+        }
+    }
+    assert episode_cache.reused(None) == {}
     ray = _FakeRay()
     _submit(ray, ONE, ["greedy", "freetrain"], quick=True, decision_interval_s=None, cache=None)
     assert len(ray.submitted) == 2 + 4  # every bound and episode

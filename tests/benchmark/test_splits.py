@@ -86,7 +86,8 @@ def test_splits__the_many_jobs_sibling_differs_from_its_test_scenario_only_in_it
     t0, t1 = (d["generator"]["supply"].pop("trace_start_s") for d in (test, train))
     horizon = test["generator"]["horizon_s"]
     assert test["generator"] == train["generator"]
-    windows = [(t, t + horizon) for t in (t0, t1)] + [(72743.0, 245543.0)]  # + summit-replay-2d
+    replay = yaml.safe_load((PRESETS_DIR / "summit-replay-2d.yaml").read_text())["generator"]
+    windows = [(t, t + horizon) for t in (t0, t1)] + [(replay["t_start_s"], replay["t_end_s"])]
     for i, (a, b) in enumerate(windows):
         for c, d in windows[i + 1 :]:
             assert b <= c or d <= a, "trace windows overlap"

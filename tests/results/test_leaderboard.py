@@ -1,11 +1,14 @@
 """The leaderboard: a synthetic but self-consistent full-test-split result file (every
-scenario, policy and seed 9000-9009, aggregates by the benchmark's own scoring) is ranked by
-suite score and accepted by ``--check``; a seed missing, a changed scenario hash and a
-tampered aggregate are refused, one line each; the ``leaderboard`` block of the marker
-system renders it, and says so while its source is not committed (``optional=1``).
+scenario, policy and seed 9000-9009, the recorded references among the policies, aggregates
+by the benchmark's own scoring) is ranked by suite score and accepted by ``--check``; a seed
+missing, a changed scenario hash, a missing or replaced reference, other code, a reference
+row or bound that differs from the registry's and a tampered aggregate are refused, one line
+each; the ``leaderboard`` block of the marker system renders it, and says so while its
+source is not committed (``optional=1``).
 
 The bootstrap is cut (``FAST``) in both the fabrication and the check, so a scoring takes
-well under a second instead of the benchmark's ~6 s.
+well under a second instead of the benchmark's ~6 s. Every test runs with an empty registry
+folder (``$MTGYM_RESULTS``), so a committed full run never enters the cross-check.
 """
 
 from __future__ import annotations
@@ -34,8 +37,23 @@ from mtgym.results.render import check_tree, render_tree
 from mtgym.results.schema import ResultFile
 
 FAST = Bootstrap(n_boot=100, agg_reps=20)
-#: policy -> its headline's level (the agent's folder is the fixture's)
-QUALITY = {"agent": 1.10, "freetrain": 1.0, "greedy": 0.8}
+#: the recorded references of the test split's scenarios, each once
+REFERENCES = list(dict.fromkeys(recorded_references(TEST).values()))
+#: policy -> its headline's level (the agent's folder is the fixture's): the agent, then
+#: freetrain, then each recorded reference a step lower than the one before
+QUALITY = {"agent": 1.10, "freetrain": 1.0} | {
+    p: 0.95 - 0.05 * k for k, p in enumerate(REFERENCES) if p not in ("agent", "freetrain")
+}
+#: the ranking QUALITY gives, names without ``:PATH``
+ORDER = sorted(QUALITY, key=lambda p: -QUALITY[p])
+
+
+@pytest.fixture(autouse=True)
+def empty_registry(tmp_path, monkeypatch):
+    """An empty registry folder: ``--check`` cross-checks with nothing committed."""
+    folder = tmp_path / "registry"
+    monkeypatch.setenv(store.ENV_VAR, str(folder))
+    return folder
 
 
 def _row(seed: int, quality: float, bound: float, rng: np.random.Generator) -> dict:
@@ -62,7 +80,8 @@ def _row(seed: int, quality: float, bound: float, rng: np.random.Generator) -> d
 
 def _fabricate(policies: dict[str, float]) -> ResultFile:
     """A full-test-split benchmark result: every scenario x policy x seed, scored by
-    ``score_split`` with the recorded references, as ``mtgym benchmark`` does.
+    ``score_split`` with the recorded references, as ``mtgym benchmark`` does (it holds
+    them when ``policies`` does: ``QUALITY`` has them all).
     """
     rng = np.random.default_rng(46)
     seeds = TEST.seeds()
@@ -116,7 +135,7 @@ def test_leaderboard__ranks_by_suite_score(full_run, tmp_path, capsys, agent_dir
     store.record(full_run, folder, "benchmark-full")
     entries, left = collect(folder)
     assert left == []
-    assert [e.policy.split(":")[0] for e in entries] == ["agent", "freetrain", "greedy"]
+    assert [e.policy.split(":")[0] for e in entries] == ORDER
     scores = [e.suite[0] for e in entries]
     assert scores == sorted(scores, reverse=True) and all(math.isfinite(s) for s in scores)
     top = entries[0]
@@ -130,11 +149,7 @@ def test_leaderboard__ranks_by_suite_score(full_run, tmp_path, capsys, agent_dir
     out = capsys.readouterr().out
     lines = [ln for ln in out.splitlines() if ln.startswith("| ")]
     assert lines[0].startswith("| # | policy | suite score | IQM (x reference)")
-    assert [ln.split(" | ")[1].split(":")[0] for ln in lines[2:]] == [
-        "agent",
-        "freetrain",
-        "greedy",
-    ]
+    assert [ln.split(" | ")[1].split(":")[0] for ln in lines[2:]] == ORDER
     assert (
         "500,000 steps, 40 min, kept ppo" in out
         and "seed 3; BC 11-13; 2 DAgger rounds; 2000-2007" in out
@@ -150,7 +165,146 @@ def test_check__accepts_the_full_run(full_run, tmp_path, monkeypatch, capsys):
         submission, "check_file", functools.partial(submission.check_file, bootstrap=FAST)
     )
     assert main(["leaderboard", "--check", str(path)]) == 0
-    assert "accepted" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "accepted" in out
+    assert "note: reference rows were not cross-checked: no result file in" in out
+
+
+def test_check__refuses_a_file_without_the_recorded_references(agent_dir):
+    mine = _fabricate({f"agent:{agent_dir}": 1.1, "random": 0.5})  # the review's example
+    reasons = _problems(mine)
+    refs = recorded_references(TEST)
+    assert len(reasons) == len(TEST.names)  # one line per scenario, nothing else
+    for name, line in zip(TEST.names, reasons, strict=True):
+        assert line.startswith(
+            f"scenario {name}: no episode of its recorded reference {refs[name]} and its "
+            f"aggregates' reference is 'random', not the recorded {refs[name]}"
+        )
+
+
+def test_check__refuses_another_reference_in_the_aggregates(full_run):
+    sc = full_run.aggregates["scenarios"][0]["scenario"]
+
+    def swap(d):
+        d["aggregates"]["scenarios"][0]["reference"] = "freetrain"
+
+    reasons = _problems(_edited(full_run, swap))
+    ref = recorded_references(TEST)[sc]
+    assert reasons == [
+        f"scenario {sc}: its aggregates' reference is 'freetrain', not the recorded {ref} "
+        f"(scenarios/tuning/{sc}.json): every ratio is to {ref}; run the benchmark with it "
+        "(mtgym benchmark adds it)"
+    ]
+
+
+def test_check__refuses_other_code_and_a_file_without_a_code_hash(full_run):
+    other = _problems(_edited(full_run, lambda d: d.update(code_sha256="0" * 64)))
+    assert len(other) == 1
+    assert other[0].startswith("made by other code: re-run the benchmark on this checkout")
+    none = _problems(_edited(full_run, lambda d: d.update(code_sha256=None)))
+    assert len(none) == 1 and none[0].startswith("records no code_sha256")
+
+
+def test_check__refuses_rows_that_do_not_say_how_they_were_played(full_run):
+    bad = _edited(full_run, lambda d: d["rows"][0].pop("horizon_s"))
+    reasons = _problems(bad)
+    assert len(reasons) == 1 and reasons[0].startswith(
+        "1 row(s) without horizon_s or decision_interval_s"
+    )
+
+
+def _reference_row(data: dict, k: int = 0) -> dict:
+    """The k-th row of the first scenario's recorded reference in a result file's JSON."""
+    sc = TEST.names[0]
+    ref = recorded_references(TEST)[sc]
+    return [r for r in data["rows"] if r["scenario"] == sc and r["policy"] == ref][k]
+
+
+def test_check__cross_checks_the_references_with_the_registry(full_run, empty_registry, tmp_path):
+    committed = store.record(full_run, empty_registry, "benchmark-full")
+    notes: list[str] = []
+    assert submission.problems(full_run, bootstrap=FAST, notes=notes) == []
+    assert notes[0].startswith(
+        f"cross-checked {len(TEST.names) * 10} reference episodes and "
+        f"{len(TEST.names) * 10} hindsight bounds with "
+    ) and notes[0].endswith(committed.name)
+
+    def timing(d):  # measured, so never compared
+        _reference_row(d).update(decision_ms=99.0, wall_s=99.0)
+
+    mine = _edited(full_run, timing)
+    assert _problems(mine) == []
+
+    def fairness(d):  # an episode's outcome: never differs between deterministic runs
+        _reference_row(d, 3)["fairness_jain"] = 0.5
+
+    ref = recorded_references(TEST)[TEST.names[0]]
+    reasons = _problems(_edited(full_run, fairness))
+    assert reasons == [
+        f"scenario {TEST.names[0]}, policy {ref}, seed 9003: fairness_jain 0.5 here, 0.8 in "
+        f"{committed}: deterministic episodes agree bit for bit; re-run on this checkout"
+    ]
+
+
+def test_check__refuses_bounds_that_differ_from_the_registry(full_run, empty_registry):
+    sc = TEST.names[1]
+
+    def bound(d):
+        for r in d["rows"]:
+            if r["scenario"] == sc and r["seed"] == 9004:
+                r["hindsight_bound"] += 1.0
+
+    store.record(_edited(full_run, bound), empty_registry, "benchmark-full")
+    reasons = _problems(full_run)
+    assert len(reasons) == len(QUALITY)  # one line per row of the (scenario, seed)
+    assert all(
+        f"scenario {sc}, policy " in r and ", seed 9004: hindsight_bound" in r for r in reasons
+    )
+
+
+def test_check__leaves_itself_out_of_the_registry(full_run, empty_registry, monkeypatch, capsys):
+    path = store.record(full_run, empty_registry, "mine")  # recorded, then checked
+    monkeypatch.setattr(
+        submission, "check_file", functools.partial(submission.check_file, bootstrap=FAST)
+    )
+    assert main(["leaderboard", "--check", str(path)]) == 0
+    assert "note: reference rows were not cross-checked" in capsys.readouterr().out  # not itself
+
+
+def test_board__decision_ms_leaves_out_reused_episodes(full_run):
+    from mtgym.benchmark.cache import TIMING_NOTE
+    from mtgym.leaderboard.board import entries_of, markdown
+
+    ref = recorded_references(TEST)[TEST.names[0]]
+
+    def reuse(names):
+        def edit(d):
+            d["aggregates"]["cache"] = {
+                sc: {
+                    "sources": ["results/old.json"],
+                    "episodes": 10,
+                    "bounds": 10,
+                    "seeds": {ref: TEST.seeds()},
+                    "timing": TIMING_NOTE,
+                }
+                for sc in names
+            }
+            for r in d["rows"]:
+                if r["policy"] == ref and r["scenario"] in names:
+                    r["decision_ms"] = 1000.0  # measured by another run, on another machine
+
+        return edit
+
+    part = _edited(full_run, reuse(TEST.names[:1]))
+    assert _problems(part) == []  # the cache record is not an aggregate the rows give
+    got = {e.policy: e for e in entries_of(part, "")}[ref]
+    assert got.decision_ms == pytest.approx(2.5 / QUALITY[ref]) and got.reused == 10
+    every = _edited(full_run, reuse(TEST.names))
+    got = {e.policy: e for e in entries_of(every, "")}[ref]
+    assert math.isnan(got.decision_ms)
+    text = "\n".join(markdown(rank(entries_of(every, ""))))
+    assert "decision ms leaves out the episodes a run reused" in text
+    assert "every episode reused" in text
 
 
 def _edited(result: ResultFile, edit) -> ResultFile:
@@ -235,6 +389,38 @@ def test_check__refuses_a_quick_run_and_another_kind(full_run):
     ]
 
 
+def test_collect__leaves_out_files_that_fail_the_seed_episode_or_reference_checks(
+    full_run, agent_dir, tmp_path
+):
+    peeked = tmp_path / "peeked"
+    peeked.mkdir()
+    (peeked / "args.json").write_text(json.dumps({"seed": 0, "eval_seeds": [9001]}))
+    name = f"agent:{agent_dir}"
+
+    def rename(d):
+        for r in d["rows"]:
+            r["policy"] = f"agent:{peeked}" if r["policy"] == name else r["policy"]
+        d["aggregates"]["policies"] = [
+            f"agent:{peeked}" if p == name else p for p in d["aggregates"]["policies"]
+        ]
+
+    folder = tmp_path / "reg"
+    store.record(_edited(full_run, rename), folder, "a-peeked")
+    store.record(_edited(full_run, lambda d: d["rows"].pop(5)), folder, "b-short")
+    ref = recorded_references(TEST)[TEST.names[0]]
+    no_ref = _edited(
+        full_run, lambda d: d.update(rows=[r for r in d["rows"] if r["policy"] != ref])
+    )
+    store.record(no_ref, folder, "c-noref")
+    entries, left = collect(folder)
+    assert entries == [] and len(left) == 3
+    assert (
+        "a-peeked.json" in left[0] and "its args.json eval_seeds holds test seeds 9001" in left[0]
+    )
+    assert "b-short.json" in left[1] and "1 episode(s) missing" in left[1]
+    assert "c-noref.json" in left[2] and f"no episode of its recorded reference {ref}" in left[2]
+
+
 def test_collect__leaves_out_stale_and_partial_files(full_run, tmp_path):
     store.record(
         _edited(full_run, lambda d: d["scenarios"][0].update(tuning_sha256=None)), tmp_path, "stale"
@@ -278,6 +464,7 @@ def test_render__the_leaderboard_block_waits_for_its_file_then_renders(full_run,
     assert len(problems) == 1 and "differs" in problems[0]  # the file came: render it
     render_tree(tmp_path)
     text = doc.read_text()
-    assert "| 1 | agent:" in text and "| 2 | freetrain |" in text and "| 3 | greedy |" in text
+    assert "| 1 | agent:" in text and "| 2 | freetrain |" in text
+    assert f"| 3 | {ORDER[2]} |" in text and f"| {len(ORDER)} | {ORDER[-1]} |" in text
     assert "_Generated by `mtgym results render` from `results/benchmark-full.json`" in text
     assert check_tree(tmp_path) == ([], 1)

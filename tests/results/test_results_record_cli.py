@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from mtgym.benchmark.splits import Split, SuiteScenario
 from mtgym.cli import main
 from mtgym.results import store
+from mtgym.results.provenance import PACKAGES
 from mtgym.results.schema import ResultFile
 
 KEYS = {
@@ -17,6 +20,7 @@ KEYS = {
     "mtgym_version",
     "git",
     "code_sha256",
+    "packages",
     "date_utc",
     "machine",
     "seeds",
@@ -33,6 +37,7 @@ def _check_metadata(data: dict, kind: str, argv: list[str]) -> None:
     assert set(data["git"]) == {"commit", "dirty"}
     assert data["git"]["commit"] is None or len(data["git"]["commit"]) == 40
     assert len(data["code_sha256"]) == 64
+    assert set(data["packages"]) == set(PACKAGES) and data["packages"]["numpy"] == np.__version__
     assert data["date_utc"].endswith("+00:00")
     m = data["machine"]
     assert m["cores"] >= 1 and len(m["load_avg"]) == 3 and "cpu_model" in m
@@ -108,7 +113,9 @@ def test_record__benchmark_writes_its_rows_and_report(tmp_path, monkeypatch):
     assert main(argv) == 0
     res = store.read_result(tmp_path / "reg" / "b.json")
     _check_metadata(res.to_json(), "benchmark", argv)
-    assert res.aggregates == json.loads((tmp_path / "out" / "results.json").read_text())
+    report = {k: v for k, v in res.aggregates.items() if k != "cache"}
+    assert report == json.loads((tmp_path / "out" / "results.json").read_text())
+    assert res.aggregates["cache"] == {}  # an empty registry: nothing reused
     assert {(r["scenario"], r["seed"]) for r in res.rows} == {("toy-two-jobs", 9000)}
     assert "greedy" in {r["policy"] for r in res.rows}
     assert (tmp_path / "out" / "result.json").is_file()

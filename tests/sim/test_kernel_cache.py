@@ -46,3 +46,16 @@ def test_kernel_cache__folder_under_numba_cache_dir_and_old_ones_pruned(tmp_path
     left = sorted(p.name for p in tmp_path.iterdir())
     assert folder.name in left and len(left) == _kernel_cache.KEEP + 1
     assert "0000000000000000" not in left and "0000000000000004" in left  # oldest went first
+
+
+def test_kernel_cache__a_cold_folder_prints_one_line_on_stderr(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(config, "CACHE_DIR", config.CACHE_DIR)  # restored afterwards
+    folder = _kernel_cache.configure()
+    err = capsys.readouterr().err
+    assert err == _kernel_cache.COLD_NOTE.format(folder=folder) + "\n"
+    assert "NUMBA_CACHE_DIR" in err and str(folder) in err
+    index = folder / "mtgym" / "sim" / "engine._run-12.py311.nbi"  # numba nests by source
+    index.parent.mkdir(parents=True)
+    index.touch()
+    assert _kernel_cache.configure() == folder and capsys.readouterr().err == ""

@@ -72,6 +72,46 @@ def test_a_point_that_beats_the_reference_is_reported_and_taken(tmp_path, monkey
     assert "beat the reference" in probe.report(res)
 
 
+def test_apply_takes_the_best_beating_point_and_marks_the_verdict_stale_later(
+    tmp_path, monkeypatch
+):
+    best = {16: 10.6, 30: 10.9}  # both beat greedy's 10.0 by > 2 %; 30 is the best
+
+    def fake(scenario, policy, params, seed, horizon_s):
+        v = best.get(params["max_jobs"], 9.0) if policy == "equal-share" else 9.0
+        return v, 1.0, 0.0
+
+    monkeypatch.setattr(sweep, "play_point", fake)
+    path = _record(tmp_path)
+    res = probe.probe_scenario("default", apply=True, path=path)
+    rec = TuningRecord.model_validate_json(path.read_text())
+    assert rec.policies["equal-share"].chosen == {"max_jobs": 30}
+    assert rec.policies["equal-share"].chosen_mean == 10.9
+    assert not probe.is_stale(res, path)
+    rec.policies["greedy"].chosen_mean = 11.5  # a later re-tune
+    rec.reference = rec.best()
+    save_record(rec, path)
+    assert probe.is_stale(res, path)
+
+
+def test_apply_refuses_a_record_changed_while_probing(tmp_path, monkeypatch):
+    path = _record(tmp_path)
+
+    def fake(scenario, policy, params, seed, horizon_s):
+        if policy == "equal-share" and params["max_jobs"] == 30:
+            rec = TuningRecord.model_validate_json(path.read_text())
+            rec.policies["equal-share"].chosen_mean = 9.5  # a concurrent mtgym tune
+            save_record(rec, path)
+            return 10.5, 1.0, 0.0
+        return 9.0, 1.0, 0.0
+
+    monkeypatch.setattr(sweep, "play_point", fake)
+    with pytest.raises(ValueError, match="changed while the probe ran"):
+        probe.probe_scenario("default", apply=True, path=path)
+    rec = TuningRecord.model_validate_json(path.read_text())
+    assert rec.reference == "greedy" and rec.policies["equal-share"].chosen_mean == 9.5
+
+
 def test_no_beat_within_the_margin(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep, "play_point", lambda *a: (10.1, 1.0, 0.0))  # +1 % < 2 %
     res = probe.probe_scenario("default", path=_record(tmp_path))

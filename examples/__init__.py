@@ -1,0 +1,1 @@
+"""Runnable examples (``docs/policies.md``); run them from the repository's root."""

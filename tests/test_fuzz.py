@@ -7,6 +7,7 @@ the long run.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import tempfile
 from pathlib import Path
@@ -84,7 +85,7 @@ def test_fuzz__mutated_presets_load_or_raise_scenario_error(data):
         path = data.draw(st.sampled_from(paths), label="field")
         value = data.draw(st.sampled_from(NASTY), label="value")
         with contextlib.suppress(KeyError, IndexError, TypeError):  # (a replaced parent)
-            _set(doc, path, value)
+            _set(doc, path, copy.deepcopy(value))  # a shared dict could nest in itself
         paths = list(_leaves(doc)) or paths
     with tempfile.TemporaryDirectory() as tmp:
         f = Path(tmp) / f"{preset.stem}.yaml"

@@ -114,7 +114,7 @@ class ScavengeEnv(gym.Env):
     Mask types: ``obs["action_mask"]`` and ``info["action_mask"]`` are int8 (Gymnasium's
     ``MultiDiscrete.sample(mask=...)`` takes int8 masks, and the observation space saved
     with every trained agent says int8); ``action_masks()`` returns the same values as bool,
-    sb3-contrib's convention; ``obs_layout="masked"`` carries them as float32, RLlib's.
+    sb3-contrib's convention; the masked observation layout carries them as float32, RLlib's.
     They hold the same 0/1 values everywhere, the batched envs' included. Through wrappers
     (``gym.make`` adds ``PassiveEnvChecker`` and ``OrderEnforcing``; Gymnasium 1.x forwards
     no attribute, so ``env.action_masks()`` raises ``AttributeError`` there), call

@@ -94,7 +94,7 @@ def save(args: argparse.Namespace, result: ResultFile, out: str | Path | None) -
         folder = store.results_dir(args.results_dir)
         written.append(store.record(result, folder, args.record, force=args.force))
     for p in written:
-        print(f"result file: {p}")
+        print(f"result file: {p}", file=sys.stderr)  # a status line: tables stay on stdout
     return written
 
 

@@ -28,7 +28,7 @@ def test_layout__same_rows_on_64_and_4734_nodes():
     a, b = PooledLayout.for_env(small), PooledLayout.for_env(large)
     assert a.scale_free and b.scale_free and a.points == b.points == 0
     assert (a.slot_dim, a.global_dim) == (b.slot_dim, b.global_dim)
-    assert (a.num_slots, b.num_slots) == (64, 1024)
+    assert (a.num_slots, b.num_slots) == (64, 4734)  # one slot per node
     for lay, obs, env in ((a, o_small, small), (b, o_large, large)):
         x = lay.pool(obs)
         assert lay.space().contains(x)

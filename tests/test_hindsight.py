@@ -28,6 +28,7 @@ from mtgym.hindsight import (
 from mtgym.policy.play import play
 from mtgym.policy.registry import make_policy
 from mtgym.scenario.registry import get_generator, preset_names
+from mtgym.testing.presets import BIG, REAL_DATA, TWINS
 
 REL = 1e-9  # float round-off between the bound and a headline that reaches it
 
@@ -222,26 +223,6 @@ def test_add_bound__the_fraction_of_the_row_headline():
 # -- the property: no policy beats the bound -----------------------------------------------
 #: fast registered policies (the MILP and learned ones are slower; FreeTrain is in)
 POLICIES = ("freetrain", "greedy", "packed", "random", "equal-share", "pal")
-#: presets that read the real data sets (skipped without them)
-REAL_DATA = {
-    "summit-replay",
-    "summit-replay-2d",
-    "summit-hps",
-    "summit-manyjobs",
-    "summit-manyjobs-train",
-    "pal-philly-64gpu",
-    "swf-lublin",
-}
-#: presets of 4,734 nodes (seconds to build and to bound: slow)
-BIG = {
-    "summit-replay",
-    "summit-replay-2d",
-    "summit-hps",
-    "summit-manyjobs",
-    "summit-manyjobs-train",
-}
-#: train-split twins of a test preset that differ from it only in their trace window
-TWINS = {"summit-manyjobs-train"}
 #: simulated seconds of the prefix runs, and full runs where they are quick
 PREFIX_S = 1800.0
 FULL = {"toy-linear", "toy-two-jobs", "default"}

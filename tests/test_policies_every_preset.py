@@ -14,6 +14,7 @@ from mtgym.evaluate import configure_policy, scenario_defaults
 from mtgym.policy.play import play
 from mtgym.policy.registry import available_policies, default_policies, make_policy
 from mtgym.scenario.registry import get_generator, preset_names
+from mtgym.testing.presets import BIG, REAL_DATA, TWINS
 
 #: simulated seconds of the short episode
 HORIZON_S = 900.0
@@ -23,27 +24,6 @@ HORIZON_S = 900.0
 MILP_HORIZON_S = 60.0
 MILP_BIG_HORIZON_S = 1.0
 MILP_NODES = 256
-#: presets that read the real data sets (skipped without them)
-REAL_DATA = {
-    "summit-replay",
-    "summit-replay-2d",
-    "summit-hps",
-    "summit-manyjobs",
-    "summit-manyjobs-train",
-    "pal-philly-64gpu",
-    "swf-lublin",
-}
-#: presets of 4,734 nodes (slow to build: they read the Summit trace)
-BIG = {
-    "summit-replay",
-    "summit-replay-2d",
-    "summit-hps",
-    "summit-manyjobs",
-    "summit-manyjobs-train",
-}
-#: train-split twins of a test preset that differ from it only in their trace window (the
-#: same code runs on their twin)
-TWINS = {"summit-manyjobs-train"}
 #: (policy, preset) pairs expected to refuse, and a word their reason must contain (the
 #: shipped ``shares`` agent runs on any machine; the retired ``counts`` agent refuses clusters
 #: smaller than its count cap: ``test_every_policy__cli_prints_the_refusal_as_one_line``)

@@ -19,10 +19,11 @@ from mtgym.policy.mapped import ModeMapped
 from mtgym.policy.play import play
 from mtgym.policy.registry import make_policy
 from mtgym.scenario.registry import get_generator, preset_names
+from mtgym.testing.presets import TWINS
 
 #: the train split's twin of summit-manyjobs (same machine, workload and code; another day)
 #: is left out of the per-preset sweeps below: its test-split twin covers it
-PRESETS = [p for p in preset_names() if p != "summit-manyjobs-train"]
+PRESETS = [p for p in preset_names() if p not in TWINS]
 #: the plain Summit replays share summit-replay-2d's machine, slots and env code: the
 #: API checkers (seconds each at 4,734 slots) run on the test split's two Summit presets
 SAME_MACHINE = {"summit-replay", "summit-hps"}

@@ -10,17 +10,9 @@ from mtgym.scenario.load import load_scenario
 from mtgym.scenario.registry import PRESETS_DIR, get_generator, preset_names
 from mtgym.sim.dynamics import initial_state
 from mtgym.sim.invariants import check_state
+from mtgym.testing.presets import REAL_DATA
 
 PRESETS = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
-REAL_DATA = {
-    "summit-replay",
-    "summit-replay-2d",
-    "summit-hps",
-    "summit-manyjobs",
-    "summit-manyjobs-train",
-    "pal-philly-64gpu",
-    "swf-lublin",
-}
 REQUIRED = {
     "default",
     "polaris",

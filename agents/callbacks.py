@@ -28,9 +28,15 @@ class SharedTags(BaseCallback):
         out: the run's folder (the evaluated weights go to ``checkpoints/eval_tmp.zip``).
         evaluate: ``agents.train.evaluate_agent`` (path, scenario, seeds -> mean metrics).
 
+    Each evaluation point is printed as one line (steps, headline with its 95% interval over
+    the seeds, the selection score, and whether it is the best so far: the weights kept if
+    the run ended now) and appended to ``points`` (``train.json``'s ``eval_points``).
+
     Attributes:
         best: (eval normalised samples, policy state dict, env steps) of the best evaluation
             point so far; (-inf, None, 0) before the first.
+        points: one dict per evaluation point: ``steps``, ``headline``, ``lo``, ``hi``,
+            ``normalized_samples``, ``best`` (the best so far).
     """
 
     def __init__(self, args: Any, out: Path, evaluate: Callable[..., dict[str, float]]):
@@ -38,6 +44,7 @@ class SharedTags(BaseCallback):
         self.args, self.out, self.evaluate = args, out, evaluate
         self.next_eval = args.eval_freq
         self.best: tuple[float, dict | None, int] = (-np.inf, None, 0)
+        self.points: list[dict[str, Any]] = []
 
     def _on_training_start(self) -> None:
         """Log ``args`` as TensorBoard's hyper-parameter table (once per ``learn`` call), and
@@ -86,10 +93,39 @@ class SharedTags(BaseCallback):
             for k, v in metrics.items():
                 if k in TAGS and not np.isnan(v):
                     self.logger.record(TAGS[k], v)
-            if metrics["normalized_samples"] > self.best[0]:
+            is_best = metrics["normalized_samples"] > self.best[0]
+            if is_best:
                 weights = copy.deepcopy(self.model.policy.state_dict())
                 self.best = (metrics["normalized_samples"], weights, self.num_timesteps)
+            self._report(metrics, is_best)
         return True
+
+    def _report(self, metrics: dict[str, float], is_best: bool) -> None:
+        """Print and remember one evaluation point (class docstring)."""
+        point = {
+            "steps": int(self.num_timesteps),
+            "headline": metrics["normalized_throughput"],
+            "lo": metrics.get("normalized_throughput_lo", float("nan")),
+            "hi": metrics.get("normalized_throughput_hi", float("nan")),
+            "normalized_samples": metrics["normalized_samples"],
+            "best": bool(is_best),
+        }
+        self.points.append(point)
+        line = eval_line(point["steps"], metrics, len(self.args.eval_seeds))
+        print(line + (" (best so far: kept if the run ended now)" if is_best else ""), flush=True)
+
+
+def eval_line(steps: int, metrics: dict[str, float], n_seeds: int) -> str:
+    """One evaluation point as printed during training: steps, the headline with its 95%
+    interval over the seeds, and the selection score (``normalized_samples``).
+    """
+    lo = metrics.get("normalized_throughput_lo", float("nan"))
+    hi = metrics.get("normalized_throughput_hi", float("nan"))
+    return (
+        f"eval @ {steps:,} steps: headline {metrics['normalized_throughput']:.2f} "
+        f"[{lo:.2f}, {hi:.2f}] over {n_seeds} seeds, selection score "
+        f"{metrics['normalized_samples']:.4f}"
+    )
 
 
 def training_callbacks(

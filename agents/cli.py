@@ -12,6 +12,11 @@ from mtgym.command import add_backend_options, check_backend
 from mtgym.core import names
 from mtgym.results.cli import add_record_options
 
+#: ``mtgym train``'s action mode and decision interval: the shipped agent's (its
+#: ``args.json``), so that the command trains what the docs recommend
+TRAIN_ACTION_MODE = "shares"
+TRAIN_DECISION_INTERVAL_S = 60.0
+
 
 def _shared(ns: argparse.Namespace) -> dict:
     """The settings both trainers take from the same flags (``agents.train.Args`` and
@@ -188,7 +193,15 @@ def _compare(ns: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``train`` and ``compare`` on ``mtgym``'s subcommand parser ``sub``."""
-    t = sub.add_parser("train", help="train a learned scheduler (MaskablePPO by default)")
+    t = sub.add_parser(
+        "train",
+        help="train a learned scheduler (MaskablePPO by default)",
+        description="Train a learned scheduler. The defaults train the scale-free `shares` "
+        "agent (one set of weights for any machine) deciding every 60 simulated seconds, as "
+        "the shipped agent does (agents/pretrained/README.md); its evaluation points are "
+        "printed and recorded in OUT/train.json.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     _add_run_options(t.add_argument_group("run"))
     _add_imitation_options(t.add_argument_group("imitation (before RL)"))
     _add_learning_options(t.add_argument_group("environment, network and learning"))
@@ -219,7 +232,7 @@ def _add_run_options(t: argparse._ActionsContainer) -> None:
     t.add_argument(
         "--timesteps", type=int, default=100_000, help="env steps (default: %(default)s)"
     )
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0, help="the run's seed")
     t.add_argument(
         "--out",
         required=True,
@@ -228,11 +241,23 @@ def _add_run_options(t: argparse._ActionsContainer) -> None:
     )
     t.add_argument("--n-envs", type=int, default=8, help="parallel envs (default: %(default)s)")
     t.add_argument("--vec", default="dummy", choices=["dummy", "subproc"], help="vector env kind")
-    t.add_argument("--action-mode", default=names.DEFAULT_ACTION_MODE, choices=names.ACTION_MODES)
+    t.add_argument(
+        "--action-mode",
+        default=TRAIN_ACTION_MODE,
+        choices=names.ACTION_MODES,
+        help="shares: scale-free (plays any machine); counts, assign, ...: fixed slots "
+        "(docs/envs/scavenge.md)",
+    )
     t.add_argument("--reward", default=names.DEFAULT_REWARD, choices=names.REWARD_NAMES)
     t.add_argument("--info-mode", default=names.DEFAULT_INFO_MODE, choices=names.INFO_MODES)
-    t.add_argument("--max-jobs", type=int, default=16, help="job slots (default: %(default)s)")
-    t.add_argument("--max-count", type=int, default=16, help="count cap (default: %(default)s)")
+    t.add_argument(
+        "--max-jobs",
+        type=int,
+        default=16,
+        help="job slots while training; a shares agent then plays one slot per node "
+        "(its agent.json says max_jobs null)",
+    )
+    t.add_argument("--max-count", type=int, default=16, help="count cap")
     t.add_argument(
         "--eval-freq", type=int, default=20_000, help="steps between evaluations (0 = none)"
     )
@@ -290,9 +315,9 @@ def _add_learning_options(t: argparse._ActionsContainer) -> None:
     t.add_argument(
         "--decision-interval",
         type=float,
-        default=120.0,
+        default=TRAIN_DECISION_INTERVAL_S,
         metavar="S",
-        help="decide every S simulated seconds; 0: at every event (default: %(default)s)",
+        help="decide every S simulated seconds (the shipped agent's); 0: at every event",
     )
     t.add_argument("--gamma", type=float, default=0.99, help="per-step discount (%(default)s)")
     t.add_argument("--ent-coef", type=float, default=0.003, help="initial entropy bonus")

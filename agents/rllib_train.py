@@ -316,6 +316,7 @@ def train_rllib(args: RLlibArgs) -> Path:
     """
     from stable_baselines3.common.logger import configure
 
+    from agents.callbacks import eval_line
     from mtgym.backends.ray_backend import ray_session
     from mtgym.core.io import atomic_write_json
     from mtgym.evaluate import TAGS
@@ -348,6 +349,7 @@ def train_rllib(args: RLlibArgs) -> Path:
                 _save(algo, out)
                 metrics = evaluate_rllib(out, args.scenario, args.eval_seeds)
                 points.append({"steps": steps, **metrics})
+                print(eval_line(steps, metrics, len(args.eval_seeds)), flush=True)
                 for k, v in metrics.items():
                     if k in TAGS and not np.isnan(v):
                         logger.record(TAGS[k], v)

@@ -22,6 +22,7 @@ import numpy as np
 
 from agents.policy import AgentConfig, AgentPolicy
 from mtgym.core.names import DEFAULT_REWARD
+from mtgym.stats import mean_ci
 
 ALGOS = ("maskable_ppo", "ppo", "a2c")
 
@@ -380,6 +381,8 @@ def evaluate_agent(
     for k in keys:
         v = np.array([r[k] for r in rows], dtype=float)
         out[k] = float(np.nanmean(v)) if np.any(~np.isnan(v)) else float("nan")
+    ci = mean_ci([r["normalized_throughput"] for r in rows])
+    out["normalized_throughput_lo"], out["normalized_throughput_hi"] = ci.ci_low, ci.ci_high
     return out
 
 
@@ -459,6 +462,14 @@ def frozen_actor(model: Any) -> Iterator[None]:
         model.lr_schedule = schedule
         for p, r in zip(held, before, strict=True):
             p.requires_grad_(r)
+
+
+def _seed_range(seeds: tuple[int, ...]) -> str:
+    """``"2000-2015"`` for consecutive seeds, else the list."""
+    seeds = tuple(int(s) for s in seeds)
+    if seeds and seeds == tuple(range(seeds[0], seeds[0] + len(seeds))) and len(seeds) > 2:
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
 
 
 def keep_best(
@@ -543,8 +554,10 @@ def train(args: Args) -> Path:
             "timesteps": args.timesteps,
             "steps_per_s": args.timesteps / rl_s if rl_s > 0 else 0.0,  # RL steps only
             "kept": kept,
+            "eval_points": tags.points,  # each evaluation point, as printed
         },
     )
+    print(f"kept: {kept} (the best evaluation on seeds {_seed_range(args.eval_seeds)})")
     env.close()
     return out / "model.zip"
 

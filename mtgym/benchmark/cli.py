@@ -111,6 +111,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         "a result file in the registry holds for this code, scenario and tuning "
         "(mtgym.benchmark.cache)",
     )
+    b.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the partial run in --out (its episodes.jsonl, written as episodes "
+        "finish): play only what it lacks; refused if the code, scenarios, tuning, policies, "
+        "weights or seeds changed (mtgym.benchmark.journal)",
+    )
     add_record_options(b)
     b.set_defaults(func=_cmd_benchmark)
 
@@ -163,7 +170,9 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     scenarios = hashes.scenario_entries(sc.name for sc in split.scenarios)
     t0 = time.perf_counter()  # (reading the cache counts in the wall time)
     cache = _episode_cache(args, split, policies, provenance, scenarios)
-    results = relabel(_play(args, split, policies, cache), labels)
+    journal = _journal(args, out, split, policies, provenance, scenarios)
+    print(_expected_cost(args, split, policies, cache, journal))
+    results = relabel(_play(args, split, policies, cache, journal), labels)
     res = score_split(
         split,
         results,
@@ -181,7 +190,11 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         scenarios=scenarios,
         wall_s=wall_s,
         rows=rows.benchmark_rows(results, args.decision_interval),
-        aggregates={**report.to_json(res), "cache": reused(cache, labels)},
+        aggregates={
+            **report.to_json(res),
+            "cache": reused(cache, labels),
+            "resumed": journal.summary(),
+        },
     )
     print(report.markdown(res))
     print(f"wall time {wall_s:.0f} s; wrote {out}/results.md, results.json, tb/")
@@ -236,15 +249,20 @@ def _labels(policies: list[str]) -> dict[str, str]:
     return policy_labels(policies, {p: make_policy(p).name for p in policies})
 
 
-def _play(args: argparse.Namespace, split: Any, policies: list[str], cache: Any) -> list[Any]:
-    """``run_split`` under a transient progress bar that advances once per episode.
+def _play(
+    args: argparse.Namespace, split: Any, policies: list[str], cache: Any, journal: Any
+) -> list[Any]:
+    """``run_split`` under a transient progress bar that advances once per episode; when
+    stdout is not a terminal (a log file), one line per finished (scenario, policy) batch
+    instead, with the count of episodes done and the elapsed time.
 
     Args:
         args: the options: ``quick``, ``backend``, ``address``, ``decision_interval``,
-            ``no_progress``.
+            ``no_progress`` (no bar and no lines).
         split: the split.
         policies: every policy, references included.
         cache: ``_episode_cache``'s (None: none).
+        journal: ``_journal``'s.
 
     Returns:
         ``run_split``'s ``ScenarioRuns``, one per scenario.
@@ -254,13 +272,26 @@ def _play(args: argparse.Namespace, split: Any, policies: list[str], cache: Any)
 
     from mtgym.benchmark.runner import run_split
 
-    total = len(split.scenarios) * len(policies) * len(split.seeds(quick=args.quick))
+    n_seeds = len(split.seeds(quick=args.quick))
+    total = len(split.scenarios) * len(policies) * n_seeds
     console = Console(width=max(Console().width, 120))
-    with Progress(console=console, disable=args.no_progress, transient=True) as bar:
+    lines = not console.is_terminal and not args.no_progress
+    done: dict[str, int] = {}
+    t0 = time.perf_counter()
+    with Progress(console=console, disable=args.no_progress or lines, transient=True) as bar:
         task = bar.add_task("benchmark", total=total)
 
-        def progress(text: str) -> None:  # once per episode
+        def progress(text: str) -> None:  # once per episode: "<scenario>: <policy> seed <s>"
             bar.update(task, description=text, advance=1)
+            batch = text.rsplit(" seed ", 1)[0]
+            done[batch] = done.get(batch, 0) + 1
+            if lines and done[batch] == n_seeds:
+                n = sum(done.values())
+                print(
+                    f"[{n}/{total} episodes, {_minutes(time.perf_counter() - t0)}] {batch}: "
+                    f"{n_seeds} seeds done",
+                    flush=True,
+                )
 
         return run_split(
             split,
@@ -271,7 +302,114 @@ def _play(args: argparse.Namespace, split: Any, policies: list[str], cache: Any)
             decision_interval_s=args.decision_interval,
             progress=progress,
             cache=cache,
+            journal=journal,
         )
+
+
+def _minutes(seconds: float) -> str:
+    """``"3 min 05 s"`` (``"42 s"`` under a minute)."""
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def _journal(
+    args: argparse.Namespace,
+    out: Path,
+    split: Any,
+    policies: list[str],
+    provenance: dict[str, Any],
+    scenarios: list[dict[str, Any]],
+) -> Any:
+    """This run's journal in ``out`` (``mtgym.benchmark.journal``): read back with
+    ``--resume`` (one line on what it holds), else a new one (one line when it replaces a
+    partial run's).
+
+    Raises:
+        JournalError: ``--resume`` without a journal, or with another run's.
+    """
+    from mtgym.benchmark import journal
+    from mtgym.core.paths import CHECKOUT
+
+    ident = journal.identity(
+        provenance=provenance,
+        scenarios=scenarios,
+        policies=policies,
+        seeds=split.seeds(quick=args.quick),
+        quick=args.quick,
+        decision_interval_s=args.decision_interval,
+        root=Path(CHECKOUT),
+    )
+    path = out / journal.FILE
+    if not args.resume and path.is_file():
+        n = max(len(path.read_text(encoding="utf-8").splitlines()) - 1, 0)
+        if n:
+            print(f"{path}: a partial run's {n} item(s) replaced (--resume continues one)")
+    found = journal.Journal.start(out, ident, resume=args.resume)
+    if args.resume:
+        s = found.summary()
+        print(f"resume: {s['rows']} episode(s) and {s['bounds']} bound(s) from {path}")
+    return found
+
+
+def _expected_cost(
+    args: argparse.Namespace, split: Any, policies: list[str], cache: Any, journal: Any
+) -> str:
+    """One line before the run: the episodes and bounds it will play (the references
+    included; less what the cache and the journal hold) and how long the registry's last
+    run of the same kind (full or quick, whole split) took.
+    """
+    from mtgym.benchmark.runner import _bound_hit, _row_hit
+
+    seeds = split.seeds(quick=args.quick)
+    play = bounds = held = 0
+    for sc in split.scenarios:
+        h = split.horizon_s(sc, quick=args.quick)
+        for seed in seeds:
+            bounds += _bound_hit(journal, cache, sc.name, seed, h) is None
+            for p in policies:
+                hit = _row_hit(journal, cache, (sc.name, p, seed, h, args.decision_interval))
+                play += hit is None
+                held += hit is not None
+    line = (
+        f"to play: {play} episode(s) ({len(policies)} policies incl. the references x "
+        f"{len(split.scenarios)} scenario(s) x {len(seeds)} seeds, {held} held by the "
+        f"cache or the journal) and {bounds} hindsight bound(s)"
+    )
+    last = _last_run(args, split)
+    return line + (f"; {last}" if last else "")
+
+
+def _last_run(args: argparse.Namespace, split: Any) -> str | None:
+    """``"the last full run took 52 min 10 s (results/benchmark-full.json.gz, 1,100
+    episodes)"``: the newest registry result of a benchmark of the same kind over this
+    split's scenarios, or None.
+    """
+    from mtgym.benchmark.cache import result_files, shown
+    from mtgym.results import store
+    from mtgym.results.schema import ResultFileError
+
+    kind = "quick" if args.quick else "full"
+    best = None
+    for path in result_files(store.results_dir(args.results_dir)):
+        try:
+            res = store.read_result(path)
+        except (ResultFileError, OSError, ValueError):
+            continue
+        names = {s.name for s in res.scenarios}
+        if res.kind != "benchmark" or names != set(split.names):
+            continue
+        if bool(res.aggregates.get("quick")) != args.quick:
+            continue
+        date = res.date_utc
+        if best is None or date > best[0]:
+            best = (date, path, res)
+    if best is None:
+        return None
+    _, path, res = best
+    return (
+        f"the last {kind} run took {_minutes(res.wall_s)} ({shown(path)}, {len(res.rows)} "
+        "episodes, load and reuse as it recorded)"
+    )
 
 
 def _episode_cache(

@@ -52,6 +52,7 @@ from mtgym import stats
 from mtgym.benchmark import aggregates
 from mtgym.benchmark.aggregates import Aggregates
 from mtgym.benchmark.cache import EpisodeCache
+from mtgym.benchmark.journal import Journal
 from mtgym.benchmark.splits import Split
 from mtgym.core.errors import PolicyUnsupportedError
 from mtgym.evaluate import PolicyRun, add_bound, add_common_metrics, episode_bound, episode_row
@@ -184,6 +185,36 @@ def _add_bounds(rows: dict[str, list[dict[str, Any] | None]], bounds: list[float
                 add_bound(row, bound)
 
 
+def _row_hit(
+    journal: Journal | None,
+    cache: EpisodeCache | None,
+    key: tuple[str, str, int, float | None, float | None],
+) -> dict[str, Any] | None:
+    """An episode's row from this run's journal (a resumed run's), else from the registry's
+    cache, else None (to be played).
+    """
+    for source in (journal, cache):
+        hit = None if source is None else source.row(*key)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _bound_hit(
+    journal: Journal | None,
+    cache: EpisodeCache | None,
+    scenario: str,
+    seed: int,
+    horizon_s: float | None,
+) -> float | None:
+    """A (scenario, seed)'s bound from the journal, else the cache, else None."""
+    for source in (journal, cache):
+        hit = None if source is None else source.bound(scenario, seed, horizon_s)
+        if hit is not None:
+            return hit
+    return None
+
+
 def _finish(
     scenario: str,
     seeds: list[int],
@@ -221,6 +252,8 @@ class _Seeds:
         gen: its generator.
         horizon_s: simulated seconds played from ``t_start`` (None: whole).
         cache: the reusable bounds (None: compute every bound).
+        journal: this run's journal (``mtgym.benchmark.journal``): asked first, told each
+            bound computed; None: none.
         instances: seed -> its instance, built when first needed.
         bounds: seed -> its hindsight bound, computed (or reused) when first needed.
     """
@@ -229,6 +262,7 @@ class _Seeds:
     gen: Any
     horizon_s: float | None
     cache: EpisodeCache | None
+    journal: Journal | None = None
     instances: dict[int, Any] = field(default_factory=dict)
     bounds: dict[int, float] = field(default_factory=dict)
 
@@ -239,16 +273,14 @@ class _Seeds:
         return self.instances[seed]
 
     def bound(self, seed: int) -> float:
-        """The seed's hindsight bound: the cache's, else ``episode_bound``."""
+        """The seed's hindsight bound: the journal's, the cache's, else ``episode_bound``."""
         if seed not in self.bounds:
-            hit = (
-                None
-                if self.cache is None
-                else self.cache.bound(self.scenario, seed, self.horizon_s)
-            )
+            hit = _bound_hit(self.journal, self.cache, self.scenario, seed, self.horizon_s)
             if hit is None:
                 inst = self.instance(seed)
                 hit = episode_bound(inst, _until(inst, self.horizon_s))
+                if self.journal is not None:
+                    self.journal.add_bound(self.scenario, seed, self.horizon_s, hit)
             self.bounds[seed] = hit
         return self.bounds[seed]
 
@@ -262,6 +294,7 @@ def run_scenario_local(
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
     cache: EpisodeCache | None = None,
+    journal: Journal | None = None,
 ) -> ScenarioRuns:
     """Every policy on every seed of one scenario, in this process (instances built once
     per seed, as ``evaluate`` does).
@@ -269,7 +302,9 @@ def run_scenario_local(
     The hindsight bound is computed once per seed, for every policy. A policy whose
     ``reset`` raises ``PolicyUnsupportedError`` is recorded as unsupported and its
     remaining seeds are skipped. With a ``cache`` (``mtgym.benchmark.cache``), a
-    reference's episode and a bound recorded there are reused instead of played.
+    reference's episode and a bound recorded there are reused instead of played; with a
+    ``journal`` (``mtgym.benchmark.journal``), what it holds is taken first and each
+    episode, bound and unsupported policy is written to it as it finishes.
 
     Args:
         scenario: a scenario name.
@@ -277,8 +312,10 @@ def run_scenario_local(
         seeds: the seeds.
         horizon_s: simulated seconds to play from ``t_start``; None: the whole scenario.
         decision_interval_s: decide every that many seconds; None: each policy's own.
-        progress: called with ``"<scenario>: <policy> seed <seed>"`` before each episode.
+        progress: called with ``"<scenario>: <policy> seed <seed>"`` as each episode
+            finishes (or is taken from the journal or cache).
         cache: the reusable rows and bounds; None: play and compute everything.
+        journal: this run's journal; None: none.
     """
     from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.policy.play import play
@@ -289,19 +326,18 @@ def run_scenario_local(
     seeds = [int(s) for s in seeds]
     gen = get_generator(scenario)
     defaults = scenario_defaults(gen)
-    per_seed = _Seeds(scenario, gen, horizon_s, cache)
+    per_seed = _Seeds(scenario, gen, horizon_s, cache, journal)
     rows: dict[str, list[dict[str, Any] | None]] = {}
     unsupported: dict[str, str] = {}
     for name in policies:
         rows[name] = []
+        why = None if journal is None else journal.unsupported(scenario, name)
+        if why is not None:
+            unsupported[name] = why
+            continue
         for seed in seeds:
-            if progress is not None:
-                progress(f"{scenario}: {name} seed {seed}")
-            row = (
-                None
-                if cache is None
-                else cache.row(scenario, name, seed, horizon_s, decision_interval_s)
-            )
+            key = (scenario, name, seed, horizon_s, decision_interval_s)
+            row = _row_hit(journal, cache, key)
             if row is None:
                 inst = per_seed.instance(seed)
                 try:
@@ -314,9 +350,15 @@ def run_scenario_local(
                     )
                 except PolicyUnsupportedError as exc:
                     unsupported[name] = str(exc.with_scenario(scenario))
+                    if journal is not None:
+                        journal.add_unsupported(scenario, name, unsupported[name])
                     break
                 row = episode_row(inst, res, seed)
+                if journal is not None:
+                    journal.add_row(*key, row)
             rows[name].append(add_bound(row, per_seed.bound(seed)))
+            if progress is not None:
+                progress(f"{scenario}: {name} seed {seed}")
     return _finish(scenario, seeds, horizon_s, policies, rows, unsupported, t0)
 
 
@@ -347,13 +389,15 @@ def _submit(
     quick: bool,
     decision_interval_s: float | None,
     cache: EpisodeCache | None,
+    journal: Journal | None = None,
 ) -> tuple[
     dict[Any, tuple[str, str, int]],
     dict[str, dict[str, list[dict[str, Any] | None]]],
     dict[str, list[float | None]],
 ]:
     """Submit ``run_split_ray``'s tasks: each (scenario, seed)'s bound and each (scenario,
-    policy, seed)'s episode that ``cache`` does not hold.
+    policy, seed)'s episode that neither ``journal`` nor ``cache`` holds (a policy the
+    journal found unsupported on a scenario is not submitted there: its rows stay None).
 
     Returns:
         The pending tasks (task -> (scenario, policy or ``_BOUND``, seed index)); the rows
@@ -368,16 +412,17 @@ def _submit(
     bounds: dict[str, list[float | None]] = {}
     for sc in split.scenarios:
         h = split.horizon_s(sc, quick=quick)
-        bounds[sc.name] = [None if cache is None else cache.bound(sc.name, s, h) for s in seeds]
+        bounds[sc.name] = [_bound_hit(journal, cache, sc.name, s, h) for s in seeds]
         for k, seed in enumerate(seeds):
             if bounds[sc.name][k] is None:
                 pending[bound_task.remote(sc.name, seed, h)] = (sc.name, _BOUND, k)
         rows[sc.name] = {}
         for name in policies:
             rows[sc.name][name] = [
-                None if cache is None else cache.row(sc.name, name, s, h, decision_interval_s)
-                for s in seeds
+                _row_hit(journal, cache, (sc.name, name, s, h, decision_interval_s)) for s in seeds
             ]
+            if journal is not None and journal.unsupported(sc.name, name) is not None:
+                continue
             for k, seed in enumerate(seeds):
                 if rows[sc.name][name][k] is None:
                     ref = task.remote(sc.name, _portable(name), seed, h, decision_interval_s)
@@ -395,6 +440,7 @@ def run_split_ray(
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
     cache: EpisodeCache | None = None,
+    journal: Journal | None = None,
 ) -> list[ScenarioRuns]:
     """The whole split as Ray tasks, one per (scenario, policy, seed) (``ray_session``), and
     one per (scenario, seed) for its hindsight bound (``bound_one``); one CPU each.
@@ -403,7 +449,8 @@ def run_split_ray(
     On an error the pending tasks are cancelled and the task's own exception is raised,
     with a note naming scenario, policy and seed index (``PolicyUnsupportedError`` is
     recorded instead); ``progress`` is called as each policy's episode finishes. What
-    ``cache`` holds is not submitted (``_submit``).
+    ``journal`` or ``cache`` holds is not submitted (``_submit``); each finished task is
+    written to ``journal``.
     """
     from mtgym.backends.ray_backend import ray_session
 
@@ -412,9 +459,18 @@ def run_split_ray(
     results: list[ScenarioRuns] = []
     with ray_session(address, num_cpus=num_cpus) as ray:
         pending, rows, bounds = _submit(
-            ray, split, policies, quick=quick, decision_interval_s=decision_interval_s, cache=cache
+            ray,
+            split,
+            policies,
+            quick=quick,
+            decision_interval_s=decision_interval_s,
+            cache=cache,
+            journal=journal,
         )
-        unsupported: dict[str, dict[str, str]] = {sc.name: {} for sc in split.scenarios}
+        unsupported: dict[str, dict[str, str]] = {
+            sc.name: _journal_unsupported(journal, sc.name, policies) for sc in split.scenarios
+        }
+        horizons = {sc.name: split.horizon_s(sc, quick=quick) for sc in split.scenarios}
         refs = list(pending)
         try:
             while refs:
@@ -424,12 +480,25 @@ def run_split_ray(
                     try:
                         if name == _BOUND:
                             bounds[scn][k] = ray.get(ref)
+                            if journal is not None:
+                                journal.add_bound(scn, seeds[k], horizons[scn], bounds[scn][k])
                             continue
                         rows[scn][name][k] = ray.get(ref)
+                        if journal is not None:
+                            journal.add_row(
+                                scn,
+                                name,
+                                seeds[k],
+                                horizons[scn],
+                                decision_interval_s,
+                                rows[scn][name][k],
+                            )
                     except Exception as exc:
                         cause = getattr(exc, "cause", exc)
                         if isinstance(cause, PolicyUnsupportedError):
                             unsupported[scn][name] = str(cause.with_scenario(scn))
+                            if journal is not None:
+                                journal.add_unsupported(scn, name, unsupported[scn][name])
                         elif isinstance(cause, Exception) and cause is not exc:
                             cause.add_note(f"(in a Ray task: {scn}, {name}, seed {seeds[k]})")
                             raise cause from None
@@ -457,6 +526,16 @@ def run_split_ray(
     return results
 
 
+def _journal_unsupported(
+    journal: Journal | None, scenario: str, policies: Sequence[str]
+) -> dict[str, str]:
+    """The policies ``journal`` found unsupported on ``scenario``, with why."""
+    if journal is None:
+        return {}
+    found = {p: journal.unsupported(scenario, p) for p in policies}
+    return {p: why for p, why in found.items() if why is not None}
+
+
 def run_split(
     split: Split,
     policies: Sequence[str],
@@ -467,6 +546,7 @@ def run_split(
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
     cache: EpisodeCache | None = None,
+    journal: Journal | None = None,
 ) -> list[ScenarioRuns]:
     """Every policy on every scenario of ``split`` on the split's seeds (module docstring).
 
@@ -483,6 +563,9 @@ def run_split(
         progress: called once per episode with ``"<scenario>: <policy> seed <seed>"``.
         cache: the references' episodes and the bounds to reuse
             (``mtgym.benchmark.cache``); None: play and compute everything.
+        journal: this run's journal (``mtgym.benchmark.journal``): what it holds is taken
+            first, and every played episode and bound is written to it as it finishes;
+            None: none.
 
     Returns:
         One ``ScenarioRuns`` per scenario, in the split's order.
@@ -513,6 +596,7 @@ def run_split(
             decision_interval_s=decision_interval_s,
             progress=progress,
             cache=cache,
+            journal=journal,
         )
     seeds = split.seeds(quick=quick)
     return [
@@ -524,6 +608,7 @@ def run_split(
             decision_interval_s=decision_interval_s,
             progress=progress,
             cache=cache,
+            journal=journal,
         )
         for sc in split.scenarios
     ]

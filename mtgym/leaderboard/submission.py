@@ -525,16 +525,21 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     return [f"{path}: file {a!r}, rows give {b!r}"]
 
 
+#: the aggregates' keys that record how the run went, not what its rows give
+RUN_RECORDS = frozenset({"cache", "resumed"})
+
+
 def aggregate_problems(result: ResultFile, split: Split = TEST, bootstrap: Any = None) -> list[str]:
     """Check 7: one line when the file's aggregates differ from the recomputation, naming
-    the first differences (the ``cache`` record of what the run reused is not compared).
+    the first differences (the run's records of what it reused, ``cache``, and resumed,
+    ``resumed``, are not compared).
 
     Args:
         result: a file whose episodes are complete.
         split: the split.
         bootstrap: the bootstrap settings (None: the benchmark's defaults).
     """
-    mine = {k: v for k, v in result.aggregates.items() if k != "cache"}  # (a record of the run)
+    mine = {k: v for k, v in result.aggregates.items() if k not in RUN_RECORDS}
     diffs = differences(mine, recompute(result, split, bootstrap))
     if not diffs:
         return []

@@ -14,7 +14,9 @@ that holds 1,000) makes every ratio against it flattering. The probe checks it:
   every value of its sweep grid.
 - **Seeds**: the tuning seeds (``TUNE_SEEDS``), whole episodes; a point the record's sweep
   already played is reused, not replayed (the record replays bit for bit:
-  ``tests/tuning``).
+  ``tests/tuning``), and so is a point an earlier probe of the same record played and found
+  not beating (``earlier_points``: the probe file's ``record_sha256`` is the record's now),
+  so that widening the grid plays only the new values.
 - **Verdict**: a point whose mean headline is above the reference's recorded mean x (1 +
   ``PROBE_MARGIN``) *beats* it. ``--apply`` then adds every beating point to its policy's
   sweep (knob ``probe:<knob>``), makes the best of them the policy's choice when it beats
@@ -53,8 +55,9 @@ from mtgym.tuning.sweep import (
 
 #: how far above the recorded reference's mean a probe point must be to count as beating it
 PROBE_MARGIN = 0.02
-#: T_fwd multipliers of the probe (the sweep tries x1/4..x4)
-T_FWD_OCTAVES = tuple(2.0**k for k in range(-4, 5))
+#: T_fwd multipliers of the probe (the sweep tries x1/4..x4): x1/16..x256, widened from
+#: x16 after a stopped summit-replay-2d probe saw freetrain-speedup still rising at x16
+T_FWD_OCTAVES = tuple(2.0**k for k in range(-4, 9))
 #: round lengths of the probe, s (None: every event)
 ROUND_S = (None, 30.0, 60.0, 120.0, 360.0, 900.0, 1800.0, 3600.0)
 #: the smallest fixed admission cap probed
@@ -71,7 +74,9 @@ class ProbePoint(BaseModel):
     params: dict[str, Any]
     mean: float
     ratio: float = Field(description="mean / the reference's recorded mean")
-    reused: bool = Field(description="played by the tuning sweep already")
+    reused: bool = Field(
+        description="played by the tuning sweep, or by an earlier probe of the same record"
+    )
 
 
 class ProbeResult(BaseModel):
@@ -182,9 +187,10 @@ def probe_scenario(
     pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
     points: list[ProbePoint] = []
     played: dict[str, list[Point]] = {}
+    earlier = earlier_points(path)
     try:
         for name in [p for p in names if p in rec.policies]:
-            pts, played[name] = _probe_policy(rec, name, ref_mean, pool)
+            pts, played[name] = _probe_policy(rec, name, ref_mean, pool, earlier)
             points += pts
     finally:
         if pool is not None:
@@ -212,38 +218,66 @@ def probe_scenario(
     return result
 
 
+def earlier_points(path: Path) -> dict[tuple[str, tuple], float]:
+    """(policy, ``point_key``) -> mean of the points an earlier probe of the record at
+    ``path`` played and found not beating, when that probe is of the record as it is now
+    (its ``record_sha256``); empty otherwise (no probe file, an older format, or stale).
+    """
+    probe = path.parent / "probes" / f"{path.stem}.json"
+    if not probe.is_file():
+        return {}
+    try:
+        result = ProbeResult.model_validate_json(probe.read_text())
+    except ValueError:
+        return {}
+    if result.record_sha256 is None or is_stale(result, path):
+        return {}
+    return {
+        (p.policy, point_key(p.params)): p.mean
+        for p in result.points
+        if p.mean <= result.reference_mean * (1 + result.margin)
+    }
+
+
 def _probe_policy(
-    rec: TuningRecord, name: str, ref_mean: float, pool: ProcessPoolExecutor | None
+    rec: TuningRecord,
+    name: str,
+    ref_mean: float,
+    pool: ProcessPoolExecutor | None,
+    earlier: dict[tuple[str, tuple], float] | None = None,
 ) -> tuple[list[ProbePoint], list[Point]]:
-    """Play ``name``'s probe points (the record's own sweep reused) and compare each with
-    the reference's mean.
+    """Play ``name``'s probe points (the record's own sweep and ``earlier``'s points
+    reused) and compare each with the reference's mean.
 
     Returns:
         Every probe point, and the played points that beat the reference by more than
         ``PROBE_MARGIN`` (what ``_apply`` may take).
     """
     tuning = rec.policies[name]
+    earlier = earlier or {}
     done = {point_key(pt.params): pt for pt in tuning.sweep}
     reused = set(done)
     todo = probe_points(rec.scenario, name, dict(tuning.chosen))
+    fresh = [(k, p) for k, p in todo if point_key(p) in done or (name, point_key(p)) not in earlier]
     progress = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    play_points(rec.scenario, name, todo, rec.seeds, rec.horizon_s, done, pool, progress)
+    play_points(rec.scenario, name, fresh, rec.seeds, rec.horizon_s, done, pool, progress)
     out, beating = [], []
     for knob, params in todo:
-        pt = done[point_key(params)]
-        ratio = pt.mean / ref_mean if ref_mean > 0 else math.inf
+        key = point_key(params)
+        mean = done[key].mean if key in done else earlier[(name, key)]
+        ratio = mean / ref_mean if ref_mean > 0 else math.inf
         out.append(
             ProbePoint(
                 policy=name,
                 knob=knob,
                 params=params,
-                mean=pt.mean,
+                mean=mean,
                 ratio=ratio,
-                reused=point_key(params) in reused,
+                reused=key in reused or key not in done,
             )
         )
-        if pt.mean > ref_mean * (1 + PROBE_MARGIN):
-            beating.append(pt.model_copy(update={"knob": knob}))
+        if key in done and mean > ref_mean * (1 + PROBE_MARGIN):
+            beating.append(done[key].model_copy(update={"knob": knob}))
     return out, beating
 
 

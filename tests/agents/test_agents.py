@@ -110,7 +110,7 @@ def test_maskable_ppo__learns_the_two_job_toy_optimum():
     assert learned >= 0.95 * optimum
 
 
-def test_train_and_compare__write_shared_tags_for_every_policy(tmp_path):
+def test_train_and_compare__write_shared_tags_for_every_policy(tmp_path, capsys):
     from mtgym.cli import main
 
     out = tmp_path / "agent"
@@ -140,6 +140,20 @@ def test_train_and_compare__write_shared_tags_for_every_policy(tmp_path):
     assert (out / "model.zip").is_file() and json.loads((out / "agent.json").read_text())[
         "max_count"
     ] == 4
+    # the defaults train the shipped recipe's scale-free agent, and say what they evaluated
+    args = json.loads((out / "args.json").read_text())
+    assert args["action_mode"] == "shares" and args["decision_interval_s"] == 60.0
+    assert json.loads((out / "agent.json").read_text())["max_jobs"] is None
+    log = capsys.readouterr().out
+    points = json.loads((out / "train.json").read_text())["eval_points"]
+    assert [p["steps"] for p in points] == list(range(128, 1025, 128))
+    lines = [x for x in log.splitlines() if x.startswith("eval @ ")]
+    assert len(lines) == len(points) and lines[0].startswith("eval @ 128 steps: headline ")
+    assert " over 8 seeds, selection score " in lines[0]
+    assert lines[0].endswith("(best so far: kept if the run ended now)")  # the first is
+    assert sum(p["best"] for p in points) == sum(x.endswith("ended now)") for x in lines)
+    assert all(p["lo"] <= p["headline"] <= p["hi"] for p in points)
+    assert "kept: " in log
     run = next((out / "tb").iterdir())
     acc = EventAccumulator(str(run))
     acc.Reload()

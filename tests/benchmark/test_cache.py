@@ -6,75 +6,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from mtgym.benchmark import cache as episode_cache
-from mtgym.benchmark.splits import Split, SuiteScenario
 from mtgym.cli import main
 from mtgym.results import store
-
-ONE = Split(
-    name="one",
-    description="one toy scenario",
-    scenarios=(SuiteScenario("toy-two-jobs", None),),
-    seed_start=9000,
-    quick_seeds=2,
-)
-#: timing fields: measured, so equal only where a row is reused
-TIMING = ("wall_s", "decision_ms")
-
-
-def _untimed(x):
-    if isinstance(x, dict):
-        return {k: _untimed(v) for k, v in x.items() if k not in TIMING}
-    if isinstance(x, list):
-        return [_untimed(v) for v in x]
-    return x
-
-
-@pytest.fixture
-def one_split(monkeypatch, tmp_path):
-    """The split ``one`` with ``freetrain`` as its recorded reference, and counters of the
-    episodes played (by policy class) and of the bounds computed."""
-    import mtgym.policy.play as play_mod
-    from mtgym.benchmark import references, runner, splits
-
-    monkeypatch.setitem(splits.SPLITS, "one", ONE)
-    monkeypatch.setattr(
-        references, "recorded_references", lambda split: {"toy-two-jobs": "freetrain"}
-    )
-    played, bounds = [], []
-    real_play, real_bound = play_mod.play, runner.episode_bound
-
-    def play(instance, policy, **kw):
-        played.append(type(policy).__name__)
-        return real_play(instance, policy, **kw)
-
-    def bound(instance, until=None):
-        bounds.append(until)
-        return real_bound(instance, until)
-
-    monkeypatch.setattr(play_mod, "play", play)
-    monkeypatch.setattr(runner, "episode_bound", bound)
-    monkeypatch.chdir(tmp_path)
-    return played, bounds
-
-
-def _argv(tmp_path, out: str, *extra: str) -> list[str]:
-    return [
-        "benchmark",
-        "--split",
-        "one",
-        "--quick",
-        "--no-progress",
-        "--policy",
-        "greedy",
-        "--results-dir",
-        str(tmp_path / "reg"),
-        "--out",
-        str(tmp_path / out),
-        *extra,
-    ]
+from mtgym.testing.benchmark import ONE
+from mtgym.testing.benchmark import bench_argv as _argv
+from mtgym.testing.benchmark import untimed as _untimed
 
 
 def test_cache__a_warm_registry_plays_no_reference_and_no_bound_and_reports_the_same(
@@ -112,7 +49,7 @@ def test_cache__a_warm_registry_plays_no_reference_and_no_bound_and_reports_the_
     assert "decision_ms" in episode_cache.TIMING_NOTE and "wall_s" in episode_cache.TIMING_NOTE
 
     def report(agg):
-        return {k: v for k, v in agg.items() if k != "cache"}
+        return {k: v for k, v in agg.items() if k not in ("cache", "resumed")}
 
     assert _untimed(report(warm.aggregates)) == _untimed(report(cold.aggregates))
     assert report(warm.aggregates) == json.loads((tmp_path / "warm" / "results.json").read_text())

@@ -113,7 +113,7 @@ def test_record__benchmark_writes_its_rows_and_report(tmp_path, monkeypatch):
     assert main(argv) == 0
     res = store.read_result(tmp_path / "reg" / "b.json")
     _check_metadata(res.to_json(), "benchmark", argv)
-    report = {k: v for k, v in res.aggregates.items() if k != "cache"}
+    report = {k: v for k, v in res.aggregates.items() if k not in ("cache", "resumed")}
     assert report == json.loads((tmp_path / "out" / "results.json").read_text())
     assert res.aggregates["cache"] == {}  # an empty registry: nothing reused
     assert {(r["scenario"], r["seed"]) for r in res.rows} == {("toy-two-jobs", 9000)}

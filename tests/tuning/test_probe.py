@@ -14,7 +14,7 @@ def test_probe_values_reach_the_job_count_and_widen_t_fwd():
     caps = probe.probe_values("max_jobs", [None, 10, 16, 32], 10.0, 100)
     assert caps == [None, 10, 16, 32, 8, 64, 100]
     t = probe.probe_values("t_fwd", [None, 2.5, 40.0], 10.0, 100)
-    assert t[:3] == [None, 2.5, 40.0] and min(t[3:]) == 0.625 and max(t[3:]) == 160.0
+    assert t[:3] == [None, 2.5, 40.0] and min(t[3:]) == 0.625 and max(t[3:]) == 2560.0
     assert probe.probe_values("order", ["fifo", "las"], 10.0, 100) == ["fifo", "las"]
     assert None in probe.probe_values("round_s", [360.0], 10.0, 100)
 
@@ -110,6 +110,33 @@ def test_apply_refuses_a_record_changed_while_probing(tmp_path, monkeypatch):
         probe.probe_scenario("default", apply=True, path=path)
     rec = TuningRecord.model_validate_json(path.read_text())
     assert rec.reference == "greedy" and rec.policies["equal-share"].chosen_mean == 9.5
+
+
+def test_a_second_probe_of_the_same_record_plays_only_new_or_beating_points(tmp_path, monkeypatch):
+    played = []
+
+    def fake(scenario, policy, params, seed, horizon_s):
+        played.append((policy, params["max_jobs"]))
+        return (10.5 if (policy, params["max_jobs"]) == ("equal-share", 30) else 9.0), 1.0, 0.0
+
+    monkeypatch.setattr(sweep, "play_point", fake)
+    path = _record(tmp_path)
+    first = probe.probe_scenario("default", path=path)  # finds equal-share@30, not applied
+    n_first = len(played)
+    played.clear()
+    monkeypatch.setattr(probe, "MIN_CAP", 4)  # a wider grid: one more cap
+    second = probe.probe_scenario("default", path=path)
+    # only the new value and the beating point (which --apply needs whole) are played
+    assert sorted(played) == [("equal-share", 4), ("equal-share", 30), ("greedy", 4)]
+    assert n_first > len(played)
+    assert [(b.policy, b.params["max_jobs"]) for b in second.beats] == [("equal-share", 30)]
+    assert len(second.points) == len(first.points) + 2
+    rec = TuningRecord.model_validate_json(path.read_text())
+    rec.policies["greedy"].chosen_mean = 10.01  # a re-tune: the earlier probe is stale
+    save_record(rec, path)
+    played.clear()
+    probe.probe_scenario("default", path=path)
+    assert len(played) == len(second.points) - 2  # all replayed but the record's own points
 
 
 def test_no_beat_within_the_margin(tmp_path, monkeypatch):

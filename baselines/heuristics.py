@@ -5,7 +5,7 @@ default: the cap scaled with the machine, ``mtgym.policy.tunable.admission_cap``
 idle nodes one step at a time to the job whose declared curve gains the most throughput per
 node from the step (a job at 0 nodes must take ``min_nodes`` at once; a running job one
 node), until nodes run out or no step gains anything. Rescale costs are ignored (that is
-what the MILP adds). Realised sticky and speed-aware by ``pack_view``.
+what the MILP adds). Realised sticky and speed-aware by ``SchedulerView.pack``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import numpy as np
 
 from baselines.milp.problem import dedupe_curve
 from mtgym.core.types import Allocation
-from mtgym.model.placement import pack_view
 from mtgym.policy.equal_share import EqualShare
 from mtgym.policy.tunable import Tunable, admit, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
@@ -104,4 +103,4 @@ class GreedyPolicy(Tunable):
             g, k2 = step(i)
             if g > 0:
                 heapq.heappush(heap, (-g, i, k2))
-        return Allocation(pack_view(view, jobs, count))
+        return Allocation(view.pack(jobs, count))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from mtgym.core.types import Allocation, JobStatus
-from mtgym.model.placement import pack_view
 from mtgym.sim.view import InfoMode, SchedulerView
 
 
@@ -44,7 +43,7 @@ class MinThenGrow:
                 add = min(free, max(int(cap[i]) - int(target[i]), 0))
                 target[i] += add
                 free -= add
-        return Allocation(pack_view(view, jobs, target))
+        return Allocation(view.pack(jobs, target))
 
 
 def factory() -> MinThenGrow:

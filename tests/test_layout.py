@@ -25,18 +25,12 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path) -> list[str]:
-    """Every module named by an import in ``path`` (lazy ones included), except those under
-    ``if TYPE_CHECKING:``; ``from m import x`` names ``m`` and ``m.x``."""
+    """Every module named by an import in ``path``: lazy ones and those under ``if
+    TYPE_CHECKING:`` included (a type-only import is an arrow too); ``from m import x``
+    names ``m`` and ``m.x``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
-            for sub in node.body:
-                skip.update(id(n) for n in ast.walk(sub))
     out: list[str] = []
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             out += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -50,7 +50,6 @@ from baselines.milp.problem import (
 )
 from baselines.milp.solvers import SolveResult, solve_counts_dp, solve_node_milp
 from mtgym.core.types import Allocation
-from mtgym.model.placement import pack_view
 from mtgym.policy.tunable import (
     MAX_JOBS_MILP,
     MAX_JOBS_PAPER,
@@ -72,7 +71,7 @@ def realise(view: SchedulerView, jobs: np.ndarray, counts: np.ndarray) -> np.nda
         jobs: the jobs' indices.
         counts: the node count of each of ``jobs``.
     """
-    return pack_view(view, jobs, counts)
+    return view.pack(jobs, counts)
 
 
 class FreeTrainPolicy(Tunable, ScenarioTfwd):

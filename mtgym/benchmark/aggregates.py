@@ -72,14 +72,10 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mtgym import stats
-
-if TYPE_CHECKING:
-    from mtgym.benchmark.runner import ScenarioRuns, ScenarioScore
 
 #: bootstrap replications of every aggregate (module docstring, "Cost")
 REPS = 2000
@@ -93,6 +89,9 @@ NOT_DEFINED = "not defined: did not run on"
 #: (``mtgym benchmark --scenario``)
 NOT_DEFINED_PARTIAL = "not defined: ran {ran} of {total} scenarios"
 NOT_AVAILABLE = "not available"
+#: per policy its score matrix, or why it has none: ``(matrices, reasons)``, each policy in
+#: exactly one (the runner's ``score_matrices``)
+Matrices = tuple[dict[str, np.ndarray], dict[str, str]]
 #: tau grid points of a performance profile
 PROFILE_POINTS = 101
 PROFILE_FILE = "performance_profile.png"
@@ -214,83 +213,6 @@ class Aggregates:
     seed: int
     num_seeds: int
     num_scenarios: int
-
-
-# -- score matrices -------------------------------------------------------------------------
-def score_matrices(
-    results: Sequence[ScenarioRuns],
-    scores: Sequence[ScenarioScore],
-    policies: Sequence[str],
-    normalisation: str,
-    skipped: Sequence[str] = (),
-) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Per policy its ``(num_seeds, num_scenarios)`` matrix of normalised scores, or why it
-    has none: ``(matrices, reasons)``, each policy in exactly one of them.
-
-    Column k is scenario k of ``results``, row s its s-th seed; every scenario must have
-    the same number of seeds (else no policy gets a matrix).
-
-    Args:
-        results: the scenarios' episodes.
-        scores: their scores, in the same order (the references).
-        policies: the policies.
-        normalisation: ``"reference"`` (headline / the reference's headline on the same
-            seed) or ``"bound"`` (the rows' ``bound_fraction``).
-        skipped: scenarios of the split that were not played; any makes every policy's
-            reason ``partial_reason`` (nothing is computed over part of a split).
-
-    Raises:
-        ValueError: an unknown normalisation.
-    """
-    from mtgym.metrics import HEADLINE
-
-    if normalisation not in NORMALISATIONS:
-        raise ValueError(f"unknown normalisation {normalisation!r}; known: {NORMALISATIONS}")
-    if skipped:
-        return {}, dict.fromkeys(policies, partial_reason(len(results), len(skipped)))
-    reasons: dict[str, str] = {}
-    if not results:
-        return {}, {p: f"{NOT_AVAILABLE}: no scenario" for p in policies}
-    n_seeds = {len(sr.seeds) for sr in results}
-    if len(n_seeds) != 1 or 0 in n_seeds:
-        why = f"{NOT_AVAILABLE}: the scenarios do not share a (non-zero) number of seeds"
-        return {}, dict.fromkeys(policies, why)
-    for p in policies:
-        absent = [sr.scenario for sr in results if p not in {r.name for r in sr.runs}]
-        if absent:
-            reasons[p] = f"{NOT_DEFINED} {', '.join(absent)}"
-        elif normalisation == "reference":
-            no_ref = [sc.scenario for sc in scores if sc.reference is None]
-            if no_ref:
-                reasons[p] = f"not defined: no baseline ran on {', '.join(no_ref)}"
-    mats: dict[str, np.ndarray] = {}
-    for p in policies:
-        if p in reasons:
-            continue
-        cols = []
-        for sr, sc in zip(results, scores, strict=True):
-            by_name = {r.name: r for r in sr.runs}
-            run = by_name[p]
-            if normalisation == "reference":
-                assert sc.reference is not None
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    col = run.values(HEADLINE) / by_name[sc.reference].values(HEADLINE)
-            else:
-                if not all(BOUND_KEY in row for row in run.per_seed):
-                    reasons[p] = f"{NOT_AVAILABLE}: the rows carry no {BOUND_KEY}"
-                    break
-                col = run.values(BOUND_KEY)
-            bad = np.flatnonzero(~np.isfinite(col))
-            if bad.size:
-                reasons[p] = (
-                    f"{NOT_AVAILABLE}: non-finite normalised score on {sr.scenario} "
-                    f"seed {sr.seeds[int(bad[0])]}"
-                )
-                break
-            cols.append(col)
-        if p not in reasons:
-            mats[p] = np.column_stack(cols)
-    return mats, reasons
 
 
 # -- bootstrap ------------------------------------------------------------------------------
@@ -507,35 +429,37 @@ def performance_profile(
 
 # -- all of it ------------------------------------------------------------------------------
 def compute(
-    results: Sequence[ScenarioRuns],
-    scores: Sequence[ScenarioScore],
+    reference: Matrices,
+    bound: Matrices,
     policies: Sequence[str],
     *,
+    num_seeds: int,
+    num_scenarios: int,
     level: float = stats.LEVEL,
     reps: int = REPS,
     seed: int = stats.SEED,
-    skipped: Sequence[str] = (),
 ) -> Aggregates:
     """Every policy's IQMs and probabilities of improvement, and the performance profiles
-    (module docstring). ``scores`` are ``results``' per-scenario scores (for the reference).
+    (module docstring), from its score matrices (the runner's ``score_matrices``).
 
     A pair's probability is computed once (in sorted name order) and the reverse derived.
     Where X or Y has no reference matrix, P(X > Y) gets X's own reason, or else
     ``"<Y>: <Y's reason>"``.
 
     Args:
-        results: the scenarios' episodes.
-        scores: their scores, in the same order.
-        policies: the policies, in report order.
+        reference: per policy its ``(num_seeds, num_scenarios)`` matrix of scores
+            normalised by each scenario's reference, or why it has none.
+        bound: the same, normalised by the hindsight bound.
+        policies: the policies, in report order; each in exactly one part of each.
+        num_seeds: seeds per scenario (recorded).
+        num_scenarios: scenarios (recorded).
         level: confidence level.
         reps: bootstrap replications of every aggregate.
         seed: the global-RNG seed of every bootstrap.
-        skipped: scenarios of the split not played (``score_matrices``): then no
-            aggregate is defined.
     """
     kw = {"level": level, "reps": reps, "seed": seed}
-    ref_m, ref_why = score_matrices(results, scores, policies, "reference", skipped)
-    bnd_m, bnd_why = score_matrices(results, scores, policies, "bound", skipped)
+    ref_m, ref_why = reference
+    bnd_m, bnd_why = bound
 
     def iqm_of(p: str, mats: dict[str, np.ndarray], why: dict[str, str]) -> Estimate:
         return iqm_estimate(mats[p], **kw) if p in mats else Estimate.missing(why[p])
@@ -570,8 +494,8 @@ def compute(
         level=level,
         reps=reps,
         seed=seed,
-        num_seeds=len(results[0].seeds) if results else 0,
-        num_scenarios=len(results),
+        num_seeds=num_seeds,
+        num_scenarios=num_scenarios,
     )
 
 

@@ -104,6 +104,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     add_backend_options(b, "run episodes here, or one Ray task per (scenario, policy, seed)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_reuse_options(b)
+    add_record_options(b)
+    b.set_defaults(func=_cmd_benchmark)
+
+
+def _add_reuse_options(b: argparse.ArgumentParser) -> None:
+    """``--no-cache`` (the registry's episodes) and ``--resume`` (a killed run's)."""
     b.add_argument(
         "--no-cache",
         action="store_true",
@@ -118,8 +125,6 @@ def add(sub: argparse._SubParsersAction) -> None:
         "finish): play only what it lacks; refused if the code, scenarios, tuning, policies, "
         "weights or seeds changed (mtgym.benchmark.journal)",
     )
-    add_record_options(b)
-    b.set_defaults(func=_cmd_benchmark)
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> int:
@@ -270,7 +275,7 @@ def _play(
     from rich.console import Console
     from rich.progress import Progress
 
-    from mtgym.benchmark.runner import run_split
+    from mtgym.benchmark.runner import Reuse, run_split
 
     n_seeds = len(split.seeds(quick=args.quick))
     total = len(split.scenarios) * len(policies) * n_seeds
@@ -301,8 +306,7 @@ def _play(
             address=args.address,
             decision_interval_s=args.decision_interval,
             progress=progress,
-            cache=cache,
-            journal=journal,
+            reuse=Reuse(cache, journal),
         )
 
 
@@ -358,16 +362,17 @@ def _expected_cost(
     included; less what the cache and the journal hold) and how long the registry's last
     run of the same kind (full or quick, whole split) took.
     """
-    from mtgym.benchmark.runner import _bound_hit, _row_hit
+    from mtgym.benchmark.runner import Reuse, _bound_hit, _row_hit
 
+    reuse = Reuse(cache, journal)
     seeds = split.seeds(quick=args.quick)
     play = bounds = held = 0
     for sc in split.scenarios:
         h = split.horizon_s(sc, quick=args.quick)
         for seed in seeds:
-            bounds += _bound_hit(journal, cache, sc.name, seed, h) is None
+            bounds += _bound_hit(reuse, sc.name, seed, h) is None
             for p in policies:
-                hit = _row_hit(journal, cache, (sc.name, p, seed, h, args.decision_interval))
+                hit = _row_hit(reuse, (sc.name, p, seed, h, args.decision_interval))
                 play += hit is None
                 held += hit is not None
     line = (

@@ -185,30 +185,37 @@ def _add_bounds(rows: dict[str, list[dict[str, Any] | None]], bounds: list[float
                 add_bound(row, bound)
 
 
+@dataclass(frozen=True)
+class Reuse:
+    """Where a run takes the episodes and bounds it need not play: this run's journal (a
+    resumed run's, ``mtgym.benchmark.journal``; it is also told every item played), then
+    the registry's cache (``mtgym.benchmark.cache``). Both None: play everything.
+    """
+
+    cache: EpisodeCache | None = None
+    journal: Journal | None = None
+
+
+#: play and compute everything, journal nothing
+NO_REUSE = Reuse()
+
+
 def _row_hit(
-    journal: Journal | None,
-    cache: EpisodeCache | None,
-    key: tuple[str, str, int, float | None, float | None],
+    reuse: Reuse, key: tuple[str, str, int, float | None, float | None]
 ) -> dict[str, Any] | None:
     """An episode's row from this run's journal (a resumed run's), else from the registry's
     cache, else None (to be played).
     """
-    for source in (journal, cache):
+    for source in (reuse.journal, reuse.cache):
         hit = None if source is None else source.row(*key)
         if hit is not None:
             return hit
     return None
 
 
-def _bound_hit(
-    journal: Journal | None,
-    cache: EpisodeCache | None,
-    scenario: str,
-    seed: int,
-    horizon_s: float | None,
-) -> float | None:
+def _bound_hit(reuse: Reuse, scenario: str, seed: int, horizon_s: float | None) -> float | None:
     """A (scenario, seed)'s bound from the journal, else the cache, else None."""
-    for source in (journal, cache):
+    for source in (reuse.journal, reuse.cache):
         hit = None if source is None else source.bound(scenario, seed, horizon_s)
         if hit is not None:
             return hit
@@ -251,9 +258,8 @@ class _Seeds:
         scenario: the scenario's name.
         gen: its generator.
         horizon_s: simulated seconds played from ``t_start`` (None: whole).
-        cache: the reusable bounds (None: compute every bound).
-        journal: this run's journal (``mtgym.benchmark.journal``): asked first, told each
-            bound computed; None: none.
+        reuse: the journal (asked first, told each bound computed) and the cache of
+            reusable bounds.
         instances: seed -> its instance, built when first needed.
         bounds: seed -> its hindsight bound, computed (or reused) when first needed.
     """
@@ -261,8 +267,7 @@ class _Seeds:
     scenario: str
     gen: Any
     horizon_s: float | None
-    cache: EpisodeCache | None
-    journal: Journal | None = None
+    reuse: Reuse
     instances: dict[int, Any] = field(default_factory=dict)
     bounds: dict[int, float] = field(default_factory=dict)
 
@@ -275,12 +280,12 @@ class _Seeds:
     def bound(self, seed: int) -> float:
         """The seed's hindsight bound: the journal's, the cache's, else ``episode_bound``."""
         if seed not in self.bounds:
-            hit = _bound_hit(self.journal, self.cache, self.scenario, seed, self.horizon_s)
+            hit = _bound_hit(self.reuse, self.scenario, seed, self.horizon_s)
             if hit is None:
                 inst = self.instance(seed)
                 hit = episode_bound(inst, _until(inst, self.horizon_s))
-                if self.journal is not None:
-                    self.journal.add_bound(self.scenario, seed, self.horizon_s, hit)
+                if self.reuse.journal is not None:
+                    self.reuse.journal.add_bound(self.scenario, seed, self.horizon_s, hit)
             self.bounds[seed] = hit
         return self.bounds[seed]
 
@@ -293,18 +298,17 @@ def run_scenario_local(
     horizon_s: float | None = None,
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
-    cache: EpisodeCache | None = None,
-    journal: Journal | None = None,
+    reuse: Reuse = NO_REUSE,
 ) -> ScenarioRuns:
     """Every policy on every seed of one scenario, in this process (instances built once
     per seed, as ``evaluate`` does).
 
     The hindsight bound is computed once per seed, for every policy. A policy whose
     ``reset`` raises ``PolicyUnsupportedError`` is recorded as unsupported and its
-    remaining seeds are skipped. With a ``cache`` (``mtgym.benchmark.cache``), a
-    reference's episode and a bound recorded there are reused instead of played; with a
-    ``journal`` (``mtgym.benchmark.journal``), what it holds is taken first and each
-    episode, bound and unsupported policy is written to it as it finishes.
+    remaining seeds are skipped. With ``reuse``'s cache (``mtgym.benchmark.cache``), a
+    reference's episode and a bound recorded there are reused instead of played; with its
+    journal (``mtgym.benchmark.journal``), what it holds is taken first and each episode,
+    bound and unsupported policy is written to it as it finishes.
 
     Args:
         scenario: a scenario name.
@@ -314,8 +318,7 @@ def run_scenario_local(
         decision_interval_s: decide every that many seconds; None: each policy's own.
         progress: called with ``"<scenario>: <policy> seed <seed>"`` as each episode
             finishes (or is taken from the journal or cache).
-        cache: the reusable rows and bounds; None: play and compute everything.
-        journal: this run's journal; None: none.
+        reuse: the run's journal and cache (``Reuse``); none: play everything.
     """
     from mtgym.evaluate import configure_policy, scenario_defaults
     from mtgym.policy.play import play
@@ -326,7 +329,8 @@ def run_scenario_local(
     seeds = [int(s) for s in seeds]
     gen = get_generator(scenario)
     defaults = scenario_defaults(gen)
-    per_seed = _Seeds(scenario, gen, horizon_s, cache, journal)
+    journal = reuse.journal
+    per_seed = _Seeds(scenario, gen, horizon_s, reuse)
     rows: dict[str, list[dict[str, Any] | None]] = {}
     unsupported: dict[str, str] = {}
     for name in policies:
@@ -337,7 +341,7 @@ def run_scenario_local(
             continue
         for seed in seeds:
             key = (scenario, name, seed, horizon_s, decision_interval_s)
-            row = _row_hit(journal, cache, key)
+            row = _row_hit(reuse, key)
             if row is None:
                 inst = per_seed.instance(seed)
                 try:
@@ -388,16 +392,15 @@ def _submit(
     *,
     quick: bool,
     decision_interval_s: float | None,
-    cache: EpisodeCache | None,
-    journal: Journal | None = None,
+    reuse: Reuse,
 ) -> tuple[
     dict[Any, tuple[str, str, int]],
     dict[str, dict[str, list[dict[str, Any] | None]]],
     dict[str, list[float | None]],
 ]:
     """Submit ``run_split_ray``'s tasks: each (scenario, seed)'s bound and each (scenario,
-    policy, seed)'s episode that neither ``journal`` nor ``cache`` holds (a policy the
-    journal found unsupported on a scenario is not submitted there: its rows stay None).
+    policy, seed)'s episode that ``reuse`` does not hold (a policy the journal found
+    unsupported on a scenario is not submitted there: its rows stay None).
 
     Returns:
         The pending tasks (task -> (scenario, policy or ``_BOUND``, seed index)); the rows
@@ -412,22 +415,72 @@ def _submit(
     bounds: dict[str, list[float | None]] = {}
     for sc in split.scenarios:
         h = split.horizon_s(sc, quick=quick)
-        bounds[sc.name] = [_bound_hit(journal, cache, sc.name, s, h) for s in seeds]
+        bounds[sc.name] = [_bound_hit(reuse, sc.name, s, h) for s in seeds]
         for k, seed in enumerate(seeds):
             if bounds[sc.name][k] is None:
                 pending[bound_task.remote(sc.name, seed, h)] = (sc.name, _BOUND, k)
         rows[sc.name] = {}
         for name in policies:
             rows[sc.name][name] = [
-                _row_hit(journal, cache, (sc.name, name, s, h, decision_interval_s)) for s in seeds
+                _row_hit(reuse, (sc.name, name, s, h, decision_interval_s)) for s in seeds
             ]
-            if journal is not None and journal.unsupported(sc.name, name) is not None:
+            if reuse.journal is not None and reuse.journal.unsupported(sc.name, name):
                 continue
             for k, seed in enumerate(seeds):
                 if rows[sc.name][name][k] is None:
                     ref = task.remote(sc.name, _portable(name), seed, h, decision_interval_s)
                     pending[ref] = (sc.name, name, k)
     return pending, rows, bounds
+
+
+@dataclass
+class _RayResults:
+    """What ``run_split_ray``'s finished tasks filled in, and where they are journalled.
+
+    Attributes:
+        rows: scenario -> policy -> row per seed (None: pending or unsupported).
+        bounds: scenario -> bound per seed.
+        unsupported: scenario -> policy -> why it cannot run there.
+        seeds: the split's seeds.
+        horizons: scenario -> its horizon, s (None: whole).
+        decision_interval_s: the run's decision interval (None: each policy's own).
+        journal: this run's journal, or None.
+    """
+
+    rows: dict[str, dict[str, list[dict[str, Any] | None]]]
+    bounds: dict[str, list[float | None]]
+    unsupported: dict[str, dict[str, str]]
+    seeds: list[int]
+    horizons: dict[str, float | None]
+    decision_interval_s: float | None
+    journal: Journal | None
+
+    def take(self, ray: Any, ref: Any, scn: str, name: str, k: int) -> None:
+        """Store one finished task's result (a bound, a row, or an unsupported policy) and
+        journal it; a task's own error is raised with a note naming scenario, policy and
+        seed.
+        """
+        seed, h, journal = self.seeds[k], self.horizons[scn], self.journal
+        try:
+            if name == _BOUND:
+                self.bounds[scn][k] = bound = ray.get(ref)
+                if journal is not None:
+                    journal.add_bound(scn, seed, h, bound)
+                return
+            self.rows[scn][name][k] = row = ray.get(ref)
+            if journal is not None:
+                journal.add_row(scn, name, seed, h, self.decision_interval_s, row)
+        except Exception as exc:
+            cause = getattr(exc, "cause", exc)
+            if isinstance(cause, PolicyUnsupportedError):
+                self.unsupported[scn][name] = why = str(cause.with_scenario(scn))
+                if journal is not None:
+                    journal.add_unsupported(scn, name, why)
+            elif isinstance(cause, Exception) and cause is not exc:
+                cause.add_note(f"(in a Ray task: {scn}, {name}, seed {seed})")
+                raise cause from None
+            else:
+                raise
 
 
 def run_split_ray(
@@ -439,8 +492,7 @@ def run_split_ray(
     num_cpus: int | None = None,
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
-    cache: EpisodeCache | None = None,
-    journal: Journal | None = None,
+    reuse: Reuse = NO_REUSE,
 ) -> list[ScenarioRuns]:
     """The whole split as Ray tasks, one per (scenario, policy, seed) (``ray_session``), and
     one per (scenario, seed) for its hindsight bound (``bound_one``); one CPU each.
@@ -449,8 +501,8 @@ def run_split_ray(
     On an error the pending tasks are cancelled and the task's own exception is raised,
     with a note naming scenario, policy and seed index (``PolicyUnsupportedError`` is
     recorded instead); ``progress`` is called as each policy's episode finishes. What
-    ``journal`` or ``cache`` holds is not submitted (``_submit``); each finished task is
-    written to ``journal``.
+    ``reuse`` holds is not submitted (``_submit``); each finished task is written to its
+    journal.
     """
     from mtgym.backends.ray_backend import ray_session
 
@@ -464,47 +516,26 @@ def run_split_ray(
             policies,
             quick=quick,
             decision_interval_s=decision_interval_s,
-            cache=cache,
-            journal=journal,
+            reuse=reuse,
         )
-        unsupported: dict[str, dict[str, str]] = {
-            sc.name: _journal_unsupported(journal, sc.name, policies) for sc in split.scenarios
-        }
-        horizons = {sc.name: split.horizon_s(sc, quick=quick) for sc in split.scenarios}
+        got = _RayResults(
+            rows,
+            bounds,
+            {sc.name: _journal_unsupported(reuse, sc.name, policies) for sc in split.scenarios},
+            seeds,
+            {sc.name: split.horizon_s(sc, quick=quick) for sc in split.scenarios},
+            decision_interval_s,
+            reuse.journal,
+        )
+        unsupported = got.unsupported
         refs = list(pending)
         try:
             while refs:
                 done, refs = ray.wait(refs, num_returns=1)
                 for ref in done:
                     scn, name, k = pending[ref]
-                    try:
-                        if name == _BOUND:
-                            bounds[scn][k] = ray.get(ref)
-                            if journal is not None:
-                                journal.add_bound(scn, seeds[k], horizons[scn], bounds[scn][k])
-                            continue
-                        rows[scn][name][k] = ray.get(ref)
-                        if journal is not None:
-                            journal.add_row(
-                                scn,
-                                name,
-                                seeds[k],
-                                horizons[scn],
-                                decision_interval_s,
-                                rows[scn][name][k],
-                            )
-                    except Exception as exc:
-                        cause = getattr(exc, "cause", exc)
-                        if isinstance(cause, PolicyUnsupportedError):
-                            unsupported[scn][name] = str(cause.with_scenario(scn))
-                            if journal is not None:
-                                journal.add_unsupported(scn, name, unsupported[scn][name])
-                        elif isinstance(cause, Exception) and cause is not exc:
-                            cause.add_note(f"(in a Ray task: {scn}, {name}, seed {seeds[k]})")
-                            raise cause from None
-                        else:
-                            raise
-                    if progress is not None:
+                    got.take(ray, ref, scn, name, k)
+                    if progress is not None and name != _BOUND:
                         progress(f"{scn}: {name} seed {seeds[k]}")
         except BaseException:
             for ref in refs:  # do not leave the rest running on a shared cluster
@@ -526,13 +557,11 @@ def run_split_ray(
     return results
 
 
-def _journal_unsupported(
-    journal: Journal | None, scenario: str, policies: Sequence[str]
-) -> dict[str, str]:
-    """The policies ``journal`` found unsupported on ``scenario``, with why."""
-    if journal is None:
+def _journal_unsupported(reuse: Reuse, scenario: str, policies: Sequence[str]) -> dict[str, str]:
+    """The policies the journal found unsupported on ``scenario``, with why."""
+    if reuse.journal is None:
         return {}
-    found = {p: journal.unsupported(scenario, p) for p in policies}
+    found = {p: reuse.journal.unsupported(scenario, p) for p in policies}
     return {p: why for p, why in found.items() if why is not None}
 
 
@@ -545,8 +574,7 @@ def run_split(
     address: str | None = None,
     decision_interval_s: float | None = None,
     progress: Callable[[str], None] | None = None,
-    cache: EpisodeCache | None = None,
-    journal: Journal | None = None,
+    reuse: Reuse = NO_REUSE,
 ) -> list[ScenarioRuns]:
     """Every policy on every scenario of ``split`` on the split's seeds (module docstring).
 
@@ -561,11 +589,10 @@ def run_split(
         address: the Ray cluster (``backend="ray"`` only); None: a private local one.
         decision_interval_s: decide every that many seconds; None: each policy's own.
         progress: called once per episode with ``"<scenario>: <policy> seed <seed>"``.
-        cache: the references' episodes and the bounds to reuse
-            (``mtgym.benchmark.cache``); None: play and compute everything.
-        journal: this run's journal (``mtgym.benchmark.journal``): what it holds is taken
-            first, and every played episode and bound is written to it as it finishes;
-            None: none.
+        reuse: the run's journal (``mtgym.benchmark.journal``: what it holds is taken
+            first, and every played episode and bound is written to it as it finishes)
+            and the registry's cache of the references' episodes and the bounds
+            (``mtgym.benchmark.cache``); ``NO_REUSE``: play and compute everything.
 
     Returns:
         One ``ScenarioRuns`` per scenario, in the split's order.
@@ -595,8 +622,7 @@ def run_split(
             address=address,
             decision_interval_s=decision_interval_s,
             progress=progress,
-            cache=cache,
-            journal=journal,
+            reuse=reuse,
         )
     seeds = split.seeds(quick=quick)
     return [
@@ -607,8 +633,7 @@ def run_split(
             horizon_s=split.horizon_s(sc, quick=quick),
             decision_interval_s=decision_interval_s,
             progress=progress,
-            cache=cache,
-            journal=journal,
+            reuse=reuse,
         )
         for sc in split.scenarios
     ]
@@ -919,6 +944,84 @@ class Bootstrap:
     agg_reps: int = aggregates.REPS
 
 
+def score_matrices(
+    results: Sequence[ScenarioRuns],
+    scores: Sequence[ScenarioScore],
+    policies: Sequence[str],
+    normalisation: str,
+    skipped: Sequence[str] = (),
+) -> aggregates.Matrices:
+    """Per policy its ``(num_seeds, num_scenarios)`` matrix of normalised scores, or why it
+    has none: ``(matrices, reasons)``, each policy in exactly one of them.
+
+    Column k is scenario k of ``results``, row s its s-th seed; every scenario must have
+    the same number of seeds (else no policy gets a matrix).
+
+    Args:
+        results: the scenarios' episodes.
+        scores: their scores, in the same order (the references).
+        policies: the policies.
+        normalisation: ``"reference"`` (headline / the reference's headline on the same
+            seed) or ``"bound"`` (the rows' ``bound_fraction``).
+        skipped: scenarios of the split that were not played; any makes every policy's
+            reason ``partial_reason`` (nothing is computed over part of a split).
+
+    Raises:
+        ValueError: an unknown normalisation.
+    """
+    if normalisation not in aggregates.NORMALISATIONS:
+        known = aggregates.NORMALISATIONS
+        raise ValueError(f"unknown normalisation {normalisation!r}; known: {known}")
+    if skipped:
+        why = aggregates.partial_reason(len(results), len(skipped))
+        return {}, dict.fromkeys(policies, why)
+    reasons: dict[str, str] = {}
+    if not results:
+        return {}, {p: f"{aggregates.NOT_AVAILABLE}: no scenario" for p in policies}
+    n_seeds = {len(sr.seeds) for sr in results}
+    if len(n_seeds) != 1 or 0 in n_seeds:
+        why = f"{aggregates.NOT_AVAILABLE}: the scenarios do not share a (non-zero) number of seeds"
+        return {}, dict.fromkeys(policies, why)
+    for p in policies:
+        absent = [sr.scenario for sr in results if p not in {r.name for r in sr.runs}]
+        if absent:
+            reasons[p] = f"{aggregates.NOT_DEFINED} {', '.join(absent)}"
+        elif normalisation == "reference":
+            no_ref = [sc.scenario for sc in scores if sc.reference is None]
+            if no_ref:
+                reasons[p] = f"not defined: no baseline ran on {', '.join(no_ref)}"
+    mats: dict[str, np.ndarray] = {}
+    for p in policies:
+        if p in reasons:
+            continue
+        cols = []
+        for sr, sc in zip(results, scores, strict=True):
+            by_name = {r.name: r for r in sr.runs}
+            run = by_name[p]
+            if normalisation == "reference":
+                assert sc.reference is not None
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    col = run.values(HEADLINE) / by_name[sc.reference].values(HEADLINE)
+            else:
+                if not all(aggregates.BOUND_KEY in row for row in run.per_seed):
+                    reasons[p] = (
+                        f"{aggregates.NOT_AVAILABLE}: the rows carry no {aggregates.BOUND_KEY}"
+                    )
+                    break
+                col = run.values(aggregates.BOUND_KEY)
+            bad = np.flatnonzero(~np.isfinite(col))
+            if bad.size:
+                reasons[p] = (
+                    f"{aggregates.NOT_AVAILABLE}: non-finite normalised score on {sr.scenario} "
+                    f"seed {sr.seeds[int(bad[0])]}"
+                )
+                break
+            cols.append(col)
+        if p not in reasons:
+            mats[p] = np.column_stack(cols)
+    return mats, reasons
+
+
 def score_split(
     split: Split,
     results: Sequence[ScenarioRuns],
@@ -960,7 +1063,14 @@ def score_split(
         n_boot=n_boot,
         boot_seed=seed,
         aggregates=aggregates.compute(
-            results, scores, policies, level=level, reps=b.agg_reps, seed=seed, skipped=skipped
+            score_matrices(results, scores, policies, "reference", skipped),
+            score_matrices(results, scores, policies, "bound", skipped),
+            policies,
+            num_seeds=len(results[0].seeds) if results else 0,
+            num_scenarios=len(results),
+            level=level,
+            reps=b.agg_reps,
+            seed=seed,
         ),
         skipped=list(skipped),
     )

@@ -1,7 +1,7 @@
 """Placement: turn per-job node counts into a node map, sticky, topology- and speed-aware.
 
 ``pack_targets`` is the default placer of the ``counts`` and ``delta`` action modes and of
-the count-deciding heuristics. It never migrates a job:
+the count-deciding heuristics (on a policy's view: ``SchedulerView.pack``). It never migrates a job:
 
 - a job above its target releases its *slowest* nodes first (highest profiled slowdown for
   its class), then the highest-indexed ones;
@@ -17,45 +17,12 @@ cheap at 4,734 nodes.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
-if TYPE_CHECKING:
-    from mtgym.sim.view import SchedulerView
-
 # Static free-node order per (slowdown, coords) pair of read-only arrays (an instance's).
 _ORDER_CACHE: dict[tuple[int, int], tuple[weakref.ref, weakref.ref, tuple[np.ndarray, ...]]] = {}
-
-
-def pack_view(view: SchedulerView, jobs: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """``pack_targets`` on a scheduler view: a node map giving ``jobs[i]`` exactly
-    ``targets[i]`` of the view's idle nodes, without migration (shrinking jobs keep their
-    fastest nodes).
-
-    Args:
-        view: the policy's view (its idle nodes, current map, profiled slowdowns, classes
-            and topology).
-        jobs: job indices to place, in priority order (earlier jobs take the better free
-            nodes).
-        targets: node count for each of ``jobs``.
-
-    Returns:
-        (N,) int32 node map; jobs not in ``jobs`` get no node.
-
-    Raises:
-        ValueError: the targets need more free nodes than there are.
-    """
-    return pack_targets(
-        view.available,
-        view.node_job,
-        view.slowdown,
-        view.app_class,
-        view.topology_coords,
-        jobs,
-        targets,
-    )
 
 
 def pack_targets(

@@ -7,7 +7,7 @@
    only with ``bftrainer_quirk=True``.)
 3. Leftover nodes go FCFS to jobs below their maximum, skipping a job that would still be
    below its minimum.
-4. Realise the targets without migration with ``mtgym.model.placement.pack_view``
+4. Realise the targets without migration with ``SchedulerView.pack``
    (a shrinking job releases its slowest nodes; growing jobs take free nodes packed by
    topology group, fastest first).
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from mtgym.core.types import Allocation, JobStatus
-from mtgym.model.placement import pack_view
 from mtgym.policy.tunable import Tunable, admission_cap, cap_grid, records_knobs
 from mtgym.sim.view import InfoMode, SchedulerView
 
@@ -105,4 +104,4 @@ class EqualShare(Tunable):
         target = equal_share_targets(
             n_free, view.min_nodes[admitted], view.max_nodes[admitted], quirk=self.quirk
         )
-        return Allocation(pack_view(view, admitted, target))
+        return Allocation(view.pack(admitted, target))

@@ -22,6 +22,7 @@ import numpy as np
 
 from mtgym.core.instance import Instance
 from mtgym.core.types import RescaleMode
+from mtgym.model.placement import pack_targets
 from mtgym.sim.state import ClusterState
 
 
@@ -122,6 +123,33 @@ class SchedulerView:
     def num_jobs(self) -> int:
         """Number of jobs."""
         return int(self.status.shape[0])
+
+    def pack(self, jobs: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """A node map giving ``jobs[i]`` exactly ``targets[i]`` of this view's idle nodes,
+        without migration (shrinking jobs keep their fastest nodes): the model's placer
+        (``mtgym.model.placement.pack_targets``) on the view's idle nodes, current map,
+        profiled slowdowns, classes and topology.
+
+        Args:
+            jobs: job indices to place, in priority order (earlier jobs take the better
+                free nodes).
+            targets: node count for each of ``jobs``.
+
+        Returns:
+            (N,) int32 node map; jobs not in ``jobs`` get no node.
+
+        Raises:
+            ValueError: the targets need more free nodes than there are.
+        """
+        return pack_targets(
+            self.available,
+            self.node_job,
+            self.slowdown,
+            self.app_class,
+            self.topology_coords,
+            jobs,
+            targets,
+        )
 
 
 class ViewBuilder:

@@ -172,7 +172,7 @@ class _FakeRay:
 
 
 def test_cache__ray_submits_only_what_the_cache_lacks(tmp_path):
-    from mtgym.benchmark.runner import _submit
+    from mtgym.benchmark.runner import NO_REUSE, Reuse, _submit
 
     cache = episode_cache.EpisodeCache(tmp_path, frozenset({"freetrain"}))
     src = tmp_path / "r.json"
@@ -181,7 +181,7 @@ def test_cache__ray_submits_only_what_the_cache_lacks(tmp_path):
     cache.bounds[("toy-two-jobs", 9000, None)] = (3.0, src)
     ray = _FakeRay()
     pending, rows, bounds = _submit(
-        ray, ONE, ["greedy", "freetrain"], quick=True, decision_interval_s=None, cache=cache
+        ray, ONE, ["greedy", "freetrain"], quick=True, decision_interval_s=None, reuse=Reuse(cache)
     )
     assert sorted(ray.submitted) == [
         ("bound_one", "toy-two-jobs", 9001, None),
@@ -202,5 +202,5 @@ def test_cache__ray_submits_only_what_the_cache_lacks(tmp_path):
     }
     assert episode_cache.reused(None) == {}
     ray = _FakeRay()
-    _submit(ray, ONE, ["greedy", "freetrain"], quick=True, decision_interval_s=None, cache=None)
+    _submit(ray, ONE, ["greedy", "freetrain"], quick=True, decision_interval_s=None, reuse=NO_REUSE)
     assert len(ray.submitted) == 2 + 4  # every bound and episode

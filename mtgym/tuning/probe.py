@@ -26,8 +26,11 @@ that holds 1,000) makes every ratio against it flattering. The probe checks it:
   ``mtgym tune``) refuses the apply.
 
 Every run writes ``scenarios/tuning/probes/<scenario>.json`` (``ProbeResult``): every point,
-the reference before and after, the verdict. Baselines without a tuning entry are not
-probed (the report names them).
+the reference before and after, the verdict. A run of some policies (``--policy``) keeps the
+other policies' points of an earlier, not stale probe of the same record, so that a probe too
+long for one sitting (a Summit scenario: hours on two cores) is done policy by policy;
+``probed_policies`` says which it covers, and the tuning page names the missing ones.
+Baselines without a tuning entry are not probed (the report names them).
 """
 
 from __future__ import annotations
@@ -188,6 +191,7 @@ def probe_scenario(
     points: list[ProbePoint] = []
     played: dict[str, list[Point]] = {}
     earlier = earlier_points(path)
+    kept = _earlier_result(path)  # (read before an apply changes the record)
     try:
         for name in [p for p in names if p in rec.policies]:
             pts, played[name] = _probe_policy(rec, name, ref_mean, pool, earlier)
@@ -195,6 +199,10 @@ def probe_scenario(
     finally:
         if pool is not None:
             pool.shutdown()
+    probed = {p.policy for p in points}
+    if kept is not None:  # the other policies' points of an earlier probe of this record
+        points += [p for p in kept.points if p.policy not in probed]
+        not_probed = sorted(set(not_probed) | (set(kept.not_probed) - probed))
     beats = [p for p in points if p.mean > ref_mean * (1 + PROBE_MARGIN)]
     before = rec.reference
     if apply and beats:
@@ -218,25 +226,47 @@ def probe_scenario(
     return result
 
 
-def earlier_points(path: Path) -> dict[tuple[str, tuple], float]:
-    """(policy, ``point_key``) -> mean of the points an earlier probe of the record at
-    ``path`` played and found not beating, when that probe is of the record as it is now
-    (its ``record_sha256``); empty otherwise (no probe file, an older format, or stale).
+def _earlier_result(path: Path) -> ProbeResult | None:
+    """The probe file of the record at ``path`` when it is not stale (``is_stale``) and
+    played the record's seeds, else None.
     """
     probe = path.parent / "probes" / f"{path.stem}.json"
     if not probe.is_file():
-        return {}
+        return None
     try:
         result = ProbeResult.model_validate_json(probe.read_text())
     except ValueError:
-        return {}
-    if result.record_sha256 is None or is_stale(result, path):
+        return None
+    if is_stale(result, path) or list(result.seeds) != _record_seeds(path):
+        return None
+    return result
+
+
+def probed_policies(result: ProbeResult) -> list[str]:
+    """The policies whose points ``result`` holds, in order of first appearance."""
+    return list(dict.fromkeys(p.policy for p in result.points))
+
+
+def earlier_points(path: Path) -> dict[tuple[str, tuple], float]:
+    """(policy, ``point_key``) -> mean of the points an earlier probe of the record at
+    ``path`` played and found not beating, when that probe is not stale (``is_stale``: its
+    ``record_sha256`` is the record's now, or, in a probe written before it was kept, the
+    reference and its mean are); empty otherwise. A point is keyed by every knob's value,
+    so it is reused only for the very setting that was played, on the same seeds.
+    """
+    result = _earlier_result(path)
+    if result is None:
         return {}
     return {
         (p.policy, point_key(p.params)): p.mean
         for p in result.points
         if p.mean <= result.reference_mean * (1 + result.margin)
     }
+
+
+def _record_seeds(path: Path) -> list[int]:
+    """The tuning seeds of the record at ``path``."""
+    return list(TuningRecord.model_validate_json(path.read_text()).seeds)
 
 
 def _probe_policy(

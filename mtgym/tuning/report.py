@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mtgym.scenario.tuning import PolicyTuning, TuningRecord, load_record, tuning_dir
-from mtgym.tuning.probe import PROBE_MARGIN, ProbeResult, is_stale
+from mtgym.tuning.probe import PROBE_MARGIN, ProbeResult, is_stale, probed_policies
 from mtgym.tuning.sweep import RULE, TUNE_SEEDS
 
 #: the folder of the per-scenario pages, beside ``tuning.md``
@@ -73,10 +73,13 @@ def _probe_verdict(scenario: str) -> str:
     if is_stale(res, tuning_dir() / f"{scenario}.json"):
         return "stale (the record changed since: probe again)"
     n = len(res.beats)
+    tuned = TuningRecord.model_validate_json((tuning_dir() / f"{scenario}.json").read_text())
+    missing = [p for p in tuned.policies if p not in probed_policies(res)]
+    part = f"; not yet probed: {', '.join(missing)}" if missing else ""
     if not n:
-        return f"no beat ({len(res.points)} points)"
+        return f"no beat ({len(res.points)} points{part})"
     took = f", taken: `{res.reference_after}`" if res.applied else ""
-    return f"**{n} beat(s)**{took}"
+    return f"**{n} beat(s)**{took}{part}"
 
 
 def report_markdown() -> str:

@@ -150,3 +150,38 @@ def test_probe_cli_refuses_a_scenario_without_a_record(capsys):
 
     assert main(["probe", "--scenario", "toy-two-jobs"]) == 2
     assert "no tuning record" in capsys.readouterr().err
+
+
+def test_a_probe_policy_by_policy_keeps_the_others_points(tmp_path, monkeypatch):
+    monkeypatch.setattr(sweep, "play_point", lambda *a: (9.0, 1.0, 0.0))
+    path = _record(tmp_path)
+    first = probe.probe_scenario("default", ["greedy"], path=path)
+    assert probe.probed_policies(first) == ["greedy"]
+    both = probe.probe_scenario("default", ["equal-share"], path=path)
+    assert probe.probed_policies(both) == ["equal-share", "greedy"]
+    assert len(both.points) == len(first.points) + len(
+        [p for p in both.points if p.policy == "equal-share"]
+    )
+    saved = probe.ProbeResult.model_validate_json(
+        (tmp_path / "probes" / "default.json").read_text()
+    )
+    assert probe.probed_policies(saved) == ["equal-share", "greedy"]
+    rec = TuningRecord.model_validate_json(path.read_text())
+    rec.policies["greedy"].chosen_mean = 10.01  # a re-tune: the earlier points are dropped
+    save_record(rec, path)
+    again = probe.probe_scenario("default", ["equal-share"], path=path)
+    assert probe.probed_policies(again) == ["equal-share"]
+
+
+def test_the_tuning_page_names_the_policies_a_probe_has_not_covered(tmp_path, monkeypatch):
+    from mtgym.tuning import report
+
+    monkeypatch.setattr(sweep, "play_point", lambda *a: (9.0, 1.0, 0.0))
+    path = _record(tmp_path)
+    monkeypatch.setattr(report, "tuning_dir", lambda: tmp_path)
+    assert report._probe_verdict("default") == "not run"
+    probe.probe_scenario("default", ["greedy"], path=path)
+    verdict = report._probe_verdict("default")
+    assert verdict.startswith("no beat (") and verdict.endswith("; not yet probed: equal-share)")
+    probe.probe_scenario("default", ["equal-share"], path=path)
+    assert "not yet probed" not in report._probe_verdict("default")

@@ -16,7 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from mtgym.benchmark.runner import HEADLINE, is_baseline
+from mtgym.benchmark.runner import is_baseline
+from mtgym.metrics import HEADLINE
 
 #: targets of the quick run's agreement with the full run
 MIN_SPEARMAN = 0.9

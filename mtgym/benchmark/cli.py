@@ -156,7 +156,8 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from mtgym.benchmark import report
     from mtgym.benchmark.cache import reused
     from mtgym.benchmark.references import recorded_references, with_references
-    from mtgym.benchmark.runner import relabel, score_split
+    from mtgym.benchmark.runner import relabel
+    from mtgym.benchmark.scoring import score_split
     from mtgym.core.io import prepare_out_dir
     from mtgym.results import cli as results_cli
     from mtgym.results import hashes, rows, store

@@ -36,7 +36,8 @@ from mtgym.benchmark.aggregates import (
     partial_reason,
     write_performance_profile,
 )
-from mtgym.benchmark.runner import HEADLINE, BenchmarkResult
+from mtgym.benchmark.scoring import BenchmarkResult
+from mtgym.metrics import HEADLINE
 from mtgym.naming import safe_name, safe_names
 from mtgym.stats import few_seeds_warning
 
@@ -257,7 +258,7 @@ def _policy_json(ps: Any) -> dict[str, Any]:
     """One policy's entry of a scenario in ``results.json`` (``to_json``).
 
     Args:
-        ps: its ``mtgym.benchmark.runner.PolicyScore``.
+        ps: its ``mtgym.benchmark.scoring.PolicyScore``.
     """
     if ps.unsupported is not None:
         return {"unsupported": ps.unsupported}

@@ -119,7 +119,7 @@ class Split:
     def only(self, names: Iterable[str]) -> Split:
         """The split with only the scenarios ``names`` (``mtgym benchmark --scenario``): the
         same name, seeds and order, fewer scenarios. Scoring such a run defines no suite
-        score (``mtgym.benchmark.runner.score_split``'s ``skipped``).
+        score (``mtgym.benchmark.scoring.score_split``'s ``skipped``).
 
         Args:
             names: scenario names of this split (repeats ignored).

@@ -30,7 +30,7 @@ the **full test split** (``mtgym.benchmark.splits.TEST``) and still describes it
    depend on the run's policies) aside. Without such a file, ``check_file``'s ``notes``
    say that the rows were not cross-checked;
 7. **the aggregates**: recomputed from the rows by the benchmark's own code
-   (``mtgym.benchmark.runner.score_split`` with the recorded references and the default
+   (``mtgym.benchmark.scoring.score_split`` with the recorded references and the default
    bootstrap, then ``mtgym.benchmark.report.to_json``) they equal the file's, numbers to
    ``REL_TOL`` relative, the ``cache`` record (what the run reused) aside. Only checked
    when 1-6 hold (incomplete rows cannot be scored).
@@ -472,12 +472,12 @@ def recompute(result: ResultFile, split: Split = TEST, bootstrap: Any = None) ->
     Args:
         result: a file whose episodes are complete.
         split: the split.
-        bootstrap: ``mtgym.benchmark.runner.Bootstrap`` settings; None: the benchmark's
+        bootstrap: ``mtgym.benchmark.scoring.Bootstrap`` settings; None: the benchmark's
             defaults (those of ``mtgym benchmark``).
     """
     from mtgym.benchmark import report
     from mtgym.benchmark.references import recorded_references
-    from mtgym.benchmark.runner import score_split
+    from mtgym.benchmark.scoring import score_split
     from mtgym.results.store import json_safe
 
     res = score_split(

@@ -11,10 +11,12 @@ import pytest
 import scipy.stats
 from rliable import metrics
 
-from mtgym.benchmark import aggregates, report, runner
-from mtgym.benchmark.runner import HEADLINE, Bootstrap, ScenarioRuns, score_split
+from mtgym.benchmark import aggregates, report, scoring
+from mtgym.benchmark.runner import ScenarioRuns
+from mtgym.benchmark.scoring import Bootstrap, score_split
 from mtgym.benchmark.splits import Split, SuiteScenario
 from mtgym.evaluate import PolicyRun
+from mtgym.metrics import HEADLINE
 
 SEEDS = [9000, 9001, 9002, 9003, 9004]
 REPS = 300
@@ -140,7 +142,7 @@ def test_aggregates__probability_of_improvement_dominated_and_equal():
     a_g, g_a = poi["agent"]["greedy"], poi["greedy"]["agent"]
     assert g_a.point == pytest.approx(1 - a_g.point)
     assert (g_a.ci_low, g_a.ci_high) == pytest.approx((1 - a_g.ci_high, 1 - a_g.ci_low))
-    x, _ = runner.score_matrices(runs, _score(runs).scenarios, POLICIES, "reference")
+    x, _ = scoring.score_matrices(runs, _score(runs).scenarios, POLICIES, "reference")
     assert a_g.point == metrics.probability_of_improvement(x["agent"], x["greedy"])
 
 

@@ -68,7 +68,8 @@ def test_a_reversed_ranking_misses_the_target():
 def test_quick_run_ranks_as_the_full_run():
     from mtgym.benchmark.references import recorded_references, with_references
     from mtgym.benchmark.report import to_json
-    from mtgym.benchmark.runner import run_split, score_split
+    from mtgym.benchmark.runner import run_split
+    from mtgym.benchmark.scoring import score_split
     from mtgym.benchmark.splits import FAST_BASELINES, TEST
 
     refs = recorded_references(TEST)

@@ -11,19 +11,17 @@ import numpy as np
 import pytest
 
 from mtgym.benchmark import report
-from mtgym.benchmark.runner import (
-    HEADLINE,
+from mtgym.benchmark.runner import ScenarioRuns, is_baseline, run_split
+from mtgym.benchmark.scoring import (
     Bootstrap,
-    ScenarioRuns,
     best_baseline,
-    is_baseline,
-    run_split,
     score_scenario,
     score_split,
     suite_scores,
 )
 from mtgym.benchmark.splits import Split, SuiteScenario
 from mtgym.evaluate import PolicyRun, configure_policy, scenario_defaults
+from mtgym.metrics import HEADLINE
 from mtgym.policy.play import play
 from mtgym.policy.registry import make_policy
 from mtgym.scenario.registry import get_generator

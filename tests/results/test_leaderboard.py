@@ -23,7 +23,8 @@ import pytest
 
 from mtgym.benchmark import report
 from mtgym.benchmark.references import recorded_references
-from mtgym.benchmark.runner import Bootstrap, ScenarioRuns, score_split
+from mtgym.benchmark.runner import ScenarioRuns
+from mtgym.benchmark.scoring import Bootstrap, score_split
 from mtgym.benchmark.splits import TEST
 from mtgym.cli import main
 from mtgym.core.paths import CHECKOUT

@@ -42,7 +42,7 @@ CODE_PATHS = (
     "mtgym/model",
     "mtgym/sim",
     "mtgym/policy",
-    "mtgym/hindsight.py",
+    "mtgym/hindsight",
     "mtgym/metrics.py",
     "mtgym/evaluate.py",
     "mtgym/benchmark/runner.py",

@@ -32,7 +32,7 @@ KNOWN_PARAMS = {
     "mtgym/datasets.py:fetch": "the documented download API, called by keyword",
     "mtgym/generate/uniform.py:uniform_instance": "test-kit builder, one keyword per knob",
     "mtgym/testing/kit.py:linear_job": "test-kit builder, one keyword per knob",
-    "mtgym/bridge/launcher.py:LocalLauncher.__init__": "LocalLauncher's options, called by keyword",
+    "mtgym/bridge/local.py:LocalLauncher.__init__": "LocalLauncher's options, called by keyword",
     "mtgym/env/env.py:ScavengeEnv.__init__": "the documented Gymnasium API: gym.make passes each keyword by name",
     "baselines/milp/freetrain.py:FreeTrainPolicy.__init__": "policy knobs by keyword (Tunable records and re-applies them by name)",
     "baselines/milp/malletrain.py:MalleTrainPolicy.__init__": "policy knobs by keyword (Tunable records and re-applies them by name)",

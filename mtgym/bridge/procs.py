@@ -284,3 +284,72 @@ def bind_stores_from_env() -> str:
     if host:
         bind_stores(host)
     return host
+
+
+# ---------------------------------------------------------------------------------------
+# /proc helpers (Linux; no psutil)
+# ---------------------------------------------------------------------------------------
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state letter, parent PID) of a process, or None if it is gone.
+
+    Parsed after the last ``)`` of ``/proc/<pid>/stat``, so a command name with spaces or
+    parentheses cannot shift the fields.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            data = f.read()
+    except OSError:
+        return None
+    rest = data[data.rfind(")") + 2 :].split()
+    return rest[0], int(rest[1])
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie.
+
+    A process of another user (``kill`` refused) counts as alive. Says nothing about whose
+    process it is: ``LocalLauncher._ours`` checks that.
+
+    Args:
+        pid: the process id.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    st = proc_stat(pid)
+    return st is not None and st[0] not in ("Z", "X")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (one scan of ``/proc``).
+
+    Processes already re-parented (their parent died) are not found: the workers' PID files
+    cover those.
+
+    Args:
+        pid: the root process (not included).
+
+    Returns:
+        Children first, then theirs (zombies included: ``/proc`` still lists them).
+    """
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = proc_stat(int(entry))
+            if st is not None:
+                children.setdefault(st[1], []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def signal_quietly(pid: int, sig: int) -> None:
+    """``os.kill``, ignoring a process that is gone or not ours to signal."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)

@@ -11,7 +11,9 @@ each policy, re-read just before, so a long run keeps what it finished and anoth
 ``mtgym tune`` on the same scenario meanwhile does not lose its entries. The record's
 ``reference`` (the tuned baseline with the highest chosen mean) is what
 ``mtgym benchmark`` divides by. ``--record NAME`` also writes the sweep's result file
-(``mtgym.results``) into the registry.
+(``mtgym.results``) into the registry. Every finished point is journalled
+(``runs/tune/<scenario>.jsonl``, ``mtgym.tuning.journal``): ``--resume`` replays none of a
+killed run's finished points.
 """
 
 from __future__ import annotations
@@ -66,6 +68,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="DOCS",
         help="with --report: write DOCS/tuning.md and DOCS/tuning-sweeps/<scenario>.md",
     )
+    t.add_argument(
+        "--resume",
+        action="store_true",
+        help="replay none of the points a killed run of the same sweep finished (its "
+        "journal, runs/tune/<scenario>.jsonl; refused if code, scenario, seeds or horizon "
+        "changed)",
+    )
     results_cli.add_record_options(t)  # --record NAME: the sweep's result file into the registry
     t.set_defaults(func=_cmd_tune)
 
@@ -114,6 +123,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     for sc in args.scenario:
         path = args.out or record_path(sc)
         rec = _load(path, sc, args.horizon)  # refuse a mismatched record before any run
+        journal = _journal(args, sc)
         for p in args.policy:
             res = tune_policy(
                 sc,
@@ -121,6 +131,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
                 horizon_s=args.horizon,
                 workers=args.workers,
                 progress=lambda m: print(m, file=sys.stderr, flush=True),
+                journal=journal,
             )
             rec = _load(path, sc, args.horizon)  # what another tune wrote meanwhile stays
             rec.policies[p] = res
@@ -132,6 +143,21 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     if args.record is not None:
         _record(args, provenance, records, time.perf_counter() - t0)
     return 0
+
+
+def _journal(args: argparse.Namespace, scenario: str) -> Any:
+    """The sweep's point journal (``mtgym.tuning.journal``): read back with ``--resume``
+    (one line on stderr on what it holds), else a new one.
+    """
+    from mtgym.tuning.journal import FOLDER, PointJournal, identity
+
+    path = FOLDER / f"{scenario}.jsonl"
+    ident = identity(scenario, list(TUNE_SEEDS), args.horizon)
+    journal = PointJournal.open(path, ident, resume=args.resume)
+    if args.resume:
+        n = sum(len(v) for v in journal.points.values())
+        print(f"resume: {n} finished point(s) from {path}", file=sys.stderr, flush=True)
+    return journal
 
 
 def _record(

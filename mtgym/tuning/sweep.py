@@ -19,12 +19,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mtgym.policy.tunable import widen_caps
 from mtgym.scenario.tuning import Point, PolicyTuning
+
+if TYPE_CHECKING:
+    from mtgym.tuning.journal import PointJournal
 
 #: relative gain of the mean headline a knob's new value must beat to be taken
 MIN_GAIN = 0.01
@@ -139,7 +142,9 @@ def play_points(
     """Play the (knob, setting) points not yet in ``done`` on every seed; add each to it.
 
     Episodes of all new points go to the pool at once (point-major, seed-minor), so the
-    workers stay busy across points. ``mtgym tune`` and the reference probe
+    workers stay busy across points; each point is added to ``done`` as soon as its seeds
+    are in (a journalling ``done``, ``mtgym.tuning.journal``, keeps it if the run is killed
+    later). ``mtgym tune`` and the reference probe
     (``mtgym.tuning.probe``) play their points through it.
 
     Args:
@@ -155,12 +160,12 @@ def play_points(
     todo = [(k, p) for k, p in points if point_key(p) not in done]
     args = [(scenario, policy, p, s, horizon_s) for _, p in todo for s in seeds]
     if pool is not None:
-        outs = list(pool.map(play_point, *zip(*args, strict=True))) if args else []
+        outs = pool.map(play_point, *zip(*args, strict=True)) if args else iter(())
     else:
-        outs = [play_point(*a) for a in args]
+        outs = (play_point(*a) for a in args)
     n = len(seeds)
-    for i, (knob, params) in enumerate(todo):
-        rows = outs[i * n : (i + 1) * n]
+    for knob, params in todo:  # each point as soon as its seeds are in (in order)
+        rows = [next(outs) for _ in range(n)]
         head = [r[0] for r in rows]
         pt = Point(
             knob=knob,
@@ -183,6 +188,7 @@ def tune_policy(
     horizon_s: float | None = None,
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    journal: PointJournal | None = None,
 ) -> PolicyTuning:
     """Sweep ``policy``'s grid on ``scenario`` by ``RULE`` (module docstring).
 
@@ -193,6 +199,9 @@ def tune_policy(
         horizon_s: simulated seconds per episode from ``t_start``; None: whole episodes.
         workers: processes; 1 plays in this process.
         progress: called with ``"<scenario> <policy> <params>: <mean>"`` after each point.
+        journal: where each finished point is written, and whose points of this policy
+            (a killed run's, ``mtgym tune --resume``) are not played again
+            (``mtgym.tuning.journal``); None: none.
 
     Returns:
         The default and chosen settings with their means, every point played (in order)
@@ -209,7 +218,7 @@ def tune_policy(
     seeds = [int(s) for s in seeds]
     refuse_test_seeds(seeds, what=f"tuning {policy} on {scenario} (mtgym tune)")
     default, grid = policy_knobs(scenario, policy)
-    done: dict[tuple, Point] = {}
+    done: dict[tuple, Point] = {} if journal is None else journal.done(policy)
     pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
 
     def run(points: list[tuple[str, Params]]) -> None:

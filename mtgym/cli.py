@@ -216,7 +216,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     seeds = list(range(args.seed, args.seed + args.seeds))
     check_backend(args)
     provenance, t0 = results_cli.start(args), time.perf_counter()
-    runs = _evaluate_runs(args, gen, labels, seeds)
+    journal = _evaluate_journal(args, labels, seeds, provenance)
+    runs = _evaluate_runs(args, gen, labels, seeds, journal)
     results_cli.save_runs(
         args,
         "evaluate",
@@ -229,8 +230,52 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_journal(
+    args: argparse.Namespace,
+    labels: dict[str, str],
+    seeds: list[int],
+    provenance: dict,
+) -> object:
+    """``mtgym evaluate``'s episode journal in ``--out`` (``mtgym.benchmark.journal``): its
+    episodes and bounds written as they finish; read back with ``--resume``. None without
+    ``--out`` or on Ray.
+
+    Raises:
+        ValueError: ``--resume`` without ``--out``, or with ``--backend ray``.
+        JournalError: ``--resume`` and no journal, or another run's.
+    """
+    from pathlib import Path
+
+    from mtgym.benchmark import journal
+    from mtgym.core.paths import CHECKOUT
+    from mtgym.results import hashes
+
+    if args.resume and (not args.out or args.backend == "ray"):
+        raise ValueError("--resume needs --out DIR and the local backend")
+    if not args.out or args.backend == "ray":
+        return None
+    ident = journal.identity(
+        provenance=provenance,
+        scenarios=hashes.scenario_entries([args.scenario]),
+        policies=[*labels, f"hindsight={not args.no_bound}"],
+        seeds=seeds,
+        quick=False,
+        decision_interval_s=args.decision_interval,
+        root=Path(CHECKOUT),
+    )
+    found = journal.Journal.start(Path(args.out), ident, resume=args.resume)
+    if args.resume:
+        s = found.summary()
+        print(f"resume: {s['rows']} episode(s) and {s['bounds']} bound(s) from {found.path}")
+    return found
+
+
 def _evaluate_runs(
-    args: argparse.Namespace, gen: object, labels: dict[str, str], seeds: list[int]
+    args: argparse.Namespace,
+    gen: object,
+    labels: dict[str, str],
+    seeds: list[int],
+    journal: object = None,
 ) -> list:
     """``mtgym evaluate``'s episodes, here (``mtgym.evaluate.evaluate``) or on Ray
     (``evaluate_ray``): each policy built from its ``--policy`` string, reported under its
@@ -275,6 +320,7 @@ def _evaluate_runs(
         scenario_name=args.scenario,
         reference=args.reference,
         hindsight=not args.no_bound,
+        journal=journal,
     )
 
 
@@ -571,7 +617,13 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help=f"decide every S seconds (>= {MIN_DECISION_INTERVAL_S:g})",
     )
-    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.add_argument("--no-progress", action="store_true", help="no progress bar (nor lines)")
+    e.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --out: play only the episodes a killed run of the same command did not "
+        "finish (OUT/episodes.jsonl; mtgym.benchmark.journal); local backend",
+    )
     e.add_argument(
         "--no-bound",
         action="store_true",

@@ -411,12 +411,14 @@ def evaluate(
     scenario_name: str | None = None,
     reference: str | None = None,
     hindsight: bool = True,
+    journal: Any = None,
 ) -> list[PolicyRun]:
     """Run every (name, factory) policy on every seed; return and optionally write results.
 
     Each seed's instance is built once and played by every policy (a paired comparison);
     each policy is built afresh per episode and given the scenario's defaults. Prints the
-    tables to the console at the end (``print_table``).
+    tables to the console at the end (``print_table``). With ``progress`` and an output
+    that is not a terminal (a log file), one line per finished policy instead of the bar.
 
     Args:
         generator: The scenario's seeded generator.
@@ -431,6 +433,8 @@ def evaluate(
         reference: The policy the others are compared with (``resolve_reference``).
         hindsight: Compute each seed's hindsight bound (once, for all policies) and put
             it and ``bound_fraction`` in the rows (``add_bound``).
+        journal: a ``mtgym.benchmark.journal.Journal`` that episodes and bounds are taken
+            from and written to as they finish (``mtgym evaluate --resume``); None: none.
 
     Returns:
         One ``PolicyRun`` per policy, in the order given.
@@ -445,28 +449,29 @@ def evaluate(
     resolve_reference(names, reference)  # fail before simulating
     console = Console()  # the terminal's width, $COLUMNS, or 80 in a pipe: tables fit it
     defaults = scenario_defaults(generator)
-    instances: dict[int, Instance] = {}
     bounds: dict[int, float | None] = {}
     runs = [PolicyRun(name, []) for name in names]
     total = len(policies) * len(seeds)
     t_start = time.perf_counter()
-    with Progress(console=console, disable=not progress, transient=True) as bar:
+    name = scenario_name or getattr(generator, "name", "scenario")
+    lines = progress and not console.is_terminal
+    episodes = _Episodes(generator, defaults, decision_interval_s, name, journal)
+    with Progress(console=console, disable=not progress or lines, transient=True) as bar:
         task = bar.add_task("evaluating", total=total)
-        for run, (name, factory) in zip(runs, policies, strict=True):
+        for k, (run, (label, factory)) in enumerate(zip(runs, policies, strict=True)):
             for seed in seeds:
-                if seed not in instances:
-                    instances[seed] = generator(seed)
                 if seed not in bounds:
                     bar.update(task, description=f"hindsight bound, seed {seed}")
-                    bounds[seed] = episode_bound(instances[seed]) if hindsight else None
-                bar.update(task, description=f"{name} seed {seed}")
-                policy = configure_policy(factory(), defaults)
-                res = play(instances[seed], policy, decision_interval_s=decision_interval_s)
-                row = add_bound(episode_row(instances[seed], res, seed), bounds[seed])
-                run.per_seed.append(row)
+                    bounds[seed] = episodes.bound(seed) if hindsight else None
+                bar.update(task, description=f"{label} seed {seed}")
+                row = episodes.row(label, factory, seed)
+                run.per_seed.append(add_bound(row, bounds[seed]))
                 bar.advance(task)
+            if lines:
+                done = (k + 1) * len(seeds)
+                elapsed = time.perf_counter() - t_start
+                print(f"[{done}/{total} episodes, {elapsed:.0f} s] {name}: {label}", flush=True)
     add_common_metrics(runs)
-    name = scenario_name or getattr(generator, "name", "scenario")
     results = results_dict(runs, seeds, name, reference=reference)
     if out is not None:
         write_results(out, runs, seeds, name, reference=reference, results=results)
@@ -474,6 +479,49 @@ def evaluate(
     title = f"{name}: {len(seeds)} seed(s), {elapsed:.1f} s"
     print_table(runs, console, title=title, reference=reference, results=results)
     return runs
+
+
+@dataclass
+class _Episodes:
+    """``evaluate``'s episodes and bounds: each instance built once, each episode and bound
+    taken from the journal when it holds it, else played (and journalled).
+    """
+
+    generator: Generator
+    defaults: EpisodeSpec
+    decision_interval_s: float | None
+    scenario: str
+    journal: Any
+    instances: dict[int, Instance] = field(default_factory=dict)
+
+    def instance(self, seed: int) -> Instance:
+        """The seed's instance, built once."""
+        if seed not in self.instances:
+            self.instances[seed] = self.generator(seed)
+        return self.instances[seed]
+
+    def bound(self, seed: int) -> float:
+        """The seed's hindsight bound."""
+        hit = None if self.journal is None else self.journal.bound(self.scenario, seed, None)
+        if hit is None:
+            hit = episode_bound(self.instance(seed))
+            if self.journal is not None:
+                self.journal.add_bound(self.scenario, seed, None, hit)
+        return hit
+
+    def row(self, label: str, factory: Callable[[], Policy], seed: int) -> dict[str, Any]:
+        """The episode's row (before its bound)."""
+        key = (self.scenario, label, seed, None, self.decision_interval_s)
+        hit = None if self.journal is None else self.journal.row(*key)
+        if hit is not None:
+            return hit
+        inst = self.instance(seed)
+        policy = configure_policy(factory(), self.defaults)
+        res = play(inst, policy, decision_interval_s=self.decision_interval_s)
+        row = episode_row(inst, res, seed)
+        if self.journal is not None:
+            self.journal.add_row(*key, row)
+        return row
 
 
 def results_dict(

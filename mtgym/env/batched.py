@@ -365,7 +365,8 @@ class BatchedCore:
         if not envs:
             raise ValueError("a batch needs at least one env")
         self._envs = list(envs)
-        self.inner = [e.unwrapped for e in self._envs]
+        # (ScavengeEnvs, typed Any: their state and instance are Optional until a reset)
+        self.inner: list[Any] = [e.unwrapped for e in self._envs]
         _check_alike(self.inner)
         first = self.inner[0]
         self.num_envs = B = len(self._envs)
@@ -381,7 +382,7 @@ class BatchedCore:
         self.profiled = first.info_mode is InfoMode.PROFILED
         # (B, ...) arrays by key, in the order of the env's observations (its first reset's)
         self.obs: dict[str, np.ndarray] = {}
-        self.keys: tuple[str, ...] = ()  # ``outputs()``'s arrays by key (at the first reset)
+        self.keys: tuple[str | None, ...] = ()  # ``outputs()``'s arrays by key (at the first reset)
         self._out: tuple[np.ndarray, ...] = ()
         self._template: tuple[np.ndarray, ...] = ()
         self.mask = np.zeros((B, self.codec.mask_size), dtype=np.int8)
@@ -625,13 +626,13 @@ class BatchedCore:
         self.queued[live] = ints[live, I_ACTIVE] - ints[live, I_PRESENT]
         self.time[live] = self.floats[live, F_TIME]
         if self.profiled:  # the measured curves (Python, as the single env)
-            for b in np.flatnonzero(live):
+            for b in np.flatnonzero(live):  # type: ignore[assignment]  # b: an int above
                 env = self.inner[b]
                 counts = tuple(int(c) for c in ints[b, I_NODES_IDLE : I_PRESENT + 1])
                 view = tuple(a[b] for a in self._out)
                 env.builder.complete(env.slots, env.profiler, self.mask[b], view, counts)
         if self._debug:
-            for b in np.flatnonzero(live):
+            for b in np.flatnonzero(live):  # type: ignore[assignment]  # b: an int above
                 if self.inner[b].debug:
                     self.sync(b)
                     check_state(self.inner[b].state, self.inner[b].instance)
@@ -659,9 +660,9 @@ class BatchedCore:
         if self._synced[b]:
             return
         env, step = self.inner[b], self.steps[b]
-        sim_kernel.store(step.sim, env.state)
+        sim_kernel.store(step.sim, env.state)  # type: ignore[union-attr]  # set at its reset
         env.slots.cursor = int(self.cursors[b])
-        env._mask = step.action_mask = self.mask[b].copy()
+        env._mask = step.action_mask = self.mask[b].copy()  # type: ignore[union-attr]  # set at its reset
         env._ended = bool(self.ended[b])
         self._synced[b] = True
 
@@ -713,7 +714,7 @@ class BatchedCore:
         if i[I_ENGINE_REPAIRED]:
             from mtgym.core.types import Repair
 
-            engine_rep = Repair(*(int(v) for v in i[I_REPAIR : I_REPAIR + 4]), [])
+            engine_rep = Repair(*(int(v) for v in i[I_REPAIR : I_REPAIR + 4]), [])  # type: ignore[call-arg, arg-type]  # 4 ints
         counters = tuple(float(f[c]) if is_float else int(i[c]) for is_float, c in COUNTER_COLUMNS)
         return single.step_info(
             float(f[F_TIME]),

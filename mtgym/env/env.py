@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -31,6 +31,9 @@ from mtgym.sim.dynamics import initial_state
 from mtgym.sim.invariants import check_state
 from mtgym.sim.profiling import PassiveProfiler
 from mtgym.sim.view import InfoMode
+
+if TYPE_CHECKING:
+    from mtgym.sim.state import ClusterState
 
 
 class ScavengeEnv(gym.Env):
@@ -277,7 +280,7 @@ class ScavengeEnv(gym.Env):
             ValueError: ``max_count`` above the node count (``resolve_max_count``).
         """
         self.info_mode = InfoMode(kw.info_mode)
-        probe = self._fixed if self._fixed is not None else self._generator(0)  # sizes only
+        probe = self._fixed if self._fixed is not None else self._generator(0)  # type: ignore[misc]  # sizes only
         self.num_nodes = probe.num_nodes
         cap = int(probe.jobs.max_nodes.max()) if probe.num_jobs else 1
         self.max_count = resolve_max_count(kw.max_count, cap, self.num_nodes)
@@ -317,7 +320,7 @@ class ScavengeEnv(gym.Env):
         self.slots = JobSlots(self.num_slots)
         self.history = History()
         self.instance: Instance | None = None
-        self.state = None
+        self.state: ClusterState | None = None
         self._step: Step | None = None
         self._mask = np.ones(self.codec.mask_size, dtype=np.int8)
         self.reset_obs: dict[str, np.ndarray] | None = None  # the last reset's ``Dict``
@@ -349,7 +352,7 @@ class ScavengeEnv(gym.Env):
             inst_seed = (
                 int(seed) if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
             )
-            inst = self._generator(inst_seed)
+            inst = self._generator(inst_seed)  # type: ignore[misc]  # a generator when no fixed instance
         if inst.num_nodes != self.num_nodes:
             raise ValueError(
                 f"the scenario's instance has {inst.num_nodes} nodes but the env was built for {self.num_nodes}"
@@ -394,7 +397,7 @@ class ScavengeEnv(gym.Env):
         if step is None or step.state is not s:  # a new episode, or a state set from outside
             self._step = step = Step(
                 s,
-                self.instance,
+                self.instance,  # type: ignore[arg-type]  # set with the state
                 self.codec,
                 self.builder,
                 self.slots,
@@ -406,7 +409,7 @@ class ScavengeEnv(gym.Env):
         out = step(a)
         self._mask = step.action_mask
         if self.debug:
-            check_state(s, self.instance)
+            check_state(s, self.instance)  # type: ignore[arg-type]  # set with the state
         if self.render_mode == "rgb_array":
             self.history.record(t0, s.time, s.node_job, s.available)
         self._ended = out[2] or out[3]
@@ -436,8 +439,8 @@ class ScavengeEnv(gym.Env):
         if self.render_mode is None or self.state is None:
             return None
         if self.render_mode == "ansi":
-            return render_ansi(self.state, self.instance, self.slots.job)
-        return render_gantt(self.history, self.instance, self.state.time)
+            return render_ansi(self.state, self.instance, self.slots.job)  # type: ignore[arg-type]  # set with the state
+        return render_gantt(self.history, self.instance, self.state.time)  # type: ignore[arg-type]  # set with the state
 
     # -- masks and helpers -----------------------------------------------------------
     def action_masks(self) -> np.ndarray:
@@ -469,7 +472,7 @@ class ScavengeEnv(gym.Env):
             rng = self.np_random
         elif not isinstance(rng, np.random.Generator):
             rng = np.random.default_rng(rng)
-        return self.codec.sample_valid(self.state, self.instance, self.slots, rng)
+        return self.codec.sample_valid(self.state, self.instance, self.slots, rng)  # type: ignore[arg-type]  # set with the state
 
     def noop(self) -> np.ndarray:
         """The action that keeps every job's current allocation.
@@ -483,7 +486,7 @@ class ScavengeEnv(gym.Env):
         """
         if self.state is None:
             raise RuntimeError("call reset() before noop()")
-        return self.codec.noop(self.state, self.instance, self.slots)
+        return self.codec.noop(self.state, self.instance, self.slots)  # type: ignore[arg-type]  # set with the state
 
     def _observe(self) -> Any:
         """The observation of the state now (``ObservationBuilder.build``) in the env's
@@ -491,7 +494,12 @@ class ScavengeEnv(gym.Env):
         """
         self._mask = self.codec.mask(self.state, self.instance, self.slots).copy()
         obs = self.builder.build(
-            self.state, self.instance, self.slots, self.profiler, self._mask, self.instance.t_end
+            self.state,  # type: ignore[arg-type]  # set by reset
+            self.instance,  # type: ignore[arg-type]  # set by reset
+            self.slots,
+            self.profiler,
+            self._mask,
+            self.instance.t_end,  # type: ignore[union-attr]  # set by reset
         )
         self.reset_obs = obs  # (the ``Dict`` whatever the layout: the batched core's input)
         return self.layout(obs)
@@ -517,7 +525,7 @@ def _scenario_source(scenario: Any) -> tuple[Instance | None, Generator | None]:
     if isinstance(scenario, (str, PathLike)):
         from mtgym.scenario.registry import get_generator
 
-        return None, get_generator(scenario)
+        return None, get_generator(scenario)  # type: ignore[arg-type]  # any os.PathLike works
     if callable(scenario):
         return None, scenario
     raise TypeError(

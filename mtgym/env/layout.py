@@ -18,7 +18,7 @@ be read by name (``unflatten``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -56,7 +56,8 @@ class ObsLayout:
         self.name = name
         self.source = source
         self.keys = tuple(k for k in source.spaces if k != MASK_KEY)
-        self.shapes = {k: source[k].shape for k in self.keys}
+        # (a Dict's subspaces have shapes: Space.shape is Optional only for spaces without one)
+        self.shapes = {k: cast("tuple[int, ...]", source[k].shape) for k in self.keys}
         self.slices: dict[str, slice] = {}
         start = 0
         for k in self.keys:
@@ -67,13 +68,15 @@ class ObsLayout:
         if name == "dict":  # (no flat bounds: two arrays of the vector's size per env)
             self.space: spaces.Space = source
             return
-        low = np.concatenate([np.ravel(source[k].low) for k in self.keys]).astype(np.float32)
-        high = np.concatenate([np.ravel(source[k].high) for k in self.keys]).astype(np.float32)
+        box = {k: cast(spaces.Box, source[k]) for k in self.keys}  # (every key is a Box)
+        low = np.concatenate([np.ravel(box[k].low) for k in self.keys]).astype(np.float32)
+        high = np.concatenate([np.ravel(box[k].high) for k in self.keys]).astype(np.float32)
         flat = spaces.Box(low, high, dtype=np.float32)
         if name == "flat":
             self.space = flat
         else:
-            mask = spaces.Box(0.0, 1.0, (source[MASK_KEY].shape[0],), np.float32)
+            mask_shape = cast("tuple[int, ...]", source[MASK_KEY].shape)
+            mask = spaces.Box(0.0, 1.0, (mask_shape[0],), np.float32)
             self.space = spaces.Dict({MASK_KEY: mask, OBSERVATIONS_KEY: flat})
 
     def flatten(self, obs: dict[str, np.ndarray]) -> np.ndarray:

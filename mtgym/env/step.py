@@ -152,7 +152,7 @@ def step_info(
     if repair is not None:
         info["repair"] = repair
         info["repaired"] = any(repair.values())
-        info.update(zip(STEP_COUNTERS, counters, strict=True))
+        info.update(zip(STEP_COUNTERS, counters, strict=True))  # type: ignore[arg-type]  # set with repair
         for alias, key in INFO_ALIASES.items():
             info[alias] = info[key]
     if metrics is not None:

@@ -78,7 +78,7 @@ def make_envs(num_envs: int, scenario: Any = "default", **kwargs: Any) -> list[S
         )
     first = ScavengeEnv(scenario, **kwargs)
     shared = first._fixed if first._fixed is not None else first._generator
-    return [first, *(ScavengeEnv(shared, **kwargs) for _ in range(num_envs - 1))]
+    return [first, *(ScavengeEnv(shared, **kwargs) for _ in range(num_envs - 1))]  # type: ignore[arg-type]  # one is set
 
 
 class ScavengeVectorEnv(VectorEnv):
@@ -204,7 +204,7 @@ class ScavengeVectorEnv(VectorEnv):
             for i in ended:
                 final_obs[i] = self.layout(core.observation(int(i)))
             finals = {"final_obs": final_obs, "_final_obs": np.isin(np.arange(n), ended)}
-            final_info = {}
+            final_info: dict[str, Any] = {}
             for i in ended:
                 final_info = self._add_info(final_info, core.info(int(i)), int(i))
             finals["final_info"], finals["_final_info"] = final_info, finals["_final_obs"].copy()

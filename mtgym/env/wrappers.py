@@ -99,7 +99,7 @@ class TimeDiscount(gym.Wrapper):
         info["cumulative_discount"] = cumulative
         info["raw_reward"] = reward
         if self.scale_rewards:
-            reward = reward * cumulative
+            reward = reward * cumulative  # type: ignore[operator]  # SupportsFloat: a float
         return obs, reward, terminated, truncated, info
 
 

@@ -166,12 +166,12 @@ class ViewObserver:
             start_s=np.where(np.isnan(since), 0.0, since), end_s=end, end_known=np.isfinite(end)
         )
         self._state_now = state
-        self.mask = self.codec.mask(state, self._instance, self.slots).copy()  # type: ignore[arg-type]
+        self.mask = self.codec.mask(state, self._instance, self.slots).copy()
         return self.builder.build(
             state,  # type: ignore[arg-type]
             self._instance,  # type: ignore[arg-type]
             self.slots,
-            None,  # type: ignore[arg-type]  (no profiler outside ``profiled`` mode)
+            None,  # type: ignore[arg-type]  # no profiler outside ``profiled`` mode
             self.mask,
             float(view.t_end),
         )
@@ -194,7 +194,7 @@ class ViewObserver:
         Returns:
             (N,) job per node, -1 = none.
         """
-        node_job, _ = self.codec.decode(action, self._state_now, self._instance, self.slots)  # type: ignore[union-attr,arg-type]
+        node_job, _ = self.codec.decode(action, self._state_now, self._instance, self.slots)  # type: ignore[union-attr]
         return node_job
 
     def _state(self, view: SchedulerView) -> SimpleNamespace:

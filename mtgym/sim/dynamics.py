@@ -178,7 +178,7 @@ def apply_allocation(
     """
     ep = kernel.bound(state, instance)
     rep, _ = _apply_and_run(ep, state, instance, allocation, engine.THEN_NOTHING, state.time, 0)
-    return rep, int(kernel.store(ep, state).rescaled_jobs)
+    return rep, int(kernel.store(ep, state).rescaled_jobs)  # type: ignore[return-value]  # not None
 
 
 def initial_state(instance: Instance) -> ClusterState:

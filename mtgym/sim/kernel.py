@@ -25,7 +25,7 @@ from __future__ import annotations
 import weakref
 from collections import namedtuple
 from operator import attrgetter, is_
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numba import njit
@@ -93,8 +93,19 @@ SCALARS = np.dtype(
         *RESULTS,
     ]
 )
-#: One engine call's record as a Python named tuple (``store``'s result).
-Scalars = namedtuple("Scalars", SCALARS.names)
+#: One engine call's record as a Python named tuple (``store``'s result). Its fields are
+#: computed from ``SCALARS``: the type checker sees a tuple whose attributes are ``Any``.
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    class Scalars(tuple[Any, ...]):  # noqa: D101
+        def __getattr__(self, name: str) -> Any: ...
+        @classmethod
+        def _make(cls, iterable: Iterable[Any]) -> Scalars: ...
+
+else:
+    Scalars = namedtuple("Scalars", SCALARS.names)
+
 CONSTANTS = ("t_end", "bftrainer", "preempt_mode")
 FIELDS = (*NODE_ARRAYS, *JOB_ARRAYS, *INSTANCE_FIELDS, "rates", "scalars", *CONSTANTS)
 
@@ -145,7 +156,7 @@ _INSTANCE = attrgetter(*INSTANCE_FIELDS.values())
 _STATE_SCALARS = attrgetter(*FLOAT_SCALARS, *INT_SCALARS)
 _NUM_STATE_SCALARS = len(FLOAT_SCALARS) + len(INT_SCALARS)
 _NO_RESULTS = tuple(np.zeros(1, dtype=SCALARS).item(0)[_NUM_STATE_SCALARS:])
-_STATE_SCALAR_NAMES = SCALARS.names[:_NUM_STATE_SCALARS]
+_STATE_SCALAR_NAMES = cast("tuple[str, ...]", SCALARS.names)[:_NUM_STATE_SCALARS]
 _SCALARS_AT = FIELDS.index("scalars")
 
 _MODELS: weakref.WeakKeyDictionary[Instance, ThroughputModel] = weakref.WeakKeyDictionary()

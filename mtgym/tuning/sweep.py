@@ -19,15 +19,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from mtgym.policy.tunable import widen_caps
 from mtgym.scenario.tuning import Point, PolicyTuning
-
-if TYPE_CHECKING:
-    from mtgym.tuning.journal import PointJournal
 
 #: relative gain of the mean headline a knob's new value must beat to be taken
 MIN_GAIN = 0.01
@@ -188,7 +185,7 @@ def tune_policy(
     horizon_s: float | None = None,
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
-    journal: PointJournal | None = None,
+    journal: Any = None,
 ) -> PolicyTuning:
     """Sweep ``policy``'s grid on ``scenario`` by ``RULE`` (module docstring).
 
@@ -199,9 +196,10 @@ def tune_policy(
         horizon_s: simulated seconds per episode from ``t_start``; None: whole episodes.
         workers: processes; 1 plays in this process.
         progress: called with ``"<scenario> <policy> <params>: <mean>"`` after each point.
-        journal: where each finished point is written, and whose points of this policy
-            (a killed run's, ``mtgym tune --resume``) are not played again
-            (``mtgym.tuning.journal``); None: none.
+        journal: a ``mtgym.tuning.journal.PointJournal`` (not imported here: it builds on
+            this module): each finished point is written to it, and its points of this
+            policy (a killed run's, ``mtgym tune --resume``) are not played again; None:
+            none.
 
     Returns:
         The default and chosen settings with their means, every point played (in order)

@@ -212,7 +212,7 @@ def _mode_key(cls: type) -> str:
         except (OSError, TypeError):
             digest = "-"
         key = f"{cls.__module__}.{cls.__qualname__}@{digest}"
-        cls._mode_key = key
+        cls._mode_key = key  # type: ignore[attr-defined]  # an ActionCodec subclass
         _BY_KEY[key] = cls
     return key
 

@@ -225,7 +225,7 @@ class Shares(ActionCodec):
             if c < w and above.size:
                 ups.append((w - c, int(s), _action_of(grid, int(above[0]), cur), int(above[0])))
         left = int(np.count_nonzero(state.available)) - int(got.sum())
-        for _gap, s, a, c in sorted(ups, key=lambda u: (-u[0], u[1])):
+        for _gap, s, a, c in sorted(ups, key=lambda u: (-u[0], u[1])):  # type: ignore[assignment]  # s: int
             if c - got[s] <= left:
                 left -= c - int(got[s])
                 out[s], got[s] = a, c

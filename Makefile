@@ -28,6 +28,8 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check mtgym baselines agents tests scripts examples
 	$(BIN)/ruff format --check mtgym baselines agents tests scripts examples
+	# type check mtgym/core, sim, env, policy and baselines ([tool.mypy] in pyproject.toml)
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench_sim.py
@@ -38,4 +40,4 @@ bench-vec: $(STAMP)
 	$(BIN)/python scripts/bench_vec.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

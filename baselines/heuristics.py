@@ -89,7 +89,7 @@ class GreedyPolicy(Tunable):
             gain = float(np.interp(n + k, x, y) - np.interp(n, x, y)) / k
             return gain, k
 
-        heap = []
+        heap: list[tuple[float, int, int]] = []
         for i in range(jobs.size):
             g, k = step(i)
             if g > 0:

@@ -306,7 +306,7 @@ def FreeTrainMILP(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy
     jobs x idle nodes binaries, and beyond that HiGHS does not prove optimality within the
     10 s limit on large machines (the policy then keeps its previous map).
     """
-    policy = FreeTrainPolicy(solver="milp", **kwargs)  # type: ignore[arg-type]
+    policy = FreeTrainPolicy(solver="milp", **kwargs)
     policy.name = "freetrain-milp"
     return policy
 
@@ -318,7 +318,7 @@ def FreeTrainPaper(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a polic
     kwargs.setdefault("max_jobs", MAX_JOBS_PAPER)
     kwargs.setdefault("t_fwd", T_FWD_PAPER)
     kwargs.setdefault("tuned", False)
-    policy = FreeTrainPolicy(**kwargs)  # type: ignore[arg-type]
+    policy = FreeTrainPolicy(**kwargs)
     policy.name = "freetrain-paper"
     return policy
 
@@ -326,7 +326,7 @@ def FreeTrainPaper(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a polic
 def FreeTrainTfwd10(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a policy factory
     """FreeTrain at the paper's T_fwd = 10 s whatever the scenario says (``freetrain-tfwd10``)."""
     kwargs.setdefault("t_fwd", T_FWD_PAPER)
-    policy = FreeTrainPolicy(**kwargs)  # type: ignore[arg-type]
+    policy = FreeTrainPolicy(**kwargs)
     policy.name = "freetrain-tfwd10"
     return policy
 
@@ -337,6 +337,6 @@ def FreeTrainSpeedup(**kwargs: object) -> FreeTrainPolicy:  # noqa: N802 - a pol
     model alike, as the model-neutral headline (``mtgym.metrics``) does.
     """
     kwargs.setdefault("objective", "speedup")
-    policy = FreeTrainPolicy(**kwargs)  # type: ignore[arg-type]
+    policy = FreeTrainPolicy(**kwargs)
     policy.name = "freetrain-speedup"
     return policy

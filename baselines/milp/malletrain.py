@@ -252,7 +252,7 @@ class MalleTrainPolicy(Tunable, ScenarioTfwd):
             The node map: probing jobs at their probe size, the others at the DP's counts.
         """
         self.observe(view)
-        self._priors = {}  # the measured costs may have changed (``_cost_prior``)
+        self._priors: dict[str, float] = {}  # the measured costs may have changed (``_cost_prior``)
         t = view.time
         admitted = admit(view, self.max_jobs)
         free = int(np.count_nonzero(view.available))

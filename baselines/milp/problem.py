@@ -287,7 +287,7 @@ class AllocProblem:
             and bool(dp_kernel.breakpoints_ok(off, xs))
         )
         i64 = [a.astype(np.int64, copy=False) for a in (jmin, jmax, C)]
-        return Packed(off, xs, ys, *i64, up, down, rate, float(self.t_fwd), ok)
+        return Packed(off, xs, ys, *i64, up, down, rate, float(self.t_fwd), ok)  # type: ignore[call-arg, arg-type]  # *i64: 3 arrays
 
     def objective(self, n: np.ndarray, packed: Packed | None = None) -> float:
         """Value of the count vector ``n`` (-inf if infeasible); ``packed``: ``packed()``,

@@ -7,7 +7,8 @@ the policies with the hash of every file a policy string names and of the learne
 code and shipped weights, the seeds, quick or full, the decision interval), then one line
 per finished episode row, per hindsight bound and per policy found unsupported on a
 scenario. Each line is flushed and synced when written: a run killed at any moment leaves
-every finished item, and at worst a torn last line, which reading skips.
+every finished item, and at worst a torn last line, which reading skips (the format:
+``mtgym.results.jsonl``).
 
 ``--resume`` reads the journal of ``--out`` and refuses (one line, the first difference)
 when its header is not this run's identity: episodes of other code, scenarios, tuning or
@@ -22,12 +23,12 @@ result file notes how many were resumed. The runner asks the journal before the 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from mtgym.results import jsonl
 
 #: the journal's file name in the output folder
 FILE = "episodes.jsonl"
@@ -105,19 +106,6 @@ def identity(
     }
 
 
-def _difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
-    """The first key whose value differs, said in words; None when equal."""
-    for key in sorted(set(old) | set(new)):
-        if old.get(key) != new.get(key):
-            if key == "scenarios":
-                a, b = old.get(key) or {}, new.get(key) or {}
-                for name in sorted(set(a) | set(b)):
-                    if a.get(name) != b.get(name):
-                        return f"scenario {name}: its file or tuning record changed"
-            return f"{key} differs ({old.get(key)!r} then, {new.get(key)!r} now)"
-    return None
-
-
 def _default(obj: Any) -> Any:
     """JSON for numpy scalars (a row may hold them)."""
     if hasattr(obj, "item"):
@@ -157,38 +145,13 @@ class Journal:
         path = Path(out) / FILE
         journal = cls(path)
         if resume:
-            journal._read(ident)
+            for item in jsonl.read(
+                path, KIND, ident, what="benchmark run", error=JournalError, default=_default
+            ):
+                journal._take(item)
             return journal
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"kind": KIND, "identity": ident}, default=_default) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        jsonl.start(path, KIND, ident, default=_default)
         return journal
-
-    def _read(self, ident: dict[str, Any]) -> None:
-        if not self.path.is_file():
-            raise JournalError(
-                f"--resume: {self.path} does not exist; run without --resume to start"
-            )
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        try:
-            head = json.loads(lines[0]) if lines else {}
-        except json.JSONDecodeError:
-            head = {}
-        if head.get("kind") != KIND:
-            raise JournalError(f"--resume: {self.path} is not a benchmark journal")
-        why = _difference(json.loads(json.dumps(head["identity"])), json.loads(json.dumps(ident)))
-        if why is not None:
-            raise JournalError(
-                f"--resume: {self.path} was written by another run ({why}); "
-                "run without --resume to start over"
-            )
-        for line in lines[1:]:
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line: the episode is played again
-            self._take(item)
 
     def _take(self, item: dict[str, Any]) -> None:
         kind = item.get("type")
@@ -211,10 +174,7 @@ class Journal:
             self.unsupported_[(item["scenario"], item["policy"])] = item["reason"]
 
     def _append(self, item: dict[str, Any]) -> None:
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(item, default=_default) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        jsonl.append(self.path, item, default=_default)
 
     def row(
         self,

@@ -3,24 +3,24 @@ none of a killed run's finished points.
 
 ``mtgym tune`` saves the record after each policy; a policy's sweep can take an hour on a
 Summit scenario, and a run killed inside it used to lose every point it had played. The
-journal (``runs/tune/<scenario>.jsonl`` by default) holds a header (``identity``: the code
-hash, the scenario's hash, the seeds and the horizon) and one line per finished point
-(policy and ``Point``), each synced when written. With ``--resume``, ``PointJournal.done``
-gives a policy's finished points to ``mtgym.tuning.sweep.play_points``, which then plays only
-the others; the points come back in the order they were played, so the resumed sweep's
-record equals an uninterrupted one's (its ``wall_s`` aside). A journal of other code, another
-scenario file, other seeds or another horizon is refused (one line naming the difference);
-without ``--resume`` a new journal replaces it.
+journal (``runs/tune/<scenario>.jsonl`` by default; the format: ``mtgym.results.jsonl``)
+holds a header (``identity``: the code hash, the scenario's hash, the seeds and the horizon)
+and one line per finished point (policy and ``Point``), each synced when written. With
+``--resume``, ``PointJournal.done`` gives a policy's finished points to
+``mtgym.tuning.sweep.play_points``, which then plays only the others; the points come back
+in the order they were played, so the resumed sweep's record equals an uninterrupted one's
+(its ``wall_s`` aside). A journal of other code, another scenario file, other seeds or
+another horizon is refused (one line naming the difference); without ``--resume`` a new
+journal replaces it.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtgym.results import jsonl
 from mtgym.scenario.tuning import Point
 
 #: the journals' folder (under the working directory)
@@ -69,39 +69,15 @@ class PointJournal:
         """
         journal = cls(Path(path))
         if resume:
-            journal._read(ident)
+            for item in jsonl.read(journal.path, KIND, ident, what="sweep", error=TuneJournalError):
+                try:
+                    point = Point.model_validate(item["point"])
+                except (KeyError, ValueError):
+                    continue  # not a point: played again
+                journal.points.setdefault(item["policy"], []).append(point)
             return journal
-        journal.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(journal.path, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"kind": KIND, "identity": ident}) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        jsonl.start(journal.path, KIND, ident)
         return journal
-
-    def _read(self, ident: dict[str, Any]) -> None:
-        if not self.path.is_file():
-            raise TuneJournalError(f"--resume: {self.path} does not exist; run without --resume")
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        try:
-            head = json.loads(lines[0]) if lines else {}
-        except json.JSONDecodeError:
-            head = {}
-        if head.get("kind") != KIND:
-            raise TuneJournalError(f"--resume: {self.path} is not a tuning journal")
-        old = head.get("identity", {})
-        for key in sorted(set(old) | set(ident)):
-            if old.get(key) != ident.get(key):
-                raise TuneJournalError(
-                    f"--resume: {self.path} was written by another sweep ({key} differs); "
-                    "run without --resume to start over"
-                )
-        for line in lines[1:]:
-            try:
-                item = json.loads(line)
-                point = Point.model_validate(item["point"])
-            except (json.JSONDecodeError, KeyError, ValueError):
-                continue  # a torn last line: that point is played again
-            self.points.setdefault(item["policy"], []).append(point)
 
     def done(self, policy: str) -> dict[tuple, Point]:
         """``policy``'s finished points by ``point_key``, in the order they were played, as
@@ -113,10 +89,7 @@ class PointJournal:
     def add(self, policy: str, point: Point) -> None:
         """Append a finished point (synced)."""
         self.points.setdefault(policy, []).append(point)
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"policy": policy, "point": point.model_dump(mode="json")}) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        jsonl.append(self.path, {"policy": policy, "point": point.model_dump(mode="json")})
 
 
 class _Journalled(dict):

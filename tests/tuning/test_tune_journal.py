@@ -67,7 +67,8 @@ def test_tune_journal__resume_refuses_another_sweeps_journal(tmp_path, monkeypat
     assert main(_argv(tmp_path / "b.json", "--horizon", "3600", "--resume")) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].endswith(
-        "was written by another sweep (horizon_s differs); run without --resume to start over"
+        "was written by another sweep (horizon_s differs (None then, 3600.0 now)); "
+        "run without --resume to start over"
     )
     (FOLDER / "default.jsonl").unlink()
     assert main(_argv(tmp_path / "c.json", "--resume")) == 2

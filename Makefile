@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch pinned to the CPU build in the same command: an unpinned torch pulls CUDA.
-	$(BIN)/python -m pip install --quiet "torch==2.13.0" -e ".[dev,ray]"
+	$(BIN)/python -m pip install --quiet "torch==2.13.0" -e ".[dev,ray,offline]"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -494,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     Sub-commands: ``run``, ``info``, ``evaluate``, ``scenario``, ``data`` (this module),
     ``benchmark`` (``mtgym.benchmark.cli``), ``tune`` (``mtgym.tuning.cli``), ``results``
-    (``mtgym.results.cli``), those of the
+    (``mtgym.results.cli``), ``dataset`` (``mtgym.dataset.cli``), those of the
     ``mtgym.commands`` entry points, and ``policies``. Each sets ``func``, the handler
     ``dispatch`` calls with the parsed namespace.
     """
@@ -522,6 +522,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mtgym.results.cli import add as add_results
 
     add_results(sub)  # the results registry: generated tables (mtgym.results)
+    from mtgym.dataset.cli import add as add_dataset
+
+    add_dataset(sub)  # offline-RL datasets of policies' episodes (mtgym.dataset)
     from mtgym.leaderboard.cli import add as add_leaderboard
 
     # the leaderboard and its submission check; importing mtgym.leaderboard also registers

@@ -1,0 +1,142 @@
+"""``mtgym dataset collect`` and ``mtgym dataset list``: Minari datasets of policies' episodes.
+
+``collect`` plays ``--episodes N`` episodes of ``--policy`` on ``--scenario`` (seeds
+``--seed-start`` onwards, the train split's by default; a test seed is refused), plus
+uniformly random actions and the scenario's reference on the same seeds (the normalisation's
+0 and 1), and writes the dataset ``mtgym/<scenario>/<policy>-v0`` where Minari looks (``--root`` or
+``$MINARI_DATASETS_PATH``). ``list`` prints mtgym's datasets there. Needs the ``offline``
+extra (``minari``), which ``make`` installs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mtgym.backends import BACKENDS
+from mtgym.command import decision_interval
+from mtgym.dataset.episode import DECISION_INTERVAL_S, EnvSettings
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    """Register ``dataset`` (``collect``, ``list``) on the ``mtgym`` sub-command parser."""
+    from mtgym.benchmark.splits import TRAIN_SEED_MIN
+    from mtgym.core.names import ACTION_MODES
+    from mtgym.env.layout import OBS_LAYOUTS
+
+    d = sub.add_parser(
+        "dataset",
+        help="offline-RL datasets (Minari) of any policy's episodes: collect, list",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    d_sub = d.add_subparsers(dest="action", required=True, metavar="ACTION")
+    c = d_sub.add_parser(
+        "collect",
+        help="play a policy's episodes and write them as a Minari dataset",
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    c.add_argument("--policy", required=True, help="registered policy string")
+    c.add_argument("--scenario", default="default", help="scenario name or file")
+    c.add_argument("--episodes", type=int, default=4, help="episodes (one seed each)")
+    c.add_argument(
+        "--seed-start", type=int, default=TRAIN_SEED_MIN, help="first seed (train split's)"
+    )
+    c.add_argument("--action-mode", default="shares", choices=ACTION_MODES)
+    c.add_argument("--obs-layout", default="dict", choices=OBS_LAYOUTS)
+    c.add_argument(
+        "--decision-interval",
+        type=decision_interval,
+        default=DECISION_INTERVAL_S,
+        metavar="S",
+        help="seconds between decisions (the shipped agents' recipe)",
+    )
+    c.add_argument("--reward", default=None, help="env reward (default: the env's)")
+    c.add_argument("--reference", default=None, help="policy scoring 1 (default: recorded)")
+    c.add_argument("--workers", type=int, default=1, help="processes or Ray CPUs")
+    c.add_argument("--backend", choices=BACKENDS, default="local")
+    c.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
+    c.add_argument("--version", type=int, default=0, help="the id's version")
+    c.add_argument("--force", action="store_true", help="replace a dataset of the same id")
+    c.set_defaults(func=_cmd_collect)
+    ls = d_sub.add_parser("list", help="mtgym's datasets where Minari looks")
+    ls.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
+    ls.set_defaults(func=_cmd_list)
+
+
+def _minari() -> None:
+    try:
+        import minari  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            "mtgym dataset needs minari: pip install -e '.[offline]' (make installs it)"
+        ) from exc
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from mtgym.dataset.collect import collect
+    from mtgym.dataset.store import dataset_id, local_datasets, use_root, write_dataset
+
+    _minari()
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be at least 1, not {args.episodes}")
+    use_root(args.root)
+    settings = EnvSettings(
+        action_mode=args.action_mode,
+        obs_layout=args.obs_layout,
+        decision_interval_s=args.decision_interval,
+        reward=args.reward,
+    )
+    ds_id = dataset_id(args.scenario, args.policy, args.version)
+    if ds_id in local_datasets() and not args.force:
+        raise ValueError(f"dataset {ds_id} exists; --force replaces it")
+    seeds = range(args.seed_start, args.seed_start + args.episodes)
+    got = collect(
+        args.scenario,
+        args.policy,
+        seeds,
+        settings,
+        workers=args.workers,
+        backend=args.backend,
+        reference=args.reference,
+        progress=lambda line: print(line, file=sys.stderr),
+    )
+    ds = write_dataset(
+        ds_id,
+        args.scenario,
+        args.policy,
+        got,
+        settings,
+        force=args.force,
+    )
+    import minari
+
+    returns = [e.episode_return for e in got.episodes]
+    score = float(minari.get_normalized_score(ds, sum(returns) / len(returns)))
+    repaired = sum(e.repaired_share for e in got.episodes) / len(got.episodes)
+    print(
+        f"{ds_id}: {ds.total_episodes} episodes, {ds.total_steps} steps; mean return "
+        f"{sum(returns) / len(returns):.4f} (random actions {got.ref_min_score:.4f}, "
+        f"{got.reference} {got.ref_max_score:.4f}): normalised score {score:.3f}; "
+        f"repaired steps {repaired:.1%}; {got.wall_s:.1f} s"
+    )
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from mtgym.dataset.store import local_datasets, use_root
+
+    _minari()
+    use_root(args.root)
+    found = local_datasets()
+    if not found:
+        print("no mtgym dataset found (mtgym dataset collect writes one)")
+        return 0
+    for ds_id, meta in found.items():
+        print(
+            f"{ds_id}: {meta.get('total_episodes')} episodes, {meta.get('total_steps')} "
+            f"steps, {meta.get('algorithm_name')}; ref scores "
+            f"{meta.get('ref_min_score')}..{meta.get('ref_max_score')}"
+        )
+    return 0

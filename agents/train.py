@@ -149,7 +149,10 @@ class Args:
         return {**self.config().env_kwargs(), "max_jobs": self.max_jobs}
 
     def config(self) -> AgentConfig:
-        """The agent.json written beside the model."""
+        """The agent.json written beside the model (the features it reads included)."""
+        from agents.pooled import current_features
+
+        features, version = current_features(self.scale_free)
         return AgentConfig(
             algo=self.algo,
             action_mode=self.action_mode,
@@ -162,6 +165,8 @@ class Args:
             scenario=self.scenario,
             observation=self.observation,
             sample=self.sample,
+            features=features,
+            features_version=version,
         )
 
 

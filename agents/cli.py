@@ -56,6 +56,7 @@ def _train(ns: argparse.Namespace) -> int:
         vec=ns.vec,
         progress=not ns.no_progress,
         bc_expert=ns.bc_expert,
+        from_dataset=ns.from_dataset,
         dagger_rounds=ns.dagger_rounds,
         bc_seeds=tuple(range(11, 11 + ns.bc_episodes)),
         context=not ns.no_context,
@@ -95,6 +96,7 @@ def _train(ns: argparse.Namespace) -> int:
 #: schedules and vector envs): ``--algo rllib-ppo`` refuses them when set.
 SB3_ONLY = (
     "bc_expert",
+    "from_dataset",
     "bc_episodes",
     "dagger_rounds",
     "critic_warmup",
@@ -277,6 +279,13 @@ def _add_imitation_options(t: argparse._ActionsContainer) -> None:
         default=None,
         metavar="POLICY",
         help="imitate this baseline first (behaviour cloning + DAgger), then PPO",
+    )
+    t.add_argument(
+        "--from-dataset",
+        default=None,
+        metavar="ID",
+        help="clone this Minari dataset's episodes first (mtgym dataset collect; offline "
+        "extra), then PPO",
     )
     t.add_argument(
         "--dagger-rounds",

@@ -56,6 +56,12 @@ class AgentConfig:
         sample_seed: that generator's seed.
         temperature: draws come from softmax(logits / temperature), > 0: below 1 the
             agent re-sizes less at random.
+        features: the observation's features the agent was trained on, key -> [[name,
+            width], ...] in column order (``agents.pooled.feature_record``); a pooled agent
+            reads these columns by name, so features the env added since are not read.
+            None: ``agents.pooled.FEATURES_V1`` (agents written before it was recorded).
+        features_version: the env's feature set version then
+            (``mtgym.env.observation.FEATURES_VERSION``); None: 1.
         extra: free-form notes kept in the file; nothing reads them.
     """
 
@@ -71,7 +77,20 @@ class AgentConfig:
     sample: bool = False
     sample_seed: int = 0
     temperature: float = 1.0
+    features: dict[str, list[list[Any]]] | None = None
+    features_version: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def wanted_features(self) -> tuple[dict[str, Any], int]:
+        """(key -> [(name, width), ...], version): ``features`` and ``features_version``,
+        or feature set 1 when the file records none.
+        """
+        from agents.pooled import FEATURES_V1, FEATURES_V1_VERSION
+
+        if self.features is None:
+            return dict(FEATURES_V1), FEATURES_V1_VERSION
+        ver = FEATURES_V1_VERSION if self.features_version is None else self.features_version
+        return {k: [tuple(p) for p in v] for k, v in self.features.items()}, int(ver)
 
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``ScavengeEnv``: the action mode, reward, information
@@ -221,6 +240,7 @@ class AgentPolicy:
 
         self._scale_free = self.config.action_mode in SCALE_FREE_MODES
         self.layout = None  # the pooled layout (``observation == "pooled"``), per reset
+        self._layout_features: Any = None  # the feature map ``act`` last built it for
 
     def reset(self, view: SchedulerView) -> None:
         """Size the observation for the view's cluster (any node count: set-based extractor
@@ -238,11 +258,7 @@ class AgentPolicy:
         self._check_fits(view)
         self._gen.manual_seed(self.config.sample_seed)  # the same draws for the same episode
         if self.config.observation == "pooled":
-            from agents.pooled import PooledLayout
-
-            self.layout = PooledLayout.of(
-                self.observer.builder.space, self.observer.codec.C, scale_free=self._scale_free
-            )
+            self.layout = self._layout(self.observer.builder.space, self.observer.builder.features)
             want = self.model.observation_space.shape
             if self._scale_free:  # any S: the slot rows and the global part must match
                 fx = self.model.policy.features_extractor
@@ -259,6 +275,35 @@ class AgentPolicy:
                     f"its pooled observation has {self.layout.size} values on this cluster, "
                     f"its network takes {want[0]}",
                 )
+
+    def _layout(self, space: Any, features: Any) -> Any:
+        """The pooled layout of an observation ``space`` whose columns ``features`` names,
+        reading the agent's own features by name (``AgentConfig.wanted_features``).
+
+        Raises:
+            PolicyUnsupportedError: the observation lacks a feature the agent reads (named),
+                has it with another width, or is of another feature set version.
+        """
+        from agents.pooled import FeatureError, PooledLayout
+
+        wanted, version = self.config.wanted_features()
+        have = getattr(features, "version", None)
+        if have is not None and have != version:
+            raise PolicyUnsupportedError(
+                self.name,
+                f"it was trained on observation features version {version}, the env's are "
+                f"version {have} (a feature changed meaning)",
+            )
+        try:
+            return PooledLayout.of(
+                space,
+                self.observer.codec.C if self.observer.codec is not None else self.config.max_count,
+                scale_free=self._scale_free,
+                features=features,
+                wanted=wanted,
+            )
+        except FeatureError as exc:
+            raise PolicyUnsupportedError(self.name, str(exc)) from exc
 
     def _check_fits(self, view: SchedulerView) -> None:
         """``PolicyUnsupportedError`` when the network's action head does not fit the cluster.
@@ -307,7 +352,12 @@ class AgentPolicy:
         action = self.act(obs, self.observer.mask)
         return Allocation(self.observer.decode(action))
 
-    def act(self, obs: dict[str, np.ndarray], mask: np.ndarray | None = None) -> np.ndarray:
+    def act(
+        self,
+        obs: dict[str, np.ndarray],
+        mask: np.ndarray | None = None,
+        features: Any = None,
+    ) -> np.ndarray:
         """One action for an env observation (``mask``: its legal actions, MaskablePPO only).
 
         Calls the policy network directly rather than ``model.predict``: SB3 checks the
@@ -322,6 +372,13 @@ class AgentPolicy:
             obs: one env observation by key, no batch axis (as ``ScavengeEnv`` returns it).
             mask: the flat (sum of nvec,) legal-action mask; None: ``obs["action_mask"]``.
                 Ignored by PPO and A2C agents.
+            features: the env's feature map (``env.unwrapped.features``) when ``obs`` is an
+                env's rather than the policy's own observer's: a pooled agent then reads
+                its own features by name (columns the env added are not read). None: the
+                layout of the last ``reset``, else every column.
+
+        Raises:
+            PolicyUnsupportedError: ``features`` lacks a feature the agent reads.
 
         Returns:
             The (A,) int64 action for the env.
@@ -331,7 +388,10 @@ class AgentPolicy:
             torch.set_num_threads(1)
         with torch.inference_mode():
             if self.config.observation == "pooled":
-                if self.layout is None:
+                if features is not None and features is not self._layout_features:
+                    self.layout = self._layout(_dict_space(obs), features)
+                    self._layout_features = features
+                elif self.layout is None:
                     from agents.pooled import PooledLayout
 
                     space = _dict_space(obs)

@@ -47,11 +47,138 @@ SLOT_MASK = 0  # ``job_mask``'s column: 1 for a slot holding a job
 SLOT_COUNT = -1  # ``held_count``'s column: the nodes the slot's job holds / max_count
 
 
+#: The features every agent whose ``agent.json`` names none was trained on (the shipped
+#: agents': feature set version 1), key -> (name, width) in column order. A literal, not read
+#: from the env: a column the env adds later must not change what these agents read.
+FEATURES_V1: dict[str, tuple[tuple[str, int], ...]] = {
+    "nodes": (
+        ("available", 1),
+        ("held", 1),
+        ("gpu_type", 1),
+        ("slowdown", 4),
+        ("idle_time", 1),
+        ("end_known", 1),
+        ("time_to_end", 1),
+        ("group", 1),
+    ),
+    "jobs": (
+        ("present", 1),
+        ("app_class", 4),
+        ("nodes", 1),
+        ("min", 1),
+        ("max", 1),
+        ("rate", 1),
+        ("age", 1),
+        ("pausing", 1),
+        ("progress", 1),
+        ("remaining", 1),
+        ("r_up", 1),
+        ("r_down", 1),
+        ("info", 1),
+    ),
+    "global": (
+        ("time", 1),
+        ("idle", 1),
+        ("free", 1),
+        ("queued", 1),
+        ("slots", 1),
+        ("log_time", 1),
+    ),
+    "job_scale": (
+        ("held_idle", 1),
+        ("min_idle", 1),
+        ("max_idle", 1),
+        ("range_pos", 1),
+        ("rate_rel", 1),
+    ),
+    "global_scale": (("free_idle", 1), ("demand_min", 1), ("demand_max", 1)),
+}
+#: Its version (``mtgym.env.observation.FEATURES_VERSION`` when it was written).
+FEATURES_V1_VERSION = 1
+
+
+class FeatureError(ValueError):
+    """An env whose observation lacks a feature an agent reads (named), or has it with
+    another width or meaning (another feature set version).
+    """
+
+
+def feature_record(features: dict[str, dict[str, slice]]) -> dict[str, list[list[Any]]]:
+    """An env's feature map (``env.unwrapped.features``) as ``agent.json`` records it:
+    key -> [[name, width], ...] in column order.
+    """
+    return {
+        key: [[name, cols.stop - cols.start] for name, cols in named.items()]
+        for key, named in features.items()
+    }
+
+
+def current_features(scale_free: bool) -> tuple[dict[str, list[list[Any]]], int]:
+    """The env's features now (``mtgym.env.observation.FEATURES``; the scale-free keys only
+    for a scale-free agent) as ``agent.json`` records them, and their version: what an agent
+    trained today reads.
+    """
+    from mtgym.env.observation import BASE_KEYS, FEATURES, FEATURES_VERSION
+
+    keys = {k: v for k, v in FEATURES.items() if scale_free or k in BASE_KEYS}
+    return feature_record(keys), FEATURES_VERSION
+
+
+def select_columns(
+    features: dict[str, dict[str, slice]], wanted: dict[str, Any]
+) -> dict[str, np.ndarray]:
+    """Each wanted key's column indices in the env's observation: the wanted features'
+    columns, in the wanted order.
+
+    Args:
+        features: the env's map, key -> name -> slice (``env.unwrapped.features``).
+        wanted: key -> [(name, width), ...], what the agent was trained on.
+
+    Raises:
+        FeatureError: a wanted key or feature the env does not have, or a width that differs
+            (the message names it).
+    """
+    out = {}
+    for key, parts in wanted.items():
+        have = features.get(key)
+        if have is None:
+            raise FeatureError(f"the observation has no {key!r}, which the agent reads")
+        idx: list[int] = []
+        for name, width in parts:
+            cols = have.get(name)
+            if cols is None:
+                raise FeatureError(
+                    f"the observation's {key!r} has no feature {name!r}, which the agent reads"
+                )
+            if cols.stop - cols.start != int(width):
+                raise FeatureError(
+                    f"the observation's {key}.{name} has {cols.stop - cols.start} columns, "
+                    f"the agent read {width}"
+                )
+            idx.extend(range(cols.start, cols.stop))
+        out[key] = np.asarray(idx, dtype=np.intp)
+    return out
+
+
 #: Action modes whose agents read the scale-free layout (module docstring).
 SCALE_FREE_MODES = names.SCALE_FREE_MODES
 #: ``jobs`` columns the scale-free layout zeroes: divided by the count cap
 CAP_COLUMNS = ("nodes", "min", "max", "info")
-_CAP_COLS = [JOB_FEATURES[c].start for c in CAP_COLUMNS]
+_CAP_COLS = tuple(JOB_FEATURES[c].start for c in CAP_COLUMNS)
+
+
+def _cap_positions(parts: Any) -> tuple[int, ...]:
+    """The positions of ``CAP_COLUMNS`` in a job row laid out as ``parts`` ((name, width)
+    pairs); ``FeatureError`` if one is missing.
+    """
+    at, o = {}, 0
+    for name, width in parts:
+        at[name] = o
+        o += int(width)
+    missing = [c for c in CAP_COLUMNS if c not in at]
+    if missing:
+        raise FeatureError(f"the agent's job row lacks {missing}, which the layout zeroes")
+    return tuple(at[c] for c in CAP_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -69,6 +196,10 @@ class PooledLayout:
         env_global_dim: the env's global entries pooled (scale-free: with ``global_scale``).
         max_count: the count cap (1 when scale-free: the held column is a flag).
         scale_free: the scale-free layout (module docstring).
+        columns: (key, column indices) for each key whose columns are picked by name
+            (``of``'s ``wanted``) and are not all of the env's in order; empty: every
+            column as the env lays it out.
+        cap_cols: the positions of ``CAP_COLUMNS`` in the (picked) ``jobs`` row.
     """
 
     num_slots: int
@@ -78,9 +209,19 @@ class PooledLayout:
     env_global_dim: int
     max_count: int
     scale_free: bool = False
+    columns: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    cap_cols: tuple[int, ...] = _CAP_COLS
 
     @classmethod
-    def of(cls, space: spaces.Dict, max_count: int, *, scale_free: bool = False) -> PooledLayout:
+    def of(
+        cls,
+        space: spaces.Dict,
+        max_count: int,
+        *,
+        scale_free: bool = False,
+        features: dict[str, dict[str, slice]] | None = None,
+        wanted: dict[str, Any] | None = None,
+    ) -> PooledLayout:
         """The layout for an env observation space and its count cap.
 
         Args:
@@ -89,30 +230,48 @@ class PooledLayout:
             max_count: the env's count cap C (ignored when scale-free: 1).
             scale_free: the scale-free layout (module docstring), which needs the
                 ``job_scale``, ``job_shape`` and ``global_scale`` keys.
+            features: the env's feature map (``env.unwrapped.features``), with ``wanted``.
+            wanted: key -> [(name, width), ...], the features an agent reads (its
+                ``agent.json``): the layout picks those columns by name, so columns the env
+                added since are not read. None (or no ``features``): every column.
 
         Returns:
             The layout, frozen.
 
         Raises:
             TypeError: ``space`` is not a Dict with a ``nodes`` key.
+            FeatureError: a wanted feature the env lacks, or of another width.
         """
         if not isinstance(space, spaces.Dict) or "nodes" not in space.spaces:
             raise TypeError(f"expected ScavengeEnv's Dict observation space, got {space!r}")
-        slots, job_dim = space["jobs"].shape
-        glob = int(space["global"].shape[0])
+        width = {k: int(space[k].shape[-1]) for k in FEATURES_V1 if k in space.spaces}
+        picked: list[tuple[str, tuple[int, ...]]] = []
+        cap_cols = _CAP_COLS
+        if features is not None and wanted is not None:
+            keys = {k: v for k, v in wanted.items() if k in width}
+            for key, idx in select_columns(features, keys).items():
+                width[key] = int(idx.size)
+                if not np.array_equal(idx, np.arange(int(space[key].shape[-1]))):
+                    picked.append((key, tuple(int(i) for i in idx)))
+            if "jobs" in keys:
+                cap_cols = _cap_positions(keys["jobs"])
+        slots = int(space["jobs"].shape[0])
+        job_dim, glob = width["jobs"], width["global"]
         points = int(space["job_curve"].shape[-1])
         if scale_free:
-            job_dim += space["job_scale"].shape[-1] + space["job_shape"].shape[-1]
-            glob += space["global_scale"].shape[0]
+            job_dim += width["job_scale"] + space["job_shape"].shape[-1]
+            glob += width["global_scale"]
             points, max_count = 0, 1
         return cls(
-            num_slots=int(slots),
-            node_dim=int(space["nodes"].shape[-1]),
+            num_slots=slots,
+            node_dim=width["nodes"],
             job_dim=int(job_dim),
             points=points,
             env_global_dim=glob,
             max_count=int(max_count),
             scale_free=scale_free,
+            columns=tuple(picked),
+            cap_cols=cap_cols,
         )
 
     @classmethod
@@ -180,6 +339,10 @@ class PooledLayout:
             ``max_count``, or minus the node count N when scale-free (``_pool``).
         """
         f32 = np.float32
+        if self.columns:  # the agent's features by name (``of``'s ``wanted``)
+            obs = dict(obs)
+            for key, idx in self.columns:
+                obs[key] = np.asarray(obs[key])[..., list(idx)]
         jobs = np.asarray(obs["jobs"], dtype=f32)
         curve = np.asarray(obs["job_curve"], dtype=f32)
         known = np.asarray(obs["job_curve_known"], dtype=f32)
@@ -187,7 +350,7 @@ class PooledLayout:
         nodes = np.asarray(obs["nodes"], dtype=f32)
         if self.scale_free:
             jobs = np.concatenate((jobs, obs["job_scale"], obs["job_shape"]), axis=-1)
-            jobs[..., _CAP_COLS] = 0.0
+            jobs[..., list(self.cap_cols)] = 0.0
             curve = known = np.zeros((*jobs.shape[:-1], 0), dtype=f32)
             glob = np.concatenate((glob, obs["global_scale"]), axis=-1).astype(f32)
         return (

@@ -86,7 +86,10 @@ class Args:
         bc_seeds: the expert's episodes (episode i on the i-th training size).
         dagger_rounds: rounds of DAgger after behaviour cloning (the agent drives, the
             expert labels), each on as many episodes as ``bc_seeds``.
-        bc_epochs: supervised epochs of the first cloning (half in each DAgger round).
+        bc_epochs: supervised epochs of the first cloning (half in each DAgger round), and
+            of cloning ``from_dataset``.
+        from_dataset: clone this Minari dataset's episodes first (``mtgym dataset
+            collect``; ``agents.offline``), instead of an expert played live; None: none.
         num_nodes: mixed cluster sizes: env rank i trains on the scenario resized to
             ``num_nodes[i % len]`` nodes (synthetic generators only; (): its own size).
         extra: free-form notes recorded in args.json.
@@ -132,6 +135,7 @@ class Args:
     bc_seeds: tuple[int, ...] = (11, 12, 13, 14)
     dagger_rounds: int = 3
     bc_epochs: int = 30
+    from_dataset: str | None = None
     num_nodes: tuple[int, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -149,7 +153,10 @@ class Args:
         return {**self.config().env_kwargs(), "max_jobs": self.max_jobs}
 
     def config(self) -> AgentConfig:
-        """The agent.json written beside the model."""
+        """The agent.json written beside the model (the features it reads included)."""
+        from agents.pooled import current_features
+
+        features, version = current_features(self.scale_free)
         return AgentConfig(
             algo=self.algo,
             action_mode=self.action_mode,
@@ -162,6 +169,8 @@ class Args:
             scenario=self.scenario,
             observation=self.observation,
             sample=self.sample,
+            features=features,
+            features_version=version,
         )
 
 
@@ -261,6 +270,8 @@ def _check(args: Args) -> None:
         )
     if args.lr_schedule not in ("linear", "constant"):
         raise ValueError(f"lr_schedule {args.lr_schedule!r} is not 'linear' or 'constant'")
+    if args.bc_expert and args.from_dataset:
+        raise ValueError("clone an expert (bc_expert) or a dataset (from_dataset), not both")
 
 
 def build_model(args: Args, env: Any, tb: str | None) -> Any:
@@ -440,6 +451,30 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
     return best
 
 
+def clone_dataset(model: Any, args: Args, out: Path, action_space: Any) -> tuple[float, dict]:
+    """Behaviour cloning from the Minari dataset ``args.from_dataset`` (``agents.offline``);
+    returns (the clone's evaluation score, its policy weights), as ``imitate``.
+    """
+    from agents.imitation import pretrain
+    from agents.offline import demonstrations
+
+    data = demonstrations(
+        args.from_dataset or "",
+        args.env_kwargs(),
+        action_space,
+        pooled=args.observation == "pooled",
+    )
+    losses = pretrain(model, data, epochs=args.bc_epochs, lr=3e-3, seed=args.seed)
+    print(
+        f"cloned {args.from_dataset}: {len(data)} states, loss {losses[0]:.3f} -> "
+        f"{losses[-1]:.3f} nats over {len(losses)} epochs"
+    )
+    model.save(str(out / "checkpoints" / "clone.zip"))
+    (out / "checkpoints" / "agent.json").write_text((out / "agent.json").read_text())
+    score = evaluate_agent(out / "checkpoints" / "clone.zip", args.scenario, args.eval_seeds)
+    return score["normalized_samples"], copy.deepcopy(model.policy.state_dict())
+
+
 @contextmanager
 def frozen_actor(model: Any) -> Iterator[None]:
     """Only ``model.policy.value_net`` learns inside the block, at the model's initial
@@ -538,6 +573,8 @@ def train(args: Args) -> Path:
     if args.bc_expert and not args.resume:
         best = imitate(model, args, out)
         model.save(str(out / "checkpoints" / "clone.zip"))  # the kept clone, before PPO
+    elif args.from_dataset and not args.resume:
+        best = clone_dataset(model, args, out, env.action_space)
     t_rl = time.perf_counter()
     _learn(model, args, callbacks)
     t_end = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Benchmark: ``agents.net.SlotCategorical`` against sb3-contrib's masked multi-categorical.
+"""Benchmark: ``agents.slot_dist.SlotCategorical`` against sb3-contrib's masked multi-categorical.
 
 Issue 37 item 5 asks whether ``agents/net.py`` should use sb3-contrib's (or torch's) masked
 distribution rather than its own. This script measures the difference on the shapes the
@@ -41,7 +41,7 @@ from collections.abc import Callable
 import torch
 from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution
 
-from agents.net import SlotCategorical
+from agents.slot_dist import SlotCategorical
 
 #: (B, S, K) timed: batch, slots, choices per slot.
 SHAPES = ((256, 64, 34), (2048, 64, 34), (256, 16, 17), (2048, 16, 17))

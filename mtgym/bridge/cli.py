@@ -384,7 +384,7 @@ def model_choices() -> list[str]:
 
     Imports ``worker.py`` (no torch at import), so parsers can list the choices.
     """
-    from mtgym.bridge.worker import model_choices as choices
+    from mtgym.bridge.models import model_choices as choices
 
     return choices()
 

@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from mtgym.bridge.launcher import JobSpec, Launch, LocalLauncher
+from mtgym.bridge.models import MODEL_SETS, MODELS, default_batch, model_for_app_class
 from mtgym.bridge.trace import FieldError, Trace, check_job_id, read_trace, write_trace
-from mtgym.bridge.worker import MODEL_SETS, MODELS, default_batch, model_for_app_class
 from mtgym.core.io import atomic_write_json
 
 _FINAL = "final"
@@ -59,7 +59,7 @@ class ReplayConfig:
             trace time (>= ``term_grace_s + 1``).
         stop_timeout_s: the graceful window of a voluntary stop before SIGTERM.
         term_grace_s: seconds between SIGTERM and SIGKILL.
-        model: a ``worker.MODELS`` name for every job, a ``worker.MODEL_SETS`` name (a model
+        model: a ``models.MODELS`` name for every job, a ``models.MODEL_SETS`` name (a model
             per app class), or None: the ``small`` set.
         batch: samples per worker per step (None: the model's default).
         lr: the workers' SGD learning rate.

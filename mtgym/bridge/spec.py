@@ -31,7 +31,7 @@ class JobSpec:
         job_dir: the job's folder: ``ckpt/``, ``logs/g<gen>.log``, ``control/stop-g<gen>``,
             ``pids/g<gen>-r<rank>.pid`` and ``progress.jsonl``. Absolute, so workers find it
             whatever their working directory.
-        model: a ``worker.MODELS`` name (not a set: ``model_for_app_class`` resolves those).
+        model: a ``models.MODELS`` name (not a set: ``model_for_app_class`` resolves those).
         name: the simulator's job name, for reports only.
         batch: samples per worker per step.
         lr: SGD learning rate (momentum 0.9).
@@ -49,7 +49,7 @@ class JobSpec:
     job_dir: Path
     model: str = "mlp"
     name: str = ""
-    batch: int | None = None  # None: the model's default (mtgym.bridge.worker.MODELS)
+    batch: int | None = None  # None: the model's default (mtgym.bridge.models.MODELS)
     lr: float = 0.01
     seed: int = 0
     ckpt_every: int = 50

@@ -19,10 +19,10 @@ from mtgym.core.names import (
     DEFAULT_INFO_MODE,
     DEFAULT_REWARD,
     INFO_MODES,
-    REWARD_NAMES,
 )
 from mtgym.env.actions import CODECS
 from mtgym.env.layout import OBS_LAYOUTS
+from mtgym.env.reward import REWARDS
 
 RENDER_MODES = ("ansi", "rgb_array")
 
@@ -98,7 +98,7 @@ class EnvKeywords:
 
     Attributes:
         action_mode: a registered action mode, a key of ``CODECS`` (``"counts"``, ...).
-        reward: one of ``REWARD_NAMES``.
+        reward: a registered reward (``mtgym.env.reward.REWARDS``).
         info_mode: one of ``INFO_MODES``: what the observation tells of the jobs.
         horizon_s: the episode's length in simulated seconds, in [1e-9, ``MAX_HORIZON_S``];
             None: up to the instance's own ``t_end``.
@@ -186,7 +186,7 @@ def check_keywords(kw: EnvKeywords) -> EnvKeywords:
         raise TypeError(f"debug must be a bool; got {debug!r}")
     return EnvKeywords(
         action_mode=_choice("action_mode", kw.action_mode, tuple(CODECS)),
-        reward=_choice("reward", kw.reward, REWARD_NAMES),
+        reward=_choice("reward", kw.reward, tuple(REWARDS)),
         info_mode=_choice("info_mode", kw.info_mode, INFO_MODES),
         horizon_s=_seconds("horizon_s", kw.horizon_s, 1e-9),
         decision_interval_s=_seconds(

@@ -211,6 +211,7 @@ def _copy_rows(dst, src, b):  # pragma: no cover - compile time
 @njit(cache=True, error_model="numpy")
 def step_batch(
     kernels: Any,
+    reward: Any,
     actions: np.ndarray,
     live: np.ndarray,
     t_end: np.ndarray,
@@ -239,6 +240,7 @@ def step_batch(
 
     Args:
         kernels: numba typed ``List`` of the B episodes' ``StepKernel``s.
+        reward: the batch's ``Reward`` (one for every episode: its class is compiled in).
         actions: (B, A) int64.
         live: (B,) bool, the episodes to step (the others are left as they are).
         t_end: (B,) float64, each episode's end, seconds.
@@ -296,8 +298,8 @@ def step_batch(
             continue
         view = rows(out, b)
         copy_rows(out, template, b)  # (``ObservationBuilder.outputs()``)
-        reward, cursors[b], counts = _post(step, t0, active0, cursors[b], view)
-        rewards[b] = reward
+        r, cursors[b], counts = _post(step, reward, t0, active0, cursors[b], view)
+        rewards[b] = r
         t = rec.time
         if rec.all_done:  # ``episode_end``
             ended[b] = 1
@@ -400,6 +402,7 @@ class BatchedCore:
         self.steps: list[Step | None] = [None] * B
         self._synced = np.ones(B, dtype=np.bool_)
         self._kernels: Any = None
+        self._reward: Any = None
         self._type: Any = None
         self._unreset = B  # episodes never reset yet
         self._debug = any(env.debug for env in self.inner)
@@ -528,6 +531,7 @@ class BatchedCore:
         typ = typeof(kernel)
         if self._kernels is None:
             self._type = typ
+            self._reward = step.reward  # (the batch's envs share their reward: _check_alike)
             self._kernels = List.empty_list(typ)
             for _ in range(self.num_envs):
                 self._kernels.append(kernel)  # (placeholders until each episode's reset)
@@ -598,6 +602,7 @@ class BatchedCore:
         live = self.live if live is None else live
         errors = step_batch(
             self._kernels,
+            self._reward,
             actions,
             live,
             self.t_end,
@@ -745,8 +750,9 @@ def _check_alike(envs: list[Any]) -> None:
         envs: the episodes' ``ScavengeEnv``s (unwrapped).
 
     Raises:
-        ValueError: an env renders, or the envs differ in action mode, action or
-            observation space, information mode or decision interval.
+        ValueError: an env renders, or the envs differ in action mode, reward, action or
+            observation space, information mode or decision interval (the compiled step is
+            specialised per action mode and reward).
     """
     first = envs[0]
     for env in envs:
@@ -754,6 +760,7 @@ def _check_alike(envs: list[Any]) -> None:
             raise ValueError("the batched env does not render")
         same = (
             env.action_mode == first.action_mode
+            and env.reward_name == first.reward_name
             and env.action_space == first.action_space
             and env.observation_space == first.observation_space
             and env.decision_interval_s == first.decision_interval_s
@@ -761,6 +768,6 @@ def _check_alike(envs: list[Any]) -> None:
         )
         if not same:
             raise ValueError(
-                "the batch's envs differ in action mode, spaces, information mode or "
+                "the batch's envs differ in action mode, reward, spaces, information mode or "
                 "decision interval"
             )

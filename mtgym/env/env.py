@@ -72,7 +72,8 @@ class ScavengeEnv(gym.Env):
     never appear.
     The columns of ``nodes``, ``jobs``, ``global``, ``job_scale`` and ``global_scale`` are
     named in ``env.unwrapped.features`` (key -> feature -> slice, e.g.
-    ``features["jobs"]["nodes"]``): read them by name. The ``*_scale`` and ``job_shape`` keys
+    ``features["jobs"]["nodes"]``; ``features.version``: the feature set's version, which
+    rises only when a feature changes meaning or goes away): read them by name. The ``*_scale`` and ``job_shape`` keys
     mean the same on any machine (no N, S or cap in them): one set of weights reads all.
 
     ``obs_layout`` lays the same numbers out for other clients (``mtgym.env.layout``):

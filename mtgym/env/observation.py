@@ -107,6 +107,22 @@ GLOBAL_SCALE_FEATURES = _columns(("free_idle", 1), ("demand_min", 1), ("demand_m
 SHAPE_POINTS = 8
 #: The keys with named columns in every observation (the others: scale-free modes only).
 BASE_KEYS = ("nodes", "jobs", "global")
+
+
+class FeatureMap(dict):
+    """key -> feature -> its columns (``slice``), with the feature set's ``version``.
+
+    ``FEATURES_VERSION`` rises when an existing feature changes meaning or goes away; a
+    feature added under a new name does not raise it, because consumers read columns by
+    name (``agents.pooled``): an agent trained before the addition still reads its own
+    columns, bit for bit.
+    """
+
+    version: int = 0
+
+
+#: The feature set's version (``FeatureMap``): 1 = the columns declared above.
+FEATURES_VERSION = 1
 #: The observation's features by name: key -> feature -> its columns (``ScavengeEnv.features``;
 #: consumers index through this, never by position).
 FEATURES = {
@@ -298,7 +314,10 @@ class ObservationBuilder:
         self.T = num_gpu_types
         self.node_dim = NODE_DIM
         # each key's features by name (``FEATURES``), for the keys this observation has
-        self.features = {k: v for k, v in FEATURES.items() if self.scale_free or k in BASE_KEYS}
+        self.features = FeatureMap(
+            {k: v for k, v in FEATURES.items() if self.scale_free or k in BASE_KEYS}
+        )
+        self.features.version = FEATURES_VERSION
         self.job_dim = JOB_DIM
         self.global_dim = GLOBAL_DIM
         self.queued = 0  # submitted jobs without a slot, as of the last ``build``

@@ -8,8 +8,10 @@ mode's frame (``mtgym.env.actions.base.ActionFrame``, whose numba type names the
 the step's own arrays and constants (``StepArrays``). Each call takes it whole: ``_pre``
 decodes the action with the mode's kernel, places it and runs the engine
 (``mtgym.sim.engine``); ``_post`` updates the profiler and the slots, computes the reward
-(``mtgym.env.reward``) and the mode's mask and fills the observation. Both are compiled
-once per action mode (the mode is part of the struct's type): no branch on the mode.
+(the reward's kernel: ``mtgym.env.reward``) and the mode's mask and fills the observation.
+``_pre`` is compiled once per action mode (the mode is part of the struct's type),
+``_post`` once per mode and reward (the reward's class is its argument's type): no branch
+on either.
 ``tests/env/test_step.py`` checks every output against the general Python reference in
 ``tests/reference/step.py``, bit for bit.
 
@@ -33,7 +35,7 @@ from mtgym.core.types import EventKind
 from mtgym.env.actions import base as actions
 from mtgym.env.actions.base import ActionCodec, ActionFrame, pack_failed
 from mtgym.env.observation import ObservationBuilder, fill, log_arguments
-from mtgym.env.reward import REWARDS, reward_kernel, reward_weights, throughput_scale
+from mtgym.env.reward import base as rewards
 from mtgym.env.slots import JobSlots, _update
 from mtgym.sim import dynamics, engine
 from mtgym.sim import kernel as sim_kernel
@@ -50,13 +52,12 @@ class StepArrays(NamedTuple):
         prof_rate: (J, C + 1) float64, the passive profiler's measured samples/s per (job,
             node count), NaN = never observed (``PassiveProfiler.rate``, the same array).
         prof_samples: (J, C + 1) int32, its intervals measured per entry.
-        reward_weight: (J,) float64, each job's weight per sample (``reward_weights``).
+        reward_weight: (J,) float64, the reward's per-job weights (``Reward.weights``).
         progress0: (J,) float64, the jobs' progress (samples) before the step (``_pre``
             writes it; the profiler and the reward read it).
         n_nodes0: (J,) the jobs' node counts before the step (the state's dtype).
         debt0: (J,) float64, the jobs' debts (samples to redo) before the step.
-        reward_kind: the reward's kernel id, ``REWARDS[name].kernel``.
-        tput_scale: 1 / the ``throughput`` reward's divisor (``throughput_scale``).
+        reward_scale: the reward's scale (``Reward.scale``).
         profiler_max_count: the largest node count the profiler records.
     """
 
@@ -66,8 +67,7 @@ class StepArrays(NamedTuple):
     progress0: np.ndarray
     n_nodes0: np.ndarray
     debt0: np.ndarray
-    reward_kind: int
-    tput_scale: float
+    reward_scale: float
     profiler_max_count: int
 
 
@@ -84,7 +84,9 @@ class StepKernel(structref.StructRefProxy):
 
     Its fields, in ``STEP_FIELDS`` order and passed positionally: ``sim`` (the episode's
     ``mtgym.sim.kernel.SimKernel``), ``frame`` (its ``ObsFrame``), ``actions`` (its
-    ``ActionFrame``: the mode is part of the numba type) and the ``StepArrays``.
+    ``ActionFrame``: the mode is part of the numba type) and the ``StepArrays``. The reward
+    is ``_post``'s own argument (its class is its numba type), so ``_pre`` is compiled once
+    per mode and ``_post`` once per mode and reward.
     """
 
     def __new__(cls, *values: Any) -> StepKernel:  # noqa: D102
@@ -217,17 +219,19 @@ def _pre(
 
 @njit(cache=True, error_model="numpy")
 def _post(
-    step: Any, t0: float, active0: float, slot_cursor: int, out: tuple
+    step: Any, reward: Any, t0: float, active0: float, slot_cursor: int, out: tuple
 ) -> tuple[float, int, tuple[int, int, int, int]]:  # pragma: no cover - jit
     """After the engine (the episode's scalars are the state's after the step; ``t0`` and
     ``active0`` its time and active job-seconds before): the profiler's observation, the
-    slots' update from ``slot_cursor``, the reward, the action mask (the mode's kernel:
+    slots' update from ``slot_cursor``, the reward (the reward's kernel:
+    ``rewards.compute``), the action mask (the mode's kernel:
     ``actions.mask``), and the
     observation into ``out`` (``ObservationBuilder.outputs``). Returns (reward, the slots'
     cursor, (idle nodes, active jobs, held nodes, occupied slots)).
 
     Args:
         step: the episode's ``StepKernel``, after ``_pre`` and the engine.
+        reward: the env's ``Reward`` (its class picks the kernel at compile time).
         t0: the time before the step, seconds (the profiler measures over [t0, now]).
         active0: the state's active job-seconds before the step (the ``jct`` reward).
         slot_cursor: the slots' admission cursor (``JobSlots.cursor``).
@@ -246,19 +250,11 @@ def _post(
             (ep.n_nodes, ep.stall_until, ep.debt, ep.progress),
         )
     nxt = _update(step.actions.slot_job, ep.status, slot_cursor, scalars.arrival_cursor)
-    reward = reward_kernel(
-        step.reward_kind,
-        ep.progress,
-        step.progress0,
-        step.reward_weight,
-        step.tput_scale,
-        scalars.active_job_s,
-        active0,
-    )
+    r = rewards.compute(reward, step, t0, active0)
     actions.mask(step.actions)
     counts = log_arguments(frame, t)
     fill(frame, t, counts, out)
-    return reward, nxt, counts
+    return r, nxt, counts
 
 
 class Step:
@@ -272,7 +268,7 @@ class Step:
         builder: the env's observation builder, bound to ``instance``.
         slots: the env's ``JobSlots``.
         profiler: the episode's passive profiler.
-        reward: the reward's name (a key of ``REWARDS``).
+        reward: the reward's name (a key of ``mtgym.env.reward.REWARDS``).
         decision_interval_s: decide every that many simulated seconds; None: at every
             decision event.
 
@@ -280,6 +276,7 @@ class Step:
         sim: the episode's ``SimKernel`` (``mtgym.sim.kernel.bind``).
         actions: the codec's ``ActionFrame`` for this episode.
         kernel: the ``StepKernel`` the compiled calls take.
+        reward: the env's ``Reward`` (``_post``'s argument).
         t_end: the episode's end, seconds.
         action_mask: the mask after the last step (a copy of the codec's buffer).
     """
@@ -299,21 +296,22 @@ class Step:
         self.state, self.inst = s, inst
         self.codec, self.builder, self.slots, self.profiler = codec, builder, slots, profiler
         J = inst.num_jobs
+        rwd = rewards.make_reward(reward)
         own = StepArrays(
             prof_rate=profiler.rate,
             prof_samples=profiler.samples,
-            reward_weight=reward_weights(reward, inst),
+            reward_weight=np.asarray(rwd.weights(inst), dtype=np.float64),
             progress0=np.zeros(J),
             n_nodes0=np.zeros(J, dtype=s.n_nodes.dtype),
             debt0=np.zeros(J),
-            reward_kind=REWARDS[reward].kernel,
-            tput_scale=float(throughput_scale(inst)),
+            reward_scale=float(rwd.scale(inst)),
             profiler_max_count=int(profiler.max_count),
         )
         self.sim = sim_kernel.bind(s, inst)
         frame = builder.frame(s, inst, slots.job, inst.t_end)
         self.actions: ActionFrame = codec.frame(s, inst, slots.job)
         self.kernel = StepKernel(self.sim, frame, self.actions, *own)
+        self.reward = rwd
         self.t_end = float(inst.t_end)
         self.interval = decision_interval_s
         self.action_mask = codec.mask_buffer.copy()  # the mask after the last step
@@ -355,7 +353,7 @@ class Step:
         t = s.time
         builder = self.builder
         out = builder.outputs()
-        reward, slots.cursor, counts = _post(kernel, t0, active0, slots.cursor, out)
+        reward, slots.cursor, counts = _post(kernel, self.reward, t0, active0, slots.cursor, out)
         metrics = None
         terminated, truncated = episode_end(done.all_done, t0, t, self.t_end, done.event_kinds)
         if terminated or truncated:

@@ -21,9 +21,11 @@ knows every kind; other callers of ``mtgym.results.render`` import the packages 
 kinds their files use.
 
 Option ``policies=a,b,c`` (``suite`` and ``scenario-trade-offs``) picks and orders the
-policies shown; ``scenarios=x,y`` picks the scenarios. Numbers are formatted as
-``mtgym evaluate``'s tables format them (``mtgym.tables.fmt``: 3 decimals below 10, whole
-numbers from 10, counts with one decimal). ``source_line`` is the line under every table.
+policies shown; ``scenarios=x,y`` picks the scenarios; ``rows=summary`` (``suite``) shows
+only the suite score and the two IQMs, ``rows=score`` only the suite score (the README's
+rows). Numbers are formatted as ``mtgym evaluate``'s tables format them
+(``mtgym.tables.fmt``: 3 decimals below 10, whole numbers from 10, counts with one
+decimal). ``source_line`` is the line under every table.
 """
 
 from __future__ import annotations
@@ -102,10 +104,15 @@ def suite(result: ResultFile, options: dict[str, str]) -> list[str]:
     agg = result.aggregates
     names = _pick(options, "policies", list(agg["policies"]))
     keep = _pick(options, "scenarios", [s["scenario"] for s in agg["scenarios"]])
+    shown = options.get("rows", "all")
+    if shown not in ("all", "summary", "score"):
+        raise ValueError(f"rows={shown!r}: use all, summary or score")
     lines = [
         "| scenario | reference | " + " | ".join(names) + " |",
         "| --- | --- |" + " --- |" * len(names),
     ]
+    if shown != "all":
+        keep = []
     for sc in (s for s in agg["scenarios"] if s["scenario"] in keep):
         cells = []
         for p in names:
@@ -123,7 +130,7 @@ def suite(result: ResultFile, options: dict[str, str]) -> list[str]:
         ("IQM (x best baseline)", [_ci(iqm.get(p, {}).get("iqm"), "point") for p in names]),
         ("IQM (x hindsight bound)", [_ci(iqm.get(p, {}).get("iqm_bound"), "point") for p in names]),
     ]
-    for label, cells in rows:
+    for label, cells in rows[:1] if shown == "score" else rows:
         lines.append(f"| **{label}** | | " + " | ".join(cells) + " |")
     return lines
 

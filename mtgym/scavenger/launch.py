@@ -418,7 +418,7 @@ def job_spec(out_dir: Path, job: int, name: str, model: str = "mlp", **kw: Any) 
         out_dir: the scavenger's output folder.
         job: the job's index in the live instance (its id, as text).
         name: the job's name.
-        model: a ``worker.MODELS`` name.
+        model: a ``models.MODELS`` name.
         **kw: other ``JobSpec`` fields (``batch``, ``threads``...).
     """
     return JobSpec(

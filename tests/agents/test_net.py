@@ -12,7 +12,7 @@ import pytest
 import torch
 from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution
 
-from agents.net import SlotCategorical, SlotFeatures, SlotPolicy
+from agents.net import SlotFeatures, SlotPolicy
 from agents.pooled import (
     SLOT_COUNT,
     SLOT_MASK,
@@ -21,6 +21,7 @@ from agents.pooled import (
     PooledObservation,
     SlimInfo,
 )
+from agents.slot_dist import SlotCategorical
 from mtgym.env.env import ScavengeEnv
 from mtgym.generate.default import default_generator
 
@@ -334,7 +335,7 @@ def test_slot_policy__numpy_rollout_pass_is_the_torch_pass():
 def test_legal_top__is_the_masked_amax_with_the_no_legal_fallback():
     """``_legal_top`` (the distribution's per-slot shift, CPU): torch's amax over the legal
     entries (illegal at -1e8), over all entries in a slot without a legal one, NaN kept."""
-    from agents.net import _legal_top
+    from agents.slot_dist import _legal_top
 
     g = torch.Generator().manual_seed(3)
     raw = torch.randn(6, 4, 5, generator=g) * 50

@@ -12,7 +12,7 @@ from mtgym.bridge import agent, gpu
 from mtgym.bridge.controller import ReplayConfig
 from mtgym.bridge.launcher import AGENT_SCRIPT, JobSpec, LocalLauncher, SlurmLauncher
 from mtgym.bridge.measure import gpu_stats
-from mtgym.bridge.worker import (
+from mtgym.bridge.models import (
     MODELS,
     SyntheticData,
     build_model,

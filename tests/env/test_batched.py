@@ -1,6 +1,7 @@
 """The batched core (``mtgym.env.batched``) against the single env: episode b of a batch is
 the single ``ScavengeEnv`` on the same seed and actions, bit for bit (observation, reward,
-end flags, info, resets), in every registered action mode and every reward.
+end flags, info, resets), in every registered action mode and every built-in reward
+(``tests/env/test_rewards.py`` runs the same check on a reward defined there).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 from reference.compare import identical
 
-from mtgym.core.names import REWARD_NAMES
+from mtgym.core.names import DEFAULT_ACTION_MODE, DEFAULT_REWARD, REWARD_NAMES
 from mtgym.env import ScavengeEnv
 from mtgym.env.actions import CODECS
 from mtgym.env.batched import BatchedCore
@@ -60,16 +61,26 @@ def lockstep(kws: list[dict], steps: int, seed: int, masked: bool = True) -> tup
     return ended, repaired
 
 
-@pytest.mark.parametrize("action_mode", sorted(CODECS))
-def test_batched__each_episode_is_the_single_env_bit_for_bit(action_mode):
-    # one episode per reward, short horizons so that episodes end and reset mid-run
+#: every action mode with the default reward, and every reward with the default mode (the
+#: step is compiled per pair: the whole product would compile 16 steps to test the same code)
+PAIRS = sorted(
+    {(m, DEFAULT_REWARD) for m in CODECS} | {(DEFAULT_ACTION_MODE, r) for r in REWARD_NAMES}
+)
+
+
+@pytest.mark.parametrize(("action_mode", "reward"), PAIRS)
+def test_batched__each_episode_is_the_single_env_bit_for_bit(action_mode, reward):
+    # short horizons of different lengths, so that episodes end and reset mid-run
     kws = [
         dict(
-            action_mode=action_mode, reward=r, horizon_s=1200.0 * (k + 1), decision_interval_s=300.0
+            action_mode=action_mode,
+            reward=reward,
+            horizon_s=1200.0 * (k + 1),
+            decision_interval_s=300.0,
         )
-        for k, r in enumerate(REWARD_NAMES)
+        for k in range(3)
     ]
-    ended, _ = lockstep(kws, 40, seed=3)
+    ended, _ = lockstep(kws, 30, seed=3)
     assert ended > 0
 
 
@@ -94,3 +105,5 @@ def test_batched__checks_actions_and_sizes():
     assert core.check_actions(a[:, :].clip(0, 0).astype(np.int32)).dtype == np.int64
     with pytest.raises(ValueError, match="differ"):
         BatchedCore([ScavengeEnv("default"), ScavengeEnv("default", action_mode="delta")])
+    with pytest.raises(ValueError, match="reward"):
+        BatchedCore([ScavengeEnv("default"), ScavengeEnv("default", reward="jct")])

@@ -12,6 +12,7 @@ from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 import mtgym  # noqa: F401  (registers the ids)
+from mtgym.core.names import ACTION_MODES, REWARD_NAMES
 from mtgym.env.vector import ScavengeVectorEnv
 
 KW = dict(horizon_s=900.0, decision_interval_s=300.0)  # 3-step episodes: many resets
@@ -84,6 +85,27 @@ def test_vector__is_sync_vector_env_step_for_step(mode):
         assert np.array_equal(out[0]["action_mask"].astype(bool), mine.unwrapped.action_masks())
         ends += int((out[2] | out[3]).sum())
     assert ends >= 3
+
+
+def check_lockstep(steps: int = 8, **kw) -> None:
+    """The vector env and ``SyncVectorEnv`` agree step for step with ``kw`` (and ``KW``)."""
+    mine, theirs = pair(2, AutoresetMode.NEXT_STEP, **{**KW, **kw})
+    assert same(mine.reset(seed=3), theirs.reset(seed=3))
+    rng = np.random.default_rng(1)
+    nvec = mine.single_action_space.nvec
+    for i in range(steps):
+        a = masked_actions(mine.unwrapped.action_masks(), nvec, rng)
+        assert same(mine.step(a), theirs.step(a)), f"step {i} differs"
+
+
+@pytest.mark.parametrize("reward", REWARD_NAMES)
+def test_vector__every_reward_is_sync_vector_envs(reward):
+    check_lockstep(reward=reward)
+
+
+@pytest.mark.parametrize("action_mode", ACTION_MODES)
+def test_vector__every_action_mode_is_sync_vector_envs(action_mode):
+    check_lockstep(action_mode=action_mode)
 
 
 def test_vector__disabled_autoreset_resets_by_mask():

@@ -249,3 +249,24 @@ def test_render__the_repository_docs_are_as_their_result_files_render_them():
         if b.options.get("optional") == "1":
             continue  # a run still to come (docs/leaderboard.md); rendered as a placeholder
         assert (REPO / b.source).is_file(), f"{b.where}: {b.source} is not committed"
+
+
+def test_render__suite_rows_summary_and_score(tree):
+    doc = tree / "docs" / "r.md"
+    doc.write_text(
+        "<!-- results:begin s source=results/bench.json kind=suite rows=summary -->\n"
+        "<!-- results:end s -->\n"
+        "<!-- results:begin q source=results/bench.json kind=suite rows=score -->\n"
+        "<!-- results:end q -->\n"
+    )
+    render_tree(tree)
+    summary, score = doc.read_text().split("<!-- results:end s -->")
+    assert "| sc-a |" not in summary and "| **suite score** | | 1.000 [1.000, 1.000]" in summary
+    assert "| **IQM (x hindsight bound)** |" in summary
+    assert "| **suite score** |" in score and "IQM" not in score and "| sc-a |" not in score
+    doc.write_text(
+        "<!-- results:begin s source=results/bench.json kind=suite rows=some -->\n"
+        "<!-- results:end s -->\n"
+    )
+    with pytest.raises(ValueError, match="rows='some': use all, summary or score"):
+        render_tree(tree)

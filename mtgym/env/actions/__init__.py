@@ -4,7 +4,8 @@ Each mode (``mtgym.env.actions.base.ActionCodec``) declares its space, its compi
 (action -> node map, with its repair counts) and mask, its no-op and its repair keys; the
 env, its compiled step and the masks ask the codec (``make_codec(name, ...)``) and never
 branch on the mode. Built in: ``counts`` (a node count per slot), ``assign`` (a slot per
-node) and ``delta`` (shrink / keep / grow per slot); see their modules.
+node), ``delta`` (shrink / keep / grow per slot) and ``shares`` (keep, stop or a level of
+each job's own range: scale-free); see their modules.
 
 An action outside the space raises ``ValueError`` naming the entry and its bound. An action
 inside the space but infeasible is repaired deterministically and reported in

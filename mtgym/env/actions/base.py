@@ -23,26 +23,26 @@ The kernels read one ``ActionFrame`` (a numba struct, as ``mtgym.sim.kernel.SimK
 the state's arrays (the same arrays, so a frame kept across in-place steps stays current),
 the jobs' bounds and classes, the slots, the count cap, the placement's static node order,
 and the mask, node map and repair buffers. Its ``mode`` field carries the codec's numba type
-(``ModeType``), so the env's compiled step is specialised per mode at compile time: the
-step calls ``decode(frame, action)`` and ``mask(frame)`` below, which resolve to the mode's
-kernels when the step is compiled (no branch on the mode at run time, no mode id).
+(``mtgym.env.classtype.ClassType``), so the env's compiled step is specialised per mode at
+compile time: the step calls ``decode(frame, action)`` and ``mask(frame)`` below, which
+resolve to the mode's kernels when the step is compiled (no branch on the mode at run
+time, no mode id).
 """
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 from operator import attrgetter
 from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
-from numba import njit, types
+from numba import njit
 from numba.experimental import structref
-from numba.extending import NativeValue, box, models, overload, register_model, typeof_impl, unbox
+from numba.extending import overload
 
 from mtgym.core.instance import Instance
 from mtgym.core.types import Repair
+from mtgym.env.classtype import class_key, class_of, typed_by_class
 from mtgym.env.slots import JobSlots
 from mtgym.model.placement import _classes64, _static_order
 from mtgym.sim.state import ClusterState
@@ -161,73 +161,14 @@ def _new_frame(*values: Any) -> ActionFrame:  # pragma: no cover - jit
     return ActionFrame(*values)
 
 
-# ---------------------------------------------------------------------------------------
-# A codec's numba type: compile-time dispatch to its kernels
-# ---------------------------------------------------------------------------------------
-class ModeType(types.Type):
-    """The numba type of an ``ActionCodec`` (of one class): a compile-time constant that
-    names the class (``key``: module, name and a hash of its source file, so a kernel cached
-    for an edited mode outside the package is not reused).
-    """
-
-    def __init__(self, key: str) -> None:
-        self.mode_key = key
-        super().__init__(f"ActionMode({key})")
-
-
-register_model(ModeType)(models.OpaqueModel)
-
-
-@unbox(ModeType)
-def _unbox_mode(typ, obj, c):  # pragma: no cover - compile time
-    return NativeValue(c.context.get_dummy_value())
-
-
-@box(ModeType)
-def _box_mode(typ, val, c):  # pragma: no cover - compile time
-    return c.pyapi.make_none()
-
-
-#: ``ModeType`` key -> the codec class (filled when a codec is first typed)
-_BY_KEY: dict[str, type[ActionCodec]] = {}
-
-
-def _mode_key(cls: type) -> str:
-    """The ``ModeType`` key of a codec class, made once and kept on the class.
-
-    Args:
-        cls: an ``ActionCodec`` subclass.
-
-    Returns:
-        ``module.qualname@digest``, the digest the first 12 hex digits of the SHA-256 of
-        the class's source file (``-`` when it has none): a kernel numba cached for a mode
-        is not reused after the mode's file is edited. The class is also recorded in
-        ``_BY_KEY`` for ``_codec_of``.
-    """
-    key = cls.__dict__.get("_mode_key")
-    if key is None:
-        try:
-            src = inspect.getsourcefile(cls)
-            digest = hashlib.sha256(open(src, "rb").read()).hexdigest()[:12] if src else "-"  # noqa: SIM115
-        except (OSError, TypeError):
-            digest = "-"
-        key = f"{cls.__module__}.{cls.__qualname__}@{digest}"
-        cls._mode_key = key  # type: ignore[attr-defined]  # an ActionCodec subclass
-        _BY_KEY[key] = cls
-    return key
-
-
 def _codec_of(frame: Any) -> type[ActionCodec]:
-    """The codec class of a frame's numba type (compile time).
-
-    Args:
-        frame: the numba type of an ``ActionFrame``; its ``mode`` field's ``ModeType``
-            names the class.
+    """The codec class of a frame's numba type (compile time): its ``mode`` field's
+    ``ClassType`` names the class.
 
     Raises:
-        KeyError: the class was never typed in this process (``_mode_key`` not called).
+        KeyError: the class was never registered in this process (``register``).
     """
-    return _BY_KEY[frame.field_dict["mode"].mode_key]
+    return class_of(frame.field_dict["mode"])
 
 
 def decode(frame: Any, action: np.ndarray) -> tuple:
@@ -555,9 +496,7 @@ class ActionCodec:
         return repair_record(self.repair_keys, decoded, engine)
 
 
-@typeof_impl.register(ActionCodec)
-def _typeof_codec(val: ActionCodec, c: Any) -> ModeType:
-    return ModeType(_mode_key(type(val)))
+typed_by_class(ActionCodec)  # a codec in a frame types as its class (mtgym.env.classtype)
 
 
 @njit(cache=True)
@@ -604,7 +543,7 @@ def register(cls: type[ActionCodec]) -> type[ActionCodec]:
     if CODECS.get(name, cls) is not cls:
         raise ValueError(f"action mode {name!r} is registered already ({CODECS[name]!r})")
     CODECS[name] = cls
-    _mode_key(cls)
+    class_key(cls)  # (known to the compiled step's dispatch: mtgym.env.classtype)
     return cls
 
 

@@ -7,6 +7,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -217,6 +218,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     check_backend(args)
     provenance, t0 = results_cli.start(args), time.perf_counter()
     journal = _evaluate_journal(args, labels, seeds, provenance)
+    print(_evaluate_cost(args, labels, seeds, journal), file=sys.stderr)
     runs = _evaluate_runs(args, gen, labels, seeds, journal)
     results_cli.save_runs(
         args,
@@ -228,6 +230,32 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         wall_s=time.perf_counter() - t0,
     )
     return 0
+
+
+def _evaluate_cost(
+    args: argparse.Namespace, labels: dict[str, str], seeds: list[int], journal: Any
+) -> str:
+    """The line before ``mtgym evaluate`` plays: its episodes per policy (less what a
+    resumed journal holds), its bounds, and about how long they take by the registry's
+    measured episodes (``mtgym.results.estimate``).
+    """
+    import os
+
+    from mtgym.results import store
+    from mtgym.results.estimate import cost_line
+
+    held: dict[str, int] = {}
+    for key in getattr(journal, "rows", {}) or {}:
+        if key[0] == args.scenario and key[2] in seeds:
+            held[key[1]] = held.get(key[1], 0) + 1
+    episodes = {lab: len(seeds) - held.get(lab, 0) for lab in labels.values()}
+    bounds = len(seeds) - sum(
+        k[0] == args.scenario and k[1] in seeds for k in getattr(journal, "bounds", {}) or {}
+    )
+    workers = (os.cpu_count() or 1) if args.backend == "ray" else 1
+    extra = "" if args.no_bound else f"and {bounds} hindsight bound(s)"
+    folder = store.results_dir(getattr(args, "results_dir", None))
+    return cost_line(folder, args.scenario, episodes, workers=workers, extra=extra)
 
 
 def _evaluate_journal(

@@ -35,6 +35,34 @@ from mtgym.tuning.report import fmt_params, policy_table, report_markdown, write
 from mtgym.tuning.sweep import RULE, TUNE_SEEDS, policy_knobs, tune_policy
 
 
+def _sweep_cost(scenario: str, policy: str, grid: dict[str, list[Any]], args: Any) -> str:
+    """The line before a sweep: at most how many points and episodes it plays (the default,
+    then each knob's values in turn: ``tune_policy``), and how long the recorded sweep of
+    this (scenario, policy) took, else about how long by the registry's measured episodes
+    (``mtgym.results.estimate``).
+    """
+    from mtgym.results import store
+    from mtgym.results.estimate import cost_line
+    from mtgym.scenario.tuning import load_record
+
+    points = 1 + sum(len(v) for v in grid.values())
+    episodes = points * len(TUNE_SEEDS)
+    head = f"{scenario} / {policy}: at most {points} points x {len(TUNE_SEEDS)} seeds"
+    try:
+        rec = load_record(scenario)
+    except ValueError:
+        rec = None
+    last = rec.policies.get(policy) if rec is not None else None
+    if last is not None and last.wall_s > 0:
+        return (
+            f"{head} = {episodes} episodes; its recorded sweep took {last.wall_s / 60:.0f} min "
+            f"({len(last.sweep)} points; that run's machine, load and workers)"
+        )
+    folder = store.results_dir(getattr(args, "results_dir", None))
+    line = cost_line(folder, scenario, {policy: episodes}, workers=args.workers)
+    return f"{head}; {line}"
+
+
 def add(sub: argparse._SubParsersAction) -> None:
     """Register ``tune`` on the ``mtgym`` sub-command parser.
 
@@ -117,6 +145,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         for p in args.policy:
             default, grid = policy_knobs(sc, p)
             print(f"{sc} / {p}: default {fmt_params(default)}; grid {json.dumps(grid)}")
+            print(_sweep_cost(sc, p, grid, args), file=sys.stderr)
     if args.dry_run:
         return 0
     provenance, t0, records = results_cli.start(args), time.perf_counter(), []

@@ -4,6 +4,7 @@ points, the resumed one plays only the others and records what an uninterrupted 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -73,3 +74,17 @@ def test_tune_journal__resume_refuses_another_sweeps_journal(tmp_path, monkeypat
     (FOLDER / "default.jsonl").unlink()
     assert main(_argv(tmp_path / "c.json", "--resume")) == 2
     assert "does not exist; run without --resume" in capsys.readouterr().err
+
+
+def test_tune__prints_the_sweeps_cost_before_it_plays(capsys):
+    """Before a sweep: at most how many points and episodes, and how long the recorded
+    sweep of that (scenario, policy) took."""
+    assert main(["tune", "--scenario", "default", "--policy", "freetrain", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    m = re.search(
+        r"default / freetrain: at most (\d+) points x 3 seeds = (\d+) episodes; its "
+        r"recorded sweep took \d+ min \((\d+) points",
+        err,
+    )
+    assert m is not None, err
+    assert int(m[2]) == 3 * int(m[1]) and int(m[3]) <= int(m[1])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from mtgym.command import add_backend_options, check_backend
 from mtgym.core import names
@@ -170,6 +171,7 @@ def _compare(ns: argparse.Namespace) -> int:
     prepare_out_dir(ns.out)
     seeds = list(range(ns.seed, ns.seed + ns.seeds))
     provenance, t0 = results_cli.start(ns), time.perf_counter()  # (a taken name: refused now)
+    journal = _compare_journal(ns, seeds, provenance)
     results = compare(
         ns.scenario,
         ns.agent,
@@ -179,6 +181,7 @@ def _compare(ns: argparse.Namespace) -> int:
         progress=not ns.no_progress,
         reference=ns.reference,
         hindsight=not ns.no_bound,
+        journal=journal,
     )
     runs = [PolicyRun(name, e["per_seed"]) for name, e in results["policies"].items()]
     results_cli.save_runs(
@@ -411,6 +414,33 @@ def _add_rllib_options(t: argparse._ActionsContainer) -> None:
     )
 
 
+def _compare_journal(ns: argparse.Namespace, seeds: list[int], provenance: dict) -> Any:
+    """``mtgym compare``'s episode journal in ``--out`` (``mtgym.benchmark.journal``):
+    episodes and bounds written as they finish; ``--resume`` reads a killed run's back (and
+    refuses another run's: other code, scenario, seeds, policies or agent weights).
+    """
+    from agents.policy import PRETRAINED
+    from mtgym.benchmark import journal
+    from mtgym.policy.registry import default_policies
+
+    agent = Path(ns.agent) if ns.agent else PRETRAINED
+    agent = agent / "model.zip" if agent.is_dir() else agent
+    names = ns.policy or default_policies(learned=False)
+    found = journal.for_evaluation(
+        ns.out,
+        provenance=provenance,
+        scenario=ns.scenario,
+        policies=[f"agent:{agent}", *names, f"hindsight={not ns.no_bound}"],
+        seeds=seeds,
+        decision_interval_s=None,
+        resume=ns.resume,
+    )
+    if ns.resume:
+        s = found.summary()
+        print(f"resume: {s['rows']} episode(s) and {s['bounds']} bound(s) from {found.path}")
+    return found
+
+
 def _add_compare(sub: argparse._SubParsersAction) -> None:
     """Register ``compare``: the agent beside every baseline on the same seeds."""
     c = sub.add_parser("compare", help="agent vs every baseline: TensorBoard, results.json, chart")
@@ -438,6 +468,12 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         help="results.json, results.md, tradeoff.png, compare.png, tb/<policy>/",
     )
     c.add_argument("--no-progress", action="store_true")
+    c.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the killed run in --out (its episodes.jsonl): play only what it lacks; "
+        "refused if the code, scenario, seeds, policies or agent weights changed",
+    )
     c.add_argument(
         "--no-bound",
         action="store_true",

@@ -31,6 +31,7 @@ def compare(
     progress: bool = True,
     reference: str | None = None,
     hindsight: bool = True,
+    journal: Any = None,
 ) -> dict:
     """Run the agent and the baselines; write results, TensorBoard runs and the charts.
 
@@ -46,6 +47,8 @@ def compare(
             ``freetrain`` (``mtgym.evaluate.resolve_reference``).
         hindsight: each seed's hindsight bound and every policy's ``bound_fraction`` of it
             (``mtgym.evaluate.evaluate``).
+        journal: a ``mtgym.benchmark.journal.Journal`` (``for_evaluation``): episodes and
+            bounds written as they finish, and those it holds (``--resume``) not played.
 
     Returns:
         ``out/results.json``'s content.
@@ -72,6 +75,7 @@ def compare(
         scenario_name=scenario,
         reference=reference,
         hindsight=hindsight,
+        journal=journal,
     )
     results = json.loads((out / "results.json").read_text())
     plot(results, out / "compare.png")

@@ -272,26 +272,21 @@ def _evaluate_journal(
         ValueError: ``--resume`` without ``--out``, or with ``--backend ray``.
         JournalError: ``--resume`` and no journal, or another run's.
     """
-    from pathlib import Path
-
     from mtgym.benchmark import journal
-    from mtgym.core.paths import CHECKOUT
-    from mtgym.results import hashes
 
     if args.resume and (not args.out or args.backend == "ray"):
         raise ValueError("--resume needs --out DIR and the local backend")
     if not args.out or args.backend == "ray":
         return None
-    ident = journal.identity(
+    found = journal.for_evaluation(
+        args.out,
         provenance=provenance,
-        scenarios=hashes.scenario_entries([args.scenario]),
+        scenario=args.scenario,
         policies=[*labels, f"hindsight={not args.no_bound}"],
         seeds=seeds,
-        quick=False,
         decision_interval_s=args.decision_interval,
-        root=Path(CHECKOUT),
+        resume=args.resume,
     )
-    found = journal.Journal.start(Path(args.out), ident, resume=args.resume)
     if args.resume:
         s = found.summary()
         print(f"resume: {s['rows']} episode(s) and {s['bounds']} bound(s) from {found.path}")

@@ -106,6 +106,38 @@ def identity(
     }
 
 
+def for_evaluation(
+    out: Path,
+    *,
+    provenance: dict[str, Any],
+    scenario: str,
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    decision_interval_s: float | None,
+    resume: bool,
+) -> Journal:
+    """The journal of one scenario's evaluation in ``out`` (``mtgym evaluate``, ``mtgym
+    compare``): ``Journal.start`` with the identity of that scenario, those policy strings
+    (a path in one enters by its file's hash) and seeds.
+
+    Raises:
+        JournalError: as ``Journal.start``.
+    """
+    from mtgym.core.paths import CHECKOUT
+    from mtgym.results import hashes
+
+    ident = identity(
+        provenance=provenance,
+        scenarios=hashes.scenario_entries([scenario]),
+        policies=policies,
+        seeds=seeds,
+        quick=False,
+        decision_interval_s=decision_interval_s,
+        root=Path(CHECKOUT),
+    )
+    return Journal.start(Path(out), ident, resume=resume)
+
+
 def _default(obj: Any) -> Any:
     """JSON for numpy scalars (a row may hold them)."""
     if hasattr(obj, "item"):
@@ -146,7 +178,7 @@ class Journal:
         journal = cls(path)
         if resume:
             for item in jsonl.read(
-                path, KIND, ident, what="benchmark run", error=JournalError, default=_default
+                path, KIND, ident, what="run", error=JournalError, default=_default
             ):
                 journal._take(item)
             return journal

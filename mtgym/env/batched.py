@@ -7,7 +7,8 @@ calls and ~80 array arguments' worth of boxing per step. ``BatchedCore`` keeps B
 ``step_batch``, that runs for each episode the very kernels the single env runs:
 
 - ``_pre`` (decode with the mode's kernel, apply, run the engine) and ``_post`` (profiler,
-  slots, reward, mask, observation), the same compiled functions;
+  slots, mask, observation), the same compiled functions, then (``reward_batch``) the
+  reward by ``step_reward``, as the single env computes it;
 - between them what ``dynamics.settle`` does in Python for the env: a node map the engine
   asked to repair (``NEEDS_REPAIR``) is repaired by ``engine.repair`` (the kernel behind
   ``dynamics.repair_allocation``) and applied by ``engine.run``, as there. Due timers are
@@ -50,7 +51,7 @@ from numba.typed import List
 
 from mtgym.env import step as single
 from mtgym.env.actions.base import pack_failed
-from mtgym.env.step import PACK_FAILED, STEP_COUNTERS, Step, _post, _pre
+from mtgym.env.step import PACK_FAILED, STEP_COUNTERS, Step, _post, _pre, step_reward
 from mtgym.sim import engine
 from mtgym.sim import kernel as sim_kernel
 from mtgym.sim.engine import OUT_OF_RANGE
@@ -211,7 +212,6 @@ def _copy_rows(dst, src, b):  # pragma: no cover - compile time
 @njit(cache=True, error_model="numpy")
 def step_batch(
     kernels: Any,
-    reward: Any,
     actions: np.ndarray,
     live: np.ndarray,
     t_end: np.ndarray,
@@ -222,7 +222,7 @@ def step_batch(
     out: tuple,
     mask: np.ndarray,
     slots: np.ndarray,
-    rewards: np.ndarray,
+    starts: np.ndarray,
     ended: np.ndarray,
     ints: np.ndarray,
     floats: np.ndarray,
@@ -230,17 +230,18 @@ def step_batch(
 ) -> int:  # pragma: no cover - jit
     """One decision of every ``live`` episode of ``kernels`` (``StepKernel``s), with
     ``actions[b]`` (int64, in range): what ``Step.__call__`` does, in one call (module
-    docstring). ``interval`` <= 0: decide at every event (``stop_on`` the decision events),
-    else every ``interval`` simulated seconds (``stop_on`` the horizon). ``out`` holds the
-    batched observation arrays in ``ObservationBuilder.outputs()``'s order and ``template``
-    their rows' values before ``fill``. Writes per episode the reward, ``ended`` (0, or 1
-    terminated, 2 truncated), the counters (``ints``, ``floats``), the decoder's repair
-    counts (``decoded``), the mask and the slots. Returns how many episodes stopped on an
-    error (``ints[b, I_CODE]``: ``PACK_FAILED``; nothing changed for them).
+    docstring), the reward aside (``reward_batch``). ``interval`` <= 0: decide at every event
+    (``stop_on`` the decision events), else every ``interval`` simulated seconds (``stop_on``
+    the horizon). ``out`` holds the batched observation arrays in
+    ``ObservationBuilder.outputs()``'s order and ``template`` their rows' values before
+    ``fill``. Writes per episode the time and the active job-seconds before the step
+    (``starts``), ``ended`` (0, or 1 terminated, 2 truncated), the counters (``ints``,
+    ``floats``), the decoder's repair counts (``decoded``), the mask and the slots. Returns
+    how many episodes stopped on an error (``ints[b, I_CODE]``: ``PACK_FAILED``; nothing
+    changed for them).
 
     Args:
         kernels: numba typed ``List`` of the B episodes' ``StepKernel``s.
-        reward: the batch's ``Reward`` (one for every episode: its class is compiled in).
         actions: (B, A) int64.
         live: (B,) bool, the episodes to step (the others are left as they are).
         t_end: (B,) float64, each episode's end, seconds.
@@ -251,7 +252,8 @@ def step_batch(
         out: the batched output arrays, (B, ...) each, written.
         mask: (B, mask size) int8, written.
         slots: (B, S) int64, the slots' jobs, written.
-        rewards: (B,) float64, written.
+        starts: (B, 2) float64, written: each stepped episode's time and active job-seconds
+            before the step.
         ended: (B,) int8, written: 0 running, 1 terminated, 2 truncated.
         ints: (B, NUM_INTS) int64, zeroed then written per live episode (column names
             ``I_*`` and ``INT_COUNTERS``).
@@ -298,8 +300,9 @@ def step_batch(
             continue
         view = rows(out, b)
         copy_rows(out, template, b)  # (``ObservationBuilder.outputs()``)
-        r, cursors[b], counts = _post(step, reward, t0, active0, cursors[b], view)
-        rewards[b] = r
+        cursors[b], counts = _post(step, t0, cursors[b], view)
+        starts[b, 0] = t0  # (for ``reward_batch``: the values before the step)
+        starts[b, 1] = active0
         t = rec.time
         if rec.all_done:  # ``episode_end``
             ended[b] = 1
@@ -325,6 +328,32 @@ def step_batch(
 # ---------------------------------------------------------------------------------------
 # The core
 # ---------------------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy")
+def reward_batch(
+    kernels: Any,
+    reward: Any,
+    live: np.ndarray,
+    ints: np.ndarray,
+    starts: np.ndarray,
+    rewards: np.ndarray,
+) -> None:  # pragma: no cover - jit
+    """Each episode ``step_batch`` stepped (live, code ``DONE``): its reward by ``reward``'s
+    kernel (``mtgym.env.step.step_reward``: compiled per reward class, the step per mode),
+    into ``rewards``; the others' are left as they are.
+
+    Args:
+        kernels: the B episodes' ``StepKernel``s.
+        reward: the batch's ``Reward`` (one for every episode).
+        live: (B,) bool, the episodes ``step_batch`` was asked to step.
+        ints: (B, NUM_INTS) int64, ``step_batch``'s (``I_CODE``: the episode's code).
+        starts: (B, 2) float64, ``step_batch``'s: time and active job-seconds before.
+        rewards: (B,) float64, written.
+    """
+    for b in range(len(kernels)):
+        if live[b] and ints[b, I_CODE] == _DONE:
+            rewards[b] = step_reward(reward, kernels[b], starts[b, 0], starts[b, 1])
+
+
 class BatchedCore:
     """B ``ScavengeEnv`` episodes stepped together (module docstring).
 
@@ -390,6 +419,7 @@ class BatchedCore:
         self.mask = np.zeros((B, self.codec.mask_size), dtype=np.int8)
         self.slots = np.full((B, first.num_slots), -1, dtype=np.int64)
         self.rewards = np.zeros(B)
+        self._starts = np.zeros((B, 2))  # each step's time and active job-seconds before
         self.ended = np.zeros(B, dtype=np.int8)
         self.ints = np.zeros((B, NUM_INTS), dtype=np.int64)
         self.floats = np.zeros((B, NUM_FLOATS))
@@ -602,7 +632,6 @@ class BatchedCore:
         live = self.live if live is None else live
         errors = step_batch(
             self._kernels,
-            self._reward,
             actions,
             live,
             self.t_end,
@@ -613,12 +642,13 @@ class BatchedCore:
             self._out,
             self.mask,
             self.slots,
-            self.rewards,
+            self._starts,
             self.ended,
             self.ints,
             self.floats,
             self.decoded,
         )
+        reward_batch(self._kernels, self._reward, live, self.ints, self._starts, self.rewards)
         self._synced[live] = False
         if errors:
             bad = np.flatnonzero(live & (self.ints[:, I_CODE] != _DONE))

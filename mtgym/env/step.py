@@ -7,11 +7,12 @@ numba ``StructRef``) holds them all: the episode the engine runs on
 mode's frame (``mtgym.env.actions.base.ActionFrame``, whose numba type names the mode) and
 the step's own arrays and constants (``StepArrays``). Each call takes it whole: ``_pre``
 decodes the action with the mode's kernel, places it and runs the engine
-(``mtgym.sim.engine``); ``_post`` updates the profiler and the slots, computes the reward
-(the reward's kernel: ``mtgym.env.reward``) and the mode's mask and fills the observation.
-``_pre`` is compiled once per action mode (the mode is part of the struct's type),
-``_post`` once per mode and reward (the reward's class is its argument's type): no branch
-on either.
+(``mtgym.sim.engine``); ``_post`` updates the profiler and the slots and the mode's mask and
+fills the observation; ``step_reward`` computes the reward (the reward's kernel:
+``mtgym.env.reward``) from the values before and after the step.
+Both are compiled once per action mode (the mode is part of the struct's type); the reward
+is ``step_reward``, a small call compiled per reward (its class is its argument's type), so
+a reward costs one small compilation, not a copy of the step: no branch on either.
 ``tests/env/test_step.py`` checks every output against the general Python reference in
 ``tests/reference/step.py``, bit for bit.
 
@@ -85,8 +86,7 @@ class StepKernel(structref.StructRefProxy):
     Its fields, in ``STEP_FIELDS`` order and passed positionally: ``sim`` (the episode's
     ``mtgym.sim.kernel.SimKernel``), ``frame`` (its ``ObsFrame``), ``actions`` (its
     ``ActionFrame``: the mode is part of the numba type) and the ``StepArrays``. The reward
-    is ``_post``'s own argument (its class is its numba type), so ``_pre`` is compiled once
-    per mode and ``_post`` once per mode and reward.
+    is ``step_reward``'s own argument (its class is its numba type).
     """
 
     def __new__(cls, *values: Any) -> StepKernel:  # noqa: D102
@@ -219,21 +219,17 @@ def _pre(
 
 @njit(cache=True, error_model="numpy")
 def _post(
-    step: Any, reward: Any, t0: float, active0: float, slot_cursor: int, out: tuple
-) -> tuple[float, int, tuple[int, int, int, int]]:  # pragma: no cover - jit
-    """After the engine (the episode's scalars are the state's after the step; ``t0`` and
-    ``active0`` its time and active job-seconds before): the profiler's observation, the
-    slots' update from ``slot_cursor``, the reward (the reward's kernel:
-    ``rewards.compute``), the action mask (the mode's kernel:
-    ``actions.mask``), and the
-    observation into ``out`` (``ObservationBuilder.outputs``). Returns (reward, the slots'
-    cursor, (idle nodes, active jobs, held nodes, occupied slots)).
+    step: Any, t0: float, slot_cursor: int, out: tuple
+) -> tuple[int, tuple[int, int, int, int]]:  # pragma: no cover - jit
+    """After the engine (the episode's scalars are the state's after the step; ``t0`` its
+    time before): the profiler's observation, the slots' update from ``slot_cursor``, the
+    action mask (the mode's kernel: ``actions.mask``), and the observation into ``out``
+    (``ObservationBuilder.outputs``). Returns (the slots' cursor, (idle nodes, active jobs,
+    held nodes, occupied slots)).
 
     Args:
         step: the episode's ``StepKernel``, after ``_pre`` and the engine.
-        reward: the env's ``Reward`` (its class picks the kernel at compile time).
         t0: the time before the step, seconds (the profiler measures over [t0, now]).
-        active0: the state's active job-seconds before the step (the ``jct`` reward).
         slot_cursor: the slots' admission cursor (``JobSlots.cursor``).
         out: ``ObservationBuilder.outputs()``' arrays, filled.
     """
@@ -250,11 +246,20 @@ def _post(
             (ep.n_nodes, ep.stall_until, ep.debt, ep.progress),
         )
     nxt = _update(step.actions.slot_job, ep.status, slot_cursor, scalars.arrival_cursor)
-    r = rewards.compute(reward, step, t0, active0)
     actions.mask(step.actions)
     counts = log_arguments(frame, t)
     fill(frame, t, counts, out)
-    return r, nxt, counts
+    return nxt, counts
+
+
+@njit(cache=True, error_model="numpy")
+def step_reward(reward: Any, step: Any, t0: float, active0: float) -> float:  # pragma: no cover
+    """The step's reward by ``reward``'s kernel (``mtgym.env.reward``), after the engine:
+    the episode's arrays are the state's after the step, ``step.progress0`` (and the other
+    ``0`` arrays) before it; ``t0`` and ``active0`` the time and active job-seconds before.
+    Compiled per reward class and step type: a small function, not a copy of ``_post``.
+    """
+    return rewards.compute(reward, step, t0, active0)
 
 
 class Step:
@@ -276,7 +281,7 @@ class Step:
         sim: the episode's ``SimKernel`` (``mtgym.sim.kernel.bind``).
         actions: the codec's ``ActionFrame`` for this episode.
         kernel: the ``StepKernel`` the compiled calls take.
-        reward: the env's ``Reward`` (``_post``'s argument).
+        reward: the env's ``Reward`` (``step_reward``'s argument).
         t_end: the episode's end, seconds.
         action_mask: the mask after the last step (a copy of the codec's buffer).
     """
@@ -353,7 +358,8 @@ class Step:
         t = s.time
         builder = self.builder
         out = builder.outputs()
-        reward, slots.cursor, counts = _post(kernel, self.reward, t0, active0, slots.cursor, out)
+        slots.cursor, counts = _post(kernel, t0, slots.cursor, out)
+        reward = step_reward(self.reward, kernel, t0, active0)
         metrics = None
         terminated, truncated = episode_end(done.all_done, t0, t, self.t_end, done.event_kinds)
         if terminated or truncated:

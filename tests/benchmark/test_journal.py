@@ -86,7 +86,7 @@ def test_journal__resume_refuses_another_runs_journal_in_one_line(one_split, tmp
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert "was written by another benchmark run (policies differs" in err[0]
+    assert "was written by another run (policies differs" in err[0]
     assert main(bench_argv(tmp_path, "none", "--no-cache", "--resume")) == 2
     assert "does not exist; run without --resume to start" in capsys.readouterr().err
 

@@ -12,10 +12,11 @@ A reward is a subclass of ``Reward`` (one module in this folder, or anywhere wit
   ones by default) and ``scale(instance)`` (float, the ``scale`` input: 1.0 by default),
   computed once per episode.
 
-The env's compiled step takes the reward instance as an argument, typed by its class
-(``mtgym.env.classtype``), and calls ``compute(reward, step, t0, active0)``, which resolves
-to the reward's kernel with its inputs when the step is compiled: the step is specialised
-per reward, with no branch and no id at run time.
+The env's ``mtgym.env.step.step_reward`` (and the batched core's ``reward_batch``) takes
+the reward instance as an argument, typed by its class (``mtgym.env.classtype``), and calls
+``compute(reward, step, t0, active0)``, which resolves to the reward's kernel with its
+inputs when that small function is compiled: one compilation per reward, no branch and no
+id at run time, and the step's large kernels stay compiled once per action mode.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def _compare(ns: argparse.Namespace) -> int:
     """
     import time
 
-    from agents.compare import compare
+    from agents.compare import CompareRun, compare
     from mtgym.core.io import prepare_out_dir
     from mtgym.evaluate import PolicyRun
     from mtgym.results import cli as results_cli
@@ -178,10 +178,8 @@ def _compare(ns: argparse.Namespace) -> int:
         Path(ns.out),
         seeds=seeds,
         baselines=ns.policy,
-        progress=not ns.no_progress,
         reference=ns.reference,
-        hindsight=not ns.no_bound,
-        journal=journal,
+        run=CompareRun(progress=not ns.no_progress, hindsight=not ns.no_bound, journal=journal),
     )
     runs = [PolicyRun(name, e["per_seed"]) for name, e in results["policies"].items()]
     results_cli.save_runs(

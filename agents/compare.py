@@ -15,10 +15,28 @@ jobs completed and the share of each seed's hindsight bound (``bound_fraction``,
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.policy import PRETRAINED, AgentPolicy
+
+
+@dataclass(frozen=True)
+class CompareRun:
+    """How ``compare`` plays its episodes.
+
+    Attributes:
+        progress: show a transient progress bar.
+        hindsight: each seed's hindsight bound and every policy's ``bound_fraction`` of it
+            (``mtgym.evaluate.evaluate``).
+        journal: a ``mtgym.benchmark.journal.Journal`` (``for_evaluation``): episodes and
+            bounds written as they finish, and those it holds (``--resume``) not played.
+    """
+
+    progress: bool = True
+    hindsight: bool = True
+    journal: Any = None
 
 
 def compare(
@@ -28,10 +46,8 @@ def compare(
     *,
     seeds: list[int],
     baselines: list[str] | None = None,
-    progress: bool = True,
     reference: str | None = None,
-    hindsight: bool = True,
-    journal: Any = None,
+    run: CompareRun = CompareRun(),
 ) -> dict:
     """Run the agent and the baselines; write results, TensorBoard runs and the charts.
 
@@ -42,13 +58,9 @@ def compare(
         seeds: the evaluation seeds; every policy plays each seed's same instance.
         baselines: registered policy names; None: every registered policy but ``agent``
             and the ``*-milp`` ones (the node-level MILPs, much slower).
-        progress: show a transient progress bar.
         reference: the policy the paired differences are taken against; None:
             ``freetrain`` (``mtgym.evaluate.resolve_reference``).
-        hindsight: each seed's hindsight bound and every policy's ``bound_fraction`` of it
-            (``mtgym.evaluate.evaluate``).
-        journal: a ``mtgym.benchmark.journal.Journal`` (``for_evaluation``): episodes and
-            bounds written as they finish, and those it holds (``--resume``) not played.
+        run: the progress bar, the bounds and the journal (``CompareRun``).
 
     Returns:
         ``out/results.json``'s content.
@@ -71,11 +83,11 @@ def compare(
         policies,
         seeds,
         out=out,
-        progress=progress,
+        progress=run.progress,
         scenario_name=scenario,
         reference=reference,
-        hindsight=hindsight,
-        journal=journal,
+        hindsight=run.hindsight,
+        journal=run.journal,
     )
     results = json.loads((out / "results.json").read_text())
     plot(results, out / "compare.png")

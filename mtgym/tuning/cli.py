@@ -145,7 +145,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         for p in args.policy:
             default, grid = policy_knobs(sc, p)
             print(f"{sc} / {p}: default {fmt_params(default)}; grid {json.dumps(grid)}")
-            print(_sweep_cost(sc, p, grid, args), file=sys.stderr)
+            print(_sweep_cost(sc, p, grid, args))
     if args.dry_run:
         return 0
     provenance, t0, records = results_cli.start(args), time.perf_counter(), []

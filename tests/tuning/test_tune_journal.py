@@ -80,7 +80,7 @@ def test_tune__prints_the_sweeps_cost_before_it_plays(capsys):
     """Before a sweep: at most how many points and episodes, and how long the recorded
     sweep of that (scenario, policy) took."""
     assert main(["tune", "--scenario", "default", "--policy", "freetrain", "--dry-run"]) == 0
-    err = capsys.readouterr().err
+    err = capsys.readouterr().out
     m = re.search(
         r"default / freetrain: at most (\d+) points x 3 seeds = (\d+) episodes; its "
         r"recorded sweep took \d+ min \((\d+) points",

@@ -218,7 +218,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     check_backend(args)
     provenance, t0 = results_cli.start(args), time.perf_counter()
     journal = _evaluate_journal(args, labels, seeds, provenance)
-    print(_evaluate_cost(args, labels, seeds, journal), file=sys.stderr)
+    print(_evaluate_cost(args, labels, seeds, journal))  # (stdout, as benchmark's and tune's)
     runs = _evaluate_runs(args, gen, labels, seeds, journal)
     results_cli.save_runs(
         args,

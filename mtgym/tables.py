@@ -85,6 +85,27 @@ def fmt(v: float | None, key: str = "", sign: str = "") -> str:
     return f"{v:{sign}.3f}" if abs(v) < 10 else f"{v:{sign},.0f}"
 
 
+def wall_text(s: float | None) -> str:
+    """Wall seconds, rounded for a reader: ``42 s``, ``12 min`` or ``3 h 05 min`` (``n/a``
+    when unknown). The one format of every duration mtgym prints or renders approximately.
+    """
+    if s is None or not math.isfinite(s):
+        return "n/a"
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 3600:
+        return f"{s / 60:.0f} min"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+def clock_text(seconds: float) -> str:
+    """Wall seconds to the second, for progress lines: ``3 min 05 s`` (``42 s`` under a
+    minute).
+    """
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
 def mean_cell(entry: dict[str, Any], key: str) -> tuple[str, str]:
     """(value, "[low, high]") of one policy's metric in ``results.json``'s entry.
 

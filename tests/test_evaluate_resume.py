@@ -43,7 +43,7 @@ def test_evaluate_resume__a_killed_run_resumes_to_the_same_results(tmp_path, mon
     out, err = capsys.readouterr()
     assert "resume: 3 episode(s) and 2 bound(s)" in out
     # the cost line counts what is left to play (mtgym.results.estimate)
-    assert "to play: 1 episode(s) (greedy 0, equal-share 1) and 0 hindsight bound(s)" in err
+    assert "to play: 1 episode(s) (greedy 0, equal-share 1) and 0 hindsight bound(s)" in out
     assert calls == ["EqualShare"]  # only the missing episode
     cut = json.loads((tmp_path / "cut" / "results.json").read_text())
     assert untimed(cut) == untimed(whole)

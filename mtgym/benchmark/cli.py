@@ -30,6 +30,7 @@ from typing import Any
 from mtgym.benchmark.splits import FAST_BASELINES, QUICK_SEEDS, SPLITS
 from mtgym.command import add_backend_options, check_backend, decision_interval
 from mtgym.results.cli import add_record_options
+from mtgym.tables import clock_text
 
 DEFAULT_OUT = "runs/benchmark"
 
@@ -294,7 +295,7 @@ def _play(
             if lines and done[batch] == n_seeds:
                 n = sum(done.values())
                 print(
-                    f"[{n}/{total} episodes, {_minutes(time.perf_counter() - t0)}] {batch}: "
+                    f"[{n}/{total} episodes, {clock_text(time.perf_counter() - t0)}] {batch}: "
                     f"{n_seeds} seeds done",
                     flush=True,
                 )
@@ -309,12 +310,6 @@ def _play(
             progress=progress,
             reuse=Reuse(cache, journal),
         )
-
-
-def _minutes(seconds: float) -> str:
-    """``"3 min 05 s"`` (``"42 s"`` under a minute)."""
-    m, s = divmod(round(seconds), 60)
-    return f"{m} min {s:02d} s" if m else f"{s} s"
 
 
 def _journal(
@@ -413,7 +408,7 @@ def _last_run(args: argparse.Namespace, split: Any) -> str | None:
         return None
     _, path, res = best
     return (
-        f"the last {kind} run took {_minutes(res.wall_s)} ({shown(path)}, {len(res.rows)} "
+        f"the last {kind} run took {clock_text(res.wall_s)} ({shown(path)}, {len(res.rows)} "
         "episodes, load and reuse as it recorded)"
     )
 

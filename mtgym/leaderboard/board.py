@@ -43,7 +43,7 @@ from typing import Any
 from mtgym.benchmark.splits import TEST, Split
 from mtgym.leaderboard.training import Training, read_training
 from mtgym.results.schema import ResultFile
-from mtgym.tables import fmt
+from mtgym.tables import fmt, wall_text
 
 #: an interval: (point, low, high), NaN where undefined
 Interval = tuple[float, float, float]
@@ -267,13 +267,6 @@ def _iv(iv: Interval) -> str:
     )
 
 
-def _wall(s: float | None) -> str:
-    """Wall seconds as ``39 min`` or ``2.5 h``; ``n/a`` when unknown."""
-    if s is None or not math.isfinite(s):
-        return "n/a"
-    return f"{s / 60:.0f} min" if s < 5400 else f"{s / 3600:.1f} h"
-
-
 def _training(t: Training | None) -> tuple[str, str]:
     """The training and seeds cells: ``baseline`` for a baseline, ``n/a (why)`` when the
     agent's folder has no record.
@@ -284,7 +277,7 @@ def _training(t: Training | None) -> tuple[str, str]:
         return f"n/a (no train.json in {t.folder})", ""
     steps = "n/a" if t.timesteps is None else f"{t.timesteps:,}"
     kept = f", kept {t.kept}" if t.kept else ""
-    cell = f"{steps} steps, {_wall(t.wall_s)}{kept} ({t.folder})"
+    cell = f"{steps} steps, {wall_text(t.wall_s)}{kept} ({t.folder})"
     return cell, f"{t.trained_on or 'n/a'}; {t.selected_on or 'n/a'}"
 
 

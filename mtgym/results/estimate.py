@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mtgym.tables import wall_text
+
 
 @dataclass(frozen=True)
 class Measured:
@@ -62,14 +64,6 @@ def measured(folder: Path, scenario: str, policies: Sequence[str]) -> dict[str, 
     return out
 
 
-def _duration(s: float) -> str:
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
-
-
 def cost_line(
     folder: Path, scenario: str, episodes: dict[str, int], *, workers: int = 1, extra: str = ""
 ) -> str:
@@ -95,6 +89,6 @@ def cost_line(
     secs = sum(got[p].mean_s * n for p, n in episodes.items() if n) / max(workers, 1)
     sources = sorted({str(m.source) for m in got.values()})
     return (
-        line + f"; about {_duration(secs)} in {max(workers, 1)} process(es) by the registry's "
+        line + f"; about {wall_text(secs)} in {max(workers, 1)} process(es) by the registry's "
         f"measured episodes ({', '.join(sources)}; their machines and loads)"
     )

@@ -44,6 +44,7 @@ def _sweep_cost(scenario: str, policy: str, grid: dict[str, list[Any]], args: An
     from mtgym.results import store
     from mtgym.results.estimate import cost_line
     from mtgym.scenario.tuning import load_record
+    from mtgym.tables import wall_text
 
     points = 1 + sum(len(v) for v in grid.values())
     episodes = points * len(TUNE_SEEDS)
@@ -55,7 +56,7 @@ def _sweep_cost(scenario: str, policy: str, grid: dict[str, list[Any]], args: An
     last = rec.policies.get(policy) if rec is not None else None
     if last is not None and last.wall_s > 0:
         return (
-            f"{head} = {episodes} episodes; its recorded sweep took {last.wall_s / 60:.0f} min "
+            f"{head} = {episodes} episodes; its recorded sweep took {wall_text(last.wall_s)} "
             f"({len(last.sweep)} points; that run's machine, load and workers)"
         )
     folder = store.results_dir(getattr(args, "results_dir", None))

@@ -15,6 +15,13 @@ Older folders beyond the newest few are removed.
 mtgym then prints one line on stderr saying so (``COLD_NOTE``), so a silent first call is
 not mistaken for a hang. Point ``$NUMBA_CACHE_DIR`` at a folder that persists (a home
 folder on a cluster, a volume in a container) to compile once per version.
+
+**One cache for every copy of the same sources.** numba files a kernel under a hash of its
+source file's absolute folder, so a second checkout, a wheel installed in another
+environment or a copy in a container compiled everything again though its sources were the
+same. mtgym's kernels are filed by their path inside the package instead
+(``PackageCacheLocator``): the hash folder already names the sources, and numba still
+checks each file's content hash, so every copy of one version shares its compiled kernels.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 #: Folders of earlier source versions kept (switching branches back and forth).
 KEEP = 3
@@ -136,6 +144,53 @@ def is_cold(folder: Path) -> bool:
     return next(folder.rglob("*.nbi"), None) is None
 
 
+def _package_locator(root: Path) -> type | None:
+    """A numba cache locator that files the kernels of the files under ``root`` by their
+    path relative to it (module docstring), or None where this numba has no
+    ``UserProvidedCacheLocator`` to build it on (numba's own locators are then kept).
+
+    Args:
+        root: the package folder (``mtgym/``), resolved.
+    """
+    try:
+        from numba.core.caching import UserProvidedCacheLocator
+    except ImportError:  # pragma: no cover - another numba layout: its default locators
+        return None
+
+    class PackageCacheLocator(UserProvidedCacheLocator):
+        """``UserProvidedCacheLocator`` with the sub-folder named by the file's folder
+        inside the package, not by a hash of its absolute folder.
+        """
+
+        package_root = root
+
+        @classmethod
+        def get_suitable_cache_subpath(cls, py_file: str) -> str:
+            rel = Path(py_file).resolve().parent.relative_to(root)
+            return "_".join((root.name, *rel.parts))
+
+        @classmethod
+        def from_function(cls, py_func: Any, py_file: str) -> Any:
+            if not Path(py_file).resolve().is_relative_to(root):
+                return None  # another package's kernel: numba's locators
+            return super().from_function(py_func, py_file)
+
+    return PackageCacheLocator
+
+
+def _install_locator(root: Path) -> None:
+    """Put ``_package_locator(root)`` first among numba's cache locators (once)."""
+    from numba.core import caching
+
+    loc = _package_locator(root)
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    classes = getattr(impl, "_locator_classes", None)
+    if loc is None or not isinstance(classes, list):  # pragma: no cover - another numba
+        return
+    if not any(getattr(c, "package_root", None) == root for c in classes):
+        classes.insert(0, loc)
+
+
 def configure() -> Path | None:
     """Point numba's cache at ``<base>/<sources hash>`` before any kernel is decorated.
 
@@ -143,10 +198,11 @@ def configure() -> Path | None:
     ``~/.cache``), else a temporary folder. Returns the folder, or None when none is writable
     (numba then keeps its default, beside the sources).
 
-    Side effects: sets ``numba.core.config.CACHE_DIR``, removes old hash folders under
-    the chosen base (``_prune``) and, when the folder holds no kernel yet (``is_cold``),
-    prints ``COLD_NOTE`` on stderr. Hashing reads every package source. A base that is not
-    writable falls back to the temporary one.
+    Side effects: sets ``numba.core.config.CACHE_DIR``, puts the package's locator first
+    among numba's (``_install_locator``: kernels filed by their path in the package),
+    removes old hash folders under the chosen base (``_prune``) and, when the folder holds
+    no kernel yet (``is_cold``), prints ``COLD_NOTE`` on stderr. Hashing reads every package
+    source. A base that is not writable falls back to the temporary one.
     """
     from numba.core import config
 
@@ -160,6 +216,7 @@ def configure() -> Path | None:
         folder = base / key
         if _writable(folder):
             config.CACHE_DIR = str(folder)
+            _install_locator(pkg)
             _prune(base, keep=folder)
             if is_cold(folder):
                 print(COLD_NOTE.format(folder=folder), file=sys.stderr)

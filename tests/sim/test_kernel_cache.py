@@ -55,7 +55,49 @@ def test_kernel_cache__a_cold_folder_prints_one_line_on_stderr(tmp_path, monkeyp
     err = capsys.readouterr().err
     assert err == _kernel_cache.COLD_NOTE.format(folder=folder) + "\n"
     assert "NUMBA_CACHE_DIR" in err and str(folder) in err
-    index = folder / "mtgym" / "sim" / "engine._run-12.py311.nbi"  # numba nests by source
+    index = folder / "mtgym_sim" / "engine._run-12.py311.nbi"  # (PackageCacheLocator)
     index.parent.mkdir(parents=True)
     index.touch()
     assert _kernel_cache.configure() == folder and capsys.readouterr().err == ""
+
+
+COPY_RUN = """
+import sys
+from pathlib import Path
+from numba.core import config
+from mtgym import _kernel_cache
+root = Path(sys.argv[1]).resolve()
+config.CACHE_DIR = sys.argv[2]
+_kernel_cache._install_locator(root)
+sys.path.insert(0, str(root.parent))
+from kpkg.sub.k import f
+assert f(1) == 2
+print(f.stats.cache_hits.most_common(1), f.stats.cache_misses.most_common(1))
+"""
+
+
+def test_kernel_cache__copies_of_the_same_sources_share_their_kernels(tmp_path):
+    """A kernel compiled in one copy of a package (a checkout) loads in another (a wheel
+    installed elsewhere): filed by its path inside the package, not its absolute folder."""
+    import subprocess
+    import sys
+
+    src = "from numba import njit\n\n\n@njit(cache=True)\ndef f(x):\n    return x + 1\n"
+    for copy in ("a", "b"):
+        (tmp_path / copy / "kpkg" / "sub").mkdir(parents=True)
+        (tmp_path / copy / "kpkg" / "__init__.py").write_text("")
+        (tmp_path / copy / "kpkg" / "sub" / "__init__.py").write_text("")
+        (tmp_path / copy / "kpkg" / "sub" / "k.py").write_text(src)
+    cache = tmp_path / "cache"
+
+    def run(copy: str) -> str:
+        argv = [sys.executable, "-c", COPY_RUN, str(tmp_path / copy / "kpkg"), str(cache)]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run("a") == "[] [((int64,), 1)]"  # compiled
+    assert run("b") == "[((int64,), 1)] []"  # loaded: the other copy's kernel
+    assert [p.name for p in cache.iterdir()] == ["kpkg_sub"]
+    (tmp_path / "b" / "kpkg" / "sub" / "k.py").write_text(src.replace("x + 1", "x + 1 + 0"))
+    assert run("b") == "[] [((int64,), 1)]"  # other content: numba's own check compiles

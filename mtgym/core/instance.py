@@ -26,6 +26,27 @@ def frozen(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+def readonly_view(arr: np.ndarray) -> np.ndarray:
+    """A read-only view of ``arr`` (``arr`` itself when already read-only; never a copy).
+
+    The compiled kernels take the arrays they only read this way. numba types a read-only
+    array apart from a writable one and compiles a kernel again for each: an instance's
+    arrays are frozen, but those of a copy, an unpickled instance (a Ray worker's, a
+    ``deepcopy`` of an env) or one a caller built with ``dataclasses.replace`` are not, and
+    each such mix cost another compilation of the engine and the env's step (10-25 s each).
+    """
+    if not arr.flags.writeable:
+        return arr
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+def readonly_views(values: tuple) -> tuple:
+    """``values`` with every array a ``readonly_view`` (other values unchanged)."""
+    return tuple(readonly_view(v) if isinstance(v, np.ndarray) else v for v in values)
+
+
 @dataclass(frozen=True, eq=False)
 class Cluster:
     """The host machine's nodes.

@@ -293,7 +293,19 @@ def step_batch(
                 row[I_REPAIR + 2] = o
                 row[I_REPAIR + 3] = w
             row[I_ENGINE_REPAIRED] = 1
-            code, _ = engine.run(ep, node_map, True, False, _THEN_LOOP, until, stop_on, _INF, False)
+            # (plain values, not literals: the compiled ``run`` that ``advance`` uses;
+            # ``bool(True)`` types as a bool where ``True`` types as a constant)
+            code, _ = engine.run(
+                ep,
+                node_map,
+                bool(True),  # noqa: UP018
+                bool(False),  # noqa: UP018
+                int(_THEN_LOOP),
+                until,
+                stop_on,
+                _INF,
+                bool(False),  # noqa: UP018
+            )
         if code != _DONE:  # (``TIMER_DUE``: no timer is ever scheduled in a batch)
             row[I_CODE] = code
             errors += 1

@@ -18,7 +18,7 @@ from gymnasium import spaces
 from numba import njit
 from numba.experimental import structref
 
-from mtgym.core.instance import Instance
+from mtgym.core.instance import Instance, readonly_view, readonly_views
 from mtgym.core.types import NUM_CLASSES, JobStatus
 from mtgym.env.slots import JobSlots
 from mtgym.model.throughput import interp_rows
@@ -450,7 +450,7 @@ class ObservationBuilder:
             float(t_end),
             self._x,
             self._scale,
-            self._work_arr,
+            readonly_view(self._work_arr),  # (an instance's, or zeros: one compiled type)
             self._job_static,
             self._curve,
             self._known,
@@ -458,7 +458,7 @@ class ObservationBuilder:
             self._ref_rate,
             self._shape,
         )
-        return ObsFrame(*_STATE(state), *_INSTANCE(instance), *own)
+        return ObsFrame(*_STATE(state), *readonly_views(_INSTANCE(instance)), *own)
 
     def build(
         self,

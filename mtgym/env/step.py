@@ -211,9 +211,11 @@ def _pre(
     step.progress0[:] = ep.progress
     step.n_nodes0[:] = ep.n_nodes
     step.debt0[:] = ep.debt
-    code = engine.apply(ep, node_map, check)
+    # (``bool(...)``: a plain bool, not a literal, so that ``apply`` and ``loop`` are the
+    # same compiled functions as ``engine.run``'s, not compiled again for a constant)
+    code = engine.apply(ep, node_map, bool(check))
     if code == engine.DONE:
-        code = engine.loop(ep, until, stop_on, t_timer, False)
+        code = engine.loop(ep, until, stop_on, t_timer, bool(False))  # noqa: UP018
     return code, -1, 0
 
 

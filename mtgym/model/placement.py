@@ -21,6 +21,8 @@ import weakref
 import numpy as np
 from numba import njit
 
+from mtgym.core.instance import readonly_views
+
 # Static free-node order per (slowdown, coords) pair of read-only arrays (an instance's).
 _ORDER_CACHE: dict[tuple[int, int], tuple[weakref.ref, weakref.ref, tuple[np.ndarray, ...]]] = {}
 
@@ -55,15 +57,19 @@ def pack_targets(
     """
     group, seg_start, seg_nodes = _static_order(slowdown, topology_coords)
     a, total, free = _pack(
-        np.ascontiguousarray(available, dtype=np.bool_),
-        np.ascontiguousarray(node_job, dtype=np.int32),
-        np.ascontiguousarray(slowdown, dtype=np.float64),
-        _classes64(app_class),
-        group,
-        seg_start,
-        seg_nodes,
-        np.ascontiguousarray(jobs, dtype=np.int64),
-        np.ascontiguousarray(targets, dtype=np.int64),
+        *readonly_views(  # (one compiled type whatever the callers' flags: readonly_view)
+            (
+                np.ascontiguousarray(available, dtype=np.bool_),
+                np.ascontiguousarray(node_job, dtype=np.int32),
+                np.ascontiguousarray(slowdown, dtype=np.float64),
+                _classes64(app_class),
+                group,
+                seg_start,
+                seg_nodes,
+                np.ascontiguousarray(jobs, dtype=np.int64),
+                np.ascontiguousarray(targets, dtype=np.int64),
+            )
+        )
     )
     if total > free:
         raise ValueError(f"targets need {total} free nodes but only {free} are free")

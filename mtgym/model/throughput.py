@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from mtgym.core.instance import Cluster, Jobs
+from mtgym.core.instance import Cluster, Jobs, readonly_views
 from mtgym.core.types import PerfKind
 
 
@@ -90,27 +90,29 @@ class ThroughputModel:
             [np.bincount(topo.coords[:, k]).max() for k in range(topo.num_levels)], dtype=np.int64
         )
         f64 = np.float64
+        # (read-only views: one compiled type whatever the jobs' flags: readonly_view)
         self._consts = RateConsts(
             int(self._gpn),
-            np.ascontiguousarray(self._bw, dtype=f64),
-            np.ascontiguousarray(self._lat, dtype=f64),
-            np.ascontiguousarray(self._lam, dtype=f64),
-            np.ascontiguousarray(self._is_table),
-            np.ascontiguousarray(jobs.curve_nodes, dtype=f64),
-            np.ascontiguousarray(jobs.curve_tput, dtype=f64),
-            np.ascontiguousarray(jobs.local_batch, dtype=f64),
-            np.ascontiguousarray(jobs.grad_bytes, dtype=f64),
-            np.ascontiguousarray(jobs.overlap, dtype=f64),
-            np.ascontiguousarray(jobs.app_class, dtype=np.int64),
-            np.ascontiguousarray(jobs.type_rate, dtype=f64),
+            *readonly_views(
+                (
+                    np.ascontiguousarray(self._bw, dtype=f64),
+                    np.ascontiguousarray(self._lat, dtype=f64),
+                    np.ascontiguousarray(self._lam, dtype=f64),
+                    np.ascontiguousarray(self._is_table),
+                    np.ascontiguousarray(jobs.curve_nodes, dtype=f64),
+                    np.ascontiguousarray(jobs.curve_tput, dtype=f64),
+                    np.ascontiguousarray(jobs.local_batch, dtype=f64),
+                    np.ascontiguousarray(jobs.grad_bytes, dtype=f64),
+                    np.ascontiguousarray(jobs.overlap, dtype=f64),
+                    np.ascontiguousarray(jobs.app_class, dtype=np.int64),
+                    np.ascontiguousarray(jobs.type_rate, dtype=f64),
+                )
+            ),
         )
         # ``job_rates``' kernel arguments after the node map (numba resolves the types of
         # plain arrays in C, of a named tuple in Python: several us per call)
-        self._rate_args = (
-            *self._consts,
-            cluster.slowdown,
-            cluster.gpu_type,
-            cluster.topology.coords,
+        self._rate_args = readonly_views(
+            (*self._consts, cluster.slowdown, cluster.gpu_type, cluster.topology.coords)
         )
 
     # -- the formula -------------------------------------------------------------------

@@ -282,7 +282,7 @@ def _charge_changes(
                 stall_until[j] = fmax(stall_until[j], t + cost)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")  # (called once per step: not inlined, see ``loop``)
 def apply(episode: Any, node_map: np.ndarray, check_feasible: bool) -> int:  # pragma: no cover
     """Apply a node map (int32, in range) at the current time (``apply_allocation``).
     Nothing changes when, with ``check_feasible``, it needs a repair (``NEEDS_REPAIR``).
@@ -850,7 +850,10 @@ def events_now(episode: Any, held: np.ndarray, t_hit: np.ndarray) -> None:  # pr
     _arrivals(episode)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+# ``loop`` and ``apply`` are not inlined into their callers (``run``, the env's step per
+# action mode, the batched step): called once per step, a call costs nothing there, and
+# each is then compiled once rather than once more inside every caller (8-10 s each).
+@njit(cache=True, error_model="numpy")
 def loop(
     episode: Any, until: float, stop_on: int, t_timer: float, resume: bool
 ) -> int:  # pragma: no cover - jit

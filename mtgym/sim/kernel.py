@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from mtgym.core.instance import Instance
+from mtgym.core.instance import Instance, readonly_views
 from mtgym.core.types import PreemptionMode, RescaleMode
 from mtgym.model.throughput import ThroughputModel
 from mtgym.sim.state import FLOAT_SCALARS, INT_SCALARS, JOB_ARRAYS, NODE_ARRAYS, ClusterState
@@ -219,7 +219,8 @@ def instance_fields(instance: Instance) -> tuple:
             instance.costs.rescale == RescaleMode.BFTRAINER,
             preempt_mode(instance),
         )
-        got = ((*_INSTANCE(instance), throughput_model(instance)._consts), consts)
+        # read-only views: one compiled type whatever the instance's flags (readonly_view)
+        got = ((*readonly_views(_INSTANCE(instance)), throughput_model(instance)._consts), consts)
         _INSTANCE_PARTS[instance] = got
     return got
 

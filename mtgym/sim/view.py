@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mtgym.core.instance import Instance
+from mtgym.core.instance import Instance, readonly_view
 from mtgym.core.types import RescaleMode
 from mtgym.model.placement import pack_targets
 from mtgym.sim.state import ClusterState
@@ -36,13 +36,6 @@ class InfoMode(enum.StrEnum):
     USER = "user"
     PROFILED = "profiled"
     ORACLE = "oracle"
-
-
-def _ro(arr: np.ndarray) -> np.ndarray:
-    """A read-only view of ``arr`` (the array itself stays writeable for the simulator)."""
-    v = arr.view()
-    v.flags.writeable = False
-    return v
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,7 +175,7 @@ class ViewBuilder:
             nan = np.full(J, np.nan)
             curve, up, down, work = np.full(jobs.curve_tput.shape, np.nan), nan, nan, nan
         self._curve, self._up, self._down, self._work = (
-            _ro(np.asarray(x)) for x in (curve, up, down, work)
+            readonly_view(np.asarray(x)) for x in (curve, up, down, work)
         )
         # Private: the future of the supply must not leak (only open windows are shown).
         self._window_end = np.where(instance.supply.end_known, instance.supply.end_s, np.inf)
@@ -208,27 +201,27 @@ class ViewBuilder:
             time=state.time,
             mode=self.mode,
             gpus_per_node=cl.gpus_per_node,
-            available=_ro(state.available),
-            node_job=_ro(state.node_job),
+            available=readonly_view(state.available),
+            node_job=readonly_view(state.node_job),
             gpu_type=cl.gpu_type,
             topology_coords=cl.topology.coords,
             locality_factor=cl.topology.locality_factor,
             slowdown=cl.profiled_slowdown,
-            window_end=_ro(wend),
-            status=_ro(state.status),
+            window_end=readonly_view(wend),
+            status=readonly_view(state.status),
             submit_s=jobs.submit_s,
             app_class=jobs.app_class,
             min_nodes=jobs.min_nodes,
             max_nodes=jobs.max_nodes,
-            n_nodes=_ro(state.n_nodes),
-            progress=_ro(state.progress),
+            n_nodes=readonly_view(state.n_nodes),
+            progress=readonly_view(state.progress),
             work=self._work,
             curve_nodes=jobs.curve_nodes,
             curve_tput=self._curve,
             r_up_s=self._up,
             r_down_s=self._down,
-            rate=_ro(rate),
+            rate=readonly_view(rate),
             rescale_mode=self.instance.costs.rescale,
-            idle_since=_ro(since),
+            idle_since=readonly_view(since),
             t_end=float(self.instance.t_end),
         )

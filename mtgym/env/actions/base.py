@@ -40,7 +40,7 @@ from numba import njit
 from numba.experimental import structref
 from numba.extending import overload
 
-from mtgym.core.instance import Instance
+from mtgym.core.instance import Instance, readonly_views
 from mtgym.core.types import Repair
 from mtgym.env.classtype import class_key, class_of, typed_by_class
 from mtgym.env.slots import JobSlots
@@ -358,8 +358,10 @@ class ActionCodec:
                 seg_nodes,
             )
             self._placement = (instance, placement)
+        # (read-only views, also of a copied env's cache: one compiled type, ``readonly_view``)
+        placement = readonly_views(placement)
         own = (self, slot_job, int(self.C), *placement, self.mask_buffer, self.node_map)
-        return ActionFrame(*_STATE(state), *_INSTANCE(instance), *own, self.repairs)
+        return ActionFrame(*_STATE(state), *readonly_views(_INSTANCE(instance)), *own, self.repairs)
 
     # -- validation ------------------------------------------------------------------
     def validate(self, action: np.ndarray, *, check_range: bool = True) -> np.ndarray:

@@ -170,9 +170,10 @@ def test_cli__replay_where_nothing_runs_exits_nonzero(bridge_dir, monkeypatch, c
     """Every worker crashes at start (fault injection): exit 1, the report's first line says
     why, and no calibration is written."""
     trace = bridge_dir / "t.jsonl"
-    inst = tiny_instance(1, [linear_job("a", 100, 1, 1e9)], t_end=200)
+    # 60 s of trace (6 s at --time-scale 10): the crashes come in the first seconds
+    inst = tiny_instance(1, [linear_job("a", 100, 1, 1e9)], t_end=60)
     h = trace_header(inst, scenario="tiny", policy="script", seed=0)
-    write_trace(trace, Trace(h, [TraceEvent(0.0, "0", (0,), rate=100.0)], 200.0))
+    write_trace(trace, Trace(h, [TraceEvent(0.0, "0", (0,), rate=100.0)], 60.0))
     monkeypatch.setenv("MTGYM_FAULT", "crash-at-start")
     out = bridge_dir / "run"
     args = ["replay", str(trace), "--out", str(out), "--time-scale", "10", "--quiet"]

@@ -197,13 +197,15 @@ KNOWN_MISSES = {
         "best-fitting host (0.954 on seed 9000)"
     ),
 }
-#: hours of each episode played (whole episodes: ``scripts/mode_resolution.py``)
-MAPPING_HOURS = {"summit-hps": 12.0, "summit-replay": 12.0, "summit-replay-2d": 12.0}
+#: hours of each episode played (whole episodes: ``scripts/mode_resolution.py``); the
+#: 4,734-node presets are cut to their first 12 hours
+MAPPING_HOURS = {"summit-hps": 12.0, "summit-replay-2d": 12.0, "summit-manyjobs": 12.0}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["packed", "freetrain"])
-@pytest.mark.parametrize("scenario", PRESETS)
+# (summit-replay: summit-replay-2d's jobs and trace, without its per-GPU variability)
+@pytest.mark.parametrize("scenario", [p for p in PRESETS if p != "summit-replay"])
 def test_shares__mapped_baselines_keep_98_percent(scenario, policy):
     if (scenario, policy) in KNOWN_MISSES:
         pytest.xfail(KNOWN_MISSES[scenario, policy])

@@ -17,7 +17,6 @@ nothing: the verdict is printed.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from mtgym.benchmark.splits import TEST
+from mtgym.results.rows import same_episode
 from mtgym.stats import paired
 
 #: the issue's bound on the registered policy's distance from the large cap
@@ -50,18 +50,6 @@ def episode(scenario: str, seed: int, cap: int | None, tuned: bool) -> dict[str,
     res = play(inst, pol)
     row = episode_row(inst, res, seed)
     return {**row, "cap": cap, "tuned": tuned, "wall_s": time.perf_counter() - t0}
-
-
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Rows equal bit for bit, measured timing and the cap aside (NaN equals NaN)."""
-    skip = {"cap", "wall_s", "decision_ms"}
-    for k in (set(a) | set(b)) - skip:
-        x, y = a.get(k), b.get(k)
-        if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
-            continue
-        if x != y:
-            return False
-    return True
 
 
 def main() -> None:
@@ -102,7 +90,7 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---|")
     same = 0
     for a, b in zip(base, big, strict=True):
-        eq = _same(a, b)
+        eq = same_episode(a, b, ignore=("cap",))
         same += eq
         print(
             f"| {a['seed']} | {a['normalized_throughput']:.3f} | "

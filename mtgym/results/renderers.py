@@ -10,7 +10,9 @@ A renderer takes the ``ResultFile`` and the marker's options and returns markdow
   policy, the mean JCT of common jobs (x the reference's), the jobs done and, where the
   rows have it, Jain's fairness;
 - ``tuning`` (a ``tune`` result): per scenario, each tuned policy's chosen knobs and tuned
-  mean (x its default's), and the scenario's reference.
+  mean (x its default's), and the scenario's reference;
+- ``cap-check`` (a ``cap_check`` result, ``scripts/cap_check.py``): per seed, the registered
+  ``freetrain`` against ``freetrain`` with a large admission cap, and their paired ratio.
 
 A package above the registry adds its own kinds with ``register_renderer`` when it is
 imported: ``mtgym.leaderboard`` registers ``leaderboard`` (its ranked table), because the
@@ -34,6 +36,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from mtgym.results.rows import same_episode
 from mtgym.results.schema import ResultFile
 from mtgym.tables import fmt, wall_text
 
@@ -215,11 +218,47 @@ def tuning(result: ResultFile, options: dict[str, str]) -> list[str]:
     return lines
 
 
+def cap_check(result: ResultFile, options: dict[str, str]) -> list[str]:
+    """The ``cap-check`` table (module docstring) of a ``cap_check`` result
+    (``scripts/cap_check.py``): per seed, the headline and jobs done of the registered
+    ``freetrain`` and of ``freetrain`` with the large cap, whether the two episodes are the
+    same, then the paired ratio [interval] and the verdict.
+    """
+    _need(result, "cap_check")
+    agg = result.aggregates
+    cap = agg["cap"]
+    base = [r for r in result.rows if r.get("cap") is None]
+    big = {r["seed"]: r for r in result.rows if r.get("cap") is not None}
+    lines = [
+        f"| seed | headline | with max_jobs={cap} | jobs done | with max_jobs={cap} | "
+        "same episode |",
+        "| ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for a in sorted(base, key=lambda r: r["seed"]):
+        b = big[a["seed"]]
+        lines.append(
+            f"| {a['seed']} | {fmt(a['normalized_throughput'])} | "
+            f"{fmt(b['normalized_throughput'])} | {a['jobs_completed']:.0f} | "
+            f"{b['jobs_completed']:.0f} | "
+            f"{'yes' if same_episode(a, b, ignore=('cap',)) else 'no'} |"
+        )
+    lo, hi = agg["ratio_ci"]
+    verdict = "within" if agg["within_tolerance"] else "**not within**"
+    lines += [
+        "",
+        f"Paired ratio {agg['ratio']:.4f} [{lo:.4f}, {hi:.4f}] of `max_jobs={cap}` over "
+        f"{len(base)} seeds; {agg['identical_episodes']} of {len(base)} episodes identical; "
+        f"{verdict} {agg['tolerance']:.0%}.",
+    ]
+    return lines
+
+
 #: the renderers by the ``kind`` a marker names
 RENDERERS: dict[str, Renderer] = {
     "suite": suite,
     "scenario-trade-offs": trade_offs,
     "tuning": tuning,
+    "cap-check": cap_check,
 }
 
 

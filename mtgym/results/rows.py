@@ -7,6 +7,7 @@ The rows are the commands' own records, reused: nothing is recomputed here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -87,3 +88,22 @@ def tuning_rows(records: Iterable[Any]) -> list[dict[str, Any]]:
                         }
                     )
     return out
+
+
+#: a row's fields that are measured, not simulated: two runs of one episode differ there
+MEASURED_FIELDS = frozenset({"wall_s", "decision_ms"})
+
+
+def same_episode(a: dict[str, Any], b: dict[str, Any], ignore: Iterable[str] = ()) -> bool:
+    """Whether two rows are the same episode bit for bit: every field equal (NaN equal to
+    NaN) but the measured ones (``MEASURED_FIELDS``) and ``ignore`` (what the caller set
+    apart, e.g. the knob that was varied).
+    """
+    skip = MEASURED_FIELDS | set(ignore)
+    for k in (set(a) | set(b)) - skip:
+        x, y = a.get(k), b.get(k)
+        if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
+            continue
+        if x != y:
+            return False
+    return True

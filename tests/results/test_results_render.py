@@ -270,3 +270,49 @@ def test_render__suite_rows_summary_and_score(tree):
     )
     with pytest.raises(ValueError, match="rows='some': use all, summary or score"):
         render_tree(tree)
+
+
+def test_render__cap_check_table_marks_each_seed_and_the_verdict():
+    from mtgym.results.renderers import cap_check
+
+    def row(seed, cap, tput, done, wall):
+        return {
+            "scenario": "sc",
+            "policy": "freetrain",
+            "seed": seed,
+            "cap": cap,
+            "normalized_throughput": tput,
+            "jobs_completed": done,
+            "wall_s": wall,
+            "jct_mean": float("nan"),
+        }
+
+    rows = [
+        row(9000, None, 12.5, 7.0, 1.0),
+        row(9000, 4096, 12.5, 7.0, 2.0),  # timing aside
+        row(9001, None, 11.0, 6.0, 1.0),
+        row(9001, 4096, 11.5, 7.0, 1.0),
+    ]
+    agg = {
+        "cap": 4096,
+        "tuned": True,
+        "ratio": 0.978,
+        "ratio_ci": [0.95, 1.01],
+        "identical_episodes": 1,
+        "within_tolerance": False,
+        "tolerance": 0.02,
+    }
+    prov = capture(["scripts/cap_check.py", "--record", "x"])
+    res = store.build(
+        "cap_check", prov, seeds=[9000, 9001], scenarios=[], wall_s=3.0, rows=rows, aggregates=agg
+    )
+    lines = cap_check(res, {})
+    assert lines[0].startswith("| seed | headline | with max_jobs=4096 |")
+    assert lines[2] == "| 9000 | 12 | 12 | 7 | 7 | yes |"
+    assert lines[3] == "| 9001 | 11 | 12 | 6 | 7 | no |"
+    assert lines[-1] == (
+        "Paired ratio 0.9780 [0.9500, 1.0100] of `max_jobs=4096` over 2 seeds; 1 of 2 "
+        "episodes identical; **not within** 2%."
+    )
+    with pytest.raises(ValueError, match="needs a cap_check result"):
+        cap_check(_fake_benchmark(), {})

@@ -218,7 +218,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     check_backend(args)
     provenance, t0 = results_cli.start(args), time.perf_counter()
     journal = _evaluate_journal(args, labels, seeds, provenance)
-    print(_evaluate_cost(args, labels, seeds, journal))  # (stdout, as benchmark's and tune's)
+    # (stderr: evaluate's stdout is its tables, fitted to the terminal's width)
+    print(_evaluate_cost(args, labels, seeds, journal), file=sys.stderr)
     runs = _evaluate_runs(args, gen, labels, seeds, journal)
     results_cli.save_runs(
         args,

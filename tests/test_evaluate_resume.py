@@ -40,10 +40,10 @@ def test_evaluate_resume__a_killed_run_resumes_to_the_same_results(tmp_path, mon
     calls.clear()
     capsys.readouterr()
     assert main(_argv(tmp_path / "cut", "--no-progress", "--resume")) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "resume: 3 episode(s) and 2 bound(s)" in out
     # the cost line counts what is left to play (mtgym.results.estimate)
-    assert "to play: 1 episode(s) (greedy 0, equal-share 1) and 0 hindsight bound(s)" in out
+    assert "to play: 1 episode(s) (greedy 0, equal-share 1) and 0 hindsight bound(s)" in err
     assert calls == ["EqualShare"]  # only the missing episode
     cut = json.loads((tmp_path / "cut" / "results.json").read_text())
     assert untimed(cut) == untimed(whole)

@@ -11,7 +11,8 @@ Older folders beyond the newest few are removed.
 
 **First use.** A fresh folder (a new install, a new mtgym version, a new
 ``$NUMBA_CACHE_DIR``) holds no compiled kernel: the first simulation compiles them, about
-20-60 s (a first ``reset`` about 20 s, a first ``mtgym train`` about 35 s), once. Importing
+20-60 s (a first ``reset`` and ``step`` about 30 s on 2 cores, every action mode and a
+baseline about 55 s: ``scripts/bench_cold_start.py``), once. Importing
 mtgym then prints one line on stderr saying so (``COLD_NOTE``), so a silent first call is
 not mistaken for a hang. Point ``$NUMBA_CACHE_DIR`` at a folder that persists (a home
 folder on a cluster, a volume in a container) to compile once per version.

@@ -100,11 +100,15 @@ class BatchedPooledVecEnv(PooledVecEnv):
         env_fns: thunks, each called once here, in order. Envs of different sizes (node
             count, and so observation space) go to different cores; the pooled sizes
             must be the first env's, as for ``PooledVecEnv``.
+        budget_masks: ``PooledVecEnv``'s (the masks are the envs' budget masks).
     """
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
+    def __init__(
+        self, env_fns: Sequence[Callable[[], gym.Env]], *, budget_masks: bool = False
+    ) -> None:
         envs = [fn() for fn in env_fns]
         self._envs = envs
+        self.budget_masks = budget_masks
         self._bind(envs)
         self._groups = [
             (np.array(idx, dtype=np.int64), BatchedCore([envs[i] for i in idx]))
@@ -182,7 +186,11 @@ class BatchedPooledVecEnv(PooledVecEnv):
         return [core.env(k) for core, k in (self._where[i] for i in range(self.num_envs))]
 
     def action_masks(self) -> np.ndarray:
-        """(n, mask size) bool: the envs' legal actions."""
+        """(n, mask size) bool: the envs' legal actions (float32 budget masks with
+        ``budget_masks``).
+        """
+        if self.budget_masks:
+            return np.stack(self._masks_of(None))
         return self._masks.copy()
 
     def close(self) -> None:  # noqa: D102
@@ -232,6 +240,8 @@ class BatchedPooledVecEnv(PooledVecEnv):
     ) -> list[Any]:
         """Calls it on the synced envs; ``action_masks`` comes from the cores' masks."""
         if method_name == "action_masks":  # MaskablePPO, before every step
+            if self.budget_masks:  # (the envs' arrays are the cores': current)
+                return self._masks_of(indices)
             return list(self._masks[list(self._get_indices(indices))])
         return [
             _attr(env, method_name)(*method_args, **method_kwargs) for env in self._synced(indices)

@@ -69,6 +69,7 @@ def _train(ns: argparse.Namespace) -> int:
         observation="dict" if ns.net == "set" else "pooled",
         net=ns.net,
         stay_init=ns.stay_init,
+        budget_masks=ns.budget_masks,
         embed_dim=ns.embed_dim,
         num_nodes=tuple(ns.num_nodes or ()),
         n_steps=ns.n_steps,
@@ -108,6 +109,7 @@ SB3_ONLY = (
     "target_kl",
     "no_norm_reward",
     "stay_init",
+    "budget_masks",
     "num_nodes",
     "vec",
 )
@@ -362,6 +364,12 @@ def _add_learning_options(t: argparse._ActionsContainer) -> None:
     t.add_argument("--no-norm-reward", action="store_true", help="no VecNormalize on rewards")
     t.add_argument(
         "--stay-init", type=float, default=5.0, help="slot net: initial keep-count bonus"
+    )
+    t.add_argument(
+        "--budget-masks",
+        action="store_true",
+        help="shares: draw the slots in order within the node budget, so that no draw "
+        "needs the env's repair (docs/env.md#budget-masks)",
     )
     t.add_argument(
         "--embed-dim", type=int, default=32, help="slot and context embedding width (32)"

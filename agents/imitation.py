@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from mtgym.env.actions.budget import prefix_feasible
 from mtgym.env.env import ScavengeEnv
 from mtgym.policy.registry import make_policy
 from mtgym.sim.view import ViewBuilder
@@ -67,6 +68,7 @@ def collect(
     *,
     actor=None,
     pooled: bool = False,
+    budget: bool = False,
 ) -> Demonstrations:
     """Episodes on ``seeds`` labelled by the expert.
 
@@ -85,9 +87,14 @@ def collect(
         env_kwargs: ``ScavengeEnv`` keywords (the agent's action mode, slots, interval).
         actor: None (the expert drives) or an SB3 model (it drives; DAgger).
         pooled: keep ``agents.pooled``'s flat vectors rather than the Dict observations.
+        budget: keep the envs' budget masks (``mtgym.env.actions.budget``; ``shares``) for
+            a policy that draws the slots in order, each label lowered to what that order
+            allows (``prefix_feasible``: a grow that needs the nodes a later slot's stop
+            frees gets what is left), and the actor given them.
 
     Returns:
-        The labelled states whose expert action the masks allow.
+        The labelled states whose expert action the masks allow (with ``budget``, every
+        state: its label is made feasible).
 
     Raises:
         ValueError: a list of scenarios whose length is not that of ``seeds``, or a seed
@@ -117,11 +124,15 @@ def collect(
         while True:
             alloc = policy.decide(views(env.state))
             action = expert_action(env, np.asarray(alloc.node_job))
-            mask = env.action_masks()
+            if budget:
+                mask = env.budget_masks()
+                prefix_feasible(mask, action, int(env.action_space.nvec[0]))
+            else:
+                mask = env.action_masks()
             # keep only demonstrations the masks allow (joint limits are repaired by the env)
             off, ok = 0, True
             for k, a in zip(env.action_space.nvec, action, strict=True):
-                ok &= bool(mask[off + int(a)])
+                ok &= bool(mask[off + int(a)] > 0)
                 off += int(k)
             if ok:
                 obs_list.append(obs)

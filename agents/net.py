@@ -28,6 +28,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 from torch.nn.functional import linear as _linear
 
+from agents.budget_dist import BudgetSlotCategorical
 from agents.features import mlp
 from agents.pooled import SLOT_COUNT, SLOT_MASK
 from agents.rollout import NumpySlotPass
@@ -336,12 +337,16 @@ class SlotPolicy(MaskableActorCriticPolicy):
         *a: ``MaskableActorCriticPolicy``'s positional arguments (``lr_schedule``).
         stay_init: ``SlotHead``'s initial keep bonus (a logit).
         keep_at_zero: ``SlotHead``'s: True for ``shares`` (choice 0 keeps a job's count).
+        budget_masks: the masks are budget masks (``mtgym.env.actions.budget``): the slots
+            are drawn in order within the node budget (``agents.budget_dist``), so no draw
+            needs the env's repair; ``shares`` only.
         **kw: ``MaskableActorCriticPolicy``'s keywords. ``features_extractor_class``
             defaults to ``SlotFeatures`` (``features_extractor_kwargs`` then need
             ``num_slots``, ``slot_dim`` and ``max_count``), ``ortho_init`` to False.
 
     Raises:
-        ValueError: ``share_features_extractor=False``, or another action space.
+        ValueError: ``share_features_extractor=False``, another action space, or budget
+            masks without ``keep_at_zero`` (their keep choice is 0).
     """
 
     def __init__(
@@ -351,10 +356,14 @@ class SlotPolicy(MaskableActorCriticPolicy):
         *a: Any,
         stay_init: float = 5.0,
         keep_at_zero: bool = False,
+        budget_masks: bool = False,
         **kw: Any,
     ):
         self.stay_init = stay_init
         self.keep_at_zero = keep_at_zero
+        if budget_masks and not keep_at_zero:
+            raise ValueError("budget masks need the shares head (keep_at_zero=True)")
+        self.budget_masks = budget_masks
         self._numpy_pass: NumpySlotPass | None = None
         kw.setdefault("features_extractor_class", SlotFeatures)
         kw.setdefault("ortho_init", False)  # the heads initialise themselves
@@ -381,7 +390,8 @@ class SlotPolicy(MaskableActorCriticPolicy):
                 the optimizer starts at ``lr_schedule(1)``.
         """
         nvec = self.action_space.nvec
-        self.action_dist = SlotCategorical(len(nvec), int(nvec[0]))
+        dist = BudgetSlotCategorical if self.budget_masks else SlotCategorical
+        self.action_dist = dist(len(nvec), int(nvec[0]))
         super()._build(lr_schedule)
         fx = self.features_extractor
         choices = int(self.action_space.nvec[0])
@@ -441,12 +451,13 @@ class SlotPolicy(MaskableActorCriticPolicy):
         return {"state": state, "param_groups": [group]}
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
-        """SB3's saved constructor arguments plus ``stay_init`` and ``keep_at_zero``, so that
-        ``MaskablePPO.load`` rebuilds the same head.
+        """SB3's saved constructor arguments plus ``stay_init``, ``keep_at_zero`` and
+        ``budget_masks``, so that ``MaskablePPO.load`` rebuilds the same head and draws.
         """
         data = super()._get_constructor_parameters()
         data["stay_init"] = self.stay_init
         data["keep_at_zero"] = self.keep_at_zero
+        data["budget_masks"] = self.budget_masks
         return data
 
     # The passes below compute what MaskableActorCriticPolicy's do through

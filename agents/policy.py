@@ -56,6 +56,9 @@ class AgentConfig:
         sample_seed: that generator's seed.
         temperature: draws come from softmax(logits / temperature), > 0: below 1 the
             agent re-sizes less at random.
+        budget_masks: the agent draws its slots in order within the node budget
+            (``agents.budget_dist``; ``mtgym train --budget-masks``, ``shares``), from the
+            budget masks of its observer (``ViewObserver.budget_mask``).
         features: the observation's features the agent was trained on, key -> [[name,
             width], ...] in column order (``agents.pooled.feature_record``); a pooled agent
             reads these columns by name, so features the env added since are not read.
@@ -77,6 +80,7 @@ class AgentConfig:
     sample: bool = False
     sample_seed: int = 0
     temperature: float = 1.0
+    budget_masks: bool = False
     features: dict[str, list[list[Any]]] | None = None
     features_version: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -187,16 +191,22 @@ class AgentPolicy:
         max_jobs: overrides ``agent.json``'s slots S (1..``MAX_SLOTS``); a scale-free agent
             (``shares``) plays any S, e.g. more than one per node on a machine that
             holds more jobs at once (``scripts/agent_slots.py``).
+        budget_masks: overrides ``agent.json``'s: True draws the slots in order within the
+            node budget (``agents.budget_dist``), False draws each slot from its own mask
+            (``shares`` agents; ``scripts/select_agent.py --draws``).
 
     Attributes:
         info_mode: from ``agent.json``: the view the driver must build.
         decision_interval_s: from ``agent.json``; ``play`` uses it unless told another.
         layout: the pooled layout for the current cluster (None for a Dict agent, or
             before ``reset``).
+        decisions: decisions made by this object (every episode).
+        repaired: those whose action the codec repaired (``ViewObserver.last_repairs``).
 
     Raises:
         FileNotFoundError: no model at ``path``.
-        ValueError: a temperature that is not > 0, or an invalid ``agent.json``.
+        ValueError: a temperature that is not > 0, an invalid ``agent.json``, or budget
+            masks for another mode than ``shares``.
     """
 
     info_mode = InfoMode.USER
@@ -208,6 +218,7 @@ class AgentPolicy:
         deterministic: bool | None = None,
         temperature: float | None = None,
         max_jobs: int | None = None,
+        budget_masks: bool | None = None,
     ) -> None:
         import torch
 
@@ -222,6 +233,11 @@ class AgentPolicy:
         if temperature is not None:  # the caller's, else agent.json's
             _check_temperature(temperature)
             self.config.temperature = float(temperature)
+        if budget_masks is not None:  # the caller's draws, else agent.json's
+            if budget_masks and self.config.action_mode != "shares":
+                mode = self.config.action_mode
+                raise ValueError(f"budget masks need action_mode 'shares', not {mode!r}")
+            self.config.budget_masks = bool(budget_masks)
         self.model.policy.set_training_mode(False)
         self.info_mode = InfoMode(self.config.info_mode)
         self.decision_interval_s = self.config.decision_interval_s
@@ -241,6 +257,8 @@ class AgentPolicy:
         self._scale_free = self.config.action_mode in SCALE_FREE_MODES
         self.layout = None  # the pooled layout (``observation == "pooled"``), per reset
         self._layout_features: Any = None  # the feature map ``act`` last built it for
+        self.decisions = 0  # decisions made, and those whose action the codec repaired
+        self.repaired = 0
 
     def reset(self, view: SchedulerView) -> None:
         """Size the observation for the view's cluster (any node count: set-based extractor
@@ -349,8 +367,12 @@ class AgentPolicy:
             The node map the env would apply for the agent's action (repairs included).
         """
         obs = self.observer.observe(view)
-        action = self.act(obs, self.observer.mask)
-        return Allocation(self.observer.decode(action))
+        mask = self.observer.budget_mask() if self.config.budget_masks else self.observer.mask
+        action = self.act(obs, mask)
+        node_job = self.observer.decode(action)
+        self.decisions += 1
+        self.repaired += any(self.observer.last_repairs)
+        return Allocation(node_job)
 
     def act(
         self,
@@ -371,7 +393,8 @@ class AgentPolicy:
         Args:
             obs: one env observation by key, no batch axis (as ``ScavengeEnv`` returns it).
             mask: the flat (sum of nvec,) legal-action mask; None: ``obs["action_mask"]``.
-                Ignored by PPO and A2C agents.
+                Ignored by PPO and A2C agents. An agent with ``budget_masks`` needs the
+                env's budget mask here (``env.unwrapped.budget_masks()``).
             features: the env's feature map (``env.unwrapped.features``) when ``obs`` is an
                 env's rather than the policy's own observer's: a pooled agent then reads
                 its own features by name (columns the env added are not read). None: the
@@ -379,6 +402,7 @@ class AgentPolicy:
 
         Raises:
             PolicyUnsupportedError: ``features`` lacks a feature the agent reads.
+            ValueError: a budget-mask agent given no budget mask.
 
         Returns:
             The (A,) int64 action for the env.
@@ -406,6 +430,13 @@ class AgentPolicy:
                     if k != "action_mask"
                 }
             policy = self.model.policy
+            if self.config.budget_masks:
+                if mask is None or np.asarray(mask).dtype != np.float32:
+                    raise ValueError(
+                        "this agent draws within the node budget: give act() the env's "
+                        "budget mask (env.unwrapped.budget_masks())"
+                    )
+                return self._budget_draw(policy, t, np.asarray(mask)[None])
             if self.config.algo == "maskable_ppo":
                 m = np.asarray(obs["action_mask"] if mask is None else mask, dtype=bool)[None]
                 if self.deterministic:
@@ -441,6 +472,32 @@ class AgentPolicy:
         legal = torch.from_numpy(mask.reshape(logits.shape))
         logits = logits.masked_fill(~legal, float("-inf"))
         return logits.argmax(dim=1).numpy().astype(np.int64)
+
+    def _budget_draw(self, policy: Any, t: Any, encoded: np.ndarray) -> np.ndarray:
+        """The slots in order within the node budget (``agents.budget_dist.draw``): each
+        slot's most likely choice that still fits, or a draw from softmax(logits /
+        temperature) with the episode's seeded generator (Gumbel-max).
+
+        Args:
+            policy: the model's SB3 policy.
+            t: the observation as torch input, batch of 1.
+            encoded: (1, A) float32 budget mask.
+
+        Returns:
+            (A,) int64.
+        """
+        from agents.budget_dist import draw, split
+
+        torch = self._torch
+        features = policy.extract_features(t, policy.pi_features_extractor)
+        logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+        logits = logits.reshape(1, -1, int(policy.action_space.nvec[0]))
+        uniforms = None
+        if not self.deterministic:
+            logits = logits / self.config.temperature
+            uniforms = torch.rand(logits.shape, generator=self._gen)
+        parts = split(encoded, logits)
+        return draw(logits, *parts, uniforms).reshape(-1).numpy().astype(np.int64)
 
     def _sample(self, policy: Any, t: Any, mask: np.ndarray) -> np.ndarray:
         """A legal action drawn from the policy with the episode's seeded generator.

@@ -26,6 +26,7 @@ from numba import njit
 from torch import nn
 
 from agents.pooled import SLOT_COUNT, SLOT_MASK
+from mtgym.env.actions.budget import KEEP, OFFSET
 
 
 def _layer_views(seq: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray | None] | None]:
@@ -117,6 +118,7 @@ class NumpySlotPass:
         self.keep_at_zero = bool(getattr(head, "keep_at_zero", False))
         self.glob_dim = fx.glob_dim
         self.value_net = _layer_views(policy.value_net.net)
+        self.budget = bool(getattr(policy, "budget_masks", False))
 
     def encode(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``SlotFeatures.encode``: slot embeddings (B, S, d), context (B, d), the slot
@@ -161,7 +163,8 @@ class NumpySlotPass:
 
         Args:
             obs: (B, S*slot_dim + glob_dim) float32 pooled observations.
-            masks: (B, S*K) bool, MaskablePPO's ``action_masks``; None: all legal.
+            masks: (B, S*K) bool, MaskablePPO's ``action_masks`` (a budget policy's: float32
+                budget masks, drawn in slot order by ``_draw_budget``); None: all legal.
             deterministic: each slot's most likely legal choice; else a draw, which
                 consumes B*S*K numbers of torch's global generator as
                 ``SlotCategorical.sample`` does.
@@ -179,12 +182,17 @@ class NumpySlotPass:
         logits += (ctx @ self.head_ctx[0])[:, None]
         current = np.round(table[:, SLOT_COUNT] * np.float32(self.max_count)).astype(np.int64)
         current = current.reshape(B, S)
-        legal = np.ones((B, S, K), dtype=np.bool_) if masks is None else np.asarray(masks)
         # ``SlotCategorical.sample``'s Gumbel-max on the same uniform draws (none needed for
         # the mode; a draw of exactly 0 gives noise -inf, as torch's)
         u = logits if deterministic else torch.rand(B, S, K).numpy()
         actions = np.empty((B, S), dtype=np.int64)
         log_prob = np.empty(B, dtype=np.float32)
+        if self.budget and masks is not None:  # (budget masks: ``agents.budget_dist``)
+            enc = np.ascontiguousarray(masks, dtype=np.float32).reshape(B, S, K)
+            _draw_budget(logits, current, float(self.stay), enc, u, deterministic, actions,
+                         log_prob)  # fmt: skip
+            return actions, values, log_prob
+        legal = np.ones((B, S, K), dtype=np.bool_) if masks is None else np.asarray(masks)
         _draw(logits, current, float(self.stay), legal.reshape(B, S, K), u, deterministic,
               actions, log_prob, self.keep_at_zero)  # fmt: skip
         return actions, values, log_prob
@@ -250,3 +258,66 @@ def _draw(
             actions[b, s] = best
             total_lp += row[best] - top - log_t
         log_prob[b] = total_lp
+
+
+@njit(cache=True, error_model="numpy")
+def _draw_budget(
+    logits: np.ndarray,
+    current: np.ndarray,
+    stay: float,
+    encoded: np.ndarray,
+    u: np.ndarray,
+    deterministic: bool,
+    actions: np.ndarray,
+    log_prob: np.ndarray,
+) -> None:  # pragma: no cover - jit
+    """``_draw`` on budget masks (``agents.budget_dist``, ``shares``: the bonus on keep):
+    the slots in order, each over its legal choices whose node delta fits what the earlier
+    slots left (keep always); ``log_prob`` sums the slots' conditional log-probabilities.
+
+    Args:
+        logits: (B, S, K) float32, without the bonus; the bonus is added in place.
+        current: (B, S) int64 current node counts (a running job: > 0).
+        stay: ``SlotHead.stay``.
+        encoded: (B, S, K) float32 budget masks (``mtgym.env.actions.budget``).
+        u: (B, S, K) uniforms (ignored when ``deterministic``).
+        deterministic: each slot's most likely feasible choice.
+        actions: (B, S) int64, written.
+        log_prob: (B,) float32, written.
+    """
+    B, S, K = logits.shape
+    for b in range(B):
+        total_lp = 0.0
+        left = encoded[b, 0, KEEP] - OFFSET if S > 0 else 0.0
+        for s in range(S):
+            row, enc = logits[b, s], encoded[b, s]
+            if current[b, s] > 0:
+                row[KEEP] += stay
+            top = -np.inf
+            for k in range(K):
+                if _fits(enc, k, left) and row[k] > top:
+                    top = row[k]
+            t = 0.0
+            for k in range(K):
+                if _fits(enc, k, left):
+                    t += np.exp(row[k] - top)
+            log_t = np.log(t)
+            best, best_v = -1, -np.inf
+            for k in range(K):
+                if _fits(enc, k, left):
+                    v = row[k] - top - log_t
+                    if not deterministic:
+                        v -= np.log(-np.log(u[b, s, k]))
+                    if best < 0 or v > best_v:
+                        best, best_v = k, v
+            actions[b, s] = best
+            total_lp += row[best] - top - log_t
+            if best != KEEP:
+                left -= enc[best] - OFFSET
+        log_prob[b] = total_lp
+
+
+@njit(cache=True, inline="always")
+def _fits(enc: np.ndarray, k: int, left: float) -> bool:  # pragma: no cover - jit
+    """Choice k of a budget-mask row is legal and fits ``left`` (keep: legal)."""
+    return enc[k] > 0 and (k == KEEP or enc[k] - OFFSET <= left)

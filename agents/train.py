@@ -74,6 +74,10 @@ class Args:
             draws carry the expert's changes; round 6 measured 0.61 vs 0.82).
         stay_init: ``"slot"`` net: the initial logit bonus for keeping a running job's
             count.
+        budget_masks: ``shares`` with the ``"slot"`` net: the policy draws the slots in
+            order within the node budget (``agents.budget_dist``; the envs give budget
+            masks), so no draw needs the env's repair; imitation labels are lowered to
+            what that order allows (``mtgym.env.actions.budget.prefix_feasible``).
         context: ``"set"`` net: slot embeddings see the other jobs and the pool.
         eval_seeds: the evaluation points' seeds; they also pick the kept weights
             (``keep_best``).
@@ -125,6 +129,7 @@ class Args:
     embed_dim: int = 32
     sample: bool = True
     stay_init: float = 5.0
+    budget_masks: bool = False
     context: bool = True
     eval_seeds: tuple[int, ...] = tuple(range(1000, 1008))
     eval_freq: int = 20_000
@@ -169,6 +174,7 @@ class Args:
             scenario=self.scenario,
             observation=self.observation,
             sample=self.sample,
+            budget_masks=self.budget_masks,
             features=features,
             features_version=version,
         )
@@ -231,7 +237,8 @@ def make_vec_env(args: Args) -> Any:
     if args.vec == "dummy" and args.observation == "pooled":
         from agents.batched_vec import BatchedPooledVecEnv as PooledVecEnv
 
-        return PooledVecEnv([make_env_fn(args, i, bare=True) for i in range(args.n_envs)])
+        fns = [make_env_fn(args, i, bare=True) for i in range(args.n_envs)]
+        return PooledVecEnv(fns, budget_masks=args.budget_masks)
     fns = [make_env_fn(args, i) for i in range(args.n_envs)]
     return SubprocVecEnv(fns) if args.vec == "subproc" else DummyVecEnv(fns)
 
@@ -272,6 +279,15 @@ def _check(args: Args) -> None:
         raise ValueError(f"lr_schedule {args.lr_schedule!r} is not 'linear' or 'constant'")
     if args.bc_expert and args.from_dataset:
         raise ValueError("clone an expert (bc_expert) or a dataset (from_dataset), not both")
+    if args.budget_masks and (
+        args.action_mode != "shares" or args.net != "slot" or args.vec != "dummy"
+    ):
+        raise ValueError(
+            "budget masks need action_mode 'shares', net 'slot' and vec 'dummy', got "
+            f"{args.action_mode!r}, {args.net!r}, {args.vec!r}"
+        )
+    if args.budget_masks and args.from_dataset:
+        raise ValueError("budget masks cannot clone a dataset: its masks are per-slot ones")
 
 
 def build_model(args: Args, env: Any, tb: str | None) -> Any:
@@ -294,6 +310,7 @@ def build_model(args: Args, env: Any, tb: str | None) -> Any:
             },
             "stay_init": args.stay_init,
             "keep_at_zero": args.scale_free,  # (``shares``: choice 0 keeps the allocation)
+            "budget_masks": args.budget_masks,
             # SB3's Adam (eps 1e-5) as one fused kernel over the parameter list: 4x faster
             # than Adam's default per-tensor loop on CPU, the same update
             "optimizer_kwargs": {"eps": 1e-5, "fused": True},
@@ -430,7 +447,8 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
     pooled = args.observation == "pooled"
     # episode i on the i-th training size (``scenario_of``), as the training envs mix them
     sizes = [scenario_of(args, i) for i in range(len(args.bc_seeds))]
-    data = collect(sizes, args.bc_expert, list(args.bc_seeds), kw, pooled=pooled)
+    budget = args.budget_masks
+    data = collect(sizes, args.bc_expert, list(args.bc_seeds), kw, pooled=pooled, budget=budget)
     pretrain(model, data, epochs=args.bc_epochs, lr=3e-3, seed=args.seed)
     best: tuple[float, dict] = (-np.inf, copy.deepcopy(model.policy.state_dict()))
     for r in range(args.dagger_rounds + 1):
@@ -445,7 +463,8 @@ def imitate(model: Any, args: Args, out: Path) -> tuple[float, dict]:
         if r == args.dagger_rounds:
             break
         seeds = dagger_seeds(args, r)
-        data = merge(data, collect(sizes, args.bc_expert, seeds, kw, actor=model, pooled=pooled))
+        more = collect(sizes, args.bc_expert, seeds, kw, actor=model, pooled=pooled, budget=budget)
+        data = merge(data, more)
         pretrain(model, data, epochs=max(args.bc_epochs // 2, 1), lr=2e-3, seed=args.seed + r)
     model.policy.load_state_dict(best[1])
     return best

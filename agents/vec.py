@@ -34,14 +34,20 @@ class PooledVecEnv(VecEnv):
         env_fns: thunks, each called once here, in order. The envs may differ in node
             count; the pooled sizes (slots, feature widths, count cap) are the first
             env's, and the others must have the same (not checked).
+        budget_masks: ``env_method("action_masks")`` gives the envs' budget masks
+            (``ScavengeEnv.budget_masks``: float32, ``shares`` only) rather than their
+            per-slot masks, for a ``SlotPolicy(budget_masks=True)``.
 
     Attributes:
         envs: the envs as the thunks made them (wrappers included).
         layout: the first env's ``PooledLayout``; ``get_attr("layout")`` returns it.
     """
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
+    def __init__(
+        self, env_fns: Sequence[Callable[[], gym.Env]], *, budget_masks: bool = False
+    ) -> None:
         self.envs = [fn() for fn in env_fns]
+        self.budget_masks = budget_masks
         self._bind(self.envs)
 
     def _bind(self, envs: list[gym.Env]) -> None:
@@ -167,11 +173,17 @@ class PooledVecEnv(VecEnv):
     ) -> list[Any]:
         """Calls the method of the outer envs; ``action_masks`` of the unwrapped ones."""
         if method_name == "action_masks":  # MaskablePPO, before every step
-            return [self._inner[i].action_masks() for i in self._get_indices(indices)]
+            return self._masks_of(indices)
         return [
             getattr(self.envs[i], method_name)(*method_args, **method_kwargs)
             for i in self._get_indices(indices)
         ]
+
+    def _masks_of(self, indices: Any) -> list[np.ndarray]:
+        """MaskablePPO's masks of ``indices``: per-slot (bool), or budget masks (float32)."""
+        if self.budget_masks:
+            return [self._inner[i].budget_masks() for i in self._get_indices(indices)]
+        return [self._inner[i].action_masks() for i in self._get_indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:  # noqa: D102
         from stable_baselines3.common import env_util

@@ -20,6 +20,10 @@ the reference's per-seed values and the ranking.
 
     .venv/bin/python scripts/select_agent.py runs/R4a agents/pretrained/default \
         --temperature 1.0 0.7 --out runs/select4.json [--record select-round4]
+
+``--draws per-slot budget`` plays each ``shares`` candidate both ways (each slot drawn from
+its own mask, or the slots in order within the node budget: ``agents.budget_dist``); every
+row also gives the share of decisions whose action the env's codec had to repair.
 """
 
 from __future__ import annotations
@@ -72,14 +76,29 @@ def validation_sets(sets=SETS, limit: int | None = None) -> list[tuple[str, obje
     return out
 
 
-def headline(make, gen, seeds: list[int]) -> np.ndarray:
-    """``normalized_throughput`` per seed of a fresh policy from ``make()`` (evaluate's way)."""
+def headline(make, gen, seeds: list[int], repairs: list | None = None) -> np.ndarray:
+    """``normalized_throughput`` per seed of a fresh policy from ``make()`` (evaluate's way).
+
+    Args:
+        make: a policy factory, called once per seed.
+        gen: the set's generator.
+        seeds: its seeds.
+        repairs: a list to which (decisions, repaired decisions) of each episode is added
+            (an ``AgentPolicy``'s counters); None: not kept.
+    """
     defaults = scenario_defaults(gen)
     out = []
     for s in seeds:
-        res = play(gen(s), configure_policy(make(), defaults))
+        pol = configure_policy(make(), defaults)
+        res = play(gen(s), pol)
         out.append(res.metrics.normalized_throughput)
+        if repairs is not None:
+            repairs.append((getattr(pol, "decisions", 0), getattr(pol, "repaired", 0)))
     return np.array(out)
+
+
+#: ``--draws``: None = as ``agent.json`` says, else ``AgentPolicy``'s ``budget_masks``
+DRAWS = {"trained": None, "per-slot": False, "budget": True}
 
 
 def start_record(ns: argparse.Namespace) -> dict[str, Any] | None:
@@ -116,7 +135,11 @@ def result_file(
 
     aggregates = {k: v for k, v in summary.items() if k != "rows"}
     aggregates["ranking"] = [
-        {"candidate": r["candidate"], "temperature": r["temperature"], "score": r["score"]}
+        {
+            k: r[k]
+            for k in ("candidate", "temperature", "draws", "score", "repaired_share")
+            if k in r
+        }
         for r in summary["rows"]
     ]
     return store.build(
@@ -136,6 +159,14 @@ def main() -> None:
     )
     p.add_argument("candidates", nargs="+", type=Path)
     p.add_argument("--temperature", type=float, nargs="+", default=[1.0])
+    p.add_argument(
+        "--draws",
+        nargs="+",
+        choices=list(DRAWS),
+        default=["trained"],
+        help="how a shares agent draws its slots: as trained (agent.json), each from its own "
+        "mask (per-slot), or in order within the node budget (budget); each is a candidate",
+    )
     p.add_argument("--reference", default="freetrain-speedup")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--limit", type=int, default=None, help="first N seeds of each set (tests)")
@@ -163,17 +194,30 @@ def main() -> None:
     rows = []
     for c in ns.candidates:
         for t in ns.temperature:
-            ratios, per_set = [], {}
-            for name, g, seeds in sets:
-                x = headline(lambda c=c, t=t: AgentPolicy(c, temperature=t), g, seeds)
-                pr = paired(x, ref[name], reference=ns.reference)
-                ratios.append(pr.ratio)
-                per_set[name] = {"per_seed": x.tolist(), **pr.as_dict()}
-            score = float(np.exp(np.mean(np.log(ratios))))
-            rows.append({"candidate": str(c), "temperature": t, "score": score, "sets": per_set})
+            for draws in ns.draws:
+                b = DRAWS[draws]
+                ratios, per_set, reps = [], {}, []
+                for name, g, seeds in sets:
+                    x = headline(
+                        lambda c=c, t=t, b=b: AgentPolicy(c, temperature=t, budget_masks=b),
+                        g,
+                        seeds,
+                        reps,
+                    )
+                    pr = paired(x, ref[name], reference=ns.reference)
+                    ratios.append(pr.ratio)
+                    per_set[name] = {"per_seed": x.tolist(), **pr.as_dict()}
+                score = float(np.exp(np.mean(np.log(ratios))))
+                n_dec = sum(d for d, _ in reps)
+                row = {"candidate": str(c), "temperature": t, "score": score, "sets": per_set}
+                if draws != "trained":
+                    row["draws"] = draws
+                row["decisions"] = n_dec
+                row["repaired_share"] = sum(r for _, r in reps) / max(n_dec, 1)
+                rows.append(row)
     rows.sort(key=lambda r: -r["score"])
     table = Table(title=f"validation: normalized_throughput / {ns.reference} (paired)")
-    for col in ("candidate", "temperature", "score", *(n for n, _, _ in SETS)):
+    for col in ("candidate", "temperature", "score", *(n for n, _, _ in SETS), "repaired"):
         table.add_column(col, justify="right", overflow="fold")
     for r in rows:
         cells = [
@@ -181,7 +225,9 @@ def main() -> None:
             f"{r['sets'][n]['ratio_ci_high']:.3f}]"
             for n, _, _ in SETS
         ]
-        table.add_row(r["candidate"], f"{r['temperature']:g}", f"{r['score']:.4f}", *cells)
+        label = r["candidate"] + (f" ({r['draws']} draws)" if "draws" in r else "")
+        share = f"{r['repaired_share']:.1%}"
+        table.add_row(label, f"{r['temperature']:g}", f"{r['score']:.4f}", *cells, share)
     Console(width=160).print(table)
     reference = {n: ref[n].tolist() for n in ref}
     seeds = {n: s for n, _, s in sets}

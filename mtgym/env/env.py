@@ -109,7 +109,9 @@ class ScavengeEnv(gym.Env):
     cannot express the shared node budget: an action drawn from them per slot can ask for more
     nodes than are idle in total, or (``assign``) give a job fewer than its minimum or more than
     its maximum, and is then repaired. ``env.unwrapped.sample_valid(rng)`` draws an action that
-    needs no repair in every mode. ``info["repaired"]`` is True: in ``counts``, for a count on an
+    needs no repair in every mode; in ``shares``, ``env.unwrapped.budget_masks()`` gives a
+    learner each legal choice's node cost and the budget (float32,
+    ``mtgym.env.actions.budget``), so that slots drawn in order never need one. ``info["repaired"]`` is True: in ``counts``, for a count on an
     empty slot, above the job's maximum, below its minimum, or beyond the idle nodes (FCFS);
     in ``delta``, for the same on the targets the moves give; in ``assign``, for a node given to
     an empty slot or an unavailable node, or a job given more than its maximum or fewer than
@@ -452,6 +454,25 @@ class ScavengeEnv(gym.Env):
             array); per-slot bounds only (class docstring: Action).
         """
         return self._mask.astype(bool)
+
+    def budget_masks(self) -> np.ndarray:
+        """The budget mask (``mtgym.env.actions.budget``): ``action_masks()``' legal
+        choices, each with its node cost, and the shared budget in every keep entry, so a
+        learner that draws the slots in order draws only actions that need no repair
+        (``agents.budget_dist``; ``mtgym train --budget-masks``). ``shares`` only.
+
+        Returns:
+            (mask size,) float32, a fresh array.
+
+        Raises:
+            RuntimeError: before ``reset``.
+            ValueError: another action mode.
+        """
+        if self.state is None:
+            raise RuntimeError("call reset() before budget_masks()")
+        step = self._step  # (its frame: the same arrays, kept current by the steps)
+        frame = step.actions if step is not None and step.state is self.state else None
+        return self.codec.budget_mask(self.state, self.instance, self.slots, frame)
 
     def sample_valid(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """A random action that needs no repair (``info["repaired"]`` stays False): unlike

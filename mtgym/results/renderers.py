@@ -12,7 +12,10 @@ A renderer takes the ``ResultFile`` and the marker's options and returns markdow
 - ``tuning`` (a ``tune`` result): per scenario, each tuned policy's chosen knobs and tuned
   mean (x its default's), and the scenario's reference;
 - ``cap-check`` (a ``cap_check`` result, ``scripts/cap_check.py``): per seed, the registered
-  ``freetrain`` against ``freetrain`` with a large admission cap, and their paired ratio.
+  ``freetrain`` against ``freetrain`` with a large admission cap, and their paired ratio;
+- ``select-agent`` (a ``select_agent`` result, ``scripts/select_agent.py``): per candidate
+  (and temperature, and draws), the validation score, each set's paired ratio to the
+  reference [interval] and the share of decisions the codec repaired.
 
 A package above the registry adds its own kinds with ``register_renderer`` when it is
 imported: ``mtgym.leaderboard`` registers ``leaderboard`` (its ranked table), because the
@@ -253,12 +256,45 @@ def cap_check(result: ResultFile, options: dict[str, str]) -> list[str]:
     return lines
 
 
+def select_agent(result: ResultFile, options: dict[str, str]) -> list[str]:
+    """The ``select-agent`` table (module docstring) of a ``select_agent`` result, its rows
+    in the file's order (the ranking, highest score first); option ``labels=DIR:name,...``
+    names candidates by folder.
+    """
+    _need(result, "select_agent")
+    labels = dict(
+        item.split(":", 1) for item in options.get("labels", "").split(",") if ":" in item
+    )
+    sets = list(result.aggregates["seeds"])
+    ref = result.aggregates["reference"]
+    head = " | ".join(f"{n} (x {ref})" for n in sets)
+    lines = [
+        f"| candidate | temperature | draws | score | {head} | repaired decisions |",
+        "| --- | ---: | --- | ---: | " + " | ".join("---:" for _ in sets) + " | ---: |",
+    ]
+    for r in result.rows:
+        cells = [
+            f"{_x(r['sets'][n]['ratio']):.3f} [{_x(r['sets'][n]['ratio_ci_low']):.3f}, "
+            f"{_x(r['sets'][n]['ratio_ci_high']):.3f}]"
+            for n in sets
+        ]
+        share = r.get("repaired_share")
+        rep = "n/a" if share is None else f"{share:.1%} of {r.get('decisions', 0):,}"
+        name = labels.get(r["candidate"], f"`{r['candidate']}`")
+        lines.append(
+            f"| {name} | {r['temperature']:g} | {r.get('draws', 'as trained')} | "
+            f"{r['score']:.3f} | {' | '.join(cells)} | {rep} |"
+        )
+    return lines
+
+
 #: the renderers by the ``kind`` a marker names
 RENDERERS: dict[str, Renderer] = {
     "suite": suite,
     "scenario-trade-offs": trade_offs,
     "tuning": tuning,
     "cap-check": cap_check,
+    "select-agent": select_agent,
 }
 
 

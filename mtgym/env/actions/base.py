@@ -253,6 +253,8 @@ class ActionCodec:
     check_feasible: ClassVar[bool] = False
     decode_kernel: ClassVar[Any]
     mask_kernel: ClassVar[Any]
+    #: ``(frame, out)``: the budget mask (``mtgym.env.actions.budget``); None: not offered
+    budget_kernel: ClassVar[Any] = None
 
     def __init__(self, num_nodes: int, num_slots: int, max_count: int) -> None:
         self.mode = self.name
@@ -484,6 +486,38 @@ class ActionCodec:
         """
         type(self).mask_kernel(self.frame(state, instance, slots.job))
         return self.mask_buffer
+
+    def budget_mask(
+        self, state: Any, instance: Any, slots: JobSlots, frame: ActionFrame | None = None
+    ) -> np.ndarray:
+        """The budget mask (``mtgym.env.actions.budget``): the per-slot mask with each
+        legal choice's node cost and the shared budget, for learners that draw the slots
+        in order (feasible by construction). Also refreshes ``mask_buffer``.
+
+        Args:
+            state: the state now.
+            instance: its instance.
+            slots: the env's ``JobSlots``.
+            frame: this codec's frame of ``state`` (a step's: building one costs some
+                hundreds of microseconds); None: built here.
+
+        Returns:
+            (mask_size,) float32, a fresh array.
+
+        Raises:
+            ValueError: the mode has no budget mask (only ``shares`` has one).
+        """
+        kernel = type(self).budget_kernel
+        if kernel is None:
+            raise ValueError(
+                f"action mode {self.mode!r} has no budget mask: use action_mode 'shares'"
+            )
+        if frame is None:
+            frame = self.frame(state, instance, slots.job)
+        type(self).mask_kernel(frame)
+        out = np.empty(self.mask_size, dtype=np.float32)
+        kernel(frame, out)
+        return out
 
     def repair_record(self, decoded: Any, engine: Repair | None) -> dict[str, int]:
         """``info["repair"]`` of a step: the decoder's counts, then the engine's.

@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from mtgym.env.actions.base import ActionCodec
+from mtgym.env.actions.budget import OFFSET
 from mtgym.env.actions.counts import slot_counts
 from mtgym.env.actions.pack import REPAIR_KEYS, idle_count, place_targets
 
@@ -114,6 +115,37 @@ def mask(frame: Any) -> None:  # pragma: no cover - jit
 
 
 @njit(cache=True)
+def budget_mask(frame: Any, out: np.ndarray) -> None:  # pragma: no cover - jit
+    """``shares``' budget mask (``mtgym.env.actions.budget``) into ``out``: the mask of
+    ``mask`` with each legal choice's node delta and, in every keep entry, the budget.
+
+    Args:
+        frame: the ``ActionFrame``, its ``mask`` already written by ``mask``.
+        out: (S * CHOICES,) float32, written.
+    """
+    m, slot_job, n_nodes = frame.mask, frame.slot_job, frame.n_nodes
+    budget = idle_count(frame.available)
+    for s in range(slot_job.shape[0]):
+        if slot_job[s] >= 0:
+            budget -= n_nodes[slot_job[s]]
+    for s in range(slot_job.shape[0]):
+        row = s * CHOICES
+        for c in range(CHOICES):
+            out[row + c] = 0.0
+        out[row + KEEP] = OFFSET + budget
+        j = slot_job[s]
+        if j < 0:
+            continue
+        cur = n_nodes[j]
+        if m[row + STOP]:
+            out[row + STOP] = OFFSET - cur
+        lo, hi = max(frame.min_nodes[j], 1), frame.max_nodes[j]
+        for k in range(1, LEVELS + 1):
+            if m[row + 1 + k]:
+                out[row + 1 + k] = OFFSET + level_count(lo, hi, k) - cur
+
+
+@njit(cache=True)
 def _targets(frame: Any, a: np.ndarray) -> tuple[int, np.ndarray]:  # pragma: no cover - jit
     """The first entry outside 0..CHOICES-1 (or -1) and each slot's target count.
 
@@ -171,6 +203,7 @@ class Shares(ActionCodec):
     repair_keys = REPAIR_KEYS
     decode_kernel = decode
     mask_kernel = mask
+    budget_kernel = budget_mask
 
     @classmethod
     def nvec_of(cls, num_nodes: int, num_slots: int, max_count: int) -> np.ndarray:

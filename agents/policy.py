@@ -58,7 +58,7 @@ class AgentConfig:
             agent re-sizes less at random.
         budget_masks: the agent draws its slots in order within the node budget
             (``agents.budget_dist``; ``mtgym train --budget-masks``, ``shares``), from the
-            budget masks of its observer (``ViewObserver.budget_mask``).
+            budget masks of the view it observes.
         features: the observation's features the agent was trained on, key -> [[name,
             width], ...] in column order (``agents.pooled.feature_record``); a pooled agent
             reads these columns by name, so features the env added since are not read.
@@ -201,7 +201,7 @@ class AgentPolicy:
         layout: the pooled layout for the current cluster (None for a Dict agent, or
             before ``reset``).
         decisions: decisions made by this object (every episode).
-        repaired: those whose action the codec repaired (``ViewObserver.last_repairs``).
+        repaired: those whose action the codec repaired (``ActionCodec.repairs``).
 
     Raises:
         FileNotFoundError: no model at ``path``.
@@ -367,12 +367,21 @@ class AgentPolicy:
             The node map the env would apply for the agent's action (repairs included).
         """
         obs = self.observer.observe(view)
-        mask = self.observer.budget_mask() if self.config.budget_masks else self.observer.mask
+        mask = self._budget_mask() if self.config.budget_masks else self.observer.mask
         action = self.act(obs, mask)
         node_job = self.observer.decode(action)
         self.decisions += 1
-        self.repaired += any(self.observer.last_repairs)
+        self.repaired += bool(self.observer.codec.repairs.any())  # (the decode's repairs)
         return Allocation(node_job)
+
+    def _budget_mask(self) -> np.ndarray:
+        """The budget mask (``mtgym.env.actions.budget``) of the view just observed: the
+        codec's, on the observer's state of it. (Read here rather than through a new
+        ``ViewObserver`` method: ``mtgym/policy`` is part of the results registry's code
+        hash, which a change there would turn over for every recorded baseline episode.)
+        """
+        ob = self.observer
+        return ob.codec.budget_mask(ob._state_now, ob._instance, ob.slots)  # type: ignore[union-attr]
 
     def act(
         self,

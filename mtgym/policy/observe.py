@@ -54,7 +54,6 @@ class ViewObserver:
 
     Attributes:
         mask: The action mask of the last ``observe`` (empty before the first).
-        last_repairs: the codec's repair counts (``repair_keys``) of the last ``decode``.
     """
 
     def __init__(
@@ -79,7 +78,6 @@ class ViewObserver:
         self.codec: ActionCodec | None = None
         self.builder: ObservationBuilder | None = None
         self.mask = np.zeros(0, dtype=np.int8)
-        self.last_repairs: tuple[int, ...] = ()  # the codec's repair counts of the last decode
 
     def reset(self, view: SchedulerView) -> None:
         """Size the codec and builder for the view's cluster and bind its jobs.
@@ -178,18 +176,6 @@ class ViewObserver:
             float(view.t_end),
         )
 
-    def budget_mask(self) -> np.ndarray:
-        """The budget mask (``mtgym.env.actions.budget``) of the last observed view, as
-        ``ScavengeEnv.budget_masks`` gives it at that state (``shares`` only).
-
-        Raises:
-            RuntimeError: no view observed yet.
-            ValueError: another action mode.
-        """
-        if getattr(self, "_state_now", None) is None or self.codec is None:
-            raise RuntimeError("call observe(view) before budget_mask()")
-        return self.codec.budget_mask(self._state_now, self._instance, self.slots)
-
     def encode(self, node_job: np.ndarray) -> np.ndarray:
         """The mode's action nearest the node map ``node_job`` on the last observed view
         (``ActionCodec.encode``).
@@ -208,8 +194,7 @@ class ViewObserver:
         Returns:
             (N,) job per node, -1 = none.
         """
-        codec, state = self.codec, self._state_now
-        node_job, self.last_repairs = codec.decode(action, state, self._instance, self.slots)  # type: ignore[union-attr]
+        node_job, _ = self.codec.decode(action, self._state_now, self._instance, self.slots)  # type: ignore[union-attr]
         return node_job
 
     def _state(self, view: SchedulerView) -> SimpleNamespace:

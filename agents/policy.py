@@ -376,9 +376,11 @@ class AgentPolicy:
 
     def _budget_mask(self) -> np.ndarray:
         """The budget mask (``mtgym.env.actions.budget``) of the view just observed: the
-        codec's, on the observer's state of it. (Read here rather than through a new
-        ``ViewObserver`` method: ``mtgym/policy`` is part of the results registry's code
-        hash, which a change there would turn over for every recorded baseline episode.)
+        codec's, on the observer's state of it.
+
+        Read here rather than through a new ``ViewObserver`` method: ``mtgym/policy`` is
+        part of the results registry's code hash, which a change there would turn over for
+        every recorded baseline episode.
         """
         ob = self.observer
         return ob.codec.budget_mask(ob._state_now, ob._instance, ob.slots)  # type: ignore[union-attr]

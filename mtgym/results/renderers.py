@@ -13,6 +13,8 @@ A renderer takes the ``ResultFile`` and the marker's options and returns markdow
   mean (x its default's), and the scenario's reference;
 - ``cap-check`` (a ``cap_check`` result, ``scripts/cap_check.py``): per seed, the registered
   ``freetrain`` against ``freetrain`` with a large admission cap, and their paired ratio;
+- ``benchmark-cost`` (a ``benchmark`` result): what the run played and what it took from
+  the registry's cache (episodes and hindsight bounds), and its wall time;
 - ``select-agent`` (a ``select_agent`` result, ``scripts/select_agent.py``): per candidate
   (and temperature, and draws), the validation score, each set's paired ratio to the
   reference [interval] and the share of decisions the codec repaired.
@@ -256,6 +258,32 @@ def cap_check(result: ResultFile, options: dict[str, str]) -> list[str]:
     return lines
 
 
+def benchmark_cost(result: ResultFile, options: dict[str, str]) -> list[str]:
+    """The ``benchmark-cost`` table (module docstring): one row, the run's policies, its
+    episodes and hindsight bounds, each split into played and reused from the registry
+    (the aggregates' ``cache`` record), and the wall time.
+    """
+    _need(result, "benchmark")
+    agg = result.aggregates
+    cache = agg.get("cache") or {}
+    rows = result.rows
+    bounds = {(r["scenario"], r["seed"]) for r in rows if r.get("hindsight_bound") is not None}
+    ep_reused = sum(int(e.get("episodes", 0)) for e in cache.values())
+    b_reused = sum(int(e.get("bounds", 0)) for e in cache.values())
+    sources = sorted({s for e in cache.values() for s in e.get("sources", [])})
+    lines = [
+        "| policies | scenarios x seeds | episodes played | reused | bounds played | reused "
+        "| wall time |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {len(agg['policies'])} | {len(agg['scenarios'])} x {len(result.seeds)} | "
+        f"{len(rows) - ep_reused} | {ep_reused} | {len(bounds) - b_reused} | {b_reused} | "
+        f"{wall_text(result.wall_s)} |",
+    ]
+    if sources:
+        lines += ["", "Reused from " + ", ".join(f"`{s}`" for s in sources) + "."]
+    return lines
+
+
 def select_agent(result: ResultFile, options: dict[str, str]) -> list[str]:
     """The ``select-agent`` table (module docstring) of a ``select_agent`` result, its rows
     in the file's order (the ranking, highest score first); option ``labels=DIR:name,...``
@@ -295,6 +323,7 @@ RENDERERS: dict[str, Renderer] = {
     "tuning": tuning,
     "cap-check": cap_check,
     "select-agent": select_agent,
+    "benchmark-cost": benchmark_cost,
 }
 
 

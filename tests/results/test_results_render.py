@@ -316,3 +316,52 @@ def test_render__cap_check_table_marks_each_seed_and_the_verdict():
     )
     with pytest.raises(ValueError, match="needs a cap_check result"):
         cap_check(_fake_benchmark(), {})
+
+
+def test_render__benchmark_cost_splits_played_from_reused():
+    from mtgym.results.renderers import benchmark_cost
+
+    res = _fake_benchmark()
+    assert benchmark_cost(res, {})[2] == "| 2 | 2 x 2 | 4 | 0 | 0 | 0 | 1 h 06 min |"
+    bounded = [{**r, "hindsight_bound": 10.0} for r in res.rows]
+    agg = {
+        **res.aggregates,
+        "cache": {"sc-a": {"sources": ["results/full.json.gz"], "episodes": 2, "bounds": 2}},
+    }
+    prov = capture(["benchmark", "--policy", "agent"])
+    cached = store.build(
+        "benchmark", prov, seeds=[9000, 9001], scenarios=[], wall_s=30.0, rows=bounded,
+        aggregates=agg,
+    )  # fmt: skip
+    lines = benchmark_cost(cached, {})
+    assert lines[2] == "| 2 | 2 x 2 | 2 | 2 | 0 | 2 | 30 s |"
+    assert lines[-1] == "Reused from `results/full.json.gz`."
+
+
+def test_render__select_agent_table_names_draws_and_repairs():
+    from mtgym.results.renderers import select_agent
+
+    def row(cand, draws, score, share):
+        r = {"ratio": score, "ratio_ci_low": score - 0.01, "ratio_ci_high": score + 0.01}
+        out = {"candidate": cand, "temperature": 1.0, "score": score, "sets": {"default": r}}
+        if draws:
+            out["draws"] = draws
+        return {**out, "decisions": 1200, "repaired_share": share}
+
+    rows = [row("runs/B1", "budget", 0.97, 0.0), row("runs/B0", None, 0.96, 0.25)]
+    agg = {"reference": "freetrain-speedup", "seeds": {"default": [1000]}, "ranking": []}
+    prov = capture(["scripts/select_agent.py", "--record", "x"])
+    res = store.build(
+        "select_agent", prov, seeds=[1000], scenarios=[], wall_s=3.0, rows=rows, aggregates=agg
+    )
+    lines = select_agent(res, {"labels": "runs/B1:B1"})
+    assert lines[0] == (
+        "| candidate | temperature | draws | score | default (x freetrain-speedup) | "
+        "repaired decisions |"
+    )
+    assert lines[2] == "| B1 | 1 | budget | 0.970 | 0.970 [0.960, 0.980] | 0.0% of 1,200 |"
+    assert lines[3] == (
+        "| `runs/B0` | 1 | as trained | 0.960 | 0.960 [0.950, 0.970] | 25.0% of 1,200 |"
+    )
+    with pytest.raises(ValueError, match="needs a select_agent result"):
+        select_agent(_fake_benchmark(), {})

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from agents.slot_dist import SlotCategorical
-from mtgym.env.actions.budget import KEEP, OFFSET
+from mtgym.env.actions.budget import KEEP, OFFSET, check_encoded
 
 
 def split(masks: Any, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -36,9 +36,14 @@ def split(masks: Any, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, t
     Returns:
         (legal (B, S, K) bool, delta (B, S, K) with 0 at keep and illegal entries,
         budget (B,)), delta and budget in ``like``'s float dtype (whole numbers, exact).
+
+    Raises:
+        ValueError: not budget masks (``mtgym.env.actions.budget.check_encoded``).
     """
     e = torch.as_tensor(masks, device=like.device).to(torch.float32).reshape(like.shape)
     legal = e > 0
+    if bool((legal & (e <= OFFSET / 2)).any()):
+        check_encoded(e.cpu().numpy())  # (raises: not budget masks)
     delta = torch.where(legal, e - OFFSET, torch.zeros_like(e))
     budget = delta[:, 0, KEEP].clone() if e.shape[1] else e.new_zeros(e.shape[0])
     delta[..., KEEP] = 0.0
@@ -112,13 +117,12 @@ class BudgetSlotCategorical(SlotCategorical):
     def __init__(self, num_slots: int, choices: int) -> None:
         super().__init__(num_slots, choices)
         self._budget: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
-        self._given: Any = None
         self._conditioned = False
 
     def proba_distribution(self, action_logits: torch.Tensor) -> BudgetSlotCategorical:
         """``SlotCategorical.proba_distribution``; drops the budget masks too."""
         super().proba_distribution(action_logits)
-        self._budget, self._given, self._conditioned = None, None, False
+        self._budget, self._conditioned = None, False
         return self
 
     def apply_masking(self, masks: Any) -> None:
@@ -128,7 +132,7 @@ class BudgetSlotCategorical(SlotCategorical):
         Args:
             masks: (B, S*K) budget masks (``mtgym.env.actions.budget``); None: unmasked.
         """
-        self._given, self._conditioned = masks, False
+        self._conditioned = False
         if masks is None:
             self._budget = None
             super().apply_masking(None)

@@ -90,7 +90,8 @@ def collect(
         budget: keep the envs' budget masks (``mtgym.env.actions.budget``; ``shares``) for
             a policy that draws the slots in order, each label lowered to what that order
             allows (``prefix_feasible``: a grow that needs the nodes a later slot's stop
-            frees gets what is left), and the actor given them.
+            frees gets what is left) while the env still follows the expert's own action,
+            and the actor given them.
 
     Returns:
         The labelled states whose expert action the masks allow (with ``budget``, every
@@ -123,20 +124,21 @@ def collect(
         policy.reset(views(env.state))
         while True:
             alloc = policy.decide(views(env.state))
-            action = expert_action(env, np.asarray(alloc.node_job))
-            if budget:
+            action = label = expert_action(env, np.asarray(alloc.node_job))
+            if budget:  # the label is what the slot order allows; the env follows the expert
                 mask = env.budget_masks()
-                prefix_feasible(mask, action, int(env.action_space.nvec[0]))
+                label = action.copy()
+                prefix_feasible(mask, label, int(env.action_space.nvec[0]))
             else:
                 mask = env.action_masks()
             # keep only demonstrations the masks allow (joint limits are repaired by the env)
             off, ok = 0, True
-            for k, a in zip(env.action_space.nvec, action, strict=True):
+            for k, a in zip(env.action_space.nvec, label, strict=True):
                 ok &= bool(mask[off + int(a)] > 0)
                 off += int(k)
             if ok:
                 obs_list.append(obs)
-                acts.append(action)
+                acts.append(label)
                 masks.append(mask)
             if actor is not None:
                 action, _ = actor.predict(obs, action_masks=mask, deterministic=False)

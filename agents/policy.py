@@ -485,9 +485,10 @@ class AgentPolicy:
         return logits.argmax(dim=1).numpy().astype(np.int64)
 
     def _budget_draw(self, policy: Any, t: Any, encoded: np.ndarray) -> np.ndarray:
-        """The slots in order within the node budget (``agents.budget_dist.draw``): each
-        slot's most likely choice that still fits, or a draw from softmax(logits /
-        temperature) with the episode's seeded generator (Gumbel-max).
+        """The slots in order within the node budget (``agents.budget_dist``): each slot's
+        most likely choice that still fits, or a draw from softmax(logits / temperature)
+        with the episode's seeded generator (Gumbel-max), in the rollout pass's compiled
+        loop (``agents.rollout._draw_budget``: one call, whatever the number of slots).
 
         Args:
             policy: the model's SB3 policy.
@@ -496,19 +497,31 @@ class AgentPolicy:
 
         Returns:
             (A,) int64.
+
+        Raises:
+            ValueError: ``encoded`` is not a budget mask.
         """
-        from agents.budget_dist import draw, split
+        from agents.rollout import _draw_budget
+        from mtgym.env.actions.budget import check_encoded
 
         torch = self._torch
         features = policy.extract_features(t, policy.pi_features_extractor)
         logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
-        logits = logits.reshape(1, -1, int(policy.action_space.nvec[0]))
-        uniforms = None
+        K = int(policy.action_space.nvec[0])
+        x = np.ascontiguousarray(logits.numpy().reshape(1, -1, K), dtype=np.float32)
+        S = x.shape[1]
+        enc = np.ascontiguousarray(encoded, dtype=np.float32).reshape(1, S, K)
+        check_encoded(enc)
+        u = x
         if not self.deterministic:
-            logits = logits / self.config.temperature
-            uniforms = torch.rand(logits.shape, generator=self._gen)
-        parts = split(encoded, logits)
-        return draw(logits, *parts, uniforms).reshape(-1).numpy().astype(np.int64)
+            x = x / np.float32(self.config.temperature)
+            u = torch.rand((1, S, K), generator=self._gen).numpy()
+        actions = np.empty((1, S), dtype=np.int64)
+        log_prob = np.empty(1, dtype=np.float32)
+        # (the logits carry the keep bonus already: no current counts, no bonus added)
+        _draw_budget(x, np.zeros((1, S), dtype=np.int64), 0.0, enc, u, self.deterministic,
+                     actions, log_prob)  # fmt: skip
+        return actions.reshape(-1)
 
     def _sample(self, policy: Any, t: Any, mask: np.ndarray) -> np.ndarray:
         """A legal action drawn from the policy with the episode's seeded generator.

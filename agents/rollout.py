@@ -26,7 +26,7 @@ from numba import njit
 from torch import nn
 
 from agents.pooled import SLOT_COUNT, SLOT_MASK
-from mtgym.env.actions.budget import KEEP, OFFSET
+from mtgym.env.actions.budget import KEEP, OFFSET, check_encoded
 
 
 def _layer_views(seq: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray | None] | None]:
@@ -189,6 +189,7 @@ class NumpySlotPass:
         log_prob = np.empty(B, dtype=np.float32)
         if self.budget and masks is not None:  # (budget masks: ``agents.budget_dist``)
             enc = np.ascontiguousarray(masks, dtype=np.float32).reshape(B, S, K)
+            check_encoded(enc)
             _draw_budget(logits, current, float(self.stay), enc, u, deterministic, actions,
                          log_prob)  # fmt: skip
             return actions, values, log_prob
@@ -293,18 +294,21 @@ def _draw_budget(
             row, enc = logits[b, s], encoded[b, s]
             if current[b, s] > 0:
                 row[KEEP] += stay
+            none = True  # no choice fits: all of them, as ``SlotCategorical`` and ``draw``
+            for k in range(K):
+                none = none and not _fits(enc, k, left)
             top = -np.inf
             for k in range(K):
-                if _fits(enc, k, left) and row[k] > top:
+                if (none or _fits(enc, k, left)) and row[k] > top:
                     top = row[k]
             t = 0.0
             for k in range(K):
-                if _fits(enc, k, left):
+                if none or _fits(enc, k, left):
                     t += np.exp(row[k] - top)
             log_t = np.log(t)
             best, best_v = -1, -np.inf
             for k in range(K):
-                if _fits(enc, k, left):
+                if none or _fits(enc, k, left):
                     v = row[k] - top - log_t
                     if not deterministic:
                         v -= np.log(-np.log(u[b, s, k]))
@@ -312,7 +316,7 @@ def _draw_budget(
                         best, best_v = k, v
             actions[b, s] = best
             total_lp += row[best] - top - log_t
-            if best != KEEP:
+            if best != KEEP and enc[best] > 0:  # (an illegal choice moves no node)
                 left -= enc[best] - OFFSET
         log_prob[b] = total_lp
 

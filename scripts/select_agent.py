@@ -101,6 +101,22 @@ def headline(make, gen, seeds: list[int], repairs: list | None = None) -> np.nda
 DRAWS = {"trained": None, "per-slot": False, "budget": True}
 
 
+def check_draws(candidates: list[Path], draws: list[str]) -> None:
+    """``SystemExit`` with one line, before any episode, if ``--draws`` asks a candidate that
+    is not a ``shares`` agent to draw another way than it trained."""
+    from agents.policy import AgentConfig
+
+    if all(d == "trained" for d in draws):
+        return
+    for c in candidates:
+        folder = c if c.is_dir() else c.parent
+        mode = AgentConfig.load(folder / "agent.json").action_mode
+        if mode != "shares":
+            raise SystemExit(
+                f"error: {c}: --draws {' '.join(draws)} needs a shares agent, not {mode!r}"
+            )
+
+
 def start_record(ns: argparse.Namespace) -> dict[str, Any] | None:
     """With ``--record``: refuse a taken name now, before any episode (``SystemExit`` with
     one line), and capture the provenance (the command as ``python
@@ -182,6 +198,7 @@ def main() -> None:
     t0 = time.perf_counter()
     sets = validation_sets(SETS, ns.limit)  # (before any episode is played)
     provenance = start_record(ns)  # (a taken --record name: refused before any episode)
+    check_draws(ns.candidates, ns.draws)  # (before any episode too)
     if ns.reference_from is not None:
         import json
 
@@ -213,7 +230,7 @@ def main() -> None:
                 if draws != "trained":
                     row["draws"] = draws
                 row["decisions"] = n_dec
-                row["repaired_share"] = sum(r for _, r in reps) / max(n_dec, 1)
+                row["repaired_share"] = sum(r for _, r in reps) / n_dec if n_dec else None
                 rows.append(row)
     rows.sort(key=lambda r: -r["score"])
     table = Table(title=f"validation: normalized_throughput / {ns.reference} (paired)")
@@ -226,7 +243,7 @@ def main() -> None:
             for n, _, _ in SETS
         ]
         label = r["candidate"] + (f" ({r['draws']} draws)" if "draws" in r else "")
-        share = f"{r['repaired_share']:.1%}"
+        share = "n/a" if r["repaired_share"] is None else f"{r['repaired_share']:.1%}"
         table.add_row(label, f"{r['temperature']:g}", f"{r['score']:.4f}", *cells, share)
     Console(width=160).print(table)
     reference = {n: ref[n].tolist() for n in ref}

@@ -307,7 +307,7 @@ def select_agent(result: ResultFile, options: dict[str, str]) -> list[str]:
             for n in sets
         ]
         share = r.get("repaired_share")
-        rep = "n/a" if share is None else f"{share:.1%} of {r.get('decisions', 0):,}"
+        rep = "n/a" if share is None else f"{share:.1%} of {r['decisions']:,}"
         name = labels.get(r["candidate"], f"`{r['candidate']}`")
         lines.append(
             f"| {name} | {r['temperature']:g} | {r.get('draws', 'as trained')} | "

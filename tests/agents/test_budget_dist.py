@@ -160,3 +160,52 @@ def test_imitation__budget_labels_fit_in_slot_order():
     ok = budget.conditional_legal(data.masks, data.actions, CHOICES)
     n, S = data.actions.shape
     assert ok[np.arange(n)[:, None], np.arange(S), data.actions].all()
+
+
+def test_per_slot_masks_where_budget_masks_belong_are_refused():
+    """A 0/1 mask would read as deltas of -2**21 that fit any budget: refused, not drawn."""
+    env, obs, masks = _states(2)
+    pol = _policy(env)
+    plain = budget.split(masks, CHOICES)[0].reshape(2, -1)
+    for m in (plain, plain.astype(np.float32)):
+        with pytest.raises(ValueError, match="not a budget mask"):
+            pol.get_distribution(torch.as_tensor(obs), action_masks=m)
+        with pytest.raises(ValueError, match="not a budget mask"), torch.no_grad():
+            pol(torch.as_tensor(obs), action_masks=m.astype(np.float32))
+    with pytest.raises(ValueError, match="not a budget mask"):
+        budget.split(plain.astype(np.float32), CHOICES)
+
+
+def test_a_slot_with_no_feasible_choice_draws_over_all_in_both_passes():
+    """Not a state the env makes (keep always fits), but the two passes must agree on it,
+    as ``SlotCategorical`` does: such a slot is drawn over all its choices."""
+    env, obs, masks = _states(4, seed=11)
+    masks = masks.copy()
+    masks[:, CHOICES : 2 * CHOICES] = 0.0  # slot 1: nothing legal
+    pol = _policy(env, stay=1.0)
+    x = torch.as_tensor(obs)
+    torch.manual_seed(5)
+    with torch.no_grad():
+        a_np, _, lp_np = pol(x, action_masks=masks)
+    torch.manual_seed(5)
+    with torch.enable_grad():
+        a_t, _, lp_t = pol(x, action_masks=masks)
+    np.testing.assert_array_equal(a_np.numpy(), a_t.numpy())
+    np.testing.assert_allclose(lp_np.numpy(), lp_t.detach().numpy(), rtol=1e-5, atol=1e-4)
+    assert np.isfinite(lp_np.numpy()).all()
+
+
+def test_select_agent_draws_refuse_an_agent_of_another_mode_before_playing():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location(
+        "select_draws", root / "scripts" / "select_agent.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    counts = root / "agents" / "pretrained" / "counts"
+    mod.check_draws([counts], ["trained"])  # as trained: any agent
+    with pytest.raises(SystemExit, match="needs a shares agent, not 'counts'"):
+        mod.check_draws([root / "agents" / "pretrained" / "default", counts], ["budget"])

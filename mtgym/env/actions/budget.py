@@ -25,8 +25,9 @@ Drawn in slot order, choice k of slot s is feasible when it is legal and ``delta
 ``left`` being the budget less the deltas drawn for slots 0..s-1 (a stop adds its nodes
 back); keep always is. Every prefix then fits, so the whole action fits the idle nodes: no
 ``oversubscribed`` repair, the only one a legal ``shares`` action can need. The order is
-the slots' (a job keeps its slot; slots fill in submission order), so earlier slots choose
-first, as FCFS repair serves earlier jobs first.
+the slots' (a job keeps its slot until it leaves; a new job takes the lowest free slot, so
+it is not the submission order that the env's FCFS repair follows): a learner sees the
+order in its observation's slot rows and learns what the earlier slots leave.
 
 ``OFFSET`` is 2**21: deltas and budgets of up to a million nodes stay positive and exact
 in float32 (integers up to 2**24 are).
@@ -43,6 +44,24 @@ OFFSET = 2**21
 KEEP = 0
 
 
+def check_encoded(encoded: np.ndarray) -> None:
+    """``ValueError`` unless ``encoded`` looks like budget masks: every legal entry near
+    ``OFFSET`` (a 0/1 mask, whose legal entries are 1, would otherwise read as deltas of
+    about -2**21 and fit any budget: per-slot draws, repaired, without a word).
+
+    Args:
+        encoded: budget masks of any shape.
+    """
+    e = np.asarray(encoded)
+    legal = e[e > 0]
+    if legal.size and float(legal.min()) <= OFFSET / 2:
+        raise ValueError(
+            "not a budget mask (legal entries must be about 2**21 + the choice's node delta; "
+            "got a value of at most 2**20): give env.unwrapped.budget_masks(), not the "
+            "per-slot action mask"
+        )
+
+
 def split(encoded: np.ndarray, choices: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A budget mask's parts (module docstring).
 
@@ -54,6 +73,7 @@ def split(encoded: np.ndarray, choices: int) -> tuple[np.ndarray, np.ndarray, np
         (legal, delta, budget): (..., S, K) bool, (..., S, K) int64 with 0 at keep and at
         illegal entries, (...,) int64 (read from slot 0's keep entry; 0 without slots).
     """
+    check_encoded(encoded)
     e = np.asarray(encoded, dtype=np.float64)
     e = e.reshape(*e.shape[:-1], -1, choices)
     legal = e > 0

@@ -15,6 +15,8 @@ A renderer takes the ``ResultFile`` and the marker's options and returns markdow
   ``freetrain`` against ``freetrain`` with a large admission cap, and their paired ratio;
 - ``benchmark-cost`` (a ``benchmark`` result): what the run played and what it took from
   the registry's cache (episodes and hindsight bounds), and its wall time;
+- ``bench-vec`` (a ``bench_vec`` result, ``scripts/bench_vec.py``): one of its tables
+  (option ``table=K``, the K-th it printed, from 0), its cells' numbers as recorded;
 - ``select-agent`` (a ``select_agent`` result, ``scripts/select_agent.py``): per candidate
   (and temperature, and draws), the validation score, each set's paired ratio to the
   reference [interval] and the share of decisions the codec repaired.
@@ -284,6 +286,40 @@ def benchmark_cost(result: ResultFile, options: dict[str, str]) -> list[str]:
     return lines
 
 
+def _bench_cell(header: str, v: Any) -> str:
+    """A ``bench_vec`` cell: whole numbers with thousands separators, a ratio (its header
+    has `` / `` or `` vs ``) as ``1.23x``, other numbers as ``fmt``, text as it is.
+    """
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return "" if v is None else str(v)
+    if " / " in header or " vs " in header:
+        return f"{v:.2f}x"
+    if isinstance(v, int) or float(v).is_integer():
+        return f"{int(v):,}"
+    return fmt(v)
+
+
+def bench_vec(result: ResultFile, options: dict[str, str]) -> list[str]:
+    """The ``bench-vec`` table (module docstring): the rows of the table ``table=K`` of a
+    ``bench_vec`` result, its columns in the recorded order.
+    """
+    _need(result, "bench_vec")
+    titles = result.aggregates["tables"]
+    k = int(options.get("table", "0"))
+    if not 0 <= k < len(titles):
+        raise ValueError(f"table={k}: the file has {len(titles)} table(s)")
+    rows = [r for r in result.rows if r["table"] == titles[k]]
+    heads = [h for h in rows[0] if h != "table"] if rows else []
+    lines = [
+        f"{titles[k]}:",
+        "",
+        "| " + " | ".join(heads) + " |",
+        "| " + " | ".join("---:" for _ in heads) + " |",
+    ]
+    lines += ["| " + " | ".join(_bench_cell(h, r.get(h)) for h in heads) + " |" for r in rows]
+    return lines
+
+
 def select_agent(result: ResultFile, options: dict[str, str]) -> list[str]:
     """The ``select-agent`` table (module docstring) of a ``select_agent`` result, its rows
     in the file's order (the ranking, highest score first); option ``labels=DIR:name,...``
@@ -324,6 +360,7 @@ RENDERERS: dict[str, Renderer] = {
     "cap-check": cap_check,
     "select-agent": select_agent,
     "benchmark-cost": benchmark_cost,
+    "bench-vec": bench_vec,
 }
 
 

@@ -365,3 +365,25 @@ def test_render__select_agent_table_names_draws_and_repairs():
     )
     with pytest.raises(ValueError, match="needs a select_agent result"):
         select_agent(_fake_benchmark(), {})
+
+
+def test_render__bench_vec_table_picks_a_table_and_formats_its_cells():
+    from mtgym.results.renderers import bench_vec
+
+    rows = [
+        {"table": "env", "B": 1, "batched": 12345, "batched / Sync": 1.4, "note": ""},
+        {"table": "env", "B": 8, "batched": 45487.0, "batched / Sync": 2.75, "note": "n/a"},
+        {"table": "train", "vec": "batched", "steps/s": 6234},
+    ]
+    agg = {"tables": ["env", "train"], "memory": None, "train_rates": None, "options": {}}
+    prov = capture(["scripts/bench_vec.py", "--record", "x"])
+    res = store.build(
+        "bench_vec", prov, seeds=[0], scenarios=[], wall_s=3.0, rows=rows, aggregates=agg
+    )
+    lines = bench_vec(res, {})
+    assert lines[0] == "env:"
+    assert lines[2] == "| B | batched | batched / Sync | note |"
+    assert lines[4:] == ["| 1 | 12,345 | 1.40x |  |", "| 8 | 45,487 | 2.75x | n/a |"]
+    assert bench_vec(res, {"table": "1"})[4:] == ["| batched | 6,234 |"]
+    with pytest.raises(ValueError, match="table=2: the file has 2 table"):
+        bench_vec(res, {"table": "2"})

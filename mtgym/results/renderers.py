@@ -16,7 +16,8 @@ A renderer takes the ``ResultFile`` and the marker's options and returns markdow
 - ``benchmark-cost`` (a ``benchmark`` result): what the run played and what it took from
   the registry's cache (episodes and hindsight bounds), and its wall time;
 - ``bench-vec`` (a ``bench_vec`` result, ``scripts/bench_vec.py``): one of its tables
-  (option ``table=K``, the K-th it printed, from 0), its cells' numbers as recorded;
+  (option ``table=K``, the K-th it printed, from 0), its cells' numbers as recorded, and
+  with ``memory=1`` the memory line it printed;
 - ``select-agent`` (a ``select_agent`` result, ``scripts/select_agent.py``): per candidate
   (and temperature, and draws), the validation score, each set's paired ratio to the
   reference [interval] and the share of decisions the codec repaired.
@@ -288,11 +289,11 @@ def benchmark_cost(result: ResultFile, options: dict[str, str]) -> list[str]:
 
 def _bench_cell(header: str, v: Any) -> str:
     """A ``bench_vec`` cell: whole numbers with thousands separators, a ratio (its header
-    has `` / `` or `` vs ``) as ``1.23x``, other numbers as ``fmt``, text as it is.
+    has `` / `` or ``vs``) as ``1.23x``, other numbers as ``fmt``, text as it is.
     """
     if isinstance(v, bool) or not isinstance(v, int | float):
         return "" if v is None else str(v)
-    if " / " in header or " vs " in header:
+    if " / " in header or " vs " in header or header.startswith("vs "):
         return f"{v:.2f}x"
     if isinstance(v, int) or float(v).is_integer():
         return f"{int(v):,}"
@@ -317,6 +318,9 @@ def bench_vec(result: ResultFile, options: dict[str, str]) -> list[str]:
         "| " + " | ".join("---:" for _ in heads) + " |",
     ]
     lines += ["| " + " | ".join(_bench_cell(h, r.get(h)) for h in heads) + " |" for r in rows]
+    if options.get("memory") and result.aggregates.get("memory"):
+        memory = str(result.aggregates["memory"])
+        lines += ["", memory[:1].upper() + memory[1:] + "."]
     return lines
 
 

@@ -387,3 +387,16 @@ def test_render__bench_vec_table_picks_a_table_and_formats_its_cells():
     assert bench_vec(res, {"table": "1"})[4:] == ["| batched | 6,234 |"]
     with pytest.raises(ValueError, match="table=2: the file has 2 table"):
         bench_vec(res, {"table": "2"})
+
+
+def test_render__bench_vec_vs_columns_are_ratios_and_the_memory_line_is_optional():
+    from mtgym.results.renderers import bench_vec
+
+    rows = [{"table": "t", "trainer": "slot", "steps/s": 1942, "vs CartPole": 1.1}]
+    agg = {"tables": ["t"], "memory": "memory: 1 MiB", "train_rates": None, "options": {}}
+    prov = capture(["scripts/bench_vec.py", "--record", "x"])
+    res = store.build(
+        "bench_vec", prov, seeds=[0], scenarios=[], wall_s=3.0, rows=rows, aggregates=agg
+    )
+    assert bench_vec(res, {})[4:] == ["| slot | 1,942 | 1.10x |"]
+    assert bench_vec(res, {"memory": "1"})[-1] == "Memory: 1 MiB."

@@ -209,7 +209,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     _add_run_options(t.add_argument_group("run"))
     _add_imitation_options(t.add_argument_group("imitation (before RL)"))
-    _add_learning_options(t.add_argument_group("environment, network and learning"))
+    learning = t.add_argument_group("environment, network and learning")
+    _add_learning_options(learning)
+    learning.add_argument(
+        "--budget-masks",
+        action="store_true",
+        help="shares: draw the slots in order within the node budget, so that no draw "
+        "needs the env's repair (docs/env.md#budget-masks)",
+    )
     _add_rllib_options(t.add_argument_group("RLlib (--algo rllib-ppo)"))
     t.add_argument("--no-progress", action="store_true")
     add_backend_options(t, "ray: a seed sweep, one Ray task per seed")
@@ -364,12 +371,6 @@ def _add_learning_options(t: argparse._ActionsContainer) -> None:
     t.add_argument("--no-norm-reward", action="store_true", help="no VecNormalize on rewards")
     t.add_argument(
         "--stay-init", type=float, default=5.0, help="slot net: initial keep-count bonus"
-    )
-    t.add_argument(
-        "--budget-masks",
-        action="store_true",
-        help="shares: draw the slots in order within the node budget, so that no draw "
-        "needs the env's repair (docs/env.md#budget-masks)",
     )
     t.add_argument(
         "--embed-dim", type=int, default=32, help="slot and context embedding width (32)"

@@ -124,19 +124,8 @@ def collect(
         policy.reset(views(env.state))
         while True:
             alloc = policy.decide(views(env.state))
-            action = label = expert_action(env, np.asarray(alloc.node_job))
-            if budget:  # the label is what the slot order allows; the env follows the expert
-                mask = env.budget_masks()
-                label = action.copy()
-                prefix_feasible(mask, label, int(env.action_space.nvec[0]))
-            else:
-                mask = env.action_masks()
-            # keep only demonstrations the masks allow (joint limits are repaired by the env)
-            off, ok = 0, True
-            for k, a in zip(env.action_space.nvec, label, strict=True):
-                ok &= bool(mask[off + int(a)] > 0)
-                off += int(k)
-            if ok:
+            action, label, mask = _labelled(env, np.asarray(alloc.node_job), budget)
+            if _allowed(env, label, mask):
                 obs_list.append(obs)
                 acts.append(label)
                 masks.append(mask)
@@ -151,6 +140,33 @@ def collect(
         return Demonstrations(np.stack(obs_list), np.stack(acts), np.stack(masks))
     stacked = {k: np.stack([o[k] for o in obs_list]) for k in obs_list[0]}
     return Demonstrations(stacked, np.stack(acts), np.stack(masks))
+
+
+def _labelled(
+    env: ScavengeEnv, node_job: np.ndarray, budget: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the expert's action, its label, the mask) at the env's state: with ``budget`` the
+    label is what the slot order allows (``prefix_feasible``) and the mask the budget mask,
+    while the env still follows the expert's own action; else the action is its label.
+    """
+    action = expert_action(env, node_job)
+    if not budget:
+        return action, action, env.action_masks()
+    mask = env.budget_masks()
+    label = action.copy()
+    prefix_feasible(mask, label, int(env.action_space.nvec[0]))
+    return action, label, mask
+
+
+def _allowed(env: ScavengeEnv, label: np.ndarray, mask: np.ndarray) -> bool:
+    """Whether the masks allow every entry of ``label`` (joint limits are the env's repair:
+    only demonstrations the masks allow are kept).
+    """
+    off, ok = 0, True
+    for k, a in zip(env.action_space.nvec, label, strict=True):
+        ok &= bool(mask[off + int(a)] > 0)
+        off += int(k)
+    return ok
 
 
 def _generators(scenario: Any, n: int) -> list[Any]:

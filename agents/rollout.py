@@ -236,29 +236,51 @@ def _draw(
             c = min(max(current[b, s], 0), K - 1)
             if c > 0:  # a running job keeps its count; none for staying without nodes
                 row[0 if keep_at_zero else c] += stay
-            any_legal = False
-            for k in range(K):
-                any_legal = any_legal or ok[k]
-            top = -np.inf
-            for k in range(K):
-                if (ok[k] or not any_legal) and row[k] > top:
-                    top = row[k]
-            t = 0.0
-            for k in range(K):
-                if ok[k] or not any_legal:
-                    t += np.exp(row[k] - top)
-            log_t = np.log(t)
-            best, best_v = -1, -np.inf
-            for k in range(K):
-                if ok[k] or not any_legal:
-                    v = row[k] - top - log_t
-                    if not deterministic:
-                        v -= np.log(-np.log(u[b, s, k]))
-                    if best < 0 or v > best_v:
-                        best, best_v = k, v
+            best, lp = _pick(row, ok, u[b, s], deterministic)
             actions[b, s] = best
-            total_lp += row[best] - top - log_t
+            total_lp += lp
         log_prob[b] = total_lp
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _pick(
+    row: np.ndarray, ok: np.ndarray, u: np.ndarray, deterministic: bool
+) -> tuple[int, float]:  # pragma: no cover - jit
+    """One slot's choice among the ``ok`` ones (all of them when none is: a slot with no
+    legal choice, as ``SlotCategorical``) and its log-probability there: Gumbel-max with the
+    uniforms ``u``, or the mode (the first of a tie).
+
+    Args:
+        row: (K,) the slot's logits (its bonus added).
+        ok: (K,) bool, the choices allowed.
+        u: (K,) uniforms in [0, 1) (ignored when ``deterministic``).
+        deterministic: the most likely allowed choice.
+
+    Returns:
+        (choice, its log-probability under the softmax over the allowed choices).
+    """
+    K = row.shape[0]
+    any_ok = False
+    for k in range(K):
+        any_ok = any_ok or ok[k]
+    top = -np.inf
+    for k in range(K):
+        if (ok[k] or not any_ok) and row[k] > top:
+            top = row[k]
+    t = 0.0
+    for k in range(K):
+        if ok[k] or not any_ok:
+            t += np.exp(row[k] - top)
+    log_t = np.log(t)
+    best, best_v = -1, -np.inf
+    for k in range(K):
+        if ok[k] or not any_ok:
+            v = row[k] - top - log_t
+            if not deterministic:
+                v -= np.log(-np.log(u[k]))
+            if best < 0 or v > best_v:
+                best, best_v = k, v
+    return best, row[best] - top - log_t
 
 
 @njit(cache=True, error_model="numpy")
@@ -287,6 +309,7 @@ def _draw_budget(
         log_prob: (B,) float32, written.
     """
     B, S, K = logits.shape
+    ok = np.empty(K, dtype=np.bool_)  # (one slot's feasible choices, reused)
     for b in range(B):
         total_lp = 0.0
         left = encoded[b, 0, KEEP] - OFFSET if S > 0 else 0.0
@@ -294,34 +317,11 @@ def _draw_budget(
             row, enc = logits[b, s], encoded[b, s]
             if current[b, s] > 0:
                 row[KEEP] += stay
-            none = True  # no choice fits: all of them, as ``SlotCategorical`` and ``draw``
-            for k in range(K):
-                none = none and not _fits(enc, k, left)
-            top = -np.inf
-            for k in range(K):
-                if (none or _fits(enc, k, left)) and row[k] > top:
-                    top = row[k]
-            t = 0.0
-            for k in range(K):
-                if none or _fits(enc, k, left):
-                    t += np.exp(row[k] - top)
-            log_t = np.log(t)
-            best, best_v = -1, -np.inf
-            for k in range(K):
-                if none or _fits(enc, k, left):
-                    v = row[k] - top - log_t
-                    if not deterministic:
-                        v -= np.log(-np.log(u[b, s, k]))
-                    if best < 0 or v > best_v:
-                        best, best_v = k, v
+            for k in range(K):  # legal, and keep or a delta within what is left
+                ok[k] = enc[k] > 0 and (k == KEEP or enc[k] - OFFSET <= left)
+            best, lp = _pick(row, ok, u[b, s], deterministic)
             actions[b, s] = best
-            total_lp += row[best] - top - log_t
+            total_lp += lp
             if best != KEEP and enc[best] > 0:  # (an illegal choice moves no node)
                 left -= enc[best] - OFFSET
         log_prob[b] = total_lp
-
-
-@njit(cache=True, inline="always")
-def _fits(enc: np.ndarray, k: int, left: float) -> bool:  # pragma: no cover - jit
-    """Choice k of a budget-mask row is legal and fits ``left`` (keep: legal)."""
-    return enc[k] > 0 and (k == KEEP or enc[k] - OFFSET <= left)

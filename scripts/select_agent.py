@@ -169,6 +169,49 @@ def result_file(
     )
 
 
+def validate(
+    candidate: Path,
+    temperature: float,
+    draws: str,
+    sets: list[tuple[str, object, list[int]]],
+    ref: dict[str, np.ndarray],
+    reference: str,
+) -> dict[str, Any]:
+    """One candidate's row: its headline per seed on every set, paired with the reference's
+    per-seed values ``ref``, the validation score (geometric mean of the sets' ratios), and
+    the decisions it made and the share the codec repaired (None: no decision).
+
+    Args:
+        candidate: the agent's folder.
+        temperature: its sampling temperature.
+        draws: a ``DRAWS`` key.
+        sets: the validation sets.
+        ref: set name -> the reference's per-seed headlines.
+        reference: the reference's name.
+    """
+    b = DRAWS[draws]
+    ratios, per_set, reps = [], {}, []
+    for name, g, seeds in sets:
+        x = headline(
+            lambda: AgentPolicy(candidate, temperature=temperature, budget_masks=b),
+            g,
+            seeds,
+            reps,
+        )
+        pr = paired(x, ref[name], reference=reference)
+        ratios.append(pr.ratio)
+        per_set[name] = {"per_seed": x.tolist(), **pr.as_dict()}
+    score = float(np.exp(np.mean(np.log(ratios))))
+    n_dec = sum(d for d, _ in reps)
+    row = {"candidate": str(candidate), "temperature": temperature, "score": score}
+    row["sets"] = per_set
+    if draws != "trained":
+        row["draws"] = draws
+    row["decisions"] = n_dec
+    row["repaired_share"] = sum(r for _, r in reps) / n_dec if n_dec else None
+    return row
+
+
 def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -208,30 +251,12 @@ def main() -> None:
         ref = {n: np.array(v) for n, v in old["ref_per_seed"].items()}
     else:
         ref = {n: headline(lambda: make_policy(ns.reference), g, seeds) for n, g, seeds in sets}
-    rows = []
-    for c in ns.candidates:
-        for t in ns.temperature:
-            for draws in ns.draws:
-                b = DRAWS[draws]
-                ratios, per_set, reps = [], {}, []
-                for name, g, seeds in sets:
-                    x = headline(
-                        lambda c=c, t=t, b=b: AgentPolicy(c, temperature=t, budget_masks=b),
-                        g,
-                        seeds,
-                        reps,
-                    )
-                    pr = paired(x, ref[name], reference=ns.reference)
-                    ratios.append(pr.ratio)
-                    per_set[name] = {"per_seed": x.tolist(), **pr.as_dict()}
-                score = float(np.exp(np.mean(np.log(ratios))))
-                n_dec = sum(d for d, _ in reps)
-                row = {"candidate": str(c), "temperature": t, "score": score, "sets": per_set}
-                if draws != "trained":
-                    row["draws"] = draws
-                row["decisions"] = n_dec
-                row["repaired_share"] = sum(r for _, r in reps) / n_dec if n_dec else None
-                rows.append(row)
+    rows = [
+        validate(c, t, draws, sets, ref, ns.reference)
+        for c in ns.candidates
+        for t in ns.temperature
+        for draws in ns.draws
+    ]
     rows.sort(key=lambda r: -r["score"])
     table = Table(title=f"validation: normalized_throughput / {ns.reference} (paired)")
     for col in ("candidate", "temperature", "score", *(n for n, _, _ in SETS), "repaired"):

@@ -191,7 +191,8 @@ def test_render__register_renderer_adds_a_kind_and_guards_it(tree, monkeypatch):
     doc.write_text(DOC.replace("kind=suite -->", "kind=mine optional=1 -->"))
     problems, _ = check_tree(tree)
     assert "unknown kind 'mine'; known: " in problems[0]
-    assert "scenario-trade-offs, suite, tuning" in problems[0]  # (leaderboard too once imported)
+    assert "scenario-trade-offs, select-agent, suite, tuning" in problems[0]  # (and leaderboard
+    # once imported)
     doc.write_text(DOC.replace("results/bench.json kind=suite", "results/gone.json kind=mine"))
     assert "unknown kind 'mine'" in check_tree(tree)[0][0]  # optional=1 or not
 

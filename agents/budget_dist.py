@@ -127,18 +127,24 @@ class BudgetSlotCategorical(SlotCategorical):
 
     def apply_masking(self, masks: Any) -> None:
         """Keeps the budget masks' parts; the per-slot legal choices mask the slots until an
-        action conditions them.
+        action conditions them (applied only if ``logp`` is read first: PPO's update
+        conditions at once, and masking twice cost a pass over (B, S, K) per minibatch).
 
         Args:
             masks: (B, S*K) budget masks (``mtgym.env.actions.budget``); None: unmasked.
         """
         self._conditioned = False
-        if masks is None:
-            self._budget = None
-            super().apply_masking(None)
-            return
-        self._budget = split(masks, self._raw)
-        super().apply_masking(self._budget[0].to(self._raw.dtype))
+        super().apply_masking(None)
+        self._budget = None if masks is None else split(masks, self._raw)
+
+    @property
+    def logp(self) -> torch.Tensor:
+        """``SlotCategorical.logp``; before any action conditioned the budget masks, under
+        the per-slot legal choices.
+        """
+        if self._budget is not None and not self._conditioned and self.masks is None:
+            super().apply_masking(self._budget[0].to(self._raw.dtype))
+        return super().logp
 
     def _condition(self, actions: torch.Tensor) -> None:
         """Mask every slot by what the earlier slots of ``actions`` left."""

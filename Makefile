@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-vec clean
+.PHONY: run test lint bench bench-vec datasets clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ bench: $(STAMP)
 # the batched env against a loop of single envs and CartPole (env and PPO steps/s)
 bench-vec: $(STAMP)
 	$(BIN)/python scripts/bench_vec.py
+
+# the offline-RL standard set of the train split (docs/offline.md): about 10 GiB in data/minari
+datasets: $(STAMP)
+	$(BIN)/mtgym dataset standard --scenario default-family summit-manyjobs-train \
+		--episodes 100 4 --workers 2 --root data/minari
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

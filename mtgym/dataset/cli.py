@@ -60,9 +60,49 @@ def add(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--version", type=int, default=0, help="the id's version")
     c.add_argument("--force", action="store_true", help="replace a dataset of the same id")
     c.set_defaults(func=_cmd_collect)
+    _add_standard(d_sub)
     ls = d_sub.add_parser("list", help="mtgym's datasets where Minari looks")
     ls.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
     ls.set_defaults(func=_cmd_list)
+
+
+def _add_standard(d_sub: argparse._SubParsersAction) -> None:
+    """``dataset standard``: the expert, medium, random and mixed sets of train scenarios."""
+    from mtgym.benchmark.splits import TRAIN_SEED_MIN
+    from mtgym.dataset.standard import MEDIUM
+    from mtgym.results import cli as results_cli
+
+    s = d_sub.add_parser(
+        "standard",
+        help="the standard set: expert, medium, random and mixed datasets of train scenarios",
+        description=(
+            "Play the scenario's reference (expert), the shipped agent (medium) and uniformly "
+            "random actions (random) on the same train seeds, assemble a mixed set from "
+            "them, and write the four as mtgym/<scenario>/<quality>-v<version> "
+            "(mtgym.dataset.standard); --record writes the table's result file."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    s.add_argument(
+        "--scenario", nargs="+", default=["default-family"], help="scenario names or files"
+    )
+    s.add_argument(
+        "--episodes",
+        type=int,
+        nargs="+",
+        default=[100],
+        help="episodes per set: one number for every scenario, or one per scenario",
+    )
+    s.add_argument(
+        "--seed-start", type=int, default=TRAIN_SEED_MIN, help="first seed (train split's)"
+    )
+    s.add_argument("--medium", default=MEDIUM, help="the medium policy (the shipped agent)")
+    s.add_argument("--workers", type=int, default=1, help="processes or Ray CPUs")
+    s.add_argument("--backend", choices=BACKENDS, default="local")
+    s.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
+    s.add_argument("--version", type=int, default=0, help="the ids' version")
+    results_cli.add_record_options(s)  # its --force also replaces existing datasets
+    s.set_defaults(func=_cmd_standard)
 
 
 def _minari() -> None:
@@ -121,6 +161,64 @@ def _cmd_collect(args: argparse.Namespace) -> int:
         f"{got.reference} {got.ref_max_score:.4f}): normalised score {score:.3f}; "
         f"repaired steps {repaired:.1%}; {got.wall_s:.1f} s"
     )
+    return 0
+
+
+def _cmd_standard(args: argparse.Namespace) -> int:
+    import time
+
+    from mtgym.dataset.standard import build_standard
+    from mtgym.dataset.store import use_root
+    from mtgym.results import cli as results_cli
+    from mtgym.results import hashes, store
+
+    _minari()
+    scenarios = list(args.scenario)
+    counts = list(args.episodes)
+    if len(counts) == 1:
+        counts = counts * len(scenarios)
+    if len(counts) != len(scenarios) or min(counts) < 1:
+        raise ValueError(
+            f"--episodes takes one positive count or one per scenario ({len(scenarios)}), "
+            f"not {' '.join(map(str, args.episodes))}"
+        )
+    provenance = results_cli.start(args)  # (a taken --record name: refused before any episode)
+    use_root(args.root)
+    t0 = time.perf_counter()
+    rows, refs, seeds_all = [], {}, []
+    for scenario, n in zip(scenarios, counts, strict=True):
+        seeds = list(range(args.seed_start, args.seed_start + n))
+        seeds_all += seeds
+        entries = build_standard(
+            scenario,
+            seeds,
+            EnvSettings(),
+            medium=args.medium,
+            workers=args.workers,
+            backend=args.backend,
+            version=args.version,
+            force=args.force,
+            progress=lambda line: print(line, file=sys.stderr),
+        )
+        rows += [e.row() for e in entries]
+        refs[scenario] = {e.quality: e.policy for e in entries}
+    for r in rows:
+        print(
+            f"{r['dataset_id']}: {r['episodes']} episodes, {r['steps']} steps, "
+            f"{r['size_bytes'] / 2**20:.0f} MiB; collected in {r['collect_s']:.1f} s, written "
+            f"in {r['write_s']:.1f} s; mean return {r['mean_return']:.4f}, normalised score "
+            f"{r['normalized_score']:.3f}, repaired steps {r['repaired_share']:.1%}"
+        )
+    result = store.build(
+        "dataset_standard",
+        provenance,
+        seeds=sorted(set(seeds_all)),
+        scenarios=hashes.scenario_entries(scenarios),
+        wall_s=time.perf_counter() - t0,
+        rows=rows,
+        aggregates={"settings": EnvSettings().kwargs(""), "policies": refs},
+    )
+    results_cli.save(args, result, None)
     return 0
 
 

@@ -71,6 +71,21 @@ def _map_ray(tasks: list[Task], workers: int) -> list[EpisodeArrays]:
         return list(ray.get([remote.remote(t) for t in tasks]))
 
 
+def play_all(tasks: list[Task], workers: int = 1, backend: str = "local") -> list[EpisodeArrays]:
+    """Play ``tasks`` (scenario, policy, seed, settings) in ``workers`` processes
+    (``local``) or on Ray (``ray``); the episodes in the tasks' order, the same whatever
+    the backend and the workers.
+
+    Raises:
+        ValueError: an unknown backend.
+    """
+    if backend == "local":
+        return _map_local(tasks, workers)
+    if backend == "ray":
+        return _map_ray(tasks, workers)
+    raise ValueError(f"unknown backend {backend!r}; use local or ray")
+
+
 def collect(
     scenario: str,
     policy: str,
@@ -109,12 +124,7 @@ def collect(
     policies = list(dict.fromkeys([policy, UNIFORM_RANDOM, ref]))
     tasks = [(scenario, p, s, settings) for p in policies for s in seeds]
     t0 = time.perf_counter()
-    if backend == "local":
-        played = _map_local(tasks, workers)
-    elif backend == "ray":
-        played = _map_ray(tasks, workers)
-    else:
-        raise ValueError(f"unknown backend {backend!r}; use local or ray")
+    played = play_all(tasks, workers, backend)
     by_policy = {p: played[i * len(seeds) : (i + 1) * len(seeds)] for i, p in enumerate(policies)}
 
     def mean_return(p: str) -> float:

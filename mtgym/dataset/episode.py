@@ -15,6 +15,7 @@ the same arrays, bit for bit, in any process.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -69,6 +70,8 @@ class EpisodeArrays:
         terminations: (T,) bool.
         truncations: (T,) bool.
         infos: ``INFO_KEYS`` -> (T+1, ...) arrays.
+        wall_s: the seconds the episode took to play (the env and the policy's decisions;
+            what a dataset's collection time sums), not part of the data.
     """
 
     seed: int
@@ -78,6 +81,7 @@ class EpisodeArrays:
     terminations: np.ndarray
     truncations: np.ndarray
     infos: dict[str, np.ndarray]
+    wall_s: float = 0.0
 
     @property
     def episode_return(self) -> float:
@@ -137,6 +141,7 @@ def play_episode(scenario: str, policy: str, seed: int, settings: EnvSettings) -
     from mtgym.scenario.registry import get_generator
     from mtgym.sim.view import ViewBuilder
 
+    t0 = time.perf_counter()
     env = make_env(scenario, settings)
     try:
         base = env.unwrapped
@@ -174,4 +179,5 @@ def play_episode(scenario: str, policy: str, seed: int, settings: EnvSettings) -
         terminations=np.asarray(terms, dtype=bool),
         truncations=np.asarray(truncs, dtype=bool),
         infos=info_arrays,
+        wall_s=time.perf_counter() - t0,
     )

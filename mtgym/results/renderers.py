@@ -20,7 +20,10 @@ A renderer takes the ``ResultFile`` and the marker's options and returns markdow
   with ``memory=1`` the memory line it printed;
 - ``select-agent`` (a ``select_agent`` result, ``scripts/select_agent.py``): per candidate
   (and temperature, and draws), the validation score, each set's paired ratio to the
-  reference [interval] and the share of decisions the codec repaired.
+  reference [interval] and the share of decisions the codec repaired;
+- ``offline-standard`` (a ``dataset_standard`` result, ``mtgym dataset standard``): per
+  dataset of the standard set, its policy, episodes, steps, size, collection and write
+  time, mean return and normalised score [interval], and the share of repaired steps.
 
 A package above the registry adds its own kinds with ``register_renderer`` when it is
 imported: ``mtgym.leaderboard`` registers ``leaderboard`` (its ranked table), because the
@@ -356,6 +359,28 @@ def select_agent(result: ResultFile, options: dict[str, str]) -> list[str]:
     return lines
 
 
+def offline_standard(result: ResultFile, options: dict[str, str]) -> list[str]:
+    """The ``offline-standard`` table (module docstring), one row per dataset in the
+    file's order, then the reference scores' policies.
+    """
+    _need(result, "dataset_standard")
+    lines = [
+        "| dataset | policy | episodes | steps | size | collection | write | mean return "
+        "| normalised score | repaired steps |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in result.rows:
+        lo, hi = (_x(v) for v in r["normalized_ci"])
+        ci = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
+        lines.append(
+            f"| `{r['dataset_id']}` | `{r['policy']}` | {r['episodes']:,} | {r['steps']:,} | "
+            f"{r['size_bytes'] / 2**20:,.0f} MiB | {wall_text(_x(r['collect_s']))} | "
+            f"{wall_text(_x(r['write_s']))} | {fmt(_x(r['mean_return']))} | "
+            f"{_x(r['normalized_score']):.3f}{ci} | {_x(r['repaired_share']):.1%} |"
+        )
+    return lines
+
+
 #: the renderers by the ``kind`` a marker names
 RENDERERS: dict[str, Renderer] = {
     "suite": suite,
@@ -365,6 +390,7 @@ RENDERERS: dict[str, Renderer] = {
     "select-agent": select_agent,
     "benchmark-cost": benchmark_cost,
     "bench-vec": bench_vec,
+    "offline-standard": offline_standard,
 }
 
 

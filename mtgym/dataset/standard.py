@@ -1,0 +1,200 @@
+"""The standard set (``mtgym dataset standard``): a train-split scenario's datasets of four
+qualities, D4RL's way, so that offline methods can be compared on data of known coverage.
+
+On the same seeds (the train split's) three policies play every episode:
+
+- ``expert``: the scenario's reference (``collect.scenario_reference``: its tuning record's,
+  else ``mtgym.evaluate.DEFAULT_REFERENCE``), the policy the normalised score calls 1;
+- ``medium``: the shipped agent (``MEDIUM``, ``agents/pretrained/default``);
+- ``random``: uniformly random actions the env need not repair (``uniform-random``), the 0;
+
+and a fourth set is made of their episodes without playing again:
+
+- ``mixed``: episode i of the seeds is taken from ``expert``, ``medium`` and ``random`` in
+  turn (i mod 3), so the set is as large as the others and covers the three qualities in
+  equal thirds, on the same seeds.
+
+Every set's ids are ``mtgym/<scenario>/<quality>-v<version>`` with the policy as the
+dataset's ``algorithm_name``; all four share ``ref_min_score`` (random's mean return) and
+``ref_max_score`` (the expert's), measured on the seeds. ``StandardEntry`` is one set's line
+of the table (``docs/offline.md``, rendered from the result file ``--record`` writes):
+episodes, steps, size on disk, collection time (the sum of its episodes' play seconds:
+what one core spends, whatever the workers) and write time, mean return, normalised score and
+the share of steps the env repaired.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from mtgym.dataset.collect import Collected, play_all, scenario_reference
+from mtgym.dataset.episode import UNIFORM_RANDOM, EnvSettings, EpisodeArrays
+from mtgym.dataset.store import VERSION
+
+#: the qualities, in the table's order (``mixed`` is assembled from the first three)
+QUALITIES = ("expert", "medium", "random", "mixed")
+#: the medium policy: the shipped agent
+MEDIUM = "agent"
+#: the order in which ``mixed`` takes its episodes from the played sets
+MIXED_FROM = ("expert", "medium", "random")
+
+
+@dataclass
+class StandardEntry:
+    """One dataset of the standard set: a row of its table.
+
+    Attributes:
+        dataset_id: ``mtgym/<scenario>/<quality>-v<version>``.
+        scenario: the scenario.
+        quality: one of ``QUALITIES``.
+        policy: the policy that played it (``mixed``: the three, ``+``-joined).
+        episodes: its episodes.
+        steps: its steps (transitions).
+        size_bytes: its folder's size on disk.
+        collect_s: the sum of its episodes' play seconds.
+        write_s: the seconds Minari took to write it.
+        mean_return: its episodes' mean return.
+        normalized_score: ``minari.get_normalized_score`` of the mean return.
+        normalized_ci: the 95% bootstrap interval of the episodes' mean normalised score
+            (``mtgym.stats.mean_ci``; NaNs with one episode).
+        repaired_share: the share of its steps whose action the env repaired.
+    """
+
+    dataset_id: str
+    scenario: str
+    quality: str
+    policy: str
+    episodes: int
+    steps: int
+    size_bytes: int
+    collect_s: float
+    write_s: float
+    mean_return: float
+    normalized_score: float
+    normalized_ci: tuple[float, float]
+    repaired_share: float
+
+    def row(self) -> dict[str, Any]:
+        """The result file's row."""
+        return asdict(self)
+
+
+def policies(scenario: str, medium: str = MEDIUM) -> dict[str, str]:
+    """The policy that plays each quality (``mixed`` excluded: it is assembled)."""
+    return {"expert": scenario_reference(scenario), "medium": medium, "random": UNIFORM_RANDOM}
+
+
+def mixed(played: dict[str, list[EpisodeArrays]]) -> list[EpisodeArrays]:
+    """The ``mixed`` set: seed i's episode from ``MIXED_FROM[i % 3]`` (module docstring)."""
+    n = len(played[MIXED_FROM[0]])
+    return [played[MIXED_FROM[i % len(MIXED_FROM)]][i] for i in range(n)]
+
+
+def _interval(ds: Any, eps: list[EpisodeArrays]) -> tuple[float, float]:
+    """The bootstrap interval of the mean of the episodes' normalised scores."""
+    import minari
+    import numpy as np
+
+    from mtgym.stats import mean_ci
+
+    scores = minari.get_normalized_score(ds, np.array([e.episode_return for e in eps]))
+    ci = mean_ci(scores)
+    return (ci.ci_low, ci.ci_high)
+
+
+def folder_bytes(path: Path) -> int:
+    """The bytes of every file under ``path``."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def build_standard(
+    scenario: str,
+    seeds: Sequence[int],
+    settings: EnvSettings,
+    *,
+    medium: str = MEDIUM,
+    workers: int = 1,
+    backend: str = "local",
+    version: int = VERSION,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[StandardEntry]:
+    """Play and write the standard set of ``scenario`` on ``seeds`` (module docstring).
+
+    Args:
+        scenario: a scenario name or file (the train split's).
+        seeds: instance seeds (none of the test split's: refused).
+        settings: the env's keywords.
+        medium: the medium policy (the shipped agent).
+        workers: processes (``local``) or Ray CPUs (``ray``).
+        backend: ``local`` or ``ray``; the datasets are equal either way.
+        version: the ids' version.
+        force: replace datasets of the same ids.
+        progress: called with a line per set played and written.
+
+    Returns:
+        One entry per dataset, in ``QUALITIES`` order.
+
+    Raises:
+        ValueError: no seeds, a test seed, an unknown backend; ``DatasetError``: an id
+            that exists without ``force`` (checked before anything is played).
+    """
+    import minari
+
+    from mtgym.benchmark.splits import refuse_test_seeds
+    from mtgym.dataset.store import DatasetError, dataset_id, local_datasets, write_dataset
+
+    say = progress or (lambda _line: None)
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("no seeds to collect")
+    refuse_test_seeds(seeds, what="mtgym dataset standard")
+    ids = {q: dataset_id(scenario, q, version) for q in QUALITIES}
+    taken = sorted(set(ids.values()) & set(local_datasets()))
+    if taken and not force:
+        raise DatasetError(f"dataset {taken[0]} exists; --force replaces it")
+    who = policies(scenario, medium)
+    played: dict[str, list[EpisodeArrays]] = {}
+    for quality, policy in who.items():
+        t0 = time.perf_counter()
+        tasks = [(scenario, policy, s, settings) for s in seeds]
+        played[quality] = play_all(tasks, workers, backend)
+        say(f"{quality} ({policy}): {len(seeds)} episodes in {time.perf_counter() - t0:.1f} s")
+    played["mixed"] = mixed(played)
+
+    def mean(eps: list[EpisodeArrays]) -> float:
+        return sum(e.episode_return for e in eps) / len(eps)
+
+    lo, hi = mean(played["random"]), mean(played["expert"])
+    entries = []
+    for quality in QUALITIES:
+        eps = played[quality]
+        policy = "+".join(who[q] for q in MIXED_FROM) if quality == "mixed" else who[quality]
+        t0 = time.perf_counter()
+        got = Collected(eps, who["expert"], lo, hi, sum(e.wall_s for e in eps))
+        ds = write_dataset(ids[quality], scenario, policy, got, settings, force=force)
+        write_s = time.perf_counter() - t0
+        entries.append(
+            StandardEntry(
+                dataset_id=ids[quality],
+                scenario=str(scenario),
+                quality=quality,
+                policy=policy,
+                episodes=len(eps),
+                steps=sum(len(e) for e in eps),
+                size_bytes=folder_bytes(minari.storage.get_dataset_path(ids[quality])),
+                collect_s=got.wall_s,
+                write_s=write_s,
+                mean_return=mean(eps),
+                normalized_score=float(minari.get_normalized_score(ds, mean(eps))),
+                normalized_ci=_interval(ds, eps),
+                repaired_share=sum(e.repaired_share * len(e) for e in eps)
+                / max(sum(len(e) for e in eps), 1),
+            )
+        )
+        say(f"{ids[quality]}: written in {write_s:.1f} s")
+    return entries

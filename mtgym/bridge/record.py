@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from mtgym.bridge.trace import TraceEvent, TraceHeader, TraceJob, TraceWriter
+from mtgym.bridge.trace import INTERVAL_KEY, TraceEvent, TraceHeader, TraceJob, TraceWriter
 from mtgym.core.instance import Instance
 from mtgym.core.types import Allocation, AppClass, JobStatus
 from mtgym.policy.base import Policy
@@ -86,8 +86,9 @@ def trace_header(
 class RecordDecisions:
     """A policy wrapper and ``on_step`` callback that writes a trace (see module doc).
 
-    It copies the inner policy's ``name``, ``info_mode`` and ``decision_interval_s``, so
-    ``play`` treats it as the inner policy (same view, same schedule).
+    It copies the inner policy's ``name``, ``info_mode``, ``round_s`` and
+    ``decision_interval_s``, so ``play`` treats it as the inner policy (same view, same
+    schedule).
 
     Args:
         policy: the policy whose decisions are recorded.
@@ -106,6 +107,7 @@ class RecordDecisions:
         self.info_mode = policy.info_mode
         # (``play`` decides on the inner policy's own interval, e.g. a learned agent's)
         self.decision_interval_s = getattr(policy, "decision_interval_s", None)
+        self.round_s = getattr(policy, "round_s", None)  # (PAL's rounds: play's first rule)
         self._model = throughput_model(instance)
         self._cur = np.full(instance.num_nodes, -1, dtype=np.int32)
         self._t = float(instance.t_start)
@@ -274,6 +276,14 @@ def record_episode(
         ``play``'s result and the trace's path.
     """
     header = trace_header(instance, scenario=scenario, policy=policy.name, seed=seed, t_end=until)
+    # the schedule ``play`` will decide on (its rule), so a dataset made of the trace
+    # (``mtgym dataset from-trace``) decides at the same times
+    interval = decision_interval_s
+    if interval is None:
+        interval = getattr(policy, "round_s", None)
+    if interval is None:
+        interval = getattr(policy, "decision_interval_s", None)
+    header.extra[INTERVAL_KEY] = interval
     writer = TraceWriter(out, header)
     rec = RecordDecisions(policy, instance, writer)
     try:

@@ -40,6 +40,9 @@ from mtgym.core.errors import DataError
 FORMAT = "mtgym-trace"
 VERSION = 1
 REASONS = ("decision", "reclaim", "complete", "stopped", "release")
+#: the header ``extra`` key holding the recording's decision interval (simulated seconds;
+#: null: at every event), which ``mtgym dataset from-trace`` decides on
+INTERVAL_KEY = "decision_interval_s"
 
 
 class TraceError(DataError):

@@ -61,6 +61,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--force", action="store_true", help="replace a dataset of the same id")
     c.set_defaults(func=_cmd_collect)
     _add_standard(d_sub)
+    _add_from_trace(d_sub)
     ls = d_sub.add_parser("list", help="mtgym's datasets where Minari looks")
     ls.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
     ls.set_defaults(func=_cmd_list)
@@ -103,6 +104,47 @@ def _add_standard(d_sub: argparse._SubParsersAction) -> None:
     s.add_argument("--version", type=int, default=0, help="the ids' version")
     results_cli.add_record_options(s)  # its --force also replaces existing datasets
     s.set_defaults(func=_cmd_standard)
+
+
+def _add_from_trace(d_sub: argparse._SubParsersAction) -> None:
+    """``dataset from-trace``: bridge traces (and their replays) as a dataset."""
+    from mtgym.core.names import ACTION_MODES
+    from mtgym.env.layout import OBS_LAYOUTS
+
+    t = d_sub.add_parser(
+        "from-trace",
+        help="mtgym bridge record traces (and what their replays measured) as a dataset",
+        description=(
+            "One episode per trace, in the env of its scenario and seed, the trace's node "
+            "sets encoded into the action mode; with --replay, each replay's measured "
+            "samples in the infos (mtgym.dataset.trace). The id is "
+            "mtgym/<scenario>/trace-<policy>-v<version>."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    t.add_argument("traces", nargs="+", metavar="TRACE", help="mtgym bridge record traces")
+    t.add_argument(
+        "--replay",
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="each trace's mtgym bridge replay folder, in the same order ('-': none)",
+    )
+    t.add_argument("--action-mode", default="shares", choices=ACTION_MODES)
+    t.add_argument("--obs-layout", default="dict", choices=OBS_LAYOUTS)
+    t.add_argument(
+        "--decision-interval",
+        type=decision_interval,
+        default=None,
+        metavar="S",
+        help=f"seconds between decisions (default: the trace's own, else {DECISION_INTERVAL_S:g})",
+    )
+    t.add_argument("--reference", default=None, help="policy scoring 1 (default: recorded)")
+    t.add_argument("--workers", type=int, default=1, help="processes for the references")
+    t.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
+    t.add_argument("--version", type=int, default=0, help="the id's version")
+    t.add_argument("--force", action="store_true", help="replace a dataset of the same id")
+    t.set_defaults(func=_cmd_from_trace)
 
 
 def _minari() -> None:
@@ -219,6 +261,47 @@ def _cmd_standard(args: argparse.Namespace) -> int:
         aggregates={"settings": EnvSettings().kwargs(""), "policies": refs},
     )
     results_cli.save(args, result, None)
+    return 0
+
+
+def _cmd_from_trace(args: argparse.Namespace) -> int:
+    from mtgym.dataset.store import dataset_id, local_datasets, use_root, write_dataset
+    from mtgym.dataset.trace import convert
+
+    _minari()
+    use_root(args.root)
+    replays = args.replay or ["-"] * len(args.traces)
+    given = args.decision_interval is not None
+    settings = EnvSettings(
+        action_mode=args.action_mode,
+        obs_layout=args.obs_layout,
+        decision_interval_s=args.decision_interval if given else DECISION_INTERVAL_S,
+    )
+    got, collected = convert(
+        args.traces,
+        [None if r == "-" else r for r in replays],
+        settings,
+        interval_given=given,
+        reference=args.reference,
+        workers=args.workers,
+    )
+    first = got[0]
+    policy = f"trace-{first.policy}"
+    ds_id = dataset_id(first.scenario, policy, args.version)
+    if ds_id in local_datasets() and not args.force:
+        raise ValueError(f"dataset {ds_id} exists; --force replaces it")
+    ds = write_dataset(ds_id, first.scenario, policy, collected, first.settings, force=args.force)
+    import minari
+    import numpy as np
+
+    returns = [g.episode.episode_return for g in got]
+    measured = sum(int(np.isfinite(g.episode.infos["measured_samples"][-1]).any()) for g in got)
+    print(
+        f"{ds_id}: {ds.total_episodes} episodes ({measured} with measured samples), "
+        f"{ds.total_steps} steps; normalised score "
+        f"{float(minari.get_normalized_score(ds, sum(returns) / len(returns))):.3f}; "
+        f"repaired steps {sum(g.episode.repaired_share for g in got) / len(got):.1%}"
+    )
     return 0
 
 

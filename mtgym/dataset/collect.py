@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 from mtgym.dataset.episode import UNIFORM_RANDOM, EnvSettings, EpisodeArrays, play_episode
 
-Task = tuple[str, str, int, EnvSettings]
+#: (scenario, policy, seed, settings), or with a fifth item: the simulated time the
+#: episode ends at (``play_episode``'s ``until``)
+Task = tuple[str, str, int, EnvSettings] | tuple[str, str, int, EnvSettings, float | None]
 
 
 @dataclass
@@ -51,7 +53,9 @@ def scenario_reference(scenario: str) -> str:
 
 
 def _play(task: Task) -> EpisodeArrays:
-    return play_episode(*task)
+    scenario, policy, seed, settings = task[:4]
+    until = task[4] if len(task) > 4 else None
+    return play_episode(scenario, policy, seed, settings, until=until)
 
 
 def _map_local(tasks: list[Task], workers: int) -> list[EpisodeArrays]:

@@ -16,6 +16,7 @@ the same arrays, bit for bit, in any process.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -122,16 +123,29 @@ def _info(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def play_episode(scenario: str, policy: str, seed: int, settings: EnvSettings) -> EpisodeArrays:
+def play_episode(
+    scenario: str,
+    policy: str | Any,
+    seed: int,
+    settings: EnvSettings,
+    *,
+    until: float | None = None,
+    extra_info: Callable[[Any], dict[str, np.ndarray]] | None = None,
+) -> EpisodeArrays:
     """Play instance ``seed`` of ``scenario`` with ``policy`` deciding (module docstring).
 
     Args:
         scenario: a scenario name or file (one machine: the env's spaces are fixed).
         policy: a registered policy string (``freetrain-speedup``, ``agent``,
             ``agent:runs/a``, ``module:factory``), configured as ``mtgym evaluate`` runs it
-            on the scenario (its tuned knobs), or ``UNIFORM_RANDOM``.
+            on the scenario (its tuned knobs), or ``UNIFORM_RANDOM``; or a ``Policy``
+            object, used as it is (a bridge trace's ``TracePolicy``).
         seed: the instance seed.
         settings: the env's keywords.
+        until: end the episode (truncated) at the first step at or past this simulated
+            time (None: where the env ends it).
+        extra_info: called with the unwrapped env after the reset and after every step;
+            its arrays join the step's infos (the same keys every time).
 
     Raises:
         PolicyUnsupportedError: the policy cannot run on the scenario.
@@ -143,15 +157,19 @@ def play_episode(scenario: str, policy: str, seed: int, settings: EnvSettings) -
 
     t0 = time.perf_counter()
     env = make_env(scenario, settings)
+    more = extra_info or (lambda _env: {})
     try:
         base = env.unwrapped
         obs, info = env.reset(seed=int(seed))
-        if policy != UNIFORM_RANDOM:
+        if not isinstance(policy, str):
+            pol = policy
+        elif policy != UNIFORM_RANDOM:
             defaults = scenario_defaults(get_generator(scenario))
             pol = configure_policy(make_policy(policy), defaults)
+        if policy != UNIFORM_RANDOM:
             views = ViewBuilder(base.instance, pol.info_mode)
             pol.reset(views(base.state))
-        observations, infos = [obs], [_info(info)]
+        observations, infos = [obs], [{**_info(info), **more(base)}]
         actions, rewards, terms, truncs = [], [], [], []
         while True:
             if policy == UNIFORM_RANDOM:
@@ -160,8 +178,9 @@ def play_episode(scenario: str, policy: str, seed: int, settings: EnvSettings) -
                 node_job = np.asarray(pol.decide(views(base.state)).node_job)
                 action = base.codec.encode(node_job, base.state, base.instance, base.slots)
             obs, reward, term, trunc, info = env.step(action)
+            trunc = bool(trunc) or (until is not None and float(info["time"]) >= until)
             observations.append(obs)
-            infos.append(_info(info))
+            infos.append({**_info(info), **more(base)})
             actions.append(np.asarray(action))
             rewards.append(float(reward))
             terms.append(bool(term))
@@ -170,7 +189,7 @@ def play_episode(scenario: str, policy: str, seed: int, settings: EnvSettings) -
                 break
     finally:
         env.close()
-    info_arrays = {k: np.asarray([i[k] for i in infos]) for k in INFO_KEYS}
+    info_arrays = {k: np.asarray([i[k] for i in infos]) for k in infos[0]}
     return EpisodeArrays(
         seed=int(seed),
         observations=_stack(observations),

@@ -546,6 +546,8 @@ def keep_best(
 
     if clone[1] is None and ppo[1] is None:
         return "ppo"
+    if args.timesteps == 0 and clone[1] is not None:
+        return "imitation"  # no RL step: the actor is the clone's (a warm-up fits the critic)
     final = evaluate_agent(out / "model.zip", args.scenario, args.eval_seeds)
     candidates = [(clone[0], clone[1], "imitation"), (ppo[0], ppo[1], f"ppo@{ppo[2]}")]
     score, weights, name = max((c for c in candidates if c[1] is not None), key=lambda c: c[0])

@@ -63,3 +63,25 @@ def test_train__from_dataset_clones_its_episodes_then_ppo(tmp_path, monkeypatch,
     both = _train(tmp_path / "d", "--from-dataset", DS, "--bc-expert", "freetrain")
     assert main(both) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_train__from_dataset_with_no_rl_keeps_the_clone(tmp_path, monkeypatch, capsys):
+    """``--timesteps 0``: behaviour cloning alone; ``model.zip`` is the clone, and says so."""
+    import json
+    import zipfile
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    collect = ["dataset", "collect", "--policy", "freetrain-speedup", "--scenario"]
+    assert main([*collect, "toy-two-jobs", "--episodes", "2"]) == 0
+    out = tmp_path / "bc"
+    argv = _train(out, "--from-dataset", DS)
+    argv[argv.index("--timesteps") + 1] = "0"
+    assert main(argv) == 0
+    assert "kept: imitation" in capsys.readouterr().out
+    train = json.loads((out / "train.json").read_text())
+    assert train["kept"] == "imitation" and train["timesteps"] == 0
+    with (
+        zipfile.ZipFile(out / "model.zip") as a,
+        zipfile.ZipFile(out / "checkpoints" / "clone.zip") as b,
+    ):
+        assert a.read("policy.pth") == b.read("policy.pth")

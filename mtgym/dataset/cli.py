@@ -209,7 +209,7 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 def _cmd_standard(args: argparse.Namespace) -> int:
     import time
 
-    from mtgym.dataset.standard import build_standard
+    from mtgym.dataset.standard import StandardOptions, build_standard
     from mtgym.dataset.store import use_root
     from mtgym.results import cli as results_cli
     from mtgym.results import hashes, store
@@ -231,16 +231,15 @@ def _cmd_standard(args: argparse.Namespace) -> int:
     for scenario, n in zip(scenarios, counts, strict=True):
         seeds = list(range(args.seed_start, args.seed_start + n))
         seeds_all += seeds
-        entries = build_standard(
-            scenario,
-            seeds,
-            EnvSettings(),
+        options = StandardOptions(
             medium=args.medium,
             workers=args.workers,
             backend=args.backend,
             version=args.version,
             force=args.force,
-            progress=lambda line: print(line, file=sys.stderr),
+        )
+        entries = build_standard(
+            scenario, seeds, EnvSettings(), options, lambda line: print(line, file=sys.stderr)
         )
         rows += [e.row() for e in entries]
         refs[scenario] = {e.quality: e.policy for e in entries}

@@ -111,16 +111,30 @@ def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+@dataclass(frozen=True)
+class StandardOptions:
+    """How ``build_standard`` builds a set.
+
+    Attributes:
+        medium: the medium policy (the shipped agent).
+        workers: processes (``local``) or Ray CPUs (``ray``).
+        backend: ``local`` or ``ray``; the datasets are equal either way.
+        version: the ids' version.
+        force: replace datasets of the same ids.
+    """
+
+    medium: str = MEDIUM
+    workers: int = 1
+    backend: str = "local"
+    version: int = VERSION
+    force: bool = False
+
+
 def build_standard(
     scenario: str,
     seeds: Sequence[int],
     settings: EnvSettings,
-    *,
-    medium: str = MEDIUM,
-    workers: int = 1,
-    backend: str = "local",
-    version: int = VERSION,
-    force: bool = False,
+    options: StandardOptions = StandardOptions(),
     progress: Callable[[str], None] | None = None,
 ) -> list[StandardEntry]:
     """Play and write the standard set of ``scenario`` on ``seeds`` (module docstring).
@@ -129,11 +143,7 @@ def build_standard(
         scenario: a scenario name or file (the train split's).
         seeds: instance seeds (none of the test split's: refused).
         settings: the env's keywords.
-        medium: the medium policy (the shipped agent).
-        workers: processes (``local``) or Ray CPUs (``ray``).
-        backend: ``local`` or ``ray``; the datasets are equal either way.
-        version: the ids' version.
-        force: replace datasets of the same ids.
+        options: the medium policy, the workers and backend, the version, ``force``.
         progress: called with a line per set played and written.
 
     Returns:
@@ -143,58 +153,72 @@ def build_standard(
         ValueError: no seeds, a test seed, an unknown backend; ``DatasetError``: an id
             that exists without ``force`` (checked before anything is played).
     """
-    import minari
-
     from mtgym.benchmark.splits import refuse_test_seeds
-    from mtgym.dataset.store import DatasetError, dataset_id, local_datasets, write_dataset
+    from mtgym.dataset.store import DatasetError, dataset_id, local_datasets
 
     say = progress or (lambda _line: None)
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("no seeds to collect")
     refuse_test_seeds(seeds, what="mtgym dataset standard")
-    ids = {q: dataset_id(scenario, q, version) for q in QUALITIES}
+    ids = {q: dataset_id(scenario, q, options.version) for q in QUALITIES}
     taken = sorted(set(ids.values()) & set(local_datasets()))
-    if taken and not force:
+    if taken and not options.force:
         raise DatasetError(f"dataset {taken[0]} exists; --force replaces it")
-    who = policies(scenario, medium)
+    who = policies(scenario, options.medium)
     played: dict[str, list[EpisodeArrays]] = {}
     for quality, policy in who.items():
         t0 = time.perf_counter()
         tasks = [(scenario, policy, s, settings) for s in seeds]
-        played[quality] = play_all(tasks, workers, backend)
+        played[quality] = play_all(tasks, options.workers, options.backend)
         say(f"{quality} ({policy}): {len(seeds)} episodes in {time.perf_counter() - t0:.1f} s")
     played["mixed"] = mixed(played)
-
-    def mean(eps: list[EpisodeArrays]) -> float:
-        return sum(e.episode_return for e in eps) / len(eps)
-
-    lo, hi = mean(played["random"]), mean(played["expert"])
     entries = []
     for quality in QUALITIES:
-        eps = played[quality]
-        policy = "+".join(who[q] for q in MIXED_FROM) if quality == "mixed" else who[quality]
-        t0 = time.perf_counter()
-        got = Collected(eps, who["expert"], lo, hi, sum(e.wall_s for e in eps))
-        ds = write_dataset(ids[quality], scenario, policy, got, settings, force=force)
-        write_s = time.perf_counter() - t0
-        entries.append(
-            StandardEntry(
-                dataset_id=ids[quality],
-                scenario=str(scenario),
-                quality=quality,
-                policy=policy,
-                episodes=len(eps),
-                steps=sum(len(e) for e in eps),
-                size_bytes=folder_bytes(minari.storage.get_dataset_path(ids[quality])),
-                collect_s=got.wall_s,
-                write_s=write_s,
-                mean_return=mean(eps),
-                normalized_score=float(minari.get_normalized_score(ds, mean(eps))),
-                normalized_ci=_interval(ds, eps),
-                repaired_share=sum(e.repaired_share * len(e) for e in eps)
-                / max(sum(len(e) for e in eps), 1),
-            )
-        )
-        say(f"{ids[quality]}: written in {write_s:.1f} s")
+        entries.append(_write(scenario, quality, ids[quality], who, played, settings, options))
+        say(f"{ids[quality]}: written in {entries[-1].write_s:.1f} s")
     return entries
+
+
+def _mean(eps: list[EpisodeArrays]) -> float:
+    return sum(e.episode_return for e in eps) / len(eps)
+
+
+def _write(
+    scenario: str,
+    quality: str,
+    ds_id: str,
+    who: dict[str, str],
+    played: dict[str, list[EpisodeArrays]],
+    settings: EnvSettings,
+    options: StandardOptions,
+) -> StandardEntry:
+    """Write one quality's set (the reference scores: random's and the expert's mean
+    returns) and measure it: its table row.
+    """
+    import minari
+
+    from mtgym.dataset.store import write_dataset
+
+    eps = played[quality]
+    policy = "+".join(who[q] for q in MIXED_FROM) if quality == "mixed" else who[quality]
+    lo, hi = _mean(played["random"]), _mean(played["expert"])
+    t0 = time.perf_counter()
+    got = Collected(eps, who["expert"], lo, hi, sum(e.wall_s for e in eps))
+    ds = write_dataset(ds_id, scenario, policy, got, settings, force=options.force)
+    steps = sum(len(e) for e in eps)
+    return StandardEntry(
+        dataset_id=ds_id,
+        scenario=str(scenario),
+        quality=quality,
+        policy=policy,
+        episodes=len(eps),
+        steps=steps,
+        size_bytes=folder_bytes(minari.storage.get_dataset_path(ds_id)),
+        collect_s=got.wall_s,
+        write_s=time.perf_counter() - t0,
+        mean_return=_mean(eps),
+        normalized_score=float(minari.get_normalized_score(ds, _mean(eps))),
+        normalized_ci=_interval(ds, eps),
+        repaired_share=sum(e.repaired_share * len(e) for e in eps) / max(steps, 1),
+    )

@@ -9,7 +9,13 @@ minari = pytest.importorskip("minari")
 
 from mtgym.cli import main  # noqa: E402
 from mtgym.dataset.episode import UNIFORM_RANDOM, EnvSettings  # noqa: E402
-from mtgym.dataset.standard import MEDIUM, QUALITIES, build_standard, policies  # noqa: E402
+from mtgym.dataset.standard import (  # noqa: E402
+    MEDIUM,
+    QUALITIES,
+    StandardOptions,
+    build_standard,
+    policies,
+)
 from mtgym.dataset.store import DatasetError  # noqa: E402
 from mtgym.results.renderers import renderer  # noqa: E402
 from mtgym.results.store import read_result  # noqa: E402
@@ -35,7 +41,7 @@ def test_policies__expert_is_the_recorded_reference_medium_the_shipped_agent():
 
 def test_build_standard__four_sets_on_the_same_seeds_mixed_taken_in_turn(root):
     seeds = [SEED, SEED + 1, SEED + 2, SEED + 3]
-    entries = build_standard("default", seeds, SETTINGS, medium="equal-share")
+    entries = build_standard("default", seeds, SETTINGS, StandardOptions(medium="equal-share"))
     assert [e.quality for e in entries] == list(QUALITIES)
     sets = {e.quality: minari.load_dataset(e.dataset_id) for e in entries}
     assert entries[0].dataset_id == "mtgym/default/expert-v0"
@@ -101,6 +107,6 @@ def test_standard_command__records_a_table_and_refuses_what_it_must(root, tmp_pa
 
 
 def test_build_standard__refuses_an_existing_id_before_playing(root):
-    build_standard("default", [SEED], SETTINGS, medium="packed")
+    build_standard("default", [SEED], SETTINGS, StandardOptions(medium="packed"))
     with pytest.raises(DatasetError, match="expert-v0 exists"):
-        build_standard("default", [SEED], SETTINGS, medium="no-such-policy")
+        build_standard("default", [SEED], SETTINGS, StandardOptions(medium="no-such-policy"))

@@ -120,7 +120,7 @@ def collect(
             layout = PooledLayout.for_env(env)
             obs = layout.pool(obs)
         policy = configure_policy(make_policy(expert), defaults)
-        views = ViewBuilder(env.instance, policy.info_mode)
+        views = ViewBuilder(env.instance, policy.info_mode, policy_name=policy.name)
         policy.reset(views(env.state))
         while True:
             alloc = policy.decide(views(env.state))

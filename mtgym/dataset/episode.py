@@ -167,7 +167,7 @@ def play_episode(
             defaults = scenario_defaults(get_generator(scenario))
             pol = configure_policy(make_policy(policy), defaults)
         if policy != UNIFORM_RANDOM:
-            views = ViewBuilder(base.instance, pol.info_mode)
+            views = ViewBuilder(base.instance, pol.info_mode, policy_name=pol.name)
             pol.reset(views(base.state))
         observations, infos = [obs], [{**_info(info), **more(base)}]
         actions, rewards, terms, truncs = [], [], [], []

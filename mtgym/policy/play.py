@@ -100,8 +100,8 @@ def play(
         debug = os.environ.get("MTGYM_DEBUG", "") not in ("", "0")
     t_wall = time.perf_counter()
     state = initial_state(instance)
-    views = ViewBuilder(instance, policy.info_mode)
     try:
+        views = ViewBuilder(instance, policy.info_mode, policy_name=policy.name)
         policy.reset(views(state))
     except PolicyUnsupportedError as exc:  # the policy does not know the scenario's name
         raise exc.with_scenario(instance.name) from None

@@ -38,8 +38,10 @@ def default_policies(*, learned: bool = True) -> list[str]:
     """The registered policies a sweep runs when none is named, sorted.
 
     All but the node-level MILP variants (``*-milp``: minutes per episode; the count-level
-    solver they equal is in the set) and those that cannot be built without an argument
-    (a class with ``requires_argument = True``, e.g. ``rllib-agent:PATH``: no default model).
+    solver they equal is in the set), those that cannot be built without an argument
+    (a class with ``requires_argument = True``, e.g. ``rllib-agent:PATH``: no default model)
+    and the reference points that are not online policies (a class with
+    ``in_sweeps = False``: ``clairvoyant``, which plans every episode whole at its start).
 
     Args:
         learned: include the shipped learned agent (``agent``).
@@ -51,6 +53,7 @@ def default_policies(*, learned: bool = True) -> list[str]:
         if not ep.name.endswith("-milp")
         and (learned or ep.name != "agent")
         and not getattr(ep.load(), "requires_argument", False)
+        and getattr(ep.load(), "in_sweeps", True)
     ]
 
 

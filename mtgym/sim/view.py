@@ -7,6 +7,11 @@ What a policy may know depends on ``InfoMode``:
 - ``profiled`` (MalleTrain): no curve up front; only what a profiler has measured (filled in
   by the policy's own profiler; here the curves are unknown, NaN).
 - ``oracle``: the true curves and costs (for bounds and tests).
+- ``clairvoyant``: the whole episode, for the clairvoyant planner only (``CLAIRVOYANT_POLICIES``;
+  a builder refuses it to any other policy): the true curves and costs, the true per-class
+  slowdowns instead of the profiled ones, every current window's true end (announced or
+  not), and the instance itself (``SchedulerView.instance``: every future window and
+  arrival).
 
 In every mode a policy sees the node map, node types, topology and the *profiled* per-class
 slowdowns (PAL's per-GPU profiles), never the true slowdowns, and sees a window's end only
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mtgym.core.errors import PolicyUnsupportedError
 from mtgym.core.instance import Instance, readonly_view
 from mtgym.core.types import RescaleMode
 from mtgym.model.placement import pack_targets
@@ -30,12 +36,25 @@ class InfoMode(enum.StrEnum):
     """Which job information a policy may see (see module docstring).
 
     ``USER``: the declared curves and costs; ``PROFILED``: neither (NaN), nor the work;
-    ``ORACLE``: the true ones.
+    ``ORACLE``: the true ones; ``CLAIRVOYANT``: the whole episode (the clairvoyant
+    planner's only).
     """
 
     USER = "user"
     PROFILED = "profiled"
     ORACLE = "oracle"
+    CLAIRVOYANT = "clairvoyant"
+
+
+#: the policies a ``CLAIRVOYANT`` view may be built for (by name; the planner's own
+#: candidates are named ``clairvoyant/<candidate>``)
+CLAIRVOYANT_POLICIES = ("clairvoyant",)
+
+
+def may_see_the_future(policy_name: str | None) -> bool:
+    """Whether ``policy_name`` may be given ``InfoMode.CLAIRVOYANT`` views."""
+    name = str(policy_name or "")
+    return name in CLAIRVOYANT_POLICIES or name.split("/", 1)[0] in CLAIRVOYANT_POLICIES
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,6 +95,7 @@ class SchedulerView:
             public fact a learned policy's observation shows (its idle time so far); None
             where the view's builder does not know it.
         t_end: when the episode ends (inf = open-ended or unknown), for time / horizon.
+        instance: the whole episode (``CLAIRVOYANT`` views only; None otherwise).
     """
 
     time: float
@@ -106,6 +126,7 @@ class SchedulerView:
     rescale_mode: RescaleMode = RescaleMode.PAUSE
     idle_since: np.ndarray | None = None
     t_end: float = float("inf")
+    instance: Instance | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -151,18 +172,34 @@ class ViewBuilder:
     Args:
         instance: the episode's instance.
         mode: the information mode of every view built (an ``InfoMode`` or its value,
-            ``"user"``, ``"profiled"`` or ``"oracle"``).
+            ``"user"``, ``"profiled"``, ``"oracle"`` or ``"clairvoyant"``).
+        policy_name: the name of the policy the views are for; ``CLAIRVOYANT`` views are
+            built only for ``may_see_the_future`` names.
 
     Raises:
-        ValueError: an unknown mode.
+        ValueError: an unknown mode; PolicyUnsupportedError: ``CLAIRVOYANT`` for another
+            policy.
     """
 
-    def __init__(self, instance: Instance, mode: InfoMode | str = InfoMode.USER) -> None:
+    def __init__(
+        self,
+        instance: Instance,
+        mode: InfoMode | str = InfoMode.USER,
+        *,
+        policy_name: str | None = None,
+    ) -> None:
         self.instance = instance
         self.mode = InfoMode(mode)
+        self._future = self.mode is InfoMode.CLAIRVOYANT
+        if self._future and not may_see_the_future(policy_name):
+            raise PolicyUnsupportedError(
+                str(policy_name or "a policy"),
+                "the clairvoyant information mode (the whole episode) is the clairvoyant "
+                "planner's only",
+            )
         jobs = instance.jobs
         J = instance.num_jobs
-        if self.mode is InfoMode.ORACLE:
+        if self.mode in (InfoMode.ORACLE, InfoMode.CLAIRVOYANT):
             curve, up, down, work = jobs.curve_tput, jobs.r_up_s, jobs.r_down_s, jobs.work
         elif self.mode is InfoMode.USER:
             curve, up, down, work = (
@@ -177,8 +214,12 @@ class ViewBuilder:
         self._curve, self._up, self._down, self._work = (
             readonly_view(np.asarray(x)) for x in (curve, up, down, work)
         )
-        # Private: the future of the supply must not leak (only open windows are shown).
-        self._window_end = np.where(instance.supply.end_known, instance.supply.end_s, np.inf)
+        # Private: the future of the supply must not leak (only open windows are shown),
+        # except to the clairvoyant planner, which sees every window's true end
+        sup = instance.supply
+        self._window_end = sup.end_s if self._future else np.where(sup.end_known, sup.end_s, np.inf)
+        cl = instance.cluster
+        self._slowdown = cl.slowdown if self._future else cl.profiled_slowdown
         self._window_start = np.asarray(instance.supply.start_s, dtype=np.float64)
 
     def __call__(self, state: ClusterState) -> SchedulerView:
@@ -206,7 +247,7 @@ class ViewBuilder:
             gpu_type=cl.gpu_type,
             topology_coords=cl.topology.coords,
             locality_factor=cl.topology.locality_factor,
-            slowdown=cl.profiled_slowdown,
+            slowdown=self._slowdown,
             window_end=readonly_view(wend),
             status=readonly_view(state.status),
             submit_s=jobs.submit_s,
@@ -224,4 +265,5 @@ class ViewBuilder:
             rescale_mode=self.instance.costs.rescale,
             idle_since=readonly_view(since),
             t_end=float(self.instance.t_end),
+            instance=self.instance if self._future else None,
         )

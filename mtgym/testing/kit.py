@@ -187,7 +187,7 @@ def checked_rollout(
     """
     state = initial_state(instance)
     check_state(state, instance)
-    views = ViewBuilder(instance, policy.info_mode)
+    views = ViewBuilder(instance, policy.info_mode, policy_name=policy.name)
     policy.reset(views(state))
     out = []
     for _ in range(max_steps):

@@ -17,12 +17,15 @@ noise as progress. What is computed, per policy, from the episodes of a split:
   * ``bound``: the row's ``bound_fraction`` (headline / the episode's hindsight bound):
     an absolute scale that does not move when the set of baselines changes. Rows that do
     not carry it make this normalisation *not available* (a reason, never an error).
+  * ``clairvoyant``: the row's ``of_clairvoyant`` (headline / the clairvoyant planner's on
+    the same seed, ``mtgym.benchmark.runner.add_clairvoyant``): the share of a schedule
+    known to be reachable; not available in a run without the clairvoyant.
 
-- **IQM** (``iqm``, ``iqm_bound``): the interquartile mean over all (scenario, seed) of a
-  normalisation: the mean of the middle 50 % of the episodes (``rliable.metrics.aggregate_iqm``,
-  a 25 % trimmed mean). It uses half of the episodes, so it is far less noisy than the
-  median, and it ignores the worst and best quarter, so one failed or lucky scenario does
-  not decide it as it does a mean.
+- **IQM** (``iqm``, ``iqm_bound``, ``iqm_clairvoyant``): the interquartile mean over all
+  (scenario, seed) of a normalisation: the mean of the middle 50 % of the episodes
+  (``rliable.metrics.aggregate_iqm``, a 25 % trimmed mean). It uses half of the episodes, so
+  it is far less noisy than the median, and it ignores the worst and best quarter, so one
+  failed or lucky scenario does not decide it as it does a mean.
 - **Probability of improvement** of X over Y: per scenario, the probability that an episode
   of X (its reference-normalised score) beats one of Y (the Mann-Whitney U statistic over
   the seed pairs, ties counted half), averaged over scenarios
@@ -79,10 +82,13 @@ from mtgym import stats
 
 #: bootstrap replications of every aggregate (module docstring, "Cost")
 REPS = 2000
-#: the normalisations: by the scenario's reference baseline (paired), by the hindsight bound
-NORMALISATIONS = ("reference", "bound")
+#: the normalisations: by the scenario's reference baseline (paired), by the hindsight
+#: bound, by the clairvoyant planner's headline on the same seed
+NORMALISATIONS = ("reference", "bound", "clairvoyant")
 #: the row key carrying headline / hindsight bound
 BOUND_KEY = "bound_fraction"
+#: the row key of each normalisation read from the rows (``reference`` is computed)
+ROW_KEYS = {"bound": BOUND_KEY, "clairvoyant": "of_clairvoyant"}
 #: how the reason for an undefined aggregate starts (as the suite score's)
 NOT_DEFINED = "not defined: did not run on"
 #: the reason of every aggregate (and suite score) of a run of part of a split
@@ -184,12 +190,14 @@ class PolicyAggregates:
         iqm_bound: IQM of its scores as fractions of the hindsight bound.
         probability_of_improvement: other policy -> P(this policy > other), on
             reference-normalised scores; an entry for every other policy of the run.
+        iqm_clairvoyant: IQM of its scores as fractions of the clairvoyant's.
     """
 
     policy: str
     iqm: Estimate
     iqm_bound: Estimate
     probability_of_improvement: dict[str, Estimate]
+    iqm_clairvoyant: Estimate | None = None
 
 
 @dataclass(frozen=True)
@@ -429,8 +437,7 @@ def performance_profile(
 
 # -- all of it ------------------------------------------------------------------------------
 def compute(
-    reference: Matrices,
-    bound: Matrices,
+    matrices: Mapping[str, Matrices],
     policies: Sequence[str],
     *,
     num_seeds: int,
@@ -447,9 +454,10 @@ def compute(
     ``"<Y>: <Y's reason>"``.
 
     Args:
-        reference: per policy its ``(num_seeds, num_scenarios)`` matrix of scores
-            normalised by each scenario's reference, or why it has none.
-        bound: the same, normalised by the hindsight bound.
+        matrices: normalisation (``NORMALISATIONS``) -> per policy its ``(num_seeds,
+            num_scenarios)`` matrix of scores so normalised, or why it has none;
+            ``reference`` and ``bound`` are needed, ``clairvoyant`` may be missing (then
+            not available for any policy).
         policies: the policies, in report order; each in exactly one part of each.
         num_seeds: seeds per scenario (recorded).
         num_scenarios: scenarios (recorded).
@@ -458,8 +466,9 @@ def compute(
         seed: the global-RNG seed of every bootstrap.
     """
     kw = {"level": level, "reps": reps, "seed": seed}
-    ref_m, ref_why = reference
-    bnd_m, bnd_why = bound
+    ref_m, ref_why = matrices["reference"]
+    bnd_m, bnd_why = matrices["bound"]
+    clv_m, clv_why = matrices.get("clairvoyant") or ({}, dict.fromkeys(policies, NOT_AVAILABLE))
 
     def iqm_of(p: str, mats: dict[str, np.ndarray], why: dict[str, str]) -> Estimate:
         return iqm_estimate(mats[p], **kw) if p in mats else Estimate.missing(why[p])
@@ -481,12 +490,14 @@ def compute(
             iqm_of(p, ref_m, ref_why),
             iqm_of(p, bnd_m, bnd_why),
             {q: poi[p][q] for q in policies if q != p},
+            iqm_of(p, clv_m, clv_why),
         )
         for p in policies
     }
     profiles = {
         "reference": performance_profile("reference", ref_m, ref_why, **kw),
         "bound": performance_profile("bound", bnd_m, bnd_why, **kw),
+        "clairvoyant": performance_profile("clairvoyant", clv_m, clv_why, **kw),
     }
     return Aggregates(
         policies=out,
@@ -503,14 +514,18 @@ def compute(
 _XLABEL = {
     "reference": "normalised score tau (headline / the scenario's reference, same seed)",
     "bound": "normalised score tau (headline / hindsight bound)",
+    "clairvoyant": "normalised score tau (headline / the clairvoyant's)",
 }
+
+
+_TITLE = {"reference": "reference", "bound": "hindsight bound", "clairvoyant": "clairvoyant"}
 
 
 def plot_performance_profile(agg: Aggregates) -> bytes:
     """The profiles as a PNG: one panel per normalisation, one curve per policy with its
     bootstrap band; a panel with no policy says why. matplotlib's Agg canvas, no pyplot.
 
-    A policy keeps its colour in both panels (``C0``-``C9``, dashed from the eleventh on);
+    A policy keeps its colour in every panel (``C0``-``C9``, dashed from the eleventh on);
     the reference panel marks tau = 1 (as good as the reference).
 
     Args:
@@ -521,7 +536,7 @@ def plot_performance_profile(agg: Aggregates) -> bytes:
     """
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(12, 4.5), layout="constrained")
+    fig = Figure(figsize=(6 * len(NORMALISATIONS), 4.5), layout="constrained")
     axes = fig.subplots(1, len(NORMALISATIONS), squeeze=False)[0]
     pct = f"{agg.level:.0%}"
     # the same colour in both panels; past ten policies the dashes tell them apart
@@ -529,7 +544,7 @@ def plot_performance_profile(agg: Aggregates) -> bytes:
     dashes = {p: "-" if k < 10 else "--" for k, p in enumerate(agg.policies)}
     for ax, norm in zip(axes, NORMALISATIONS, strict=True):
         prof = agg.profiles[norm]
-        ax.set_title(f"by {'reference' if norm == 'reference' else 'hindsight bound'}")
+        ax.set_title(f"by {_TITLE[norm]}")
         ax.set_xlabel(_XLABEL[norm], fontsize=8)
         ax.set_ylabel("fraction of episodes with score > tau")
         ax.set_ylim(-0.02, 1.02)
@@ -542,7 +557,7 @@ def plot_performance_profile(agg: Aggregates) -> bytes:
             color = colors[p]
             ax.plot(prof.taus, c.fraction, color=color, ls=dashes[p], label=p, lw=1.5)
             ax.fill_between(prof.taus, c.ci_low, c.ci_high, color=color, alpha=0.2, lw=0)
-        if norm == "reference":
+        if norm in ("reference", "clairvoyant"):
             ax.axvline(1.0, color="0.5", ls="--", lw=0.8)
         ax.legend(fontsize=8)
     fig.suptitle(

@@ -40,6 +40,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
     Options: ``--policy NAME`` (repeatable), ``--all-baselines``, ``--split``,
     ``--scenario NAME`` (repeatable), ``--quick``, ``--out DIR``, ``--decision-interval S``,
+    ``--no-clairvoyant``,
     ``--backend local|ray``, ``--address``, ``--no-progress``, ``--no-cache`` and the
     registry's ``--record NAME``, ``--results-dir DIR`` and ``--force``
     (``mtgym.results.cli.add_record_options``); the handler is stored as ``func``.
@@ -103,6 +104,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help="decide every S seconds (default: each policy's own schedule, as evaluate)",
     )
+    b.add_argument(
+        "--no-clairvoyant",
+        action="store_true",
+        help="leave out the clairvoyant planner (played by default, beside the references: "
+        "the lower end of the bracket around the optimum; docs/metrics.md)",
+    )
     add_backend_options(b, "run episodes here, or one Ray task per (scenario, policy, seed)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_reuse_options(b)
@@ -156,7 +163,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     """
     from mtgym.benchmark import report
     from mtgym.benchmark.cache import reused
-    from mtgym.benchmark.references import recorded_references, with_references
+    from mtgym.benchmark.references import recorded_references
     from mtgym.benchmark.runner import relabel
     from mtgym.benchmark.scoring import score_split
     from mtgym.core.io import prepare_out_dir
@@ -168,10 +175,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     out = Path(args.out or _default_out(split, args.quick, skipped))
     prepare_out_dir(out)  # before any work
     seeds = split.seeds(quick=args.quick)
-    names = [*args.policy, *[p for p in FAST_BASELINES if args.all_baselines]]
-    if not names:
-        raise ValueError("benchmark needs a policy: --policy NAME or --all-baselines")
-    policies = with_references(list(dict.fromkeys(names)), split)
+    policies = _policies(args, split)
     labels = _labels(policies)  # (builds each policy: an unknown name fails here)
     provenance = results_cli.start(args)  # refuses a taken --record name before any work
     scenarios = hashes.scenario_entries(sc.name for sc in split.scenarios)
@@ -207,6 +211,26 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     print(f"wall time {wall_s:.0f} s; wrote {out}/results.md, results.json, tb/")
     results_cli.save(args, result, out)
     return 0
+
+
+def _policies(args: argparse.Namespace, split: Any) -> list[str]:
+    """The policies to run: those named (and the fast baselines with ``--all-baselines``),
+    each once, then the recorded references they lack, then the clairvoyant (unless
+    ``--no-clairvoyant``: the bracket's lower end, ``mtgym.benchmark.runner``).
+
+    Raises:
+        ValueError: no policy named.
+    """
+    from mtgym.benchmark.references import with_references
+    from mtgym.benchmark.runner import CLAIRVOYANT
+
+    names = [*args.policy, *[p for p in FAST_BASELINES if args.all_baselines]]
+    if not names:
+        raise ValueError("benchmark needs a policy: --policy NAME or --all-baselines")
+    policies = with_references(list(dict.fromkeys(names)), split)
+    if not args.no_clairvoyant and CLAIRVOYANT not in policies:
+        policies.append(CLAIRVOYANT)
+    return policies
 
 
 def _split(args: argparse.Namespace) -> tuple[Any, list[str]]:
@@ -438,8 +462,12 @@ def _episode_cache(
     if args.no_cache:
         print("cache: off (--no-cache): every reference episode and bound is played")
         return None
+    from mtgym.benchmark.runner import CLAIRVOYANT
+
     current = episode_cache.Current.of(provenance, scenarios)
-    refs = set(recorded_references(split).values())
+    # the references' episodes, and the clairvoyant's: its plan depends on nothing but
+    # the code, the scenario and its tuning, as theirs do
+    refs = set(recorded_references(split).values()) | {CLAIRVOYANT}
     found = episode_cache.load(store.results_dir(args.results_dir), current, refs)
     for sc in split.scenarios:
         ep = episode_cache.Episodes(

@@ -4,20 +4,23 @@ and TensorBoard scalars (``tb/<policy>/``).
 Per scenario, one row per policy: the headline (``normalized_throughput``, best-node
 equivalents) mean [95 % interval]; its paired ratio to the scenario's best baseline
 [interval]; its fraction of the episode's hindsight bound (``mtgym.hindsight``; n/a when not
-computed) [interval]; the mean JCT of the jobs every policy that ran completed, and its ratio to the
-reference's; the jobs completed. A policy that could not run shows its one-line reason
-instead. Then the suite table: each policy's geometric mean of ratios [interval], or why it
-has none. Then the aggregates (``mtgym.benchmark.aggregates``): per policy the IQM of its
-episodes normalised by the best baseline and by the hindsight bound, and the probability that
-it beats each other policy, each [interval]; their plot is ``performance_profile.png``. A run
-of part of its split (``--scenario``) has, instead of the suite and aggregate tables, one line
-each: "not defined: ran N of M scenarios". Intervals from fewer than 5 seeds per scenario
-(``--quick``) come with a warning under the header (``mtgym.stats.few_seeds_warning``).
+computed) [interval] and of the clairvoyant planner's headline on the same seed (n/a in a
+run without it) [interval]; the mean JCT of the jobs every online policy that ran completed,
+and its ratio to the reference's; the jobs completed. A policy that could not run shows its
+one-line reason instead. Then the suite table: each policy's geometric mean of ratios
+[interval], or why it has none. Then the aggregates (``mtgym.benchmark.aggregates``): per
+policy the IQM of its episodes normalised by the best baseline, by the hindsight bound and
+by the clairvoyant, and the probability that it beats each other policy, each [interval];
+their plot is ``performance_profile.png``. A run of part of its split (``--scenario``) has,
+instead of the suite and aggregate tables, one line each: "not defined: ran N of M
+scenarios". Intervals from fewer than 5 seeds per scenario (``--quick``) come with a warning
+under the header (``mtgym.stats.few_seeds_warning``).
 
 TensorBoard (stable-baselines3's logger, like ``mtgym evaluate``): per policy, for each
 scenario ``benchmark/<scenario>/normalized_throughput``, ``.../ratio`` and
-``.../jct_common_mean``, ``benchmark/suite_score``, ``benchmark/iqm`` and
-``benchmark/iqm_bound``, all at step 0.
+``.../jct_common_mean`` (and ``.../of_clairvoyant``, ``.../clairvoyant_fraction`` where
+defined), ``benchmark/suite_score``, ``benchmark/iqm``, ``benchmark/iqm_bound`` and
+``benchmark/iqm_clairvoyant``, all at step 0.
 
 The reference of a scenario is its recorded best tuned baseline when ``mtgym tune``
 recorded one and it ran, else the best baseline that ran; each scenario's heading says
@@ -36,6 +39,7 @@ from mtgym.benchmark.aggregates import (
     partial_reason,
     write_performance_profile,
 )
+from mtgym.benchmark.runner import CLAIRVOYANT
 from mtgym.benchmark.scoring import BenchmarkResult
 from mtgym.metrics import HEADLINE
 from mtgym.naming import safe_name, safe_names
@@ -93,13 +97,13 @@ def markdown(res: BenchmarkResult) -> str:
             "",
             f"{seeds}, {span}, reference ({how}): `{ref}`, {sc.wall_s:.0f} s",
             "",
-            "| policy | headline | ratio to reference | of hindsight bound "
+            "| policy | headline | ratio to reference | of hindsight bound | of clairvoyant "
             "| JCT common s (x ref) | done |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for name, ps in sc.policies.items():
             if ps.unsupported is not None:
-                lines.append(f"| {_cell(name)} | {_cell(ps.unsupported)} | | | | |")
+                lines.append(f"| {_cell(name)} | {_cell(ps.unsupported)} | | | | | |")
                 continue
             h = ps.headline
             r = ps.ratio
@@ -109,10 +113,11 @@ def markdown(res: BenchmarkResult) -> str:
             if math.isfinite(j.mean) and math.isfinite(ps.jct_common_ratio):
                 jct += f" ({ps.jct_common_ratio:.2f}x)"
             d = ps.jobs_completed
-            b = ps.bound_fraction
+            b, c = ps.bound_fraction, ps.of_clairvoyant
             lines.append(
                 f"| {_cell(name)} | {_iv(h.mean, h.ci_low, h.ci_high)} | {ratio} | "
-                f"{_iv(b.mean, b.ci_low, b.ci_high)} | {jct} | "
+                f"{_iv(b.mean, b.ci_low, b.ci_high)} | {_iv(c.mean, c.ci_low, c.ci_high)} | "
+                f"{jct} | "
                 f"{_num(d.mean, 1) if abs(d.mean) < 100 else _num(d.mean)} |"
             )
         lines.append("")
@@ -157,9 +162,11 @@ def _header(res: BenchmarkResult) -> list[str]:
         f"mean over seeds [{pct} bootstrap interval]. Ratio: paired, mean / the scenario's "
         "reference's mean (its best tuned baseline, recorded by `mtgym tune` before any test "
         "seed; else the best baseline that ran; never a learned agent). Of hindsight bound: "
-        "the headline / the episode's hindsight bound. JCT common: mean JCT "
-        "(s) of the jobs every policy that ran completed (x the reference's). Done: jobs "
-        "completed.",
+        "the headline / the episode's hindsight bound. Of clairvoyant: the headline / the "
+        "clairvoyant planner's on the same seed (it knows the whole episode; its own row's "
+        "fraction of the bound is how much of the bound a schedule is known to reach). JCT "
+        "common: mean JCT (s) of the jobs every online policy that ran completed (x the "
+        "reference's). Done: jobs completed.",
         "",
     ]
     n_seeds = len(res.scenarios[0].seeds) if res.scenarios else 0
@@ -216,18 +223,20 @@ def _aggregates_markdown(agg: Aggregates) -> list[str]:
         f"Over all {agg.num_scenarios * agg.num_seeds} (scenario, seed) episodes "
         f"({agg.num_scenarios} scenarios x {agg.num_seeds} seeds). IQM: interquartile mean "
         "(mean of the middle 50 %) of the per-episode scores, normalised by the scenario's "
-        "best baseline on the same seed, or by the episode's hindsight bound. P(row > "
+        "best baseline on the same seed, by the episode's hindsight bound, or by the "
+        "clairvoyant's headline on the same seed. P(row > "
         "column): probability of improvement, the chance that an episode of the row beats "
         "one of the column on the same scenario (baseline-normalised scores), averaged over "
         f"scenarios; 0.5 is a tie. [{pct} stratified bootstrap interval: seeds "
         f"resampled within each scenario, {agg.reps:,} resamples; plot: "
         "`performance_profile.png`.]",
         "",
-        "| policy | IQM (x best baseline) | IQM (x hindsight bound) |",
-        "| --- | --- | --- |",
+        "| policy | IQM (x best baseline) | IQM (x hindsight bound) | IQM (x clairvoyant) |",
+        "| --- | --- | --- | --- |",
     ]
     for name, pa in agg.policies.items():
-        lines.append(f"| {_cell(name)} | {_est(pa.iqm)} | {_est(pa.iqm_bound)} |")
+        clv = _est(pa.iqm_clairvoyant) if pa.iqm_clairvoyant is not None else "n/a"
+        lines.append(f"| {_cell(name)} | {_est(pa.iqm)} | {_est(pa.iqm_bound)} | {clv} |")
     defined = [n for n in names if agg.policies[n].iqm.defined]
     if len(defined) > 1:
         lines += [
@@ -283,6 +292,7 @@ def _policy_json(ps: Any) -> dict[str, Any]:
         },
         "hindsight_bound": _iv_json(ps.hindsight_bound),
         "bound_fraction": _iv_json(ps.bound_fraction),
+        "of_clairvoyant": _iv_json(ps.of_clairvoyant),
         "per_seed": {HEADLINE: [_f(v) for v in ps.per_seed]},
     }
 
@@ -375,6 +385,9 @@ def aggregates_json(agg: Aggregates) -> dict[str, Any]:
             name: {
                 "iqm": _est_json(pa.iqm),
                 "iqm_bound": _est_json(pa.iqm_bound),
+                "iqm_clairvoyant": None
+                if pa.iqm_clairvoyant is None
+                else _est_json(pa.iqm_clairvoyant),
                 "probability_of_improvement": {
                     other: _est_json(e) for other, e in pa.probability_of_improvement.items()
                 },
@@ -415,6 +428,10 @@ def write_tensorboard(out: Path, res: BenchmarkResult) -> None:
                 HEADLINE: ps.headline.mean,
                 "ratio": math.nan if ps.ratio is None else ps.ratio.ratio,
                 "jct_common_mean": ps.jct_common.mean,
+                "of_clairvoyant": ps.of_clairvoyant.mean,
+                "clairvoyant_fraction": sc.policies[CLAIRVOYANT].bound_fraction.mean
+                if CLAIRVOYANT in sc.policies
+                else math.nan,
             }
             for k, v in vals.items():
                 if math.isfinite(v):
@@ -424,7 +441,10 @@ def write_tensorboard(out: Path, res: BenchmarkResult) -> None:
             logger.record("benchmark/suite_score", s.score)
         pa = None if res.aggregates is None else res.aggregates.policies.get(name)
         if pa is not None:
-            for tag, e in (("benchmark/iqm", pa.iqm), ("benchmark/iqm_bound", pa.iqm_bound)):
+            tags = [("benchmark/iqm", pa.iqm), ("benchmark/iqm_bound", pa.iqm_bound)]
+            if pa.iqm_clairvoyant is not None:
+                tags.append(("benchmark/iqm_clairvoyant", pa.iqm_clairvoyant))
+            for tag, e in tags:
                 if e.defined and math.isfinite(e.point):
                     logger.record(tag, e.point)
         logger.dump(0)

@@ -15,11 +15,19 @@ only timings differ).
 A policy that cannot run on a scenario (``PolicyUnsupportedError`` from its ``reset``) is recorded
 with its one-line reason for that scenario and left out of it; the others run.
 
+**The clairvoyant** (``CLAIRVOYANT``, ``baselines/clairvoyant.py``) is a reference point, not
+a competitor (``is_reference_point``): it is never a scenario's reference nor its best
+baseline, it does not define the common jobs, and once a scenario has run every row of
+it gets the seed's clairvoyant headline (``clairvoyant``), that headline over the seed's
+hindsight bound (``clairvoyant_fraction``) and its own headline over the clairvoyant's
+(``of_clairvoyant``; ``add_clairvoyant``): the bracket around the optimum.
+
 **Scoring** is ``mtgym.benchmark.scoring`` (``score_split``).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,6 +41,20 @@ from mtgym.evaluate import PolicyRun, add_bound, add_common_metrics, episode_bou
 
 #: registry names of learned policies (never a scenario's reference); ``agent:PATH`` too
 LEARNED = frozenset({"agent", "rllib-agent"})
+#: the clairvoyant planner's name: the lower end of the bracket around the optimum
+CLAIRVOYANT = "clairvoyant"
+#: the row keys ``add_clairvoyant`` sets
+CLAIRVOYANT_KEYS = ("clairvoyant", "clairvoyant_fraction", "of_clairvoyant")
+
+
+def is_reference_point(policy: str) -> bool:
+    """Whether ``policy`` is a reference point told what no online policy knows (the
+    clairvoyant): shown beside the policies, never a reference, a best baseline, or a
+    definer of the common jobs.
+    """
+    return policy.split(":", 1)[0] == CLAIRVOYANT
+
+
 BACKENDS = ("local", "ray")
 
 
@@ -43,7 +65,32 @@ def is_baseline(policy: str) -> bool:
         policy: a registry name, possibly with an argument (``agent:PATH``): only the part
             before the first ``:`` is checked against ``LEARNED``.
     """
-    return policy.split(":", 1)[0] not in LEARNED
+    return policy.split(":", 1)[0] not in LEARNED and not is_reference_point(policy)
+
+
+def add_clairvoyant(rows: Mapping[str, Sequence[dict[str, Any] | None]]) -> None:
+    """Give every row the seed's clairvoyant headline, its fraction of the bound and the
+    row's fraction of it (``CLAIRVOYANT_KEYS``; NaN where the clairvoyant did not play
+    the seed or a value is missing), in place.
+
+    Args:
+        rows: policy -> its rows in seed order (None: not played), bounds already added.
+    """
+    mine = rows.get(CLAIRVOYANT) or []
+    n = max((len(r) for r in rows.values()), default=0)
+    for k in range(n):
+        c_row = mine[k] if k < len(mine) else None
+        c = math.nan if c_row is None else float(c_row.get("normalized_throughput", math.nan))
+        bound = math.nan if c_row is None else float(c_row.get("hindsight_bound", math.nan))
+        frac = c / bound if bound > 0 else math.nan
+        for per_seed in rows.values():
+            row = per_seed[k] if k < len(per_seed) else None
+            if row is None:
+                continue
+            head = float(row.get("normalized_throughput", math.nan))
+            row["clairvoyant"] = c
+            row["clairvoyant_fraction"] = frac
+            row["of_clairvoyant"] = head / c if c > 0 else math.nan
 
 
 # -- running ------------------------------------------------------------------------------
@@ -216,7 +263,12 @@ def _finish(
         t0: ``time.perf_counter()`` at the start, for ``wall_s``.
     """
     runs = [PolicyRun(p, rows[p]) for p in policies if p not in unsupported]  # type: ignore[arg-type]
-    add_common_metrics(runs)
+    add_common_metrics([r for r in runs if not is_reference_point(r.name)])
+    for r in runs:
+        if is_reference_point(r.name):  # (not compared on the online policies' common jobs)
+            for row in r.per_seed:
+                row.update(jct_common_mean=math.nan, makespan_common=math.nan, jobs_common=0.0)
+    add_clairvoyant({r.name: r.per_seed for r in runs})
     return ScenarioRuns(
         scenario, seeds, horizon_s, runs, unsupported, wall_s=time.perf_counter() - t0
     )

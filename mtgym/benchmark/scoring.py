@@ -63,6 +63,8 @@ class PolicyScore:
         per_seed: the headline seed by seed (the split's seeds, NaN where undefined).
         hindsight_bound: the episode's hindsight bound (NaN when not computed).
         bound_fraction: the headline's fraction of that bound (NaN when not computed).
+        of_clairvoyant: the headline's fraction of the clairvoyant's on the same seed (NaN
+            in a run without the clairvoyant; ``mtgym.benchmark.runner.add_clairvoyant``).
     """
 
     headline: stats.Interval
@@ -74,6 +76,7 @@ class PolicyScore:
     per_seed: tuple[float, ...] = ()
     hindsight_bound: stats.Interval = field(default_factory=lambda: _NAN_IV)
     bound_fraction: stats.Interval = field(default_factory=lambda: _NAN_IV)
+    of_clairvoyant: stats.Interval = field(default_factory=lambda: _NAN_IV)
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,7 @@ def score_scenario(
                 **kw,
             ).ratio
         bound = run.values("bound_fraction")
+        of_c = run.values("of_clairvoyant")
         out[name] = PolicyScore(
             headline=stats.mean_ci(run.values(HEADLINE), **kw),
             ratio=ratio,
@@ -235,6 +239,7 @@ def score_scenario(
             if not np.isnan(bound).all()
             else _NAN_IV,
             bound_fraction=stats.mean_ci(bound, **kw) if not np.isnan(bound).all() else _NAN_IV,
+            of_clairvoyant=stats.mean_ci(of_c, **kw) if not np.isnan(of_c).all() else _NAN_IV,
         )
     return ScenarioScore(
         sr.scenario, sr.seeds, sr.horizon_s, ref_name, out, sr.wall_s, recorded=recorded
@@ -343,7 +348,8 @@ def score_matrices(
         scores: their scores, in the same order (the references).
         policies: the policies.
         normalisation: ``"reference"`` (headline / the reference's headline on the same
-            seed) or ``"bound"`` (the rows' ``bound_fraction``).
+            seed), ``"bound"`` (the rows' ``bound_fraction``) or ``"clairvoyant"`` (the
+            rows' ``of_clairvoyant``: headline / the clairvoyant's on the same seed).
         skipped: scenarios of the split that were not played; any makes every policy's
             reason ``partial_reason`` (nothing is computed over part of a split).
 
@@ -384,12 +390,11 @@ def score_matrices(
                 with np.errstate(divide="ignore", invalid="ignore"):
                     col = run.values(HEADLINE) / by_name[sc.reference].values(HEADLINE)
             else:
-                if not all(aggregates.BOUND_KEY in row for row in run.per_seed):
-                    reasons[p] = (
-                        f"{aggregates.NOT_AVAILABLE}: the rows carry no {aggregates.BOUND_KEY}"
-                    )
+                key = aggregates.ROW_KEYS[normalisation]
+                if not all(key in row for row in run.per_seed):
+                    reasons[p] = f"{aggregates.NOT_AVAILABLE}: the rows carry no {key}"
                     break
-                col = run.values(aggregates.BOUND_KEY)
+                col = run.values(key)
             bad = np.flatnonzero(~np.isfinite(col))
             if bad.size:
                 reasons[p] = (
@@ -444,8 +449,10 @@ def score_split(
         n_boot=n_boot,
         boot_seed=seed,
         aggregates=aggregates.compute(
-            score_matrices(results, scores, policies, "reference", skipped),
-            score_matrices(results, scores, policies, "bound", skipped),
+            {
+                norm: score_matrices(results, scores, policies, norm, skipped)
+                for norm in aggregates.NORMALISATIONS
+            },
             policies,
             num_seeds=len(results[0].seeds) if results else 0,
             num_scenarios=len(results),

@@ -98,6 +98,11 @@ def _add_standard(d_sub: argparse._SubParsersAction) -> None:
         "--seed-start", type=int, default=TRAIN_SEED_MIN, help="first seed (train split's)"
     )
     s.add_argument("--medium", default=MEDIUM, help="the medium policy (the shipped agent)")
+    s.add_argument(
+        "--clairvoyant",
+        action="store_true",
+        help="also the clairvoyant set (the planner told the whole episode)",
+    )
     s.add_argument("--workers", type=int, default=1, help="processes or Ray CPUs")
     s.add_argument("--backend", choices=BACKENDS, default="local")
     s.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
@@ -237,6 +242,7 @@ def _cmd_standard(args: argparse.Namespace) -> int:
             backend=args.backend,
             version=args.version,
             force=args.force,
+            clairvoyant=args.clairvoyant,
         )
         entries = build_standard(
             scenario, seeds, EnvSettings(), options, lambda line: print(line, file=sys.stderr)

@@ -7,6 +7,10 @@ On the same seeds (the train split's) three policies play every episode:
   else ``mtgym.evaluate.DEFAULT_REFERENCE``), the policy the normalised score calls 1;
 - ``medium``: the shipped agent (``MEDIUM``, ``agents/pretrained/default``);
 - ``random``: uniformly random actions the env need not repair (``uniform-random``), the 0;
+- ``clairvoyant`` (with ``StandardOptions.clairvoyant``): the clairvoyant planner
+  (``baselines/clairvoyant.py``), told the whole episode: its plan, made in the simulator,
+  expressed in the action mode (the env places the nodes itself in ``shares``), so a set
+  of decisions no online policy could take, for methods that learn from hindsight;
 
 and a fourth set is made of their episodes without playing again:
 
@@ -37,6 +41,8 @@ from mtgym.dataset.store import VERSION
 
 #: the qualities, in the table's order (``mixed`` is assembled from the first three)
 QUALITIES = ("expert", "medium", "random", "mixed")
+#: the optional quality (``StandardOptions.clairvoyant``), after the others
+CLAIRVOYANT = "clairvoyant"
 #: the medium policy: the shipped agent
 MEDIUM = "agent"
 #: the order in which ``mixed`` takes its episodes from the played sets
@@ -121,6 +127,7 @@ class StandardOptions:
         backend: ``local`` or ``ray``; the datasets are equal either way.
         version: the ids' version.
         force: replace datasets of the same ids.
+        clairvoyant: also build the ``clairvoyant`` set.
     """
 
     medium: str = MEDIUM
@@ -128,6 +135,7 @@ class StandardOptions:
     backend: str = "local"
     version: int = VERSION
     force: bool = False
+    clairvoyant: bool = False
 
 
 def build_standard(
@@ -147,7 +155,7 @@ def build_standard(
         progress: called with a line per set played and written.
 
     Returns:
-        One entry per dataset, in ``QUALITIES`` order.
+        One entry per dataset, in ``QUALITIES`` order (then ``clairvoyant``).
 
     Raises:
         ValueError: no seeds, a test seed, an unknown backend; ``DatasetError``: an id
@@ -161,11 +169,14 @@ def build_standard(
     if not seeds:
         raise ValueError("no seeds to collect")
     refuse_test_seeds(seeds, what="mtgym dataset standard")
-    ids = {q: dataset_id(scenario, q, options.version) for q in QUALITIES}
+    qualities = [*QUALITIES, *([CLAIRVOYANT] if options.clairvoyant else [])]
+    ids = {q: dataset_id(scenario, q, options.version) for q in qualities}
     taken = sorted(set(ids.values()) & set(local_datasets()))
     if taken and not options.force:
         raise DatasetError(f"dataset {taken[0]} exists; --force replaces it")
     who = policies(scenario, options.medium)
+    if options.clairvoyant:
+        who[CLAIRVOYANT] = CLAIRVOYANT
     played: dict[str, list[EpisodeArrays]] = {}
     for quality, policy in who.items():
         t0 = time.perf_counter()
@@ -174,7 +185,7 @@ def build_standard(
         say(f"{quality} ({policy}): {len(seeds)} episodes in {time.perf_counter() - t0:.1f} s")
     played["mixed"] = mixed(played)
     entries = []
-    for quality in QUALITIES:
+    for quality in qualities:
         entries.append(_write(scenario, quality, ids[quality], who, played, settings, options))
         say(f"{ids[quality]}: written in {entries[-1].write_s:.1f} s")
     return entries

@@ -9,8 +9,9 @@ here:
 
 - **suite score**: the geometric mean over the scenarios of the policy's paired ratio to
   each scenario's reference, with its 95 % interval (``suite``);
-- **IQM** of the episodes normalised by the reference, and by the hindsight bound (the
-  share of the bound), each with its stratified-bootstrap interval (``aggregates``);
+- **IQM** of the episodes normalised by the reference, by the hindsight bound (the share
+  of the bound) and by the clairvoyant planner (the share of a schedule known to be
+  reachable), each with its stratified-bootstrap interval (``aggregates``);
 - **JCT of common jobs (x ref)**: the geometric mean over the scenarios of the mean JCT of
   the jobs every policy of the file completed, divided by the reference's (lower is
   better; the common jobs are the file's, so this column compares within a file best);
@@ -29,7 +30,9 @@ cheap checks (``listing_problems``: the full test split with the current scenari
 tuning hashes, no learned policy that touched a test seed, the recorded references, every
 episode once) give entries; the others are left out with their first reason. A policy in
 several files is shown once, from the newest file. The ranking is by suite score, highest
-first; a policy without one (it did not run on every scenario) comes last.
+first; a policy without one (it did not run on every scenario) comes last. The clairvoyant
+planner (``mtgym.benchmark.runner.is_reference_point``: it knows the whole episode) is not
+ranked: it is listed after the ranked entries, its ``#`` a dash, as the bracket's lower end.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ COLUMNS = (
     "suite score",
     "IQM (x reference)",
     "IQM (x hindsight bound)",
+    "IQM (x clairvoyant)",
     "JCT common (x ref)",
     "jobs done",
     "decision ms",
@@ -74,6 +78,7 @@ class Entry:
         suite: suite score (point, low, high).
         iqm: IQM normalised by the reference.
         iqm_bound: IQM normalised by the hindsight bound.
+        iqm_clairvoyant: IQM normalised by the clairvoyant planner's headline.
         jct_common_ratio: geometric mean over scenarios of the common-jobs JCT ratio.
         jobs_done: jobs completed per pass over the split.
         decision_ms: mean decision wall time (ms) over the episodes the run played (not
@@ -93,6 +98,14 @@ class Entry:
     decision_ms: float
     training: Training | None
     reused: int = 0
+    iqm_clairvoyant: Interval = _NAN3
+
+    @property
+    def ranked(self) -> bool:
+        """Whether it competes for a rank (not a reference point such as the clairvoyant)."""
+        from mtgym.benchmark.runner import is_reference_point
+
+        return not is_reference_point(self.policy)
 
 
 def _x(v: Any) -> float:
@@ -159,7 +172,7 @@ def entries_of(result: ResultFile, source: str) -> list[Entry]:
         result: a ``benchmark`` result file.
         source: its path, as the table shows it.
     """
-    from mtgym.benchmark.runner import is_baseline
+    from mtgym.benchmark.runner import is_baseline, is_reference_point
 
     agg = result.aggregates
     iqms = agg.get("aggregates", {}).get("policies", {})
@@ -175,10 +188,11 @@ def entries_of(result: ResultFile, source: str) -> list[Entry]:
                 suite=_interval(agg.get("suite", {}).get(p), "score"),
                 iqm=_interval(iqms.get(p, {}).get("iqm"), "point"),
                 iqm_bound=_interval(iqms.get(p, {}).get("iqm_bound"), "point"),
+                iqm_clairvoyant=_interval(iqms.get(p, {}).get("iqm_clairvoyant"), "point"),
                 jct_common_ratio=jct,
                 jobs_done=jobs,
                 decision_ms=_decision_ms(result.rows, p, reused),
-                training=None if is_baseline(p) else read_training(p),
+                training=None if is_baseline(p) or is_reference_point(p) else read_training(p),
                 reused=len(reused),
             )
         )
@@ -186,11 +200,13 @@ def entries_of(result: ResultFile, source: str) -> list[Entry]:
 
 
 def rank(entries: Sequence[Entry]) -> list[Entry]:
-    """The entries by suite score, highest first; those without one last, by name."""
+    """The entries by suite score, highest first; those without one last, by name; the
+    reference points (not ``ranked``) after all of them.
+    """
 
-    def key(e: Entry) -> tuple[bool, float, str]:
+    def key(e: Entry) -> tuple[bool, bool, float, str]:
         s = e.suite[0]
-        return (not math.isfinite(s), -s if math.isfinite(s) else 0.0, e.policy)
+        return (not e.ranked, not math.isfinite(s), -s if math.isfinite(s) else 0.0, e.policy)
 
     return sorted(entries, key=key)
 
@@ -289,16 +305,25 @@ def table(entries: Sequence[Entry], *, files: bool = False) -> tuple[list[str], 
         files: add a ``file`` column (entries from several result files).
     """
     header = [*COLUMNS, *(["file"] if files else [])]
+    # (the clairvoyant's column only where a file played it: results since issue [teacher])
+    clv = any(math.isfinite(e.iqm_clairvoyant[0]) for e in entries)
+    if not clv:
+        header.remove("IQM (x clairvoyant)")
     rows = []
-    for k, e in enumerate(entries, start=1):
+    k = 0
+    for e in entries:
+        k += e.ranked
         train, seeds = _training(e.training)
+        if not e.ranked:
+            train = "knows the whole episode: not ranked"
         jct = "n/a" if not math.isfinite(e.jct_common_ratio) else f"{e.jct_common_ratio:.2f}x"
         cells = [
-            str(k),
+            str(k) if e.ranked else "-",
             e.policy,
             _iv(e.suite),
             _iv(e.iqm),
             _iv(e.iqm_bound),
+            *([_iv(e.iqm_clairvoyant)] if clv else []),
             jct,
             fmt(e.jobs_done),
             fmt(e.decision_ms),

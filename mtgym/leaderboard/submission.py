@@ -156,13 +156,13 @@ def seed_problems(result: ResultFile, split: Split = TEST) -> list[str]:
         result: the result file.
         split: the split no training or selection may touch.
     """
-    from mtgym.benchmark.runner import is_baseline
+    from mtgym.benchmark.runner import is_baseline, is_reference_point
     from mtgym.benchmark.splits import is_test_seed
     from mtgym.leaderboard.training import recorded_seeds
 
     out = []
     for p in result.aggregates.get("policies", []):
-        if is_baseline(p):
+        if is_baseline(p) or is_reference_point(p):
             continue
         for key, seeds in recorded_seeds(p).items():
             bad = sorted({s for s in seeds if is_test_seed(s, split)})

@@ -21,6 +21,11 @@ A renderer takes the ``ResultFile`` and the marker's options and returns markdow
 - ``select-agent`` (a ``select_agent`` result, ``scripts/select_agent.py``): per candidate
   (and temperature, and draws), the validation score, each set's paired ratio to the
   reference [interval] and the share of decisions the codec repaired;
+- ``headroom`` (a ``benchmark`` result with the clairvoyant): per scenario, the best online
+  policy of the run (highest mean share of the hindsight bound, picked after the fact) and
+  its share, the clairvoyant's share [interval], what knowing the future is worth (their
+  difference, in shares of the bound) and what stays unexplained (1 - the clairvoyant's
+  share: the bound's slack and the optimum's unknown place between them);
 - ``offline-standard`` (a ``dataset_standard`` result, ``mtgym dataset standard``): per
   dataset of the standard set, its policy, episodes, steps, size, collection and write
   time, mean return and normalised score [interval], and the share of repaired steps.
@@ -135,6 +140,9 @@ def suite(result: ResultFile, options: dict[str, str]) -> list[str]:
         ("IQM (x best baseline)", [_ci(iqm.get(p, {}).get("iqm"), "point") for p in names]),
         ("IQM (x hindsight bound)", [_ci(iqm.get(p, {}).get("iqm_bound"), "point") for p in names]),
     ]
+    if any((iqm.get(p, {}).get("iqm_clairvoyant") or {}).get("point") is not None for p in names):
+        clv = [_ci(iqm.get(p, {}).get("iqm_clairvoyant"), "point") for p in names]
+        rows.append(("IQM (x clairvoyant)", clv))
     for label, cells in rows[:1] if shown == "score" else rows:
         lines.append(f"| **{label}** | | " + " | ".join(cells) + " |")
     return lines
@@ -359,6 +367,50 @@ def select_agent(result: ResultFile, options: dict[str, str]) -> list[str]:
     return lines
 
 
+def headroom(result: ResultFile, options: dict[str, str]) -> list[str]:
+    """The ``headroom`` table (module docstring) of a ``benchmark`` result; option
+    ``scenarios=x,y`` picks the scenarios.
+    """
+    from mtgym.sim.view import CLAIRVOYANT_POLICIES
+    from mtgym.stats import mean_ci
+
+    def is_reference_point(p: str) -> bool:  # (as mtgym.benchmark.runner's)
+        return p.split(":", 1)[0] in CLAIRVOYANT_POLICIES
+
+    clairvoyant = CLAIRVOYANT_POLICIES[0]
+
+    _need(result, "benchmark")
+    order = [s["scenario"] for s in result.aggregates["scenarios"]]
+    keep = _pick(options, "scenarios", order)
+    by: dict[tuple[str, str], list[float]] = {}
+    for r in result.rows:
+        by.setdefault((r["scenario"], r["policy"]), []).append(_x(r.get("bound_fraction")))
+    if not any(p == clairvoyant for _, p in by):
+        raise ValueError("the run has no clairvoyant episodes (mtgym benchmark without it)")
+    lines = [
+        "| scenario | best online policy | its share of the bound | clairvoyant's share "
+        "| the future's worth | unexplained |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for sc in (s for s in order if s in keep):
+        online = {
+            p: sum(v) / len(v)
+            for (name, p), v in by.items()
+            if name == sc and not is_reference_point(p) and v and all(map(math.isfinite, v))
+        }
+        clv = by.get((sc, clairvoyant))
+        if not online or not clv:
+            lines.append(f"| {sc} | n/a | | | | |")
+            continue
+        best = max(online, key=lambda p: online[p])
+        ci = mean_ci(clv)
+        lines.append(
+            f"| {sc} | `{best}` | {online[best]:.3f} | {ci.mean:.3f} [{ci.ci_low:.3f}, "
+            f"{ci.ci_high:.3f}] | {ci.mean - online[best]:+.3f} | {1 - ci.mean:.3f} |"
+        )
+    return lines
+
+
 def offline_standard(result: ResultFile, options: dict[str, str]) -> list[str]:
     """The ``offline-standard`` table (module docstring), one row per dataset in the
     file's order, then the reference scores' policies.
@@ -391,6 +443,7 @@ RENDERERS: dict[str, Renderer] = {
     "benchmark-cost": benchmark_cost,
     "bench-vec": bench_vec,
     "offline-standard": offline_standard,
+    "headroom": headroom,
 }
 
 

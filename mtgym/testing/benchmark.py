@@ -31,7 +31,8 @@ def untimed(x: Any) -> Any:
 
 
 def bench_argv(tmp_path: Path, out: str, *extra: str) -> list[str]:
-    """``mtgym benchmark`` on split ``one``, quick, ``greedy`` judged, registry
+    """``mtgym benchmark`` on split ``one``, quick, ``greedy`` judged, without the
+    clairvoyant (its planning plays every candidate: the tests of it name it), registry
     ``tmp_path/reg``, output ``tmp_path/out``, then ``extra``.
     """
     return [
@@ -40,6 +41,7 @@ def bench_argv(tmp_path: Path, out: str, *extra: str) -> list[str]:
         "one",
         "--quick",
         "--no-progress",
+        "--no-clairvoyant",
         "--policy",
         "greedy",
         "--results-dir",

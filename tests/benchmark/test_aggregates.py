@@ -196,7 +196,7 @@ def test_aggregates__report_json_markdown_tensorboard_and_png(tmp_path):
     agg = data["aggregates"]
     assert agg["reps"] == REPS and agg["level"] == 0.95 and agg["bootstrap_seed"] == 0
     agent = agg["policies"]["agent"]
-    assert set(agent) == {"iqm", "iqm_bound", "probability_of_improvement"}
+    assert set(agent) == {"iqm", "iqm_bound", "iqm_clairvoyant", "probability_of_improvement"}
     assert agent["iqm"]["point"] == pytest.approx(res.aggregates.policies["agent"].iqm.point)
     assert set(agent["iqm"]) == {"point", "ci_low", "ci_high", "reason"}
     assert agent["probability_of_improvement"]["greedy"]["reason"] is None

@@ -55,7 +55,15 @@ def test_benchmark_cli__scenario_runs_part_of_the_split_with_no_suite_score(
     monkeypatch.chdir(REPO)  # (examples/ is imported from the current folder)
     monkeypatch.setattr(sys, "path", list(sys.path))
     out = tmp_path / "b"
-    argv = ["benchmark", "--split", "toys", "--quick", "--no-progress", "--no-cache"]
+    argv = [
+        "benchmark",
+        "--split",
+        "toys",
+        "--quick",
+        "--no-progress",
+        "--no-cache",
+        "--no-clairvoyant",
+    ]
     argv += ["--out", str(out), "--policy", SPEC, "--policy", "equal-share"]
     assert main([*argv, "--scenario", "nope"]) == 2
     assert "'nope' is not in the toys split" in capsys.readouterr().err

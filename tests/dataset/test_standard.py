@@ -110,3 +110,16 @@ def test_build_standard__refuses_an_existing_id_before_playing(root):
     build_standard("default", [SEED], SETTINGS, StandardOptions(medium="packed"))
     with pytest.raises(DatasetError, match="expert-v0 exists"):
         build_standard("default", [SEED], SETTINGS, StandardOptions(medium="no-such-policy"))
+
+
+def test_build_standard__the_clairvoyant_set_on_request(root):
+    seeds = [SEED, SEED + 1]
+    entries = build_standard(
+        "default", seeds, SETTINGS, StandardOptions(medium="packed", clairvoyant=True)
+    )
+    assert [e.quality for e in entries] == [*QUALITIES, "clairvoyant"]
+    c = entries[-1]
+    assert c.dataset_id == "mtgym/default/clairvoyant-v0" and c.policy == "clairvoyant"
+    ds = minari.load_dataset(c.dataset_id)
+    assert ds.storage.metadata["ref_max_score"] == entries[0].mean_return  # the expert's 1
+    assert c.episodes == 2 and c.repaired_share == 0.0

@@ -44,9 +44,10 @@ def test_view__job_information_by_mode(mode):
         declared_r_up_s=inst.jobs.r_up_s + 1.0,
     )
     inst = replace(inst, jobs=jobs)
-    v = ViewBuilder(inst, mode)(initial_state(inst))
-    if mode is InfoMode.ORACLE:
+    v = ViewBuilder(inst, mode, policy_name="clairvoyant")(initial_state(inst))
+    if mode in (InfoMode.ORACLE, InfoMode.CLAIRVOYANT):  # (the true ones)
         assert v.curve_tput[0, 1] == 10.0 and v.r_up_s[0] == 7.0 and v.work[0] == 1e5
+        assert (v.instance is inst) == (mode is InfoMode.CLAIRVOYANT)
     elif mode is InfoMode.USER:
         assert v.curve_tput[0, 1] == 20.0 and v.r_up_s[0] == 8.0 and v.work[0] == 1e5
     else:

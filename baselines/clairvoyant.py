@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,9 @@ from mtgym.core.instance import Instance
 from mtgym.core.types import Allocation
 from mtgym.policy.base import Policy
 from mtgym.sim.view import InfoMode, SchedulerView
+
+if TYPE_CHECKING:
+    from mtgym.scenario.schema import EpisodeSpec
 
 #: the online baselines it simulates (the benchmark's fast baselines: ``FAST_BASELINES``),
 #: configured with the scenario's tuned knobs, and the told variants of FreeTrain
@@ -227,13 +230,13 @@ class ClairvoyantPolicy:
                 float(c.removeprefix("told-w"))  # a number of seconds, else ValueError
         self.candidates = tuple(candidates)
         self.verify = int(verify)
-        self._episode: object | None = None
+        self._episode: EpisodeSpec | None = None
         self.plan: Plan | None = None
         self.choice: str | None = None
         self.scores: dict[str, float] = {}
         self.plan_s = 0.0
 
-    def use_scenario_defaults(self, episode: object) -> None:
+    def use_scenario_defaults(self, episode: EpisodeSpec) -> None:
         """Keep the scenario's ``EpisodeSpec``: the candidates are configured with it."""
         self._episode = episode
 

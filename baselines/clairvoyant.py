@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from baselines.milp.freetrain import FreeTrainAware
+from mtgym.benchmark.splits import FAST_BASELINES
 from mtgym.core.errors import PolicyUnsupportedError
 from mtgym.core.instance import Instance
 from mtgym.core.types import Allocation
@@ -71,20 +72,9 @@ if TYPE_CHECKING:
     from mtgym.scenario.schema import EpisodeSpec
 
 #: the online baselines it simulates (the benchmark's fast baselines: ``FAST_BASELINES``),
-#: configured with the scenario's tuned knobs, and the told variants of FreeTrain
-CANDIDATES = (
-    "freetrain",
-    "freetrain-speedup",
-    "freetrain-aware",
-    "greedy",
-    "packed",
-    "pal",
-    "pm-first",
-    "malletrain",
-    "equal-share",
-    "random",
-    "told",
-)
+#: configured with the scenario's tuned knobs, and FreeTrain told the truth
+CANDIDATES = (*FAST_BASELINES, "told")
+
 #: how many of the best candidates may be replayed before the best replay is kept
 VERIFY = 3
 

@@ -20,10 +20,10 @@ from mtgym.dataset.episode import DECISION_INTERVAL_S, EnvSettings
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    """Register ``dataset`` (``collect``, ``list``) on the ``mtgym`` sub-command parser."""
+    """Register ``dataset`` (``collect``, ``standard``, ``from-trace``, ``list``) on the
+    ``mtgym`` sub-command parser.
+    """
     from mtgym.benchmark.splits import TRAIN_SEED_MIN
-    from mtgym.core.names import ACTION_MODES
-    from mtgym.env.layout import OBS_LAYOUTS
 
     d = sub.add_parser(
         "dataset",
@@ -43,21 +43,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--seed-start", type=int, default=TRAIN_SEED_MIN, help="first seed (train split's)"
     )
-    c.add_argument("--action-mode", default="shares", choices=ACTION_MODES)
-    c.add_argument("--obs-layout", default="dict", choices=OBS_LAYOUTS)
-    c.add_argument(
-        "--decision-interval",
-        type=decision_interval,
-        default=DECISION_INTERVAL_S,
-        metavar="S",
-        help="seconds between decisions (the shipped agents' recipe)",
-    )
+    _add_env_options(c, DECISION_INTERVAL_S, "seconds between decisions (the shipped recipe's)")
     c.add_argument("--reward", default=None, help="env reward (default: the env's)")
     c.add_argument("--reference", default=None, help="policy scoring 1 (default: recorded)")
-    c.add_argument("--workers", type=int, default=1, help="processes or Ray CPUs")
-    c.add_argument("--backend", choices=BACKENDS, default="local")
-    c.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
-    c.add_argument("--version", type=int, default=0, help="the id's version")
+    _add_workers_options(c)
+    _add_where_options(c)
     c.add_argument("--force", action="store_true", help="replace a dataset of the same id")
     c.set_defaults(func=_cmd_collect)
     _add_standard(d_sub)
@@ -103,19 +93,14 @@ def _add_standard(d_sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also the clairvoyant set (the planner told the whole episode)",
     )
-    s.add_argument("--workers", type=int, default=1, help="processes or Ray CPUs")
-    s.add_argument("--backend", choices=BACKENDS, default="local")
-    s.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
-    s.add_argument("--version", type=int, default=0, help="the ids' version")
+    _add_workers_options(s)
+    _add_where_options(s)
     results_cli.add_record_options(s)  # its --force also replaces existing datasets
     s.set_defaults(func=_cmd_standard)
 
 
 def _add_from_trace(d_sub: argparse._SubParsersAction) -> None:
     """``dataset from-trace``: bridge traces (and their replays) as a dataset."""
-    from mtgym.core.names import ACTION_MODES
-    from mtgym.env.layout import OBS_LAYOUTS
-
     t = d_sub.add_parser(
         "from-trace",
         help="mtgym bridge record traces (and what their replays measured) as a dataset",
@@ -135,21 +120,39 @@ def _add_from_trace(d_sub: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="each trace's mtgym bridge replay folder, in the same order ('-': none)",
     )
-    t.add_argument("--action-mode", default="shares", choices=ACTION_MODES)
-    t.add_argument("--obs-layout", default="dict", choices=OBS_LAYOUTS)
-    t.add_argument(
-        "--decision-interval",
-        type=decision_interval,
-        default=None,
-        metavar="S",
-        help=f"seconds between decisions (default: the trace's own, else {DECISION_INTERVAL_S:g})",
-    )
+    own = f"seconds between decisions (default: the trace's own, else {DECISION_INTERVAL_S:g})"
+    _add_env_options(t, None, own)
     t.add_argument("--reference", default=None, help="policy scoring 1 (default: recorded)")
     t.add_argument("--workers", type=int, default=1, help="processes for the references")
-    t.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
-    t.add_argument("--version", type=int, default=0, help="the id's version")
+    _add_where_options(t)
     t.add_argument("--force", action="store_true", help="replace a dataset of the same id")
     t.set_defaults(func=_cmd_from_trace)
+
+
+def _add_env_options(p: argparse.ArgumentParser, interval: float | None, help_: str) -> None:
+    """The env a dataset is made in: ``--action-mode``, ``--obs-layout``,
+    ``--decision-interval`` (default ``interval``, described by ``help_``).
+    """
+    from mtgym.core.names import ACTION_MODES
+    from mtgym.env.layout import OBS_LAYOUTS
+
+    p.add_argument("--action-mode", default="shares", choices=ACTION_MODES)
+    p.add_argument("--obs-layout", default="dict", choices=OBS_LAYOUTS)
+    p.add_argument(
+        "--decision-interval", type=decision_interval, default=interval, metavar="S", help=help_
+    )
+
+
+def _add_workers_options(p: argparse.ArgumentParser) -> None:
+    """Where the episodes are played: ``--workers`` and ``--backend``."""
+    p.add_argument("--workers", type=int, default=1, help="processes or Ray CPUs")
+    p.add_argument("--backend", choices=BACKENDS, default="local")
+
+
+def _add_where_options(p: argparse.ArgumentParser) -> None:
+    """Where the dataset goes and its id's version: ``--root`` and ``--version``."""
+    p.add_argument("--root", type=Path, default=None, help="datasets folder (else Minari's)")
+    p.add_argument("--version", type=int, default=0, help="the id's version")
 
 
 def _minari() -> None:
@@ -233,17 +236,17 @@ def _cmd_standard(args: argparse.Namespace) -> int:
     use_root(args.root)
     t0 = time.perf_counter()
     rows, refs, seeds_all = [], {}, []
+    options = StandardOptions(
+        medium=args.medium,
+        workers=args.workers,
+        backend=args.backend,
+        version=args.version,
+        force=args.force,
+        clairvoyant=args.clairvoyant,
+    )
     for scenario, n in zip(scenarios, counts, strict=True):
         seeds = list(range(args.seed_start, args.seed_start + n))
         seeds_all += seeds
-        options = StandardOptions(
-            medium=args.medium,
-            workers=args.workers,
-            backend=args.backend,
-            version=args.version,
-            force=args.force,
-            clairvoyant=args.clairvoyant,
-        )
         entries = build_standard(
             scenario, seeds, EnvSettings(), options, lambda line: print(line, file=sys.stderr)
         )
@@ -270,7 +273,7 @@ def _cmd_standard(args: argparse.Namespace) -> int:
 
 
 def _cmd_from_trace(args: argparse.Namespace) -> int:
-    from mtgym.dataset.store import dataset_id, local_datasets, use_root, write_dataset
+    from mtgym.dataset.store import dataset_id, use_root, write_dataset
     from mtgym.dataset.trace import convert
 
     _minari()
@@ -293,8 +296,6 @@ def _cmd_from_trace(args: argparse.Namespace) -> int:
     first = got[0]
     policy = f"trace-{first.policy}"
     ds_id = dataset_id(first.scenario, policy, args.version)
-    if ds_id in local_datasets() and not args.force:
-        raise ValueError(f"dataset {ds_id} exists; --force replaces it")
     ds = write_dataset(ds_id, first.scenario, policy, collected, first.settings, force=args.force)
     import minari
     import numpy as np

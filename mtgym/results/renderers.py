@@ -371,11 +371,8 @@ def headroom(result: ResultFile, options: dict[str, str]) -> list[str]:
     """The ``headroom`` table (module docstring) of a ``benchmark`` result; option
     ``scenarios=x,y`` picks the scenarios.
     """
-    from mtgym.sim.view import CLAIRVOYANT_POLICIES
+    from mtgym.sim.view import CLAIRVOYANT_POLICIES, may_see_the_future
     from mtgym.stats import mean_ci
-
-    def is_reference_point(p: str) -> bool:  # (as mtgym.benchmark.runner's)
-        return p.split(":", 1)[0] in CLAIRVOYANT_POLICIES
 
     clairvoyant = CLAIRVOYANT_POLICIES[0]
 
@@ -396,7 +393,7 @@ def headroom(result: ResultFile, options: dict[str, str]) -> list[str]:
         online = {
             p: sum(v) / len(v)
             for (name, p), v in by.items()
-            if name == sc and not is_reference_point(p) and v and all(map(math.isfinite, v))
+            if name == sc and not may_see_the_future(p) and v and all(map(math.isfinite, v))
         }
         clv = by.get((sc, clairvoyant))
         if not online or not clv:
